@@ -1,0 +1,653 @@
+"""Analysis: name resolution, types, temporal inference, legality rules.
+
+Input: the parsed query files of a query set and the schema.  Output: one
+`AnalyzedQuery` per query, in dependency order (a query comes after every
+query it reads), with bound expressions (see bound.py) whose `info` holds
+type, temporal direction and LFTA-legality.
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Optional
+
+from . import ast
+from . import catalog
+from .bound import (AggRef, ExprInfo, FieldRef, GroupRef, children, conjuncts,
+                    key, rebuild, walk)
+from .diagnostics import GsqlError
+from .schema import Protocol, Schema
+from .types import (Temporal, Type, arithmetic_result, comparable,
+                    parse_type_name, unary_result)
+
+
+# ---------------------------------------------------------------- model
+
+
+@dataclass
+class Column:
+    name: str
+    type: Type
+    temporal: Temporal = Temporal.NONE
+
+
+@dataclass
+class StreamDef:
+    """The schema of a stream: a query's output."""
+    name: str
+    columns: list[Column]
+
+    def get(self, name: str) -> Optional[Column]:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        return None
+
+
+@dataclass
+class Source:
+    """One FROM item, resolved."""
+    alias: str
+    ref: ast.TableRef
+    kind: str                          # 'protocol' | 'stream'
+    protocol: Optional[Protocol] = None
+    stream: Optional[StreamDef] = None
+    iface: str = ""                    # interface name ('' = the default one)
+    iface_set: bool = False
+
+    def column(self, name: str) -> Optional[Column]:
+        if self.protocol is not None:
+            f = self.protocol.fields.get(name)
+            return Column(f.name, f.type, f.temporal) if f else None
+        assert self.stream is not None
+        return self.stream.get(name)
+
+    def column_names(self) -> list[str]:
+        if self.protocol is not None:
+            return list(self.protocol.fields)
+        assert self.stream is not None
+        return [c.name for c in self.stream.columns]
+
+
+@dataclass
+class GroupItem:
+    name: str
+    expr: ast.Expr
+    span: ast.Span
+
+
+@dataclass
+class AggCall:
+    func: catalog.Aggregate
+    arg: Optional[ast.Expr]            # bound; None for count(*)
+    type: Type
+    span: ast.Span
+    text: str
+
+
+@dataclass
+class AnalyzedQuery:
+    query: ast.Query
+    name: str
+    file: str
+    params: dict[str, Type]
+    sources: list[Source]
+    where: list[ast.Expr]
+    group_by: list[GroupItem]
+    aggs: list[AggCall]
+    having: Optional[ast.Expr]
+    select: list[tuple[str, ast.Expr]]
+    output: StreamDef
+    defines: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_aggregate(self) -> bool:
+        return bool(self.group_by) or bool(self.aggs)
+
+
+def not_supported(span: ast.Span, what: str) -> GsqlError:
+    return GsqlError(span, "not-supported-yet",
+                     f"{what} is not supported yet by gsqlc")
+
+
+# ---------------------------------------------------------------- checks of
+# syntax that parses but does not execute yet
+
+
+def check_supported(q: ast.Query) -> None:
+    if q.is_merge:
+        raise not_supported(q.span, "MERGE")
+    if q.join is not None:
+        raise not_supported(q.join.span, f"{q.join.kind.upper()} join")
+    if len(q.from_) > 1:
+        raise not_supported(q.from_[1].span, "a join of several FROM sources")
+    for clause, what in ((q.closing_when, "CLOSING_WHEN (running aggregation)"),
+                         (q.cleaning_when, "CLEANING_WHEN"),
+                         (q.cleaning_by, "CLEANING_BY")):
+        if clause is not None:
+            raise not_supported(clause.span, what)
+    if q.supergroup:
+        raise not_supported(q.supergroup_span or q.span, "SUPERGROUP")
+    for g in q.group_by:
+        if isinstance(g, ast.GroupingSets):
+            raise not_supported(g.span, g.kind.upper().replace("GROUPING_SETS", "GROUPING_SETS"))
+    exprs = [s.expr for s in q.select] + [x for x in (q.where, q.having) if x is not None]
+    exprs += [g.expr for g in q.group_by if isinstance(g, ast.GroupItem)]
+    for e in exprs:
+        for n in walk(e):
+            if isinstance(n, ast.Call) and n.superagg:
+                raise not_supported(n.span, f"the super-aggregate {n.name}$")
+            if isinstance(n, ast.IfaceParam):
+                raise not_supported(n.span, "the interface parameter @" + n.name)
+
+
+# ---------------------------------------------------------------- binding
+
+
+class _Scope:
+    def __init__(self, q: AnalyzedQuery):
+        self.q = q
+
+    def lookup(self, ref: ast.ColumnRef) -> FieldRef:
+        srcs = self.q.sources
+        if ref.table is not None:
+            for i, s in enumerate(srcs):
+                if s.alias == ref.table:
+                    col = s.column(ref.name)
+                    if col is None:
+                        raise _unknown_field(ref, s)
+                    return FieldRef(i, ref.name, span=ref.span)
+            raise GsqlError(ref.span, "unknown-table",
+                            f"no FROM source is named '{ref.table}'; sources: "
+                            + ", ".join(s.alias for s in srcs))
+        hits = [i for i, s in enumerate(srcs) if s.column(ref.name) is not None]
+        if not hits:
+            raise _unknown_field(ref, srcs[0] if len(srcs) == 1 else None, srcs)
+        if len(hits) > 1:
+            raise GsqlError(ref.span, "ambiguous-field",
+                            f"field '{ref.name}' is in several FROM sources; "
+                            "qualify it (" + ", ".join(f"{srcs[i].alias}.{ref.name}" for i in hits) + ")")
+        return FieldRef(hits[0], ref.name, span=ref.span)
+
+
+def _unknown_field(ref: ast.ColumnRef, src: Optional[Source],
+                   srcs: Optional[list[Source]] = None) -> GsqlError:
+    names = src.column_names() if src else [n for s in (srcs or []) for n in s.column_names()]
+    where = (f"{'PROTOCOL' if src.kind == 'protocol' else 'stream'} "
+             f"{src.protocol.name if src.protocol else src.ref.name}") if src else "the FROM sources"
+    msg = f"no field '{ref.name}' in {where}"
+    close = difflib.get_close_matches(ref.name, names, n=3)
+    if close:
+        msg += "; did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
+    return GsqlError(ref.span, "unknown-field", msg)
+
+
+def _literal_type(lit: ast.Literal) -> Type:
+    k = lit.kind
+    if k == "int":
+        v = lit.value
+        if v < 2**31:
+            return Type.INT
+        if v < 2**32:
+            return Type.UINT
+        if v < 2**63:
+            return Type.LLONG
+        return Type.ULLONG
+    return {
+        "uint": Type.UINT, "ullong": Type.ULLONG, "llong": Type.LLONG,
+        "float": Type.FLOAT, "string": Type.STRING, "bool": Type.BOOL,
+        "ip": Type.IP, "ipv6": Type.IPV6, "hex": Type.UINT, "lhex": Type.ULLONG,
+        "timeval": Type.ULLONG,
+    }[k]
+
+
+def _define_literal(name: str, q: AnalyzedQuery, span: ast.Span) -> ast.Literal:
+    if name not in q.defines:
+        raise GsqlError(span, "unknown-define",
+                        f"#{name} is not set in the query's DEFINE block")
+    text = q.defines[name]
+    try:
+        v = int(text, 0)
+        return ast.Literal("int", v, text, span=span)
+    except ValueError:
+        pass
+    try:
+        return ast.Literal("float", float(text), text, span=span)
+    except ValueError:
+        return ast.Literal("string", text.encode(), "", span=span)
+
+
+class Binder:
+    """Binds and annotates the expressions of one query."""
+
+    def __init__(self, q: AnalyzedQuery):
+        self.q = q
+        self.scope = _Scope(q)
+
+    # -- field context: WHERE, GROUP BY, aggregate arguments, selections
+    def bind_fields(self, e: ast.Expr, where: str) -> ast.Expr:
+        def fn(n: ast.Expr) -> Optional[ast.Expr]:
+            if isinstance(n, ast.ColumnRef):
+                return self.scope.lookup(n)
+            if isinstance(n, ast.DefineRef):
+                return _define_literal(n.name, self.q, n.span)
+            if isinstance(n, ast.Call) and catalog.lookup_aggregate(n.name) and \
+                    not catalog.lookup_scalar(n.name):
+                raise GsqlError(n.span, "aggregate-not-allowed",
+                                f"aggregate {n.name}() is not allowed in {where}")
+            return None
+        b = rebuild(e, fn)
+        annotate(b, self.q)
+        return b
+
+    # -- aggregation context: SELECT and HAVING of an aggregation query
+    def bind_grouped(self, e: ast.Expr, where: str) -> ast.Expr:
+        q = self.q
+        gb_keys = [key(g.expr) for g in q.group_by]
+
+        def has_agg_or_alias(n: ast.Expr) -> bool:
+            for m in walk(n):
+                if isinstance(m, ast.Call) and _is_aggregate_call(m):
+                    return True
+                if isinstance(m, ast.ColumnRef) and m.table is None and \
+                        any(g.name == m.name for g in q.group_by):
+                    return True
+            return False
+
+        def go(n: ast.Expr) -> ast.Expr:
+            if isinstance(n, ast.ColumnRef) and n.table is None:
+                for i, g in enumerate(q.group_by):
+                    if g.name == n.name:
+                        return GroupRef(i, span=n.span)
+            if isinstance(n, ast.Call) and _is_aggregate_call(n):
+                return self.bind_aggregate(n)
+            if not has_agg_or_alias(n):
+                b = self.bind_fields(n, where)
+                k = key(b)
+                for i, gk in enumerate(gb_keys):
+                    if k == gk:
+                        return GroupRef(i, span=n.span)
+                if isinstance(b, FieldRef):
+                    raise GsqlError(n.span, "not-grouped",
+                                    f"'{b.name}' must be in GROUP BY or inside an "
+                                    f"aggregate: {where} of an aggregation sees only "
+                                    "group-by values and aggregates")
+                if not children(n):
+                    return b
+            m = rebuild(n, lambda x: None if x is n else go(x))
+            return m
+
+        b = go(e)
+        annotate(b, self.q)
+        return b
+
+    def bind_aggregate(self, c: ast.Call) -> AggRef:
+        agg = catalog.lookup_aggregate(c.name)
+        assert agg is not None
+        arg: Optional[ast.Expr] = None
+        if len(c.args) == 1 and isinstance(c.args[0], ast.Star):
+            if not agg.star_ok:
+                raise GsqlError(c.span, "bad-arguments", f"{c.name}(*) is not allowed; only count(*)")
+        elif len(c.args) != 1:
+            raise GsqlError(c.span, "bad-arguments",
+                            f"aggregate {c.name} takes one argument, got {len(c.args)}")
+        else:
+            for n in walk(c.args[0]):
+                if isinstance(n, ast.Call) and _is_aggregate_call(n):
+                    raise GsqlError(n.span, "nested-aggregate",
+                                    f"aggregate {n.name}() inside aggregate {c.name}()")
+            arg = self.bind_fields(c.args[0], f"the argument of {c.name}")
+        at = arg.info.type if arg is not None else None
+        rt = agg.result(at) if (arg is not None or agg.star_ok) else None
+        if agg.name == "count":
+            rt = Type.ULLONG
+        if rt is None:
+            raise GsqlError(c.span, "type-mismatch",
+                            f"aggregate {c.name} cannot take an argument of type {at}")
+        from .bound import to_text
+        text = to_text(c)
+        k = (agg.name, key(arg) if arg is not None else None)
+        for i, a in enumerate(self.q.aggs):
+            if (a.func.name, key(a.arg) if a.arg is not None else None) == k:
+                return AggRef(i, span=c.span)
+        self.q.aggs.append(AggCall(agg, arg, rt, c.span, text))
+        return AggRef(len(self.q.aggs) - 1, span=c.span)
+
+
+def _is_aggregate_call(c: ast.Call) -> bool:
+    return catalog.lookup_aggregate(c.name) is not None and not c.predicate
+
+
+# ---------------------------------------------------------------- typing
+
+
+def _err_type(e: ast.Expr, msg: str) -> GsqlError:
+    return GsqlError(e.span, "type-mismatch", msg)
+
+
+def _nonneg_const(e: ast.Expr) -> bool:
+    if isinstance(e, ast.Literal) and e.kind in ("int", "uint", "ullong", "llong", "hex", "lhex"):
+        return e.value >= 0
+    return bool(e.info and e.info.constant and not e.info.type.is_signed)
+
+
+def annotate(e: ast.Expr, q: AnalyzedQuery) -> ExprInfo:
+    """Fill e.info (type, temporal, lfta_ok, cheap, constant) bottom-up."""
+    for c in children(e):
+        annotate(c, q)
+    info = _infer(e, q)
+    e.info = info
+    return info
+
+
+def _infer(e: ast.Expr, q: AnalyzedQuery) -> ExprInfo:
+    if isinstance(e, ast.Literal):
+        return ExprInfo(_literal_type(e), Temporal.CONSTANT, constant=True)
+    if isinstance(e, ast.Param):
+        t = q.params.get(e.name)
+        if t is None:
+            raise GsqlError(e.span, "unknown-param",
+                            f"parameter ${e.name} is not declared in the query's PARAM block")
+        return ExprInfo(t, Temporal.CONSTANT, constant=True)
+    if isinstance(e, FieldRef):
+        col = q.sources[e.source].column(e.name)
+        assert col is not None
+        return ExprInfo(col.type, col.temporal)
+    if isinstance(e, GroupRef):
+        g = q.group_by[e.index].expr.info
+        return ExprInfo(g.type, g.temporal, g.lfta_ok, g.cheap, g.constant)
+    if isinstance(e, AggRef):
+        a = q.aggs[e.index]
+        return ExprInfo(a.type, Temporal.NONE)
+    if isinstance(e, ast.Star):
+        raise GsqlError(e.span, "syntax", "'*' is only allowed in count(*)")
+    if isinstance(e, ast.Unary):
+        return _infer_unary(e)
+    if isinstance(e, ast.Binary):
+        return _infer_binary(e)
+    if isinstance(e, ast.InList):
+        return _infer_in(e)
+    if isinstance(e, ast.Call):
+        return _infer_call(e, q)
+    raise GsqlError(e.span, "internal", f"unexpected expression {type(e).__name__}")
+
+
+def _merge_flags(info: ExprInfo, *subs: ast.Expr) -> ExprInfo:
+    info.lfta_ok = all(s.info.lfta_ok for s in subs)
+    info.cheap = all(s.info.cheap for s in subs)
+    info.constant = all(s.info.constant for s in subs)
+    return info
+
+
+def _infer_unary(e: ast.Unary) -> ExprInfo:
+    t = e.operand.info.type
+    op = e.op.lower()
+    if op == "not":
+        if t is not Type.BOOL:
+            raise _err_type(e, f"NOT needs a bool, got {t}")
+        return _merge_flags(ExprInfo(Type.BOOL), e.operand)
+    if op == "!":
+        if not (t is Type.BOOL or t.is_integer):
+            raise _err_type(e, f"! needs a bool or an integer, got {t}")
+        return _merge_flags(ExprInfo(Type.BOOL), e.operand)
+    if op == "~":
+        if not t.is_integer:
+            raise _err_type(e, f"~ needs an integer, got {t}")
+        return _merge_flags(ExprInfo(unary_result(t) or t), e.operand)
+    if op == "-":
+        r = unary_result(t)
+        if r is None:
+            raise _err_type(e, f"unary - needs a number, got {t}")
+        tmp = e.operand.info.temporal
+        info = ExprInfo(r, tmp.flipped() if tmp.is_temporal else tmp)
+        return _merge_flags(info, e.operand)
+    raise _err_type(e, f"unknown operator {e.op}")
+
+
+_ARITH = {"+", "-", "*", "/", "%"}
+_BITS = {"&", "|", "<<", ">>"}
+_CMP = {"=", "<>", "!=", "<", ">", "<=", ">="}
+
+
+def _infer_binary(e: ast.Binary) -> ExprInfo:
+    op = e.op.lower()
+    lt, rt = e.left.info.type, e.right.info.type
+    if op in ("and", "or"):
+        for side in (e.left, e.right):
+            if side.info.type is not Type.BOOL:
+                raise _err_type(side, f"{op.upper()} needs bool operands, got {side.info.type}")
+        return _merge_flags(ExprInfo(Type.BOOL), e.left, e.right)
+    if op in _CMP:
+        if not comparable(lt, rt):
+            raise _err_type(e, f"cannot compare {lt} with {rt}")
+        if lt.is_string and op not in ("=", "<>", "!=", "<", ">", "<=", ">="):
+            raise _err_type(e, f"operator {op} does not apply to strings")
+        return _merge_flags(ExprInfo(Type.BOOL), e.left, e.right)
+    if op in _ARITH:
+        r = arithmetic_result(lt, rt)
+        if r is None:
+            raise _err_type(e, f"operator {e.op} needs numbers, got {lt} and {rt}")
+        if op == "%" and r is Type.FLOAT:
+            raise _err_type(e, "operator % needs integers, got float")
+        if lt is Type.IP and rt is Type.IP and op in ("+", "*", "/", "%"):
+            raise _err_type(e, f"operator {e.op} does not apply to two IP addresses")
+        return _merge_flags(ExprInfo(r, _temporal_arith(op, e)), e.left, e.right)
+    if op in _BITS:
+        if not (lt.is_integer and rt.is_integer):
+            raise _err_type(e, f"operator {e.op} needs integers, got {lt} and {rt}")
+        if op in ("<<", ">>"):
+            r = unary_result(lt) or lt
+            if lt is Type.IP:
+                r = Type.UINT
+        else:
+            r = arithmetic_result(lt, rt) or lt
+            if Type.IP in (lt, rt) and r is Type.UINT:
+                r = Type.IP
+        return _merge_flags(ExprInfo(r), e.left, e.right)
+    raise _err_type(e, f"unknown operator {e.op}")
+
+
+def _temporal_arith(op: str, e: ast.Binary) -> Temporal:
+    lt, rt = e.left.info.temporal, e.right.info.temporal
+    C = Temporal.CONSTANT
+    if lt == C and rt == C:
+        return C
+    if op == "+":
+        if rt == C and lt.is_temporal:
+            return lt
+        if lt == C and rt.is_temporal:
+            return rt
+        if lt.is_temporal and lt == rt:
+            return lt
+        return Temporal.NONE
+    if op == "-":
+        if rt == C and lt.is_temporal:
+            return lt
+        if lt == C and rt.is_temporal:
+            return rt.flipped()
+        if lt.is_temporal and rt.is_temporal and lt != rt:
+            return lt  # increasing - decreasing is increasing
+        return Temporal.NONE
+    if op in ("*", "/"):
+        x, c = (e.left, e.right) if rt == C else (e.right, e.left)
+        if c.info.temporal != C or not x.info.temporal.is_temporal:
+            return Temporal.NONE
+        if op == "/" and x is e.right:
+            return Temporal.NONE  # c / x reverses and is not linear
+        if _is_negative_const(c):
+            return x.info.temporal.flipped()
+        if x.info.type.is_signed and x.info.type is not Type.FLOAT:
+            return Temporal.NONE
+        if _nonneg_const(c) or not c.info.type.is_signed:
+            return x.info.temporal
+        return Temporal.NONE
+    return Temporal.NONE
+
+
+def _is_negative_const(e: ast.Expr) -> bool:
+    if isinstance(e, ast.Unary) and e.op == "-" and isinstance(e.operand, ast.Literal):
+        return isinstance(e.operand.value, (int, float)) and e.operand.value > 0
+    return False
+
+
+def _infer_in(e: ast.InList) -> ExprInfo:
+    t = e.expr.info.type
+    for item in e.items:
+        if not item.info.constant:
+            raise GsqlError(item.span, "constant-required", "IN lists hold constants only")
+        if not comparable(t, item.info.type):
+            raise _err_type(item, f"IN list item of type {item.info.type} cannot be compared with {t}")
+    return _merge_flags(ExprInfo(Type.BOOL), e.expr, *e.items)
+
+
+def _arg_matches(want, t: Type) -> bool:
+    if want == catalog.ANY:
+        return True
+    if want == catalog.ANY_INT:
+        return t.is_integer
+    if want == catalog.ANY_NUM:
+        return t.is_numeric
+    if isinstance(want, Type):
+        if want == t:
+            return True
+        return want.is_integer and t.is_integer
+    return False
+
+
+def _infer_call(e: ast.Call, q: AnalyzedQuery) -> ExprInfo:
+    f = catalog.lookup_scalar(e.name)
+    if f is None:
+        if catalog.lookup_aggregate(e.name):
+            raise GsqlError(e.span, "aggregate-not-allowed",
+                            f"aggregate {e.name}() is not allowed here")
+        close = difflib.get_close_matches(e.name, catalog.all_function_names(), n=3,
+                                          cutoff=0.6)
+        hint = ("; did you mean " + " or ".join(close) + "?") if close else ""
+        raise GsqlError(e.span, "unknown-function", f"unknown function '{e.name}'{hint}")
+    if e.predicate and not f.predicate:
+        raise GsqlError(e.span, "not-a-predicate",
+                        f"{f.name} is not a predicate; write {f.name}(...) not {f.name}[...]")
+    if len(e.args) != len(f.params):
+        raise GsqlError(e.span, "bad-arguments",
+                        f"{f.name} takes {len(f.params)} argument(s), got {len(e.args)}")
+    types = []
+    for i, (want, a) in enumerate(zip(f.params, e.args)):
+        t = a.info.type
+        if not _arg_matches(want, t):
+            raise _err_type(a, f"argument {i + 1} of {f.name} must be {want}, got {t}")
+        if i in f.handle_args and not (isinstance(a, ast.Literal) and a.kind == "string"):
+            raise GsqlError(a.span, "constant-required",
+                            f"argument {i + 1} of {f.name} must be a string literal "
+                            "(it is compiled once, when the query starts)")
+        types.append(t)
+    rt = f.result_type(types)
+    info = ExprInfo(rt)
+    _merge_flags(info, *e.args)
+    info.lfta_ok = info.lfta_ok and f.lfta_legal
+    info.cheap = info.cheap and f.cost == catalog.CHEAP
+    if f.emit == "clock":
+        info.constant = False
+        info.temporal = Temporal.INCREASING
+    elif f.emit == "identity" and f.name == "non_temporal":
+        info.temporal = Temporal.NONE
+    elif f.emit == "cast":
+        x = e.args[0].info
+        widening = x.type.bits <= rt.bits and (rt is Type.FLOAT or not x.type.is_signed or rt.is_signed)
+        info.temporal = x.temporal if widening else (Temporal.CONSTANT if x.constant else Temporal.NONE)
+    elif info.constant:
+        info.temporal = Temporal.CONSTANT
+    return info
+
+
+# ---------------------------------------------------------------- queries
+
+
+def _output_name(item: ast.SelectItem, bound: ast.Expr, used: set[str], i: int) -> str:
+    if item.alias:
+        name = item.alias
+    elif isinstance(item.expr, ast.ColumnRef):
+        name = item.expr.name
+    elif isinstance(item.expr, ast.Call):
+        parts = [item.expr.name]
+        for a in item.expr.args:
+            if isinstance(a, ast.ColumnRef):
+                parts.append(a.name)
+            elif isinstance(a, ast.Star):
+                pass
+        name = "_".join(parts)
+    else:
+        name = f"col{i}"
+    base, n = name, 2
+    while name in used:
+        name = f"{base}_{n}"
+        n += 1
+    used.add(name)
+    return name
+
+
+def analyze_query(q: ast.Query, name: str, file: str, sources: list[Source]) -> AnalyzedQuery:
+    check_supported(q)
+    params: dict[str, Type] = {}
+    for p in q.params:
+        t = parse_type_name(p.type_name)
+        if t is None:
+            raise GsqlError(p.span, "unknown-type", f"unknown type '{p.type_name}' of parameter ${p.name}")
+        params[p.name] = t
+    aq = AnalyzedQuery(q, name, file, params, sources, [], [], [], None, [],
+                       StreamDef(name, []), defines=dict(q.defines.items))
+    b = Binder(aq)
+    # WHERE
+    for c in conjuncts(q.where):
+        bc = b.bind_fields(c, "WHERE")
+        if bc.info.type is not Type.BOOL:
+            raise _err_type(c, f"a WHERE condition must be bool, got {bc.info.type}")
+        aq.where.append(bc)
+    # GROUP BY
+    used_gb: set[str] = set()
+    for g in q.group_by:
+        assert isinstance(g, ast.GroupItem)
+        be = b.bind_fields(g.expr, "GROUP BY")
+        gname = g.alias or (g.expr.name if isinstance(g.expr, ast.ColumnRef) else None)
+        if gname is None:
+            gname = f"gb{len(aq.group_by)}"
+        if gname in used_gb:
+            raise GsqlError(g.span, "duplicate-name", f"group-by name '{gname}' is used twice")
+        used_gb.add(gname)
+        aq.group_by.append(GroupItem(gname, be, g.span))
+    has_aggs = any(isinstance(n, ast.Call) and _is_aggregate_call(n)
+                   for s in q.select for n in walk(s.expr)) or \
+        (q.having is not None and any(isinstance(n, ast.Call) and _is_aggregate_call(n)
+                                      for n in walk(q.having)))
+    grouped = bool(aq.group_by) or has_aggs
+    if q.having is not None and not grouped:
+        raise GsqlError(q.having.span, "having-without-group-by",
+                        "HAVING needs a GROUP BY")
+    used: set[str] = set()
+    for i, item in enumerate(q.select):
+        if grouped:
+            be = b.bind_grouped(item.expr, "SELECT")
+        else:
+            be = b.bind_fields(item.expr, "SELECT")
+        cname = _output_name(item, be, used, i)
+        aq.select.append((cname, be))
+    if q.having is not None:
+        hb = b.bind_grouped(q.having, "HAVING")
+        if hb.info.type is not Type.BOOL:
+            raise _err_type(q.having, f"HAVING must be bool, got {hb.info.type}")
+        aq.having = hb
+    if grouped:
+        temporal = [g for g in aq.group_by if g.expr.info.temporal.is_temporal]
+        if not temporal:
+            span = q.group_by_span or (q.group_by[0].span if q.group_by else q.span)
+            what = ("GROUP BY has no temporal expression" if aq.group_by
+                    else "an aggregation without GROUP BY has no temporal group-by")
+            raise GsqlError(
+                span, "temporal-group-by",
+                f"{what}: an aggregation must group by at least one increasing or "
+                "decreasing expression (e.g. GROUP BY time/60 as tb), so that its "
+                "epochs close; fields declared increasing/decreasing in the schema "
+                "are temporal")
+    aq.output = StreamDef(name, [Column(n, e.info.type, e.info.temporal
+                                        if e.info.temporal.is_temporal else Temporal.NONE)
+                                 for n, e in aq.select])
+    return aq

@@ -1,0 +1,109 @@
+"""Building a generated query set with CMake into a shared library.
+
+Builds are cached by a hash of everything that goes into them (generated
+sources, runtime sources, operator templates, build flags): compiling the
+same queries again reuses the library.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from .codegen import GeneratedSet
+from .resources import resource_dir
+
+LIB_NAME = "libgsqlc_queryset.so"
+RUNNER_NAME = "gsqlc-run"
+
+
+class BuildError(Exception):
+    """The C/C++ build failed: a bug in gsqlc or a broken toolchain."""
+
+
+@dataclass
+class BuildResult:
+    source_dir: Path
+    build_dir: Path
+    library: Path
+    runner: Path
+    cached: bool
+
+
+def cache_root() -> Path:
+    env = os.environ.get("GSQLC_CACHE_DIR")
+    if env:
+        return Path(env)
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gsqlc"
+
+
+def _tree_digest(h, root: Path) -> None:
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and p.suffix in (".c", ".h", ".hpp", ".cpp"):
+            h.update(str(p.relative_to(root)).encode() + b"\0")
+            h.update(p.read_bytes())
+
+
+def build_key(gen: GeneratedSet, sanitize: bool, werror: bool) -> str:
+    h = hashlib.sha256()
+    h.update(gen.digest().encode())
+    _tree_digest(h, resource_dir("runtime_c"))
+    _tree_digest(h, resource_dir("hfta_templates"))
+    h.update(f"sanitize={sanitize};werror={werror}".encode())
+    return h.hexdigest()[:24]
+
+
+def _run(cmd: list[str], cwd: Path) -> str:
+    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if p.returncode != 0:
+        raise BuildError(f"command failed: {' '.join(cmd)}\n{p.stdout}")
+    return p.stdout
+
+
+def cmake_build(source_dir: Path, build_dir: Path, sanitize: bool = False,
+                werror: bool = False, jobs: int = 2) -> str:
+    """Configure and build a generated project; returns the build log."""
+    cmake = shutil.which("cmake")
+    if cmake is None:
+        raise BuildError("cmake is not installed (pip install cmake, or apt-get install cmake)")
+    cfg = [cmake, "-S", str(source_dir), "-B", str(build_dir),
+           f"-DGSQLC_RUNTIME_DIR={resource_dir('runtime_c')}",
+           f"-DGSQLC_HFTA_DIR={resource_dir('hfta_templates')}",
+           f"-DGSQLC_SANITIZE={'ON' if sanitize else 'OFF'}",
+           f"-DGSQLC_WERROR={'ON' if werror else 'OFF'}"]
+    if shutil.which("ninja") and not (build_dir / "CMakeCache.txt").exists():
+        cfg += ["-G", "Ninja"]
+    log = _run(cfg, source_dir)
+    log += _run([cmake, "--build", str(build_dir), "-j", str(jobs)], source_dir)
+    return log
+
+
+def build(gen: GeneratedSet, out_dir: Optional[Path] = None, sanitize: bool = False,
+          werror: bool = False) -> BuildResult:
+    """Build `gen`.  With out_dir, the sources go there and the build into
+    out_dir/build; otherwise into the content-addressed cache."""
+    if out_dir is not None:
+        src = Path(out_dir)
+        gen.write(src)
+        bdir = src / "build"
+        cmake_build(src, bdir, sanitize, werror)
+        return BuildResult(src, bdir, bdir / LIB_NAME, bdir / RUNNER_NAME, False)
+    key = build_key(gen, sanitize, werror)
+    root = cache_root() / key
+    root.mkdir(parents=True, exist_ok=True)
+    src, bdir = root / "src", root / "build"
+    done = root / "done"
+    with open(root / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.exists() and (bdir / LIB_NAME).exists():
+            return BuildResult(src, bdir, bdir / LIB_NAME, bdir / RUNNER_NAME, True)
+        gen.write(src)
+        log = cmake_build(src, bdir, sanitize, werror)
+        (root / "build.log").write_text(log)
+        done.write_text("ok\n")
+    return BuildResult(src, bdir, bdir / LIB_NAME, bdir / RUNNER_NAME, False)

@@ -1,0 +1,455 @@
+"""Code generation: plan nodes -> C LFTAs, C++ HFTA functors, CMake project.
+
+Python decides everything here and hands the jinja2 templates in templates/
+plain data (declarations, statements, expressions as strings); templates only
+lay the code out.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import jinja2
+
+from . import ast
+from .analyze import StreamDef
+from .bound import AccumRef, AggRef, FieldRef, GroupRef, to_text, walk
+from .cescape import c_comment, c_identifier, c_string
+from .cexpr import CEmitter, EmitContext, field_member
+from .plan import Accum, Plan, PlanNode, describe_expr
+from .resources import resource_dir
+from .types import Temporal, Type
+
+_PARSE_FN = {
+    Type.BOOL: "gsq_parse_bool", Type.USHORT: "gsq_parse_ushort",
+    Type.UINT: "gsq_parse_uint", Type.INT: "gsq_parse_int",
+    Type.ULLONG: "gsq_parse_ullong", Type.LLONG: "gsq_parse_llong",
+    Type.FLOAT: "gsq_parse_float", Type.IP: "gsq_parse_ip",
+    Type.IPV6: "gsq_parse_ipv6",
+}
+_CSV_GET = {
+    Type.BOOL: "bool", Type.USHORT: "ushort", Type.UINT: "uint", Type.INT: "int",
+    Type.ULLONG: "ullong", Type.LLONG: "llong", Type.FLOAT: "float", Type.IP: "ip",
+    Type.IPV6: "ipv6", Type.STRING: "string",
+}
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
+        autoescape=False, keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
+        trim_blocks=True, lstrip_blocks=True)
+
+
+def struct_member_type(t: Type) -> str:
+    return "gsq_strref" if t is Type.STRING else t.c_type
+
+
+@dataclass
+class GeneratedSet:
+    files: dict[str, str]                 # file name -> content
+    lftas: list[str] = field(default_factory=list)
+    hftas: list[str] = field(default_factory=list)
+
+    def digest(self) -> str:
+        h = hashlib.sha256()
+        for name in sorted(self.files):
+            h.update(name.encode() + b"\0" + self.files[name].encode() + b"\0")
+        return h.hexdigest()
+
+    def write(self, out_dir: Path) -> None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for name, text in self.files.items():
+            p = out_dir / name
+            if not p.exists() or p.read_text() != text:
+                p.write_text(text)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def param_inits(params: dict, ref) -> tuple[list[str], list[str]]:
+    """Declarations and init statements that read run-time parameters.
+    `ref(name)` is the lvalue of the parameter's variable."""
+    decls, stmts = [], []
+    for name, t in sorted(params.items()):
+        var = ref(name)
+        decls.append((f"{t.c_type} {var.split('->')[-1].split('.')[-1]};"))
+        lit = c_string(name)
+        stmts.append(f"{{ const char *v = gsq_param(node, {lit});")
+        stmts.append("  if (!v) { gsq_node_fail(node, \"parameter $%s is not set: pass --param %s=VALUE\", "
+                     f"{lit}, {lit}); return {{FAIL}}; }}")
+        if t is Type.STRING:
+            stmts.append(f"  {var} = gsq_str_lit(v, (uint32_t)strlen(v)); }}")
+        else:
+            stmts.append(f"  if ({_PARSE_FN[t]}(v, strlen(v), &{var}) != 0) {{ "
+                         f"gsq_node_fail(node, \"parameter $%s: '%s' is not a valid %s\", {lit}, v, "
+                         f"{c_string(str(t))}); return {{FAIL}}; }} }}")
+    return decls, stmts
+
+
+def fold(op: str, t: Type, target: str, value: str, init: bool, cxx: bool) -> list[str]:
+    """Statements folding `value` into accumulator `target` of type t."""
+    if t is Type.STRING:
+        assert cxx
+        if init:
+            return [f"{{ gsq_str v_ = {value}; {target}.assign(v_.p, v_.len); }}"]
+        cmp = "<" if op == "min" else ">"
+        return [f"{{ gsq_str v_ = {value}; if (gsq_str_cmp(v_, gsq_str_lit({target}.data(), "
+                f"(uint32_t){target}.size())) {cmp} 0) {target}.assign(v_.p, v_.len); }}"]
+    if init:
+        if t is Type.IPV6:
+            return [f"{target} = {value};"]
+        return [f"{target} = ({t.c_type})({value});"]
+    if t is Type.IPV6:
+        cmp = "<" if op == "min" else ">"
+        return [f"{{ gsq_ipv6 v_ = {value}; if (gsq_ipv6_cmp(v_, {target}) {cmp} 0) {target} = v_; }}"]
+    if op == "sum":
+        if t is Type.FLOAT:
+            return [f"{target} += (double)({value});"]
+        if t is Type.LLONG:
+            return [f"{target} = (int64_t)((uint64_t){target} + (uint64_t)({value}));"]
+        return [f"{target} = ({t.c_type})({target} + ({t.c_type})({value}));"]
+    if op in ("min", "max"):
+        cmp = "<" if op == "min" else ">"
+        return [f"{{ {t.c_type} v_ = ({t.c_type})({value}); if (v_ {cmp} {target}) {target} = v_; }}"]
+    sym = {"and": "&", "or": "|", "xor": "^"}[op]
+    return [f"{target} = ({t.c_type})({target} {sym} ({t.c_type})({value}));"]
+
+
+def output_assignments(em: CEmitter, out: StreamDef, select: list[tuple[str, ast.Expr]],
+                       tup_type: str) -> tuple[list[str], list[str]]:
+    """Statements filling a local `t` of the output struct; string fields as
+    gsq_str_field initialisers."""
+    assigns, strs = [], []
+    for col, (_, e) in zip(out.columns, select):
+        m = field_member(col.name)
+        if col.type is Type.STRING:
+            strs.append(f"{{(uint32_t)offsetof({tup_type}, {m}), {em.expr(e)}}}")
+        else:
+            assigns.append(f"t.{m} = {em.as_type(e, col.type)};")
+    return assigns, strs
+
+
+def _regex_data(ctx: EmitContext) -> list[dict]:
+    return [{"var": r.var, "pattern_c": c_string(r.pattern)} for r in ctx.regexes]
+
+
+def _expr_comment(e: ast.Expr, node: PlanNode) -> str:
+    return c_comment(describe_expr(e, node))
+
+
+# ---------------------------------------------------------------- generator
+
+
+class Generator:
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.env = _env()
+        self.stream_index = {n.name: i for i, n in enumerate(plan.nodes)}
+        self.idents: dict[str, str] = {}
+        used: set[str] = set()
+        for n in plan.nodes:
+            base = c_identifier(n.name)
+            ident, k = base, 2
+            while ident in used:
+                ident = f"{base}_{k}"
+                k += 1
+            used.add(ident)
+            self.idents[n.name] = ident
+
+    def tup(self, stream: str) -> str:
+        return "tup_" + self.idents[stream]
+
+    def generate(self, build_opts: Optional[dict] = None) -> GeneratedSet:
+        files: dict[str, str] = {}
+        gs = GeneratedSet(files)
+        files["streams.h"] = self.env.get_template("streams.h.j2").render(
+            streams=[self._stream_data(n.output) for n in self.plan.nodes])
+        for i, n in enumerate(self.plan.nodes):
+            ident = self.idents[n.name]
+            if n.level == "lfta":
+                fname = f"lfta_{i:02d}_{ident}.c"
+                files[fname] = self._lfta(n)
+                gs.lftas.append(fname)
+            else:
+                fname = f"hfta_{i:02d}_{ident}.cpp"
+                files[fname] = self._hfta(n)
+                gs.hftas.append(fname)
+        files["queryset.c"] = self._queryset()
+        files["CMakeLists.txt"] = self.env.get_template("CMakeLists.txt.j2").render(
+            lftas=gs.lftas, hftas=gs.hftas)
+        return gs
+
+    # -------------------------------------------------------------- streams
+    def _stream_data(self, s: StreamDef) -> dict:
+        return {
+            "name": s.name, "type": self.tup(s.name),
+            "comment": c_comment(s.name),
+            "members": [f"{struct_member_type(c.type)} {field_member(c.name)};"
+                        + (f"  /* {c.temporal} */" if c.temporal.is_temporal else "")
+                        for c in s.columns],
+        }
+
+    def _queryset(self) -> str:
+        streams, lftas, hftas = [], [], []
+        for n in self.plan.nodes:
+            t = self.tup(n.name)
+            streams.append({
+                "ident": self.idents[n.name], "name": c_string(n.name), "type": t,
+                "cols": [{"name": c_string(c.name), "type": c.type.code,
+                          "member": field_member(c.name)} for c in n.output.columns],
+            })
+            (lftas if n.level == "lfta" else hftas).append(
+                ("lfta_" if n.level == "lfta" else "hfta_") + self.idents[n.name] + "_def")
+        return self.env.get_template("queryset.c.j2").render(
+            streams=streams, lftas=lftas, hftas=hftas)
+
+    # -------------------------------------------------------------- LFTA
+    def _lfta(self, n: PlanNode) -> str:
+        assert n.protocol is not None
+        proto = n.protocol
+        fn = "lfta_" + self.idents[n.name]
+        state_t = fn + "_state"
+        out_t = self.tup(n.name)
+
+        def field_var(name: str) -> str:
+            return "f_" + c_identifier(name)
+
+        def resolve(e: ast.Expr) -> Optional[str]:
+            if isinstance(e, FieldRef):
+                return field_var(e.name)
+            if isinstance(e, GroupRef):
+                return f"s->k{e.index}"
+            if isinstance(e, AccumRef):
+                return f"s->a{e.index}"
+            return None
+
+        ctx = EmitContext(resolve, lambda p: f"st->p_{c_identifier(p)}",
+                          const_prefix=fn + "_k")
+        em = CEmitter(ctx)
+
+        # Field unpacking, lazily in the order predicates need them.
+        unpacked: set[str] = set()
+        decls: list[str] = []
+        steps: list[str] = []
+        csv_fields: dict[tuple, None] = {}
+
+        def unpack(name: str) -> None:
+            if name in unpacked:
+                return
+            unpacked.add(name)
+            f = proto.fields[name]
+            var = field_var(name)
+            decls.append(f"{f.type.c_type} {var};")
+            skip = "return;" if f.required else \
+                "{ gsq_count(node, GSQ_CNT_FIELD_UNAVAILABLE, 1); return; }"
+            if f.source == "csv":
+                ct = f.csv_type or f.type
+                csv_fields[(f.csv_pos, ct.code)] = None
+                if ct == f.type:
+                    steps.append(f"if (gsq_csv_get_{_CSV_GET[ct]}(node, rec, {f.csv_pos}u, &{var})) {skip}")
+                else:
+                    steps.append(f"{{ {ct.c_type} tmp_; if (gsq_csv_get_{_CSV_GET[ct]}(node, rec, "
+                                 f"{f.csv_pos}u, &tmp_)) {skip} {var} = ({f.type.c_type})tmp_; }}")
+            elif f.source == "system":
+                steps.append(f"{{ uint32_t tmp_; gsq_acc_get_system_time(node, rec, &tmp_); "
+                             f"{var} = ({f.type.c_type})tmp_; }}")
+            else:
+                from .schema import PACKET_ACCESSORS
+                at = PACKET_ACCESSORS[f.accessor]
+                if at == f.type:
+                    steps.append(f"if (gsq_acc_{f.accessor}(node, rec, &{var})) {skip}")
+                else:
+                    steps.append(f"{{ {at.c_type} tmp_; if (gsq_acc_{f.accessor}(node, rec, &tmp_)) "
+                                 f"{skip} {var} = ({f.type.c_type})tmp_; }}")
+
+        def fields_of(e: ast.Expr) -> list[str]:
+            return [x.name for x in walk(e) if isinstance(x, FieldRef)]
+
+        for name, f in proto.fields.items():
+            if f.required:
+                unpack(name)
+        for c in n.where:
+            for name in fields_of(c):
+                unpack(name)
+            steps.append(f"if (!{em.expr(c)}) return;  {_expr_comment(c, n)}")
+        value_exprs = [e for _, e in n.group_by] + [a.expr for a in n.accums if a.expr is not None]
+        if n.kind == "select":
+            value_exprs += [e for _, e in n.select]
+        for e in value_exprs:
+            for name in fields_of(e):
+                unpack(name)
+
+        p_decls, p_init = param_inits(n.params, lambda p: f"st->p_{c_identifier(p)}")
+        p_init = [s.replace("{FAIL}", "-1") for s in p_init]
+        data = {
+            "fn": fn, "state_t": state_t, "out_t": out_t, "name": c_string(n.name),
+            "iface": c_string(n.iface), "protocol": c_string(proto.name),
+            "source_kind": "GSQ_SRC_PCAP" if proto.source_kind == "pcap" else "GSQ_SRC_CSV",
+            "is_pcap": proto.source_kind == "pcap",
+            "out_stream": self.stream_index[n.name],
+            "csv_fields": [f"{{{pos}u, {code}}}" for pos, code in csv_fields],
+            "param_decls": p_decls, "param_init": p_init,
+            "decls": decls, "steps": steps,
+            "query_comment": c_string(f"query {n.query.name}: {n.note}"),
+        }
+        if n.kind == "select":
+            assigns, strs = output_assignments(em, n.output, n.select, out_t)
+            data.update(assigns=assigns, strs=strs, constants=ctx.constants)
+            return self.env.get_template("lfta/select.c.j2").render(**data)
+        return self._lfta_aggregate(n, em, ctx, data)
+
+    def _lfta_aggregate(self, n: PlanNode, em: CEmitter, ctx: EmitContext, data: dict) -> str:
+        out_t = data["out_t"]
+        slot_members, key_locals, key_eq, hash_steps, key_store = [], [], [], [], []
+        for i, (_, e) in enumerate(n.group_by):
+            t = e.info.type
+            slot_members.append(f"{t.c_type} k{i};")
+            key_locals.append(f"{t.c_type} kv{i} = {em.as_type(e, t)};")
+            key_store.append(f"s->k{i} = kv{i};")
+            if t is Type.IPV6:
+                key_eq.append(f"gsq_ipv6_eq(s->k{i}, kv{i})")
+                hash_steps.append(f"h = gsq_hash_bytes(h, kv{i}.b, 16);")
+            elif t is Type.FLOAT:
+                key_eq.append(f"gsq_double_bits(s->k{i}) == gsq_double_bits(kv{i})")
+                hash_steps.append(f"h = gsq_hash_add(h, gsq_double_bits(kv{i}));")
+            else:
+                key_eq.append(f"s->k{i} == kv{i}")
+                hash_steps.append(f"h = gsq_hash_add(h, (uint64_t)kv{i});")
+        contrib, init, update = [], [], []
+        for j, a in enumerate(n.accums):
+            slot_members.append(f"{a.type.c_type} a{j};")
+            val = "1" if a.expr is None else em.as_type(a.expr, a.type)
+            contrib.append(f"{a.type.c_type} cv{j} = ({a.type.c_type})({val});")
+            init += fold(a.op, a.type, f"s->a{j}", f"cv{j}", True, False)
+            update += fold(a.op, a.type, f"s->a{j}", f"cv{j}", False, False)
+        epoch = []
+        for i in n.epoch_indices:
+            t = n.group_by[i][1].info.type
+            inc = n.group_by[i][1].info.temporal is Temporal.INCREASING
+            epoch.append({"i": i, "ctype": t.c_type, "later": ">" if inc else "<"})
+        assigns, strs = output_assignments(em, n.output, n.select, out_t)
+        assert not strs
+        data.update(slot_members=slot_members, key_locals=key_locals,
+                    key_eq=" && ".join(key_eq) or "1", hash_steps=hash_steps,
+                    key_store=key_store, contrib=contrib, init=init, update=update,
+                    epoch=epoch, assigns=assigns, table_size=n.table_size,
+                    constants=ctx.constants)
+        return self.env.get_template("lfta/aggregate.c.j2").render(**data)
+
+    # -------------------------------------------------------------- HFTA
+    def _hfta(self, n: PlanNode) -> str:
+        ident = self.idents[n.name]
+        functor = f"{ident}_functor"
+        out_t = self.tup(n.name)
+        in_t = self.tup(n.inputs[0])
+        in_def = n.input_defs[0]
+
+        def in_field(name: str) -> str:
+            col = in_def.get(name)
+            assert col is not None, name
+            m = field_member(name)
+            if col.type is Type.STRING:
+                return f"gsq_tuple_str(in, in->{m})"
+            return f"in->{m}"
+
+        def key_ref(i: int) -> str:
+            t = n.group_by[i][1].info.type
+            if t is Type.STRING:
+                return f"gsq_str_lit(k.k{i}.data(), (uint32_t)k.k{i}.size())"
+            return f"k.k{i}"
+
+        def accum_ref(j: int) -> str:
+            t = n.accums[j].type
+            if t is Type.STRING:
+                return f"gsq_str_lit(s.a{j}.data(), (uint32_t)s.a{j}.size())"
+            return f"s.a{j}"
+
+        def resolve(e: ast.Expr) -> Optional[str]:
+            if isinstance(e, FieldRef):
+                return in_field(e.name)
+            if isinstance(e, GroupRef):
+                return key_ref(e.index)
+            if isinstance(e, AggRef):
+                ap = n.aggs[e.index]
+                if ap.final == "avg":
+                    return f"((double)s.a{ap.accums[0]} / (double)s.a{ap.accums[1]})"
+                return accum_ref(ap.accums[0])
+            return None
+
+        ctx = EmitContext(resolve, lambda p: f"p_{c_identifier(p)}",
+                          const_prefix=ident + "_k")
+        em = CEmitter(ctx)
+        p_decls, p_init = param_inits(n.params, lambda p: f"p_{c_identifier(p)}")
+        p_init = [s.replace("{FAIL}", "") for s in p_init]
+        data = {
+            "functor": functor, "out_t": out_t, "in_t": in_t,
+            "def_name": f"hfta_{ident}_def", "name": c_string(n.name),
+            "ident": ident,
+            "in_streams": ", ".join(str(self.stream_index[s]) for s in n.inputs),
+            "out_stream": self.stream_index[n.name],
+            "param_decls": p_decls, "param_init": p_init,
+            "query_comment": c_string(f"query {n.query.name}: {n.note}"),
+        }
+        where = [f"if (!{em.expr(c)}) return {{R}};  {_expr_comment(c, n)}" for c in n.where]
+        if n.kind == "select":
+            assigns, strs = output_assignments(em, n.output, n.select, out_t)
+            data.update(where=[w.replace("{R}", "") for w in where], assigns=assigns,
+                        strs=strs, regexes=_regex_data(ctx), constants=ctx.constants)
+            return self.env.get_template("hfta/select.cpp.j2").render(**data)
+
+        key_members, key_eq, key_hash, extract = [], [], [], []
+        for i, (_, e) in enumerate(n.group_by):
+            t = e.info.type
+            if t is Type.STRING:
+                key_members.append(f"std::string k{i};")
+                extract.append(f"{{ gsq_str v_ = {em.expr(e)}; k.k{i}.assign(v_.p, v_.len); }}")
+                key_eq.append(f"a.k{i} == b.k{i}")
+                key_hash.append(f"h = gsq_hash_bytes(h, k.k{i}.data(), (uint32_t)k.k{i}.size());")
+            else:
+                key_members.append(f"{t.c_type} k{i}{{}};")
+                extract.append(f"k.k{i} = {em.as_type(e, t)};")
+                if t is Type.IPV6:
+                    key_eq.append(f"gsq_ipv6_eq(a.k{i}, b.k{i})")
+                    key_hash.append(f"h = gsq_hash_bytes(h, k.k{i}.b, 16);")
+                elif t is Type.FLOAT:
+                    key_eq.append(f"gsq_double_bits(a.k{i}) == gsq_double_bits(b.k{i})")
+                    key_hash.append(f"h = gsq_hash_add(h, gsq_double_bits(k.k{i}));")
+                else:
+                    key_eq.append(f"a.k{i} == b.k{i}")
+                    key_hash.append(f"h = gsq_hash_add(h, (uint64_t)k.k{i});")
+        state_members, init, update = [], [], []
+        for j, a in enumerate(n.accums):
+            if a.type is Type.STRING:
+                state_members.append(f"std::string a{j};")
+            else:
+                state_members.append(f"{a.type.c_type} a{j}{{}};")
+            val = "1" if a.expr is None else (em.expr(a.expr) if a.type in (Type.STRING, Type.IPV6)
+                                              else em.as_type(a.expr, a.type))
+            init += fold(a.op, a.type, f"s.a{j}", val, True, True)
+            update += fold(a.op, a.type, f"s.a{j}", val, False, True)
+        epoch = []
+        for i in n.epoch_indices:
+            e = n.group_by[i][1]
+            epoch.append({"i": i, "ctype": e.info.type.c_type,
+                          "later": ">" if e.info.temporal is Temporal.INCREASING else "<"})
+        having = None
+        if n.having is not None:
+            having = f"if (!{em.expr(n.having)}) return;  {_expr_comment(n.having, n)}"
+        assigns, strs = output_assignments(em, n.output, n.select, out_t)
+        data.update(where=[w.replace("{R}", "false") for w in where],
+                    key_members=key_members, key_eq=" && ".join(key_eq) or "true",
+                    key_hash=key_hash, extract=extract, state_members=state_members,
+                    init=init, update=update, epoch=epoch, having=having,
+                    assigns=assigns, strs=strs, regexes=_regex_data(ctx), constants=ctx.constants)
+        return self.env.get_template("hfta/aggregate.cpp.j2").render(**data)
+
+    def _queryset_unused(self) -> None:  # pragma: no cover
+        pass
+
+
+def generate(plan: Plan) -> GeneratedSet:
+    return Generator(plan).generate()

@@ -1,0 +1,316 @@
+"""Planning: the query DAG and the LFTA/HFTA split.
+
+Every query over a source interface is split (seed 003, "Splitting Selection
+and Aggregation Queries"):
+  * LFTA-safe, cheap WHERE conjuncts and the maximal LFTA-safe, cheap
+    sub-expressions of the projection run in the LFTA (C, on the ring buffer);
+  * the rest -- expensive functions such as str_extract_regex -- runs in an
+    HFTA (C++) over the LFTA's output stream;
+  * an aggregation whose WHERE, group-by keys and aggregate arguments are all
+    LFTA-safe becomes an LFTA sub-aggregate in a fixed-size direct-mapped
+    table (a collision ejects the resident group as a partial) completed by an
+    HFTA super-aggregate; otherwise the LFTA only selects and projects and the
+    HFTA aggregates.
+Queries over streams (other queries) are HFTAs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from . import ast
+from .analyze import AggCall, AnalyzedQuery, Column, StreamDef
+from .bound import (AccumRef, AggRef, ExprInfo, FieldRef, GroupRef, key, rebuild,
+                    to_text, walk)
+from .schema import Protocol
+from .types import Temporal, Type
+
+DEFAULT_LFTA_TABLE = 4096
+
+
+@dataclass
+class Accum:
+    """An accumulator of a group: folds `expr` (None: the constant 1) with op."""
+    op: str                  # sum | min | max | and | or | xor
+    type: Type
+    expr: Optional[ast.Expr]
+    name: str
+
+
+@dataclass
+class AggPlan:
+    """Final value of one aggregate from its accumulators."""
+    final: str               # 'first' | 'avg'
+    accums: list[int]
+    type: Type
+    text: str
+
+
+@dataclass
+class PlanNode:
+    name: str                # the stream it produces
+    level: str               # 'lfta' | 'hfta'
+    kind: str                # 'select' | 'aggregate'
+    query: AnalyzedQuery
+    output: StreamDef
+    where: list[ast.Expr]
+    select: list[tuple[str, ast.Expr]]
+    group_by: list[tuple[str, ast.Expr]] = field(default_factory=list)
+    accums: list[Accum] = field(default_factory=list)
+    aggs: list[AggPlan] = field(default_factory=list)
+    having: Optional[ast.Expr] = None
+    # LFTA only
+    protocol: Optional[Protocol] = None
+    iface: str = ""
+    table_size: int = DEFAULT_LFTA_TABLE
+    # HFTA only
+    inputs: list[str] = field(default_factory=list)
+    input_defs: list[StreamDef] = field(default_factory=list)
+    params: dict = field(default_factory=dict)
+    note: str = ""
+
+    @property
+    def epoch_indices(self) -> list[int]:
+        return [i for i, (_, e) in enumerate(self.group_by) if e.info.temporal.is_temporal]
+
+
+@dataclass
+class Plan:
+    nodes: list[PlanNode]            # topological order: producers first
+    queries: list[AnalyzedQuery]
+
+    def node(self, name: str) -> PlanNode:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(name)
+
+    def consumers(self, stream: str) -> list[PlanNode]:
+        return [n for n in self.nodes if stream in n.inputs]
+
+
+def _lfta_safe(e: ast.Expr) -> bool:
+    return e.info.lfta_ok and e.info.cheap
+
+
+def _fixed_size(t: Type) -> bool:
+    return t is not Type.STRING
+
+
+class _Pushdown:
+    """Collects the LFTA output columns an HFTA needs and rewrites the HFTA's
+    expressions to read them."""
+
+    def __init__(self, q: AnalyzedQuery):
+        self.q = q
+        self.cols: list[tuple[str, ast.Expr]] = []
+        self._by_key: dict[tuple, str] = {}
+        self._names: set[str] = set()
+
+    def column_for(self, e: ast.Expr, preferred: Optional[str] = None) -> str:
+        k = key(e)
+        if k in self._by_key:
+            return self._by_key[k]
+        if isinstance(e, FieldRef):
+            name = e.name
+        else:
+            name = preferred or f"_e{len(self.cols)}"
+        base, n = name, 2
+        while name in self._names:
+            name = f"{base}_{n}"
+            n += 1
+        self._names.add(name)
+        self._by_key[k] = name
+        self.cols.append((name, e))
+        return name
+
+    def push(self, e: ast.Expr, preferred: Optional[str] = None) -> ast.Expr:
+        """Rewrite e for the HFTA: maximal LFTA-safe non-constant subtrees are
+        computed by the LFTA and read back as columns of its output."""
+        def fn(n: ast.Expr) -> Optional[ast.Expr]:
+            if isinstance(n, (GroupRef, AggRef, AccumRef)):
+                return n
+            if n.info is not None and _lfta_safe(n) and not n.info.constant:
+                col = self.column_for(n, preferred if n is e else None)
+                r = FieldRef(0, col, span=n.span)
+                r.info = ExprInfo(n.info.type, n.info.temporal)
+                return r
+            return None
+        out = rebuild(e, fn)
+        return out
+
+    def stream(self, name: str) -> StreamDef:
+        return StreamDef(name, [Column(n, e.info.type,
+                                       e.info.temporal if e.info.temporal.is_temporal
+                                       else Temporal.NONE)
+                                for n, e in self.cols])
+
+
+def _accums_for(aggs: list[AggCall]) -> tuple[list[Accum], list[AggPlan]]:
+    accums: list[Accum] = []
+    plans: list[AggPlan] = []
+    for i, a in enumerate(aggs):
+        idx = []
+        for comp in a.func.components:
+            if comp.arg == "one":
+                acc = Accum(comp.op, Type.ULLONG, None, f"_a{i}_cnt")
+            elif comp.arg == "arg_float":
+                acc = Accum(comp.op, Type.FLOAT, a.arg, f"_a{i}_sum")
+            else:
+                t = a.type
+                acc = Accum(comp.op, t, a.arg, f"_a{i}")
+            accums.append(acc)
+            idx.append(len(accums) - 1)
+        plans.append(AggPlan(a.func.final, idx, a.type, a.text))
+    return accums, plans
+
+
+def _source_stream_name(q: AnalyzedQuery) -> str:
+    return q.sources[0].stream.name  # type: ignore[union-attr]
+
+
+def _lfta_table_size(q: AnalyzedQuery) -> int:
+    v = q.defines.get("lfta_table_size") or q.defines.get("aggregate_slots")
+    if v:
+        try:
+            n = int(v)
+        except ValueError:
+            from .diagnostics import GsqlError
+            raise GsqlError(q.query.defines.item_spans.get("lfta_table_size", q.query.span),
+                            "bad-define", f"lfta_table_size must be an integer, got '{v}'")
+        size = 1
+        while size < max(n, 16):
+            size *= 2
+        return size
+    return DEFAULT_LFTA_TABLE
+
+
+def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef]) -> list[PlanNode]:
+    src = q.sources[0]
+    accums, aggplans = _accums_for(q.aggs)
+    kind = "aggregate" if q.is_aggregate else "select"
+    gb = [(g.name, g.expr) for g in q.group_by]
+
+    if src.kind == "stream":
+        node = PlanNode(q.name, "hfta", kind, q, q.output, q.where, q.select, gb,
+                        accums, aggplans, q.having, inputs=[src.stream.name],
+                        input_defs=[src.stream], params=q.params,
+                        note="reads a stream: runs entirely as an HFTA")
+        return [node]
+
+    # A query over a source interface.
+    proto = src.protocol
+    iface = src.iface
+    if kind == "select":
+        if all(_lfta_safe(c) for c in q.where) and all(_lfta_safe(e) for _, e in q.select):
+            return [PlanNode(q.name, "lfta", "select", q, q.output, q.where, q.select,
+                             protocol=proto, iface=iface, params=q.params,
+                             note="every predicate and projection is LFTA-safe: "
+                                  "runs entirely in the LFTA")]
+        pd = _Pushdown(q)
+        lfta_where = [c for c in q.where if _lfta_safe(c)]
+        hfta_where = [pd.push(c) for c in q.where if not _lfta_safe(c)]
+        hfta_select = [(n, pd.push(e, n)) for n, e in q.select]
+        lname = f"_fta_{q.name}"
+        lout = pd.stream(lname)
+        lfta = PlanNode(lname, "lfta", "select", q, lout, lfta_where, pd.cols,
+                        protocol=proto, iface=iface, params=q.params,
+                        note="cheap LFTA-safe predicates and projections")
+        hfta = PlanNode(q.name, "hfta", "select", q, q.output, hfta_where, hfta_select,
+                        inputs=[lname], input_defs=[lout], params=q.params,
+                        note="expensive or HFTA-only functions: " +
+                             ", ".join(sorted(_hfta_only_functions(q))))
+        return [lfta, hfta]
+
+    # Aggregation over an interface.
+    can_split = (all(_lfta_safe(c) for c in q.where)
+                 and all(_lfta_safe(e) and _fixed_size(e.info.type) for _, e in gb)
+                 and all(a.arg is None or (_lfta_safe(a.arg) and _fixed_size(a.arg.info.type))
+                         for a in q.aggs)
+                 and all(a.func.lfta_legal for a in q.aggs))
+    lname = f"_fta_{q.name}"
+    if can_split:
+        # LFTA sub-aggregate: emits group keys and accumulators (partials).
+        lselect: list[tuple[str, ast.Expr]] = []
+        for i, (n, e) in enumerate(gb):
+            r = GroupRef(i)
+            r.info = ExprInfo(e.info.type, e.info.temporal)
+            lselect.append((n, r))
+        for j, acc in enumerate(accums):
+            r = AccumRef(j)
+            r.info = ExprInfo(acc.type)
+            lselect.append((acc.name, r))
+        lout = StreamDef(lname, [Column(n, e.info.type,
+                                        e.info.temporal if e.info.temporal.is_temporal
+                                        else Temporal.NONE) for n, e in lselect])
+        lfta = PlanNode(lname, "lfta", "aggregate", q, lout, q.where, lselect, gb,
+                        accums, [], None, protocol=proto, iface=iface,
+                        table_size=_lfta_table_size(q), params=q.params,
+                        note="sub-aggregate in a direct-mapped table; a collision "
+                             "ejects the resident group as a partial")
+        hgb = []
+        for n, e in gb:
+            r = FieldRef(0, n)
+            r.info = ExprInfo(e.info.type, e.info.temporal)
+            hgb.append((n, r))
+        haccums = []
+        for acc in accums:
+            r = FieldRef(0, acc.name)
+            r.info = ExprInfo(acc.type)
+            haccums.append(Accum(acc.op, acc.type, r, acc.name))
+        hfta = PlanNode(q.name, "hfta", "aggregate", q, q.output, [], q.select, hgb,
+                        haccums, aggplans, q.having, inputs=[lname], input_defs=[lout],
+                        params=q.params,
+                        note="super-aggregate of the LFTA partials")
+        return [lfta, hfta]
+
+    pd = _Pushdown(q)
+    lfta_where = [c for c in q.where if _lfta_safe(c)]
+    hfta_where = [pd.push(c) for c in q.where if not _lfta_safe(c)]
+    hgb = [(n, pd.push(e, n)) for n, e in gb]
+    haccums = [Accum(a.op, a.type, pd.push(a.expr) if a.expr is not None else None, a.name)
+               for a in accums]
+    lout = pd.stream(lname)
+    lfta = PlanNode(lname, "lfta", "select", q, lout, lfta_where, pd.cols,
+                    protocol=proto, iface=iface, params=q.params,
+                    note="selection and projection only: a group-by key, predicate or "
+                         "aggregate argument needs an HFTA-only or expensive function "
+                         "or a string")
+    hfta = PlanNode(q.name, "hfta", "aggregate", q, q.output, hfta_where, q.select, hgb,
+                    haccums, aggplans, q.having, inputs=[lname], input_defs=[lout],
+                    params=q.params, note="the whole aggregation")
+    return [lfta, hfta]
+
+
+def _hfta_only_functions(q: AnalyzedQuery) -> set[str]:
+    names = set()
+    exprs = list(q.where) + [e for _, e in q.select]
+    for e in exprs:
+        for n in walk(e):
+            if isinstance(n, ast.Call) and n.info is not None and not (n.info.lfta_ok and n.info.cheap):
+                names.add(n.name)
+    return names
+
+
+def make_plan(queries: list[AnalyzedQuery]) -> Plan:
+    nodes: list[PlanNode] = []
+    streams: dict[str, StreamDef] = {}
+    for q in queries:
+        for n in plan_query(q, streams):
+            nodes.append(n)
+            streams[n.name] = n.output
+    return Plan(nodes, queries)
+
+
+def describe_expr(e: ast.Expr, node: PlanNode) -> str:
+    def names(x: ast.Expr) -> Optional[str]:
+        if isinstance(x, GroupRef):
+            return node.group_by[x.index][0] if node.group_by else f"group[{x.index}]"
+        if isinstance(x, AggRef):
+            return node.aggs[x.index].text if node.aggs else f"agg[{x.index}]"
+        if isinstance(x, AccumRef):
+            a = node.accums[x.index]
+            inner = to_text(a.expr) if a.expr is not None else "1"
+            return f"{a.op}({inner})"
+        return None
+    return to_text(e, names)

@@ -1,0 +1,25 @@
+"""Locating the resources gsqlc compiles with: code templates, the C runtime
+sources, the C++ operator templates and the shipped packet schema.
+
+An installed package carries them beside its modules (CMakeLists.txt installs
+them there); a source checkout has them at the repository root.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+_PKG = Path(__file__).resolve().parent
+
+
+@lru_cache(maxsize=None)
+def resource_dir(name: str) -> Path:
+    for cand in (_PKG / name, _PKG.parents[1] / name):
+        if cand.is_dir():
+            return cand
+    raise FileNotFoundError(
+        f"gsqlc resource directory '{name}' is missing: reinstall gsqlc (pip install .)")
+
+
+def packet_schema_path() -> Path:
+    return _PKG / "data" / "packet_schema.txt"

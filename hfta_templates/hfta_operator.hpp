@@ -1,0 +1,137 @@
+// hfta_operator.hpp -- glue between the C runtime ABI (gsq_hfta_def) and the
+// C++ HFTA operator templates, plus helpers every operator shares.
+//
+// An operator type Op (e.g. gsq::groupby_op<F>) provides:
+//   static constexpr int n_inputs;                 // number of input streams
+//   explicit Op(gsq_node *node);                   // may call gsq_node_fail
+//   void accept(gsq_node *node, int input, int kind, const void *tup, uint32_t len);
+// and may throw from either; the glue turns exceptions into gsq_node_fail.
+//
+// Generated code declares its definition with one line:
+//   constexpr int flows_inputs[] = {3};
+//   extern "C" const gsq_hfta_def hfta_flows_def =
+//       gsq::hfta_def_of<gsq::groupby_op<flows_functor>>("flows", flows_inputs, 4);
+// The input count is taken from the array, and checked against Op::n_inputs
+// at compile time.
+#ifndef GSQ_HFTA_OPERATOR_HPP
+#define GSQ_HFTA_OPERATOR_HPP
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "gsq_runtime.h"
+
+namespace gsq {
+
+// Number of inputs a functor declares with `static constexpr int n_inputs`;
+// 1 when it declares none.
+template <class F, class = void>
+struct functor_inputs : std::integral_constant<int, 1> {};
+template <class F>
+struct functor_inputs<F, std::void_t<decltype(F::n_inputs)>> : std::integral_constant<int, F::n_inputs> {};
+
+// The runtime's failure path for impossible states (bad input index, data
+// after end of stream): thrown inside an operator, reported by the glue.
+struct protocol_error : std::logic_error {
+    using std::logic_error::logic_error;
+};
+
+// Tracks which inputs have sent GSQ_EOF; the operator ends when all have.
+class input_eofs {
+public:
+    explicit input_eofs(int n_inputs) : ended_(static_cast<size_t>(n_inputs), false) {}
+
+    // Throws protocol_error for an input index out of range, or for a data
+    // tuple or heartbeat on an input that already ended.
+    void check(int input, int kind) const
+    {
+        if (input < 0 || static_cast<size_t>(input) >= ended_.size())
+            throw protocol_error("tuple on input " + std::to_string(input) + " of an operator with " +
+                                 std::to_string(ended_.size()) + " input(s)");
+        if (kind != GSQ_EOF && ended_[static_cast<size_t>(input)])
+            throw protocol_error("tuple on input " + std::to_string(input) + " after its end of stream");
+    }
+
+    // Marks `input` ended; true exactly once, when the last open input ends
+    // (a repeated EOF on one input is ignored).
+    bool mark(int input)
+    {
+        const size_t i = static_cast<size_t>(input);
+        if (ended_[i])
+            return false;
+        ended_[i] = true;
+        return ++n_ended_ == ended_.size();
+    }
+
+    bool all_ended() const noexcept { return n_ended_ == ended_.size(); }
+
+private:
+    std::vector<bool> ended_;
+    size_t n_ended_ = 0;
+};
+
+inline void emit_eof(gsq_node *node) { gsq_emit(node, GSQ_EOF, nullptr, 0, nullptr, 0); }
+
+namespace detail {
+
+inline void report(gsq_node *node, const char *what) noexcept { gsq_node_fail(node, "%s", what); }
+
+// The three C entry points of an operator.  Exceptions stop here.
+template <class Op>
+struct c_glue {
+    static void *create(gsq_node *node) noexcept
+    {
+        try {
+            auto op = std::make_unique<Op>(node);
+            if (gsq_node_failed(node)) // the functor rejected a parameter
+                return nullptr;
+            return op.release(); // owned by the runtime until destroy()
+        } catch (const std::exception &e) {
+            report(node, e.what());
+        } catch (...) {
+            report(node, "unknown exception while creating an HFTA operator");
+        }
+        return nullptr;
+    }
+
+    static void accept(void *op, gsq_node *node, int input, int kind, const void *tup, uint32_t len) noexcept
+    {
+        try {
+            static_cast<Op *>(op)->accept(node, input, kind, tup, len);
+        } catch (const std::exception &e) {
+            report(node, e.what());
+        } catch (...) {
+            report(node, "unknown exception in an HFTA operator");
+        }
+    }
+
+    static void destroy(void *op) noexcept { std::unique_ptr<Op> owned(static_cast<Op *>(op)); }
+};
+
+} // namespace detail
+
+// The gsq_hfta_def of operator Op.  `in_streams` must have static storage
+// duration (the definition keeps the pointer).
+template <class Op, size_t N>
+constexpr gsq_hfta_def hfta_def_of(const char *name, const int (&in_streams)[N], int out_stream) noexcept
+{
+    static_assert(static_cast<int>(N) == Op::n_inputs,
+                  "the number of input streams differs from the operator's n_inputs");
+    return gsq_hfta_def{name,
+                        static_cast<int>(N),
+                        in_streams,
+                        out_stream,
+                        &detail::c_glue<Op>::create,
+                        &detail::c_glue<Op>::accept,
+                        &detail::c_glue<Op>::destroy};
+}
+
+} // namespace gsq
+
+#endif // GSQ_HFTA_OPERATOR_HPP

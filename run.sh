@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# One entry point for a fresh machine.
+#   ./run.sh demo   install everything, compile and run the flow query on the bundled capture
+#   ./run.sh test   install everything and run the whole test suite
+set -euo pipefail
+cd "$(dirname "$0")"
+PY=${PYTHON:-python3}
+
+need_apt=()
+[ -f /usr/include/pcap.h ] || [ -f /usr/include/pcap/pcap.h ] || need_apt+=(libpcap-dev)
+command -v g++ >/dev/null || need_apt+=(g++)
+command -v tcpdump >/dev/null || need_apt+=(tcpdump)
+if [ ${#need_apt[@]} -gt 0 ]; then
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
+fi
+
+$PY -m pip install --quiet --disable-pip-version-check cmake ninja
+$PY -m pip install --quiet --disable-pip-version-check ".[test]"
+
+case "${1:-demo}" in
+demo)
+    exec $PY -m gsqlc run examples/flows.gsql --schema examples/packet_schema.txt \
+        --source eth0=pcap:examples/trace.pcap
+    ;;
+test)
+    shift || true
+    exec $PY -m pytest -q "$@"
+    ;;
+*)
+    echo "usage: $0 demo|test" >&2
+    exit 2
+    ;;
+esac

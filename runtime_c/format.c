@@ -1,0 +1,124 @@
+/*
+ * format.c -- column reading and value rendering for sinks.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "format.h"
+
+const char *gsq_type_name(int type)
+{
+    switch (type) {
+    case GSQ_T_BOOL: return "bool";
+    case GSQ_T_USHORT: return "ushort";
+    case GSQ_T_UINT: return "uint";
+    case GSQ_T_INT: return "int";
+    case GSQ_T_ULLONG: return "ullong";
+    case GSQ_T_LLONG: return "llong";
+    case GSQ_T_FLOAT: return "float";
+    case GSQ_T_IP: return "IP";
+    case GSQ_T_IPV6: return "IPV6";
+    case GSQ_T_STRING: return "string";
+    default: return "?";
+    }
+}
+
+static uint32_t type_size(int type)
+{
+    switch (type) {
+    case GSQ_T_BOOL: return 1;
+    case GSQ_T_USHORT: return 2;
+    case GSQ_T_UINT: case GSQ_T_INT: case GSQ_T_IP: return 4;
+    case GSQ_T_ULLONG: case GSQ_T_LLONG: case GSQ_T_FLOAT: return 8;
+    case GSQ_T_IPV6: return 16;
+    case GSQ_T_STRING: return (uint32_t)sizeof(gsq_strref);
+    default: return 0;
+    }
+}
+
+int gsq_read_col(const void *tup, uint32_t len, const gsq_column *c, gsq_val *v)
+{
+    const uint8_t *p = (const uint8_t *)tup + c->offset;
+    uint32_t sz = type_size(c->type);
+    memset(v, 0, sizeof *v);
+    if (sz == 0 || c->offset > len || sz > len - c->offset)
+        return -1;
+    switch (c->type) {
+    case GSQ_T_BOOL: v->u = p[0] ? 1 : 0; break;
+    case GSQ_T_USHORT: { uint16_t x; memcpy(&x, p, 2); v->u = x; break; }
+    case GSQ_T_UINT: case GSQ_T_IP: { uint32_t x; memcpy(&x, p, 4); v->u = x; break; }
+    case GSQ_T_INT: { int32_t x; memcpy(&x, p, 4); v->i = x; break; }
+    case GSQ_T_ULLONG: memcpy(&v->u, p, 8); break;
+    case GSQ_T_LLONG: memcpy(&v->i, p, 8); break;
+    case GSQ_T_FLOAT: memcpy(&v->f, p, 8); break;
+    case GSQ_T_IPV6: memcpy(v->v6.b, p, 16); break;
+    case GSQ_T_STRING: {
+        gsq_strref r;
+        memcpy(&r, p, sizeof r);
+        if (r.off > len || r.len > len - r.off)
+            return -1;
+        v->s = gsq_tuple_str(tup, r);
+        break;
+    }
+    }
+    return 0;
+}
+
+void gsq_fmt_ip(char *out, uint32_t ip)
+{
+    snprintf(out, 16, "%u.%u.%u.%u", (unsigned)(ip >> 24), (unsigned)((ip >> 16) & 255),
+             (unsigned)((ip >> 8) & 255), (unsigned)(ip & 255));
+}
+
+void gsq_fmt_ipv6(char *out, const gsq_ipv6 *a)
+{
+    static const char hex[] = "0123456789abcdef";
+    int g, k = 0;
+    for (g = 0; g < 8; g++) {
+        unsigned hi = a->b[2 * g], lo = a->b[2 * g + 1];
+        if (g)
+            out[k++] = ':';
+        out[k++] = hex[hi >> 4];
+        out[k++] = hex[hi & 15];
+        out[k++] = hex[lo >> 4];
+        out[k++] = hex[lo & 15];
+    }
+    out[k] = '\0';
+}
+
+void gsq_fmt_text(gsq_buf *b, int type, const gsq_val *v)
+{
+    char tmp[48];
+    switch (type) {
+    case GSQ_T_BOOL: gsq_buf_adds(b, v->u ? "TRUE" : "FALSE"); break;
+    case GSQ_T_USHORT: case GSQ_T_UINT: case GSQ_T_ULLONG:
+        gsq_buf_printf(b, "%llu", (unsigned long long)v->u);
+        break;
+    case GSQ_T_INT: case GSQ_T_LLONG:
+        gsq_buf_printf(b, "%lld", (long long)v->i);
+        break;
+    case GSQ_T_FLOAT: gsq_buf_printf(b, "%f", v->f); break;
+    case GSQ_T_IP: gsq_fmt_ip(tmp, (uint32_t)v->u); gsq_buf_adds(b, tmp); break;
+    case GSQ_T_IPV6: gsq_fmt_ipv6(tmp, &v->v6); gsq_buf_adds(b, tmp); break;
+    case GSQ_T_STRING: gsq_buf_add(b, v->s.p, v->s.len); break;
+    }
+}
+
+void gsq_fmt_json(gsq_buf *b, int type, const gsq_val *v)
+{
+    char tmp[48];
+    switch (type) {
+    case GSQ_T_BOOL: gsq_buf_adds(b, v->u ? "true" : "false"); break;
+    case GSQ_T_FLOAT:
+        if (isnan(v->f) || isinf(v->f))
+            gsq_buf_adds(b, "null");
+        else
+            gsq_buf_printf(b, "%.17g", v->f);
+        break;
+    case GSQ_T_IP: gsq_fmt_ip(tmp, (uint32_t)v->u); gsq_buf_json_str(b, tmp, strlen(tmp)); break;
+    case GSQ_T_IPV6: gsq_fmt_ipv6(tmp, &v->v6); gsq_buf_json_str(b, tmp, strlen(tmp)); break;
+    case GSQ_T_STRING: gsq_buf_json_str(b, v->s.p, v->s.len); break;
+    default: gsq_fmt_text(b, type, v); break;
+    }
+}

@@ -1,0 +1,38 @@
+/*
+ * format.h -- reading columns out of serialized tuples and rendering values
+ * as text (Tigon's forms) and JSON, for the sinks.
+ *
+ * Text forms: integers decimal; float "%f"; bool TRUE/FALSE; IP dotted
+ * quad; IPV6 eight groups of four lower-case hex digits joined by ':' (no
+ * compression); strings raw.
+ */
+#ifndef GSQ_FORMAT_H
+#define GSQ_FORMAT_H
+
+#include "gsq_runtime.h"
+#include "strbuf.h"
+
+/* One column value read from a tuple; the member used follows the type. */
+typedef union gsq_val {
+    uint64_t u;   /* bool, ushort, uint, ullong, IP */
+    int64_t i;    /* int, llong */
+    double f;
+    gsq_ipv6 v6;
+    gsq_str s;    /* a view into the tuple */
+} gsq_val;
+
+/* Read column c of a tuple of len bytes.  0, or -1 when the column or its
+ * string reference lies outside the tuple (a broken tuple). */
+int gsq_read_col(const void *tup, uint32_t len, const gsq_column *c, gsq_val *v);
+
+const char *gsq_type_name(int type);
+
+/* Text form (pipe and CSV sinks). */
+void gsq_fmt_text(gsq_buf *b, int type, const gsq_val *v);
+/* JSON form: numbers, true/false, null for NaN/Inf floats, strings. */
+void gsq_fmt_json(gsq_buf *b, int type, const gsq_val *v);
+/* out must hold 16 / 40 bytes. */
+void gsq_fmt_ip(char *out, uint32_t ip);
+void gsq_fmt_ipv6(char *out, const gsq_ipv6 *a);
+
+#endif /* GSQ_FORMAT_H */

@@ -1,0 +1,216 @@
+/*
+ * gsq_funcs.h -- built-in scalar functions called by generated LFTA (C11)
+ * and HFTA (C++17) code.  All static inline; strings are gsq_str views.
+ *
+ * Regular expressions (HFTA-only): a gsq_regex is compiled once (when the
+ * operator is created) and owns a scratch buffer used to NUL-terminate
+ * subjects.  Invariant: scratch is NULL or holds cap bytes; `compiled` is 1
+ * exactly when `re` must be regfree'd.  A gsq_regex is not thread-safe.
+ */
+#ifndef GSQ_FUNCS_H
+#define GSQ_FUNCS_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <regex.h>
+#include "gsq_runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* str_match_start[s, prefix]: s starts with prefix. */
+static inline uint8_t gsq_fn_str_match_start(gsq_str s, gsq_str prefix)
+{
+    return (uint8_t)(prefix.len <= s.len &&
+                     (prefix.len == 0 || memcmp(s.p, prefix.p, prefix.len) == 0));
+}
+
+/* str_exists_substr[s, needle]: needle occurs in s (empty needle: 1). */
+static inline uint8_t gsq_fn_str_exists_substr(gsq_str s, gsq_str needle)
+{
+    uint32_t i, last;
+    if (needle.len == 0)
+        return 1;
+    if (needle.len > s.len)
+        return 0;
+    last = s.len - needle.len;
+    for (i = 0; i <= last; i++) {
+        const void *hit = memchr(s.p + i, (unsigned char)needle.p[0], last - i + 1);
+        if (!hit)
+            return 0;
+        i = (uint32_t)((const char *)hit - s.p);
+        if (memcmp(s.p + i, needle.p, needle.len) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* str_match_offset[off, s, pat]: pat occurs at byte offset off of s. */
+static inline uint8_t gsq_fn_str_match_offset(uint32_t off, gsq_str s, gsq_str pat)
+{
+    if (off > s.len || pat.len > s.len - off)
+        return 0;
+    return (uint8_t)(pat.len == 0 || memcmp(s.p + off, pat.p, pat.len) == 0);
+}
+
+/* str_truncate(s, n): the first min(n, len) bytes of s. */
+static inline gsq_str gsq_fn_str_truncate(gsq_str s, uint32_t n)
+{
+    if (n < s.len)
+        s.len = n;
+    return s;
+}
+
+static inline uint32_t gsq_fn_str_length(gsq_str s)
+{
+    return s.len;
+}
+
+/* strtoi(s): like C strtoul(s, NULL, 10) truncated to 32 bits: leading
+ * blanks, optional sign ('-' negates modulo 2^32), the decimal prefix. */
+static inline uint32_t gsq_fn_strtoi(gsq_str s)
+{
+    uint32_t i = 0, v = 0;
+    int neg = 0;
+    while (i < s.len && (s.p[i] == ' ' || s.p[i] == '\t' || s.p[i] == '\n' ||
+                         s.p[i] == '\r' || s.p[i] == '\f' || s.p[i] == '\v'))
+        i++;
+    if (i < s.len && (s.p[i] == '+' || s.p[i] == '-')) {
+        neg = s.p[i] == '-';
+        i++;
+    }
+    for (; i < s.len && s.p[i] >= '0' && s.p[i] <= '9'; i++)
+        v = v * 10u + (uint32_t)(s.p[i] - '0');
+    return neg ? (uint32_t)(0u - v) : v;
+}
+
+/* strtoip(s): dotted quad to an IP (host order), 0 when not valid. */
+static inline uint32_t gsq_fn_strtoip(gsq_str s)
+{
+    uint32_t v = 0;
+    if (gsq_parse_ip(s.p, s.len, &v) != 0)
+        return 0;
+    return v;
+}
+
+static inline uint64_t gsq_fn_umin(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
+static inline uint64_t gsq_fn_umax(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
+
+/* ---- regular expressions (POSIX ERE) ---------------------------------- */
+
+typedef struct gsq_regex {
+    regex_t re;
+    int compiled;
+    char *scratch;
+    size_t cap;
+} gsq_regex;
+
+/* Compile pattern[0..len) as an ERE.  0 on success; -1 with a message in
+ * err (NUL-terminated, truncated to errlen) on failure.  Either way the
+ * gsq_regex must later be released with gsq_regex_free. */
+static inline int gsq_regex_compile(gsq_regex *re, const char *pattern, size_t len,
+                                    char *err, size_t errlen)
+{
+    char *pat;
+    int rc;
+    memset(re, 0, sizeof *re);
+    pat = (char *)malloc(len + 1);
+    if (!pat) {
+        if (err && errlen)
+            snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (len)
+        memcpy(pat, pattern, len);
+    pat[len] = '\0';
+    rc = regcomp(&re->re, pat, REG_EXTENDED);
+    free(pat);
+    if (rc != 0) {
+        if (err && errlen)
+            regerror(rc, &re->re, err, errlen);
+        return -1;
+    }
+    re->compiled = 1;
+    return 0;
+}
+
+static inline void gsq_regex_free(gsq_regex *re)
+{
+    if (re->compiled)
+        regfree(&re->re);
+    free(re->scratch);
+    re->scratch = NULL;
+    re->cap = 0;
+    re->compiled = 0;
+}
+
+/* First match of the whole pattern in s: 0 with (*so, *eo) set, 1 when
+ * there is none (or the regex is not compiled / out of memory). */
+static inline int gsq_regex__exec(gsq_regex *re, gsq_str s, size_t *so, size_t *eo)
+{
+    regmatch_t m[1];
+    int flags = 0;
+    if (!re->compiled)
+        return 1;
+    if (re->cap < (size_t)s.len + 1) {
+        size_t ncap = re->cap ? re->cap : 64;
+        char *nb;
+        while (ncap < (size_t)s.len + 1)
+            ncap *= 2;
+        nb = (char *)realloc(re->scratch, ncap);
+        if (!nb)
+            return 1;
+        re->scratch = nb;
+        re->cap = ncap;
+    }
+    if (s.len)
+        memcpy(re->scratch, s.p, s.len);
+    re->scratch[s.len] = '\0';
+    m[0].rm_so = 0;
+    m[0].rm_eo = (regoff_t)s.len;
+#ifdef REG_STARTEND
+    flags |= REG_STARTEND; /* subjects may contain NUL bytes */
+#endif
+    if (regexec(&re->re, re->scratch, 1, m, flags) != 0 || m[0].rm_so < 0)
+        return 1;
+    *so = (size_t)m[0].rm_so;
+    *eo = (size_t)m[0].rm_eo;
+    return 0;
+}
+
+/* str_extract_regex(s, pattern): the first match, a view into s; the empty
+ * string when there is none. */
+static inline gsq_str gsq_fn_str_extract_regex(gsq_regex *re, gsq_str s)
+{
+    size_t so, eo;
+    gsq_str r;
+    if (gsq_regex__exec(re, s, &so, &eo) != 0) {
+        r.p = s.p ? s.p : "";
+        r.len = 0;
+        return r;
+    }
+    r.p = s.p + so;
+    r.len = (uint32_t)(eo - so);
+    return r;
+}
+
+/* str_regex_match[s, pattern]: the pattern matches somewhere in s. */
+static inline uint8_t gsq_fn_str_regex_match(gsq_regex *re, gsq_str s)
+{
+    size_t so, eo;
+    return (uint8_t)(gsq_regex__exec(re, s, &so, &eo) == 0);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GSQ_FUNCS_H */

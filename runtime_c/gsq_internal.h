@@ -1,0 +1,179 @@
+/*
+ * gsq_internal.h -- the runtime's own structures (C only; generated code
+ * never includes this).
+ *
+ * Ownership tree: a gsq_run owns its options, params, bindings, sinks and,
+ * during/after gsqlc_run, its nodes, sources and per-stream subscriber
+ * tables.  Nothing is global except the signal flag in run.c (a signal
+ * handler cannot reach a run).
+ */
+#ifndef GSQ_INTERNAL_H
+#define GSQ_INTERNAL_H
+
+#include "gsq_record.h"
+#include "ring_buffer.h"
+#include "strbuf.h"
+#include "tuple_queue.h"
+
+#define GSQ_MAX_LINE (1u << 20)     /* longer CSV records are malformed */
+#define GSQ_MAX_DESCRIBED 10        /* malformed rows described per source */
+#define GSQ_PCAP_MAX_CAPLEN 262144u /* libpcap's largest accepted capture */
+#define GSQ_RING_BYTES (8u << 20)   /* ring capacity per source */
+
+enum gsq_clock_mode { GSQ_CLOCK_WALL, GSQ_CLOCK_DATA, GSQ_CLOCK_FIXED };
+enum gsq_sink_format { GSQ_FMT_PIPE, GSQ_FMT_CSV, GSQ_FMT_JSONL };
+
+typedef struct gsq_source gsq_source;
+typedef struct gsq_sink gsq_sink;
+
+/* One LFTA or HFTA instance.
+ * Invariants: exactly one of lfta/hfta is set; state is the LFTA's zeroed
+ * state (state_size bytes, owned) or the HFTA's operator (owned, released
+ * with hfta->destroy); queue is used by LFTAs only; pack is the HFTA's
+ * scratch for packing tuples before synchronous dispatch. */
+struct gsq_node {
+    gsq_run *run;
+    const gsq_lfta_def *lfta;
+    const gsq_hfta_def *hfta;
+    const char *name;
+    int out_stream;
+    void *state;
+    int live;                     /* init/create succeeded: destroy at end */
+    int eof_inputs;               /* HFTA: inputs that delivered GSQ_EOF */
+    gsq_source *source;           /* LFTA: the source it reads */
+    gsq_tuple_queue queue;        /* LFTA: its output stream's queue */
+    uint8_t *pack;                /* HFTA: packing scratch (8-aligned) */
+    size_t pack_cap;
+    uint64_t counters[GSQ_CNT__COUNT];
+};
+
+/* A subscriber of a stream: an HFTA input or a sink. */
+typedef struct gsq_sub {
+    gsq_node *hfta;   /* NULL for a sink */
+    int input;
+    gsq_sink *sink;
+} gsq_sub;
+
+/* Run-time state of one stream.  Invariant: subs[0..n_subs) are the HFTA
+ * inputs reading it (in queryset order) then the sinks added for it. */
+typedef struct gsq_stream_rt {
+    gsq_sub *subs;
+    uint32_t n_subs;
+    uint64_t n_data, n_heartbeat, n_eof;
+} gsq_stream_rt;
+
+/* An output sink: a buffered file descriptor. */
+struct gsq_sink {
+    char *query;
+    int format;           /* enum gsq_sink_format */
+    char *path;           /* NULL: stdout */
+    int stream;
+    int fd;               /* -1 until opened */
+    int own_fd;
+    int failed;
+    gsq_buf out;
+    uint64_t tuples;
+    uint64_t bytes;
+};
+
+/* An interface bound with gsqlc_bind_source. */
+typedef struct gsq_binding {
+    char *iface;
+    char *uri;
+} gsq_binding;
+
+typedef struct gsq_param_kv {
+    char *name;
+    char *value;
+} gsq_param_kv;
+
+/* One opened source (one per bound interface that some LFTA reads).
+ * Invariants: lftas[0..n_lftas) are the LFTAs bound to iface, in queryset
+ * order; ring holds the current batch; impl is the csv or pcap reader
+ * state, owned. */
+struct gsq_source {
+    const char *iface;    /* the binding's */
+    const char *uri;      /* the binding's */
+    const char *path;     /* after the scheme */
+    int kind;             /* enum gsq_source_kind */
+    int live;             /* pcap-live */
+    gsq_node **lftas;
+    uint32_t n_lftas;
+    gsq_ring ring;
+    int at_eof;
+    uint64_t records_read;    /* rows (csv, non-blank) or packets */
+    uint64_t rows_rejected;
+    uint64_t values_coerced;
+    uint64_t bytes_read;
+    int truncated;
+    void *impl;
+};
+
+struct gsq_run {
+    const gsq_queryset_def *qs;
+    /* options */
+    char csv_sep;
+    int csv_strict;
+    int clock_mode;
+    uint32_t clock_fixed;
+    uint32_t batch;
+    /* configuration */
+    gsq_param_kv *params;
+    uint32_t n_params;
+    gsq_binding *binds;
+    uint32_t n_binds;
+    gsq_sink **sinks;
+    uint32_t n_sinks;
+    /* run state */
+    int started;
+    int failed;
+    int interrupted;
+    gsq_buf error;
+    gsq_node *nodes;        /* n_lftas LFTAs, then n_hftas HFTAs */
+    uint32_t n_nodes;
+    gsq_source *sources;
+    uint32_t n_sources;
+    gsq_stream_rt *streams;
+    uint64_t data_usec;     /* data clock: largest timestamp seen */
+    int data_seen;
+    int streaming;          /* a source is stdin or live: flush per batch */
+    gsq_buf stats;
+    gsq_buf report;
+};
+
+/* Record the run's failure (the first message wins). */
+void gsq_run_fail(gsq_run *r, const char *fmt, ...)
+#ifdef __GNUC__
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Deliver one tuple of `stream` to its subscribers. */
+void gsq_dispatch(gsq_run *r, int stream, int kind, const void *tup, uint32_t len);
+
+/* Readers.  open: 0 or -1 (run failed).  read_batch fills s->ring with up to
+ * a batch of records, sets s->at_eof at the end; -1 on a fatal error. */
+int gsq_csv_open(gsq_run *r, gsq_source *s);
+int gsq_csv_read_batch(gsq_run *r, gsq_source *s);
+void gsq_csv_close(gsq_source *s);
+void gsq_csv_report(const gsq_source *s, gsq_buf *out);
+
+int gsq_pcap_open(gsq_run *r, gsq_source *s);
+int gsq_pcap_read_batch(gsq_run *r, gsq_source *s);
+void gsq_pcap_close(gsq_source *s);
+void gsq_pcap_report(const gsq_source *s, gsq_buf *out);
+/* Fill pi from a frame of this link type (DLT_*). */
+void gsq_pkt_decode(gsq_pkt_info *pi, int linktype, const uint8_t *p, uint32_t caplen);
+
+/* Sinks. */
+int gsq_sink_open(gsq_run *r, gsq_sink *k);
+int gsq_sink_write(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
+                   const void *tup, uint32_t len);
+int gsq_sink_flush(gsq_run *r, gsq_sink *k);
+void gsq_sink_close(gsq_sink *k);
+
+/* Reports (report.c). */
+void gsq_build_stats(gsq_run *r);
+void gsq_build_report(gsq_run *r);
+
+#endif /* GSQ_INTERNAL_H */

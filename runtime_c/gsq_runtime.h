@@ -1,0 +1,207 @@
+/*
+ * gsq_runtime.h -- the contract between the C runtime and generated code.
+ *
+ * A compiled query set is one shared library made of
+ *   - the runtime sources in runtime_c/ (this header and its siblings),
+ *   - one generated C file per LFTA, one generated C++ file per HFTA,
+ *   - a generated queryset.c that defines `gsq_queryset` (a gsq_queryset_def)
+ *     listing the streams, LFTAs and HFTAs.
+ *
+ * Data flow of a run (single-threaded, batch at a time):
+ *
+ *   source reader --records--> ring_buffer --> every LFTA bound to that
+ *   interface (accept) --gsq_emit--> tuple_queue of the LFTA's output stream
+ *   --drained after each batch--> subscribers of the stream (HFTAs, sinks)
+ *   HFTA --gsq_emit--> synchronous dispatch to its subscribers.
+ *
+ * Ownership: the runtime owns every node state, every queue, every sink.
+ * A tuple handed to accept() is valid only during that call: an operator
+ * that keeps anything (a group key string, a buffered tuple) copies it.
+ *
+ * Streams are numbered 0..n_streams-1 in gsq_queryset_def.streams.
+ */
+#ifndef GSQ_RUNTIME_H
+#define GSQ_RUNTIME_H
+
+#include "gsq_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- records: what an LFTA reads from the ring buffer ------------------ */
+
+typedef struct gsq_record gsq_record; /* defined in gsq_record.h */
+
+/* ---- the per-node context handed to generated code --------------------- */
+
+typedef struct gsq_node gsq_node; /* opaque: one per LFTA / HFTA instance */
+
+/* Emit one tuple on the node's output stream.  `fixed` is the stream's
+ * fixed-layout struct (fixed_size bytes); string columns are given as
+ * (field offset, view) pairs, the runtime packs their bytes into the tail and
+ * writes the gsq_strref at each field offset.  For GSQ_EOF pass fixed=NULL.
+ * The runtime copies everything: the caller's buffers may be reused at once. */
+typedef struct gsq_str_field {
+    uint32_t field_off;
+    gsq_str s;
+} gsq_str_field;
+
+void gsq_emit(gsq_node *node, int kind, const void *fixed, uint32_t fixed_size,
+              const gsq_str_field *strs, uint32_t n_strs);
+
+/* Run-time parameters ($name).  Returns the text given with --param, or NULL
+ * if unset.  Generated init code parses it with the gsq_parse_* helpers and
+ * fails init (gsq_node_fail) with a clear message if it is missing or bad. */
+const char *gsq_param(gsq_node *node, const char *name);
+
+/* Record an error that stops the run (init failures, impossible states).
+ * printf-style; the run returns exit status 1 with this message. */
+void gsq_node_fail(gsq_node *node, const char *fmt, ...)
+#ifdef __GNUC__
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Nonzero once gsq_node_fail was called on this node (or any node: a
+ * failure stops the whole run). */
+int gsq_node_failed(gsq_node *node);
+
+/* The run's clock in seconds (wall: time(NULL); fixed:T: T; data: the
+ * largest source timestamp seen so far, or wall time for sources without
+ * timestamps).  Used by get_system_time and the function of that name. */
+uint32_t gsq_clock_seconds(gsq_node *node);
+
+/* Counters a node may bump; reported at the end of the run. */
+enum gsq_counter {
+    GSQ_CNT_LATE_DROPPED = 0,   /* tuple older than the closed epoch */
+    GSQ_CNT_LFTA_EJECTIONS,     /* LFTA hash-table collisions */
+    GSQ_CNT_FIELD_UNAVAILABLE,  /* record lacked a referenced field */
+    GSQ_CNT__COUNT
+};
+void gsq_count(gsq_node *node, int counter, uint64_t n);
+
+/* ---- text parsing helpers (also used by the CSV reader) ---------------- */
+/* Each returns 0 when the whole text is a valid value of the type, 1 when a
+ * value was read from a valid prefix or the text was empty (Tigon's strtoul
+ * semantics: *out still set), -1 when nothing usable (then *out = 0). */
+int gsq_parse_bool(const char *p, size_t n, uint8_t *out);
+int gsq_parse_ushort(const char *p, size_t n, uint16_t *out);
+int gsq_parse_uint(const char *p, size_t n, uint32_t *out);
+int gsq_parse_int(const char *p, size_t n, int32_t *out);
+int gsq_parse_ullong(const char *p, size_t n, uint64_t *out);
+int gsq_parse_llong(const char *p, size_t n, int64_t *out);
+int gsq_parse_float(const char *p, size_t n, double *out);
+int gsq_parse_ip(const char *p, size_t n, uint32_t *out);
+int gsq_parse_ipv6(const char *p, size_t n, gsq_ipv6 *out);
+
+/* ---- descriptions emitted by the compiler ------------------------------ */
+
+typedef struct gsq_column {
+    const char *name;
+    int type;        /* enum gsq_type */
+    uint32_t offset; /* offsetof in the stream struct */
+} gsq_column;
+
+typedef struct gsq_stream_desc {
+    const char *name;       /* query name, e.g. "flows" or "_lfta_flows" */
+    uint32_t fixed_size;    /* sizeof the stream struct */
+    uint32_t n_cols;
+    const gsq_column *cols;
+} gsq_stream_desc;
+
+/* Source kinds an LFTA can read. */
+enum gsq_source_kind {
+    GSQ_SRC_CSV = 1,
+    GSQ_SRC_PCAP = 2
+};
+
+/* One CSV position a protocol reads, for validation and counting at ingest.*/
+typedef struct gsq_csv_field {
+    uint32_t pos;  /* 1-based */
+    int type;      /* enum gsq_type */
+} gsq_csv_field;
+
+typedef struct gsq_lfta_def {
+    const char *name;     /* node name, e.g. "_lfta_flows" */
+    const char *iface;    /* interface or interface-set name bound by --source */
+    const char *protocol; /* PROTOCOL name, for messages */
+    int source_kind;      /* enum gsq_source_kind */
+    int out_stream;       /* index into gsq_queryset_def.streams */
+    uint32_t n_csv_fields;            /* CSV positions read (CSV only) */
+    const gsq_csv_field *csv_fields;
+    size_t state_size;    /* runtime allocates this many zeroed bytes */
+    /* 0 on success; on failure call gsq_node_fail and return -1. */
+    int (*init)(void *state, gsq_node *node);
+    void (*accept)(void *state, gsq_node *node, const gsq_record *rec);
+    /* end of input: emit every open group; the runtime sends GSQ_EOF after */
+    void (*finish)(void *state, gsq_node *node);
+    void (*destroy)(void *state); /* release what init acquired; may be NULL */
+} gsq_lfta_def;
+
+typedef struct gsq_hfta_def {
+    const char *name;
+    int n_inputs;
+    const int *in_streams; /* stream index of each input */
+    int out_stream;
+    /* Returns the operator (owned by the runtime from then on) or NULL after
+     * gsq_node_fail. */
+    void *(*create)(gsq_node *node);
+    /* One tuple on input `input` (0-based).  On GSQ_EOF of every input the
+     * operator flushes its state and emits GSQ_EOF itself. */
+    void (*accept)(void *op, gsq_node *node, int input, int kind,
+                   const void *tup, uint32_t len);
+    void (*destroy)(void *op);
+} gsq_hfta_def;
+
+typedef struct gsq_queryset_def {
+    uint32_t n_streams;
+    const gsq_stream_desc *streams;
+    uint32_t n_lftas;
+    const gsq_lfta_def *const *lftas;
+    uint32_t n_hftas;
+    const gsq_hfta_def *const *hftas; /* in topological order */
+} gsq_queryset_def;
+
+/* Defined by the generated queryset.c. */
+extern const gsq_queryset_def gsq_queryset;
+
+/* ---- the exported ABI (cffi / CLI / Spark drive a query set through it) - */
+
+typedef struct gsq_run gsq_run;
+
+#if defined(__GNUC__)
+#define GSQ_EXPORT __attribute__((visibility("default")))
+#else
+#define GSQ_EXPORT
+#endif
+
+/* Create a run of this library's query set. Never NULL unless out of memory.*/
+GSQ_EXPORT gsq_run *gsqlc_create(void);
+/* Options: "csv_separator" (one char), "csv_strict" ("0"/"1"),
+ * "clock" ("wall" | "data" | "fixed:T"), "batch" (records per batch).
+ * Return 0, or -1 with gsqlc_error() set. */
+GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value);
+GSQ_EXPORT int gsqlc_set_param(gsq_run *r, const char *name, const char *value);
+/* Bind interface NAME to a source URI: csv:PATH, csv:-, pcap:PATH,
+ * pcap-live:IFACE.  May be called more than once per name (interface set). */
+GSQ_EXPORT int gsqlc_bind_source(gsq_run *r, const char *iface, const char *uri);
+/* Subscribe a sink to the output stream of query `query`.  format: "pipe",
+ * "csv", "jsonl"; path NULL or "-" for stdout. */
+GSQ_EXPORT int gsqlc_add_sink(gsq_run *r, const char *query, const char *format,
+                              const char *path);
+/* Run to end of input: every open group is flushed, EOF propagates, sinks
+ * are flushed.  0 on success, 1 on a run-time failure (gsqlc_error()). */
+GSQ_EXPORT int gsqlc_run(gsq_run *r);
+/* Counters of the last run as a JSON object (owned by the run). */
+GSQ_EXPORT const char *gsqlc_stats_json(gsq_run *r);
+/* Human-readable end-of-run report for stderr (malformed rows, drops). */
+GSQ_EXPORT const char *gsqlc_report(gsq_run *r);
+GSQ_EXPORT const char *gsqlc_error(gsq_run *r);
+GSQ_EXPORT void gsqlc_destroy(gsq_run *r);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GSQ_RUNTIME_H */

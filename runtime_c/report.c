@@ -1,0 +1,147 @@
+/*
+ * report.c -- end-of-run statistics (JSON) and the human report (stderr
+ * text, every line starting with "gsqlc: "; empty when there is nothing to
+ * say).  Both are built once at the end of gsqlc_run, before the nodes and
+ * sources are torn down, and cached in the run.
+ */
+#include <string.h>
+
+#include "format.h"
+#include "gsq_internal.h"
+
+static const char *const counter_key[GSQ_CNT__COUNT] = {
+    "late_dropped",
+    "lfta_ejections",
+    "field_unavailable",
+};
+
+static void kv_u64(gsq_buf *b, const char *key, uint64_t v, int comma)
+{
+    gsq_buf_printf(b, "%s\"%s\":%llu", comma ? "," : "", key, (unsigned long long)v);
+}
+
+static void kv_str(gsq_buf *b, const char *key, const char *v, int comma)
+{
+    gsq_buf_printf(b, "%s\"%s\":", comma ? "," : "", key);
+    if (v)
+        gsq_buf_json_str(b, v, strlen(v));
+    else
+        gsq_buf_adds(b, "null");
+}
+
+static const char *clock_name(const gsq_run *r)
+{
+    return r->clock_mode == GSQ_CLOCK_DATA ? "data"
+           : r->clock_mode == GSQ_CLOCK_FIXED ? "fixed" : "wall";
+}
+
+void gsq_build_stats(gsq_run *r)
+{
+    gsq_buf *b = &r->stats;
+    uint32_t i, c;
+    uint64_t written = 0;
+
+    gsq_buf_reset(b);
+    gsq_buf_printf(b, "{\"ok\":%s,\"interrupted\":%s", r->started && !r->failed ? "true" : "false",
+                   r->interrupted ? "true" : "false");
+    kv_str(b, "clock", clock_name(r), 1);
+
+    gsq_buf_adds(b, ",\"sources\":[");
+    for (i = 0; i < r->n_sources; i++) {
+        const gsq_source *s = &r->sources[i];
+        int csv = s->kind == GSQ_SRC_CSV;
+        gsq_buf_adds(b, i ? ",{" : "{");
+        kv_str(b, "iface", s->iface, 0);
+        kv_str(b, "uri", s->uri, 1);
+        kv_str(b, "kind", csv ? "csv" : s->live ? "pcap-live" : "pcap", 1);
+        kv_u64(b, "records_read", s->records_read, 1);
+        kv_u64(b, csv ? "rows_read" : "packets_read", s->records_read, 1);
+        kv_u64(b, "rows_rejected", s->rows_rejected, 1);
+        kv_u64(b, "values_coerced", s->values_coerced, 1);
+        kv_u64(b, "bytes_read", s->bytes_read, 1);
+        gsq_buf_printf(b, ",\"truncated\":%s", s->truncated ? "true" : "false");
+        kv_u64(b, "ring_high_water_bytes", s->ring.high_water, 1);
+        gsq_buf_addc(b, '}');
+    }
+
+    gsq_buf_adds(b, "],\"streams\":[");
+    for (i = 0; i < r->qs->n_streams; i++) {
+        const gsq_stream_rt *st = r->streams ? &r->streams[i] : NULL;
+        gsq_buf_adds(b, i ? ",{" : "{");
+        kv_str(b, "name", r->qs->streams[i].name, 0);
+        kv_u64(b, "tuples", st ? st->n_data : 0, 1);
+        kv_u64(b, "heartbeats", st ? st->n_heartbeat : 0, 1);
+        kv_u64(b, "eof", st ? st->n_eof : 0, 1);
+        gsq_buf_addc(b, '}');
+    }
+
+    gsq_buf_adds(b, "],\"nodes\":[");
+    for (i = 0; r->nodes && i < r->n_nodes; i++) {
+        const gsq_node *n = &r->nodes[i];
+        gsq_buf_adds(b, i ? ",{" : "{");
+        kv_str(b, "name", n->name, 0);
+        kv_str(b, "kind", n->lfta ? "lfta" : "hfta", 1);
+        kv_str(b, "output", r->qs->streams[n->out_stream].name, 1);
+        for (c = 0; c < GSQ_CNT__COUNT; c++)
+            kv_u64(b, counter_key[c], n->counters[c], 1);
+        if (n->lfta) {
+            kv_u64(b, "queue_high_water_entries", n->queue.hw_entries, 1);
+            kv_u64(b, "queue_high_water_bytes", n->queue.hw_bytes, 1);
+        }
+        gsq_buf_addc(b, '}');
+    }
+
+    gsq_buf_adds(b, "],\"sinks\":[");
+    for (i = 0; i < r->n_sinks; i++) {
+        const gsq_sink *k = r->sinks[i];
+        gsq_buf_adds(b, i ? ",{" : "{");
+        kv_str(b, "query", k->query, 0);
+        kv_str(b, "format", k->format == GSQ_FMT_PIPE ? "pipe"
+                            : k->format == GSQ_FMT_CSV ? "csv" : "jsonl", 1);
+        kv_str(b, "path", k->path, 1);
+        kv_u64(b, "tuples", k->tuples, 1);
+        kv_u64(b, "bytes", k->bytes, 1);
+        gsq_buf_addc(b, '}');
+        written += k->tuples;
+    }
+    gsq_buf_adds(b, "]");
+    kv_u64(b, "tuples_written", written, 1);
+    gsq_buf_adds(b, "}");
+}
+
+void gsq_build_report(gsq_run *r)
+{
+    gsq_buf *b = &r->report;
+    uint32_t i, j;
+
+    gsq_buf_reset(b);
+    for (i = 0; i < r->n_sources; i++) {
+        const gsq_source *s = &r->sources[i];
+        if (s->kind == GSQ_SRC_CSV)
+            gsq_csv_report(s, b);
+        else
+            gsq_pcap_report(s, b);
+    }
+    if (r->sources) {
+        for (i = 0; i < r->n_binds; i++) {
+            int used = 0;
+            for (j = 0; j < r->n_sources; j++)
+                used |= r->sources[j].iface == r->binds[i].iface;
+            if (!used)
+                gsq_buf_printf(b,
+                               "gsqlc: warning: interface '%s' is bound to %s but no query reads "
+                               "it\n",
+                               r->binds[i].iface, r->binds[i].uri);
+        }
+    }
+    for (i = 0; r->nodes && i < r->n_nodes; i++) {
+        const gsq_node *n = &r->nodes[i];
+        if (n->counters[GSQ_CNT_LATE_DROPPED])
+            gsq_buf_printf(b,
+                           "gsqlc: %s: %llu tuples arrived later than the closed epoch allows "
+                           "and were dropped\n",
+                           n->name, (unsigned long long)n->counters[GSQ_CNT_LATE_DROPPED]);
+    }
+    if (r->interrupted)
+        gsq_buf_adds(b, "gsqlc: interrupted; the input read so far was processed and flushed\n");
+}

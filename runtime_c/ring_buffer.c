@@ -1,0 +1,73 @@
+/*
+ * ring_buffer.c -- batch buffer between a source reader and the LFTAs.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ring_buffer.h"
+
+#define ALIGN8(x) (((x) + 7u) & ~(size_t)7u)
+
+int gsq_ring_init(gsq_ring *r, size_t cap, uint32_t max_recs)
+{
+    memset(r, 0, sizeof *r);
+    if (max_recs == 0)
+        max_recs = 1;
+    cap = ALIGN8(cap ? cap : 4096);
+    r->buf = malloc(cap);
+    r->recs = calloc(max_recs, sizeof *r->recs);
+    if (!r->buf || !r->recs) {
+        gsq_ring_free(r);
+        return -1;
+    }
+    r->cap = cap;
+    r->max_recs = max_recs;
+    return 0;
+}
+
+void gsq_ring_free(gsq_ring *r)
+{
+    free(r->buf);
+    free(r->recs);
+    memset(r, 0, sizeof *r);
+}
+
+void *gsq_ring_reserve(gsq_ring *r, size_t n)
+{
+    size_t need = ALIGN8(n ? n : 1);
+    if (r->n_recs >= r->max_recs)
+        return NULL;
+    if (r->used == 0 && need > r->cap) {
+        uint8_t *nb = realloc(r->buf, need);
+        if (!nb)
+            return NULL;
+        r->buf = nb;
+        r->cap = need;
+    }
+    if (need > r->cap - r->used)
+        return NULL;
+    r->reserved = need;
+    return r->buf + r->used;
+}
+
+gsq_record *gsq_ring_commit(gsq_ring *r, size_t n)
+{
+    gsq_record *rec;
+    size_t take = ALIGN8(n ? n : 1);
+    if (take > r->reserved)
+        take = r->reserved;
+    r->used += take;
+    r->reserved = 0;
+    if (r->used > r->high_water)
+        r->high_water = r->used;
+    rec = &r->recs[r->n_recs++];
+    memset(rec, 0, sizeof *rec);
+    return rec;
+}
+
+void gsq_ring_release(gsq_ring *r)
+{
+    r->used = 0;
+    r->reserved = 0;
+    r->n_recs = 0;
+}

@@ -1,0 +1,695 @@
+/*
+ * run.c -- the exported gsqlc_* API and the run loop.
+ *
+ *   gsqlc_run: check bindings -> open sources -> build subscriber tables ->
+ *   open sinks -> create nodes (LFTA init, HFTA create, queryset order) ->
+ *   loop { per source: read a batch into its ring, run every LFTA bound to
+ *   it over each record, release the batch, drain the LFTA queues into the
+ *   streams' subscribers } until every source is at end (or SIGINT/SIGTERM)
+ *   -> LFTA finish + GSQ_EOF, drain -> flush sinks -> report.
+ *
+ * The only process-wide state is `stop_flag`, set by the SIGINT/SIGTERM
+ * handler that gsqlc_run installs for its own duration (a signal handler
+ * cannot reach a run).  SIGPIPE is ignored during the run so that a closed
+ * output pipe surfaces as a write error (EPIPE).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gsq_internal.h"
+
+static volatile sig_atomic_t stop_flag;
+
+int gsq_stop_requested(void);
+int gsq_stop_requested(void)
+{
+    return stop_flag != 0;
+}
+
+static void on_stop_signal(int sig)
+{
+    (void)sig;
+    stop_flag = 1;
+}
+
+/* ---- configuration ---------------------------------------------------- */
+
+static void set_error(gsq_run *r, const char *fmt, ...)
+#ifdef __GNUC__
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static void set_error(gsq_run *r, const char *fmt, ...)
+{
+    va_list ap;
+    char msg[1024];
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    gsq_buf_reset(&r->error);
+    gsq_buf_adds(&r->error, msg);
+}
+
+GSQ_EXPORT gsq_run *gsqlc_create(void)
+{
+    gsq_run *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->qs = &gsq_queryset;
+    r->csv_sep = ',';
+    r->clock_mode = GSQ_CLOCK_WALL;
+    r->batch = 512;
+    return r;
+}
+
+static int parse_u32(const char *s, uint32_t *out)
+{
+    uint32_t v;
+    return (s && *s && gsq_parse_uint(s, strlen(s), &v) == 0) ? (*out = v, 0) : -1;
+}
+
+GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
+{
+    if (!key || !value) {
+        set_error(r, "option name and value must not be NULL");
+        return -1;
+    }
+    if (r->started) {
+        set_error(r, "option '%s' set after the run started", key);
+        return -1;
+    }
+    if (strcmp(key, "csv_separator") == 0) {
+        char c;
+        if (strcmp(value, "\\t") == 0 || strcmp(value, "tab") == 0)
+            c = '\t';
+        else if (strlen(value) == 1)
+            c = value[0];
+        else {
+            set_error(r, "csv_separator must be one character, got '%s'", value);
+            return -1;
+        }
+        if (c == '"' || c == '\n' || c == '\r') {
+            set_error(r, "csv_separator cannot be a quote or a line break");
+            return -1;
+        }
+        r->csv_sep = c;
+    } else if (strcmp(key, "csv_strict") == 0) {
+        uint8_t b;
+        if (gsq_parse_bool(value, strlen(value), &b) != 0) {
+            set_error(r, "csv_strict must be 0 or 1, got '%s'", value);
+            return -1;
+        }
+        r->csv_strict = b;
+    } else if (strcmp(key, "clock") == 0) {
+        if (strcmp(value, "wall") == 0) {
+            r->clock_mode = GSQ_CLOCK_WALL;
+        } else if (strcmp(value, "data") == 0) {
+            r->clock_mode = GSQ_CLOCK_DATA;
+        } else if (strncmp(value, "fixed:", 6) == 0 &&
+                   parse_u32(value + 6, &r->clock_fixed) == 0) {
+            r->clock_mode = GSQ_CLOCK_FIXED;
+        } else {
+            set_error(r, "clock must be wall, data or fixed:SECONDS, got '%s'", value);
+            return -1;
+        }
+    } else if (strcmp(key, "batch") == 0) {
+        uint32_t b;
+        if (parse_u32(value, &b) != 0 || b == 0 || b > (1u << 20)) {
+            set_error(r, "batch must be an integer from 1 to 1048576, got '%s'", value);
+            return -1;
+        }
+        r->batch = b;
+    } else {
+        set_error(r, "unknown option '%s' (known: csv_separator, csv_strict, clock, batch)",
+                  key);
+        return -1;
+    }
+    return 0;
+}
+
+GSQ_EXPORT int gsqlc_set_param(gsq_run *r, const char *name, const char *value)
+{
+    uint32_t i;
+    char *v;
+    gsq_param_kv *np;
+    if (!name || !value || !*name) {
+        set_error(r, "parameter name and value must not be empty");
+        return -1;
+    }
+    if (name[0] == '$')
+        name++;
+    v = gsq_strdup(value);
+    if (!v)
+        goto oom;
+    for (i = 0; i < r->n_params; i++)
+        if (strcmp(r->params[i].name, name) == 0) {
+            free(r->params[i].value);
+            r->params[i].value = v;
+            return 0;
+        }
+    np = realloc(r->params, (r->n_params + 1) * sizeof *np);
+    if (!np) {
+        free(v);
+        goto oom;
+    }
+    r->params = np;
+    np[r->n_params].value = v;
+    np[r->n_params].name = gsq_strdup(name);
+    if (!np[r->n_params].name) {
+        free(v);
+        goto oom;
+    }
+    r->n_params++;
+    return 0;
+oom:
+    set_error(r, "out of memory");
+    return -1;
+}
+
+static int uri_kind(const char *uri, int *live, const char **path)
+{
+    *live = 0;
+    if (strncmp(uri, "csv:", 4) == 0 && uri[4]) {
+        *path = uri + 4;
+        return GSQ_SRC_CSV;
+    }
+    if (strncmp(uri, "pcap:", 5) == 0 && uri[5]) {
+        *path = uri + 5;
+        return GSQ_SRC_PCAP;
+    }
+    if (strncmp(uri, "pcap-live:", 10) == 0 && uri[10]) {
+        *path = uri + 10;
+        *live = 1;
+        return GSQ_SRC_PCAP;
+    }
+    return 0;
+}
+
+GSQ_EXPORT int gsqlc_bind_source(gsq_run *r, const char *iface, const char *uri)
+{
+    int live;
+    const char *path;
+    gsq_binding *nb;
+    if (!iface || !*iface || !uri) {
+        set_error(r, "interface name and URI must not be empty");
+        return -1;
+    }
+    if (!uri_kind(uri, &live, &path)) {
+        set_error(r, "unsupported source '%s' (expected csv:PATH, csv:-, pcap:PATH or "
+                     "pcap-live:IFACE)", uri);
+        return -1;
+    }
+    nb = realloc(r->binds, (r->n_binds + 1) * sizeof *nb);
+    if (!nb) {
+        set_error(r, "out of memory");
+        return -1;
+    }
+    r->binds = nb;
+    nb[r->n_binds].iface = gsq_strdup(iface);
+    nb[r->n_binds].uri = gsq_strdup(uri);
+    if (!nb[r->n_binds].iface || !nb[r->n_binds].uri) {
+        free(nb[r->n_binds].iface);
+        free(nb[r->n_binds].uri);
+        set_error(r, "out of memory");
+        return -1;
+    }
+    r->n_binds++;
+    return 0;
+}
+
+GSQ_EXPORT int gsqlc_add_sink(gsq_run *r, const char *query, const char *format,
+                              const char *path)
+{
+    uint32_t i;
+    int fmt, stream = -1;
+    gsq_sink *k, **ns;
+    if (!query || !format) {
+        set_error(r, "sink query and format must not be NULL");
+        return -1;
+    }
+    for (i = 0; i < r->qs->n_streams; i++)
+        if (strcmp(r->qs->streams[i].name, query) == 0) {
+            stream = (int)i;
+            break;
+        }
+    if (stream < 0) {
+        gsq_buf names = {0};
+        for (i = 0; i < r->qs->n_streams; i++) {
+            if (r->qs->streams[i].name[0] == '_')
+                continue; /* internal LFTA streams */
+            if (names.len)
+                gsq_buf_adds(&names, ", ");
+            gsq_buf_adds(&names, r->qs->streams[i].name);
+        }
+        set_error(r, "no query named '%s' (queries: %s)", query, gsq_buf_str(&names));
+        gsq_buf_free(&names);
+        return -1;
+    }
+    if (strcmp(format, "pipe") == 0)
+        fmt = GSQ_FMT_PIPE;
+    else if (strcmp(format, "csv") == 0)
+        fmt = GSQ_FMT_CSV;
+    else if (strcmp(format, "jsonl") == 0)
+        fmt = GSQ_FMT_JSONL;
+    else {
+        set_error(r, "unknown output format '%s' (expected pipe, csv or jsonl)", format);
+        return -1;
+    }
+    k = calloc(1, sizeof *k);
+    ns = realloc(r->sinks, (r->n_sinks + 1) * sizeof *ns);
+    if (ns)
+        r->sinks = ns;
+    if (!k || !ns)
+        goto oom;
+    k->fd = -1;
+    k->format = fmt;
+    k->stream = stream;
+    k->query = gsq_strdup(query);
+    if (!k->query)
+        goto oom;
+    if (path && strcmp(path, "-") != 0) {
+        k->path = gsq_strdup(path);
+        if (!k->path)
+            goto oom;
+    }
+    r->sinks[r->n_sinks++] = k;
+    return 0;
+oom:
+    if (k) {
+        free(k->query);
+        free(k);
+    }
+    set_error(r, "out of memory");
+    return -1;
+}
+
+GSQ_EXPORT const char *gsqlc_error(gsq_run *r)
+{
+    return gsq_buf_str(&r->error);
+}
+
+/* ---- setup ------------------------------------------------------------ */
+
+static const char *kind_name(int kind)
+{
+    return kind == GSQ_SRC_CSV ? "CSV" : kind == GSQ_SRC_PCAP ? "pcap" : "?";
+}
+
+/* Bindings -> sources; every LFTA gets its source. */
+static int setup_sources(gsq_run *r)
+{
+    const gsq_queryset_def *qs = r->qs;
+    uint32_t i, j;
+
+    for (i = 0; i < r->n_binds; i++)
+        for (j = i + 1; j < r->n_binds; j++)
+            if (strcmp(r->binds[i].iface, r->binds[j].iface) == 0) {
+                gsq_run_fail(r,
+                             "interface '%s' is bound to more than one source (%s, %s): "
+                             "interface sets are not supported yet; bind each name once",
+                             r->binds[i].iface, r->binds[i].uri, r->binds[j].uri);
+                return -1;
+            }
+    r->sources = calloc(r->n_binds ? r->n_binds : 1, sizeof *r->sources);
+    if (!r->sources) {
+        gsq_run_fail(r, "out of memory");
+        return -1;
+    }
+    for (i = 0; i < qs->n_lftas; i++) {
+        const gsq_lfta_def *d = qs->lftas[i];
+        gsq_node *n = &r->nodes[i];
+        gsq_source *s = NULL;
+        const gsq_binding *b = NULL;
+        for (j = 0; j < r->n_binds; j++)
+            if (strcmp(r->binds[j].iface, d->iface) == 0)
+                b = &r->binds[j];
+        if (!b) {
+            gsq_run_fail(r,
+                         "interface '%s' is not bound (used by LFTA %s reading PROTOCOL %s); "
+                         "bind it with --source %s=URI",
+                         d->iface, d->name, d->protocol, d->iface);
+            return -1;
+        }
+        for (j = 0; j < r->n_sources; j++)
+            if (r->sources[j].iface == b->iface)
+                s = &r->sources[j];
+        if (!s) {
+            gsq_node **l;
+            s = &r->sources[r->n_sources++];
+            s->iface = b->iface;
+            s->uri = b->uri;
+            s->kind = uri_kind(b->uri, &s->live, &s->path);
+            l = calloc(qs->n_lftas, sizeof *l);
+            if (!l) {
+                gsq_run_fail(r, "out of memory");
+                return -1;
+            }
+            s->lftas = l;
+        }
+        if (s->kind != d->source_kind) {
+            gsq_run_fail(r,
+                         "LFTA %s reads PROTOCOL %s from %s records, but interface '%s' is "
+                         "bound to %s",
+                         d->name, d->protocol, kind_name(d->source_kind), d->iface, s->uri);
+            return -1;
+        }
+        s->lftas[s->n_lftas++] = n;
+        n->source = s;
+    }
+    return 0;
+}
+
+static int open_sources(gsq_run *r)
+{
+    uint32_t i;
+    for (i = 0; i < r->n_sources; i++) {
+        gsq_source *s = &r->sources[i];
+        if (gsq_ring_init(&s->ring, GSQ_RING_BYTES, r->batch) != 0) {
+            gsq_run_fail(r, "out of memory");
+            return -1;
+        }
+        if (s->kind == GSQ_SRC_CSV ? gsq_csv_open(r, s) : gsq_pcap_open(r, s))
+            return -1;
+        if (s->live || (s->kind == GSQ_SRC_CSV && strcmp(s->path, "-") == 0))
+            r->streaming = 1;
+    }
+    return 0;
+}
+
+static int add_sub(gsq_stream_rt *st, gsq_node *h, int input, gsq_sink *k)
+{
+    gsq_sub *ns = realloc(st->subs, (st->n_subs + 1) * sizeof *ns);
+    if (!ns)
+        return -1;
+    st->subs = ns;
+    ns[st->n_subs].hfta = h;
+    ns[st->n_subs].input = input;
+    ns[st->n_subs].sink = k;
+    st->n_subs++;
+    return 0;
+}
+
+static int setup_streams(gsq_run *r)
+{
+    const gsq_queryset_def *qs = r->qs;
+    uint32_t i;
+    int j;
+    r->streams = calloc(qs->n_streams ? qs->n_streams : 1, sizeof *r->streams);
+    if (!r->streams)
+        goto oom;
+    for (i = 0; i < qs->n_hftas; i++) {
+        const gsq_hfta_def *d = qs->hftas[i];
+        for (j = 0; j < d->n_inputs; j++) {
+            int s = d->in_streams[j];
+            if (s < 0 || (uint32_t)s >= qs->n_streams) {
+                gsq_run_fail(r, "internal error: HFTA %s reads stream %d of %u", d->name, s,
+                             (unsigned)qs->n_streams);
+                return -1;
+            }
+            if (add_sub(&r->streams[s], &r->nodes[qs->n_lftas + i], j, NULL) != 0)
+                goto oom;
+        }
+    }
+    for (i = 0; i < r->n_sinks; i++)
+        if (add_sub(&r->streams[r->sinks[i]->stream], NULL, 0, r->sinks[i]) != 0)
+            goto oom;
+    return 0;
+oom:
+    gsq_run_fail(r, "out of memory");
+    return -1;
+}
+
+static int check_queryset(gsq_run *r)
+{
+    const gsq_queryset_def *qs = r->qs;
+    uint32_t i;
+    for (i = 0; i < qs->n_lftas; i++)
+        if (qs->lftas[i]->out_stream < 0 || (uint32_t)qs->lftas[i]->out_stream >= qs->n_streams)
+            goto bad;
+    for (i = 0; i < qs->n_hftas; i++)
+        if (qs->hftas[i]->out_stream < 0 || (uint32_t)qs->hftas[i]->out_stream >= qs->n_streams)
+            goto bad;
+    return 0;
+bad:
+    gsq_run_fail(r, "internal error: the query set names a stream that does not exist");
+    return -1;
+}
+
+static int create_nodes(gsq_run *r)
+{
+    uint32_t i;
+    for (i = 0; i < r->n_nodes && !r->failed; i++) {
+        gsq_node *n = &r->nodes[i];
+        if (n->lfta) {
+            n->state = calloc(1, n->lfta->state_size ? n->lfta->state_size : 1);
+            if (!n->state) {
+                gsq_run_fail(r, "out of memory");
+                return -1;
+            }
+            if (n->lfta->init && n->lfta->init(n->state, n) != 0) {
+                if (!r->failed)
+                    gsq_node_fail(n, "initialization failed");
+                return -1;
+            }
+            n->live = 1;
+        } else {
+            n->state = n->hfta->create(n);
+            if (!n->state) {
+                if (!r->failed)
+                    gsq_node_fail(n, "initialization failed");
+                return -1;
+            }
+            n->live = 1;
+        }
+    }
+    return r->failed ? -1 : 0;
+}
+
+/* ---- the loop --------------------------------------------------------- */
+
+static void drain(gsq_run *r)
+{
+    uint32_t i;
+    for (i = 0; i < r->qs->n_lftas && !r->failed; i++) {
+        gsq_node *n = &r->nodes[i];
+        int kind;
+        const void *tup;
+        uint32_t len;
+        while (!r->failed && gsq_tq_pop(&n->queue, &kind, &tup, &len))
+            gsq_dispatch(r, n->out_stream, kind, kind == GSQ_EOF ? NULL : tup, len);
+    }
+}
+
+static void run_batch(gsq_run *r, gsq_source *s)
+{
+    uint32_t i, j;
+    int data_clock = r->clock_mode == GSQ_CLOCK_DATA && s->kind == GSQ_SRC_PCAP;
+    for (i = 0; i < s->ring.n_recs && !r->failed; i++) {
+        const gsq_record *rec = &s->ring.recs[i];
+        if (data_clock && (!r->data_seen || rec->pkt.ts_usec > r->data_usec)) {
+            r->data_usec = rec->pkt.ts_usec;
+            r->data_seen = 1;
+        }
+        for (j = 0; j < s->n_lftas && !r->failed; j++) {
+            gsq_node *n = s->lftas[j];
+            n->lfta->accept(n->state, n, rec);
+        }
+    }
+    gsq_ring_release(&s->ring);
+}
+
+static void flush_sinks(gsq_run *r)
+{
+    uint32_t i;
+    for (i = 0; i < r->n_sinks; i++)
+        if (r->sinks[i]->fd >= 0)
+            gsq_sink_flush(r, r->sinks[i]);
+}
+
+static void main_loop(gsq_run *r)
+{
+    uint32_t i;
+    for (;;) {
+        int active = 0;
+        for (i = 0; i < r->n_sources && !r->failed; i++) {
+            gsq_source *s = &r->sources[i];
+            if (s->at_eof)
+                continue;
+            active = 1;
+            if ((s->kind == GSQ_SRC_CSV ? gsq_csv_read_batch(r, s) : gsq_pcap_read_batch(r, s)) <
+                0)
+                break;
+            run_batch(r, s);
+            drain(r);
+        }
+        if (r->failed || !active)
+            break;
+        if (stop_flag) {
+            r->interrupted = 1;
+            for (i = 0; i < r->n_sources; i++)
+                r->sources[i].at_eof = 1;
+        }
+        if (r->streaming)
+            flush_sinks(r);
+    }
+    if (r->failed)
+        return;
+    for (i = 0; i < r->qs->n_lftas && !r->failed; i++) {
+        gsq_node *n = &r->nodes[i];
+        if (n->lfta->finish)
+            n->lfta->finish(n->state, n);
+        gsq_emit(n, GSQ_EOF, NULL, 0, NULL, 0);
+    }
+    drain(r);
+}
+
+static void teardown(gsq_run *r)
+{
+    uint32_t i;
+    for (i = 0; i < r->n_nodes; i++) {
+        gsq_node *n = &r->nodes[i];
+        if (n->lfta) {
+            if (n->live && n->lfta->destroy)
+                n->lfta->destroy(n->state);
+            free(n->state);
+        } else if (n->live && n->hfta->destroy) {
+            n->hfta->destroy(n->state);
+        }
+        n->state = NULL;
+        n->live = 0;
+        gsq_tq_free(&n->queue);
+        free(n->pack);
+        n->pack = NULL;
+        n->pack_cap = 0;
+    }
+    for (i = 0; i < r->n_sinks; i++)
+        gsq_sink_close(r->sinks[i]);
+    for (i = 0; i < r->n_sources; i++) {
+        gsq_source *s = &r->sources[i];
+        if (s->kind == GSQ_SRC_CSV)
+            gsq_csv_close(s);
+        else
+            gsq_pcap_close(s);
+        gsq_ring_free(&s->ring);
+    }
+}
+
+GSQ_EXPORT int gsqlc_run(gsq_run *r)
+{
+    const gsq_queryset_def *qs = r->qs;
+    struct sigaction sa, old_int, old_term, old_pipe;
+    uint32_t i;
+
+    if (r->started) {
+        set_error(r, "this run was already executed; create a new one");
+        return 1;
+    }
+    r->started = 1;
+    r->n_nodes = qs->n_lftas + qs->n_hftas;
+    r->nodes = calloc(r->n_nodes ? r->n_nodes : 1, sizeof *r->nodes);
+    if (!r->nodes) {
+        set_error(r, "out of memory");
+        r->failed = 1;
+        return 1;
+    }
+    for (i = 0; i < r->n_nodes; i++) {
+        gsq_node *n = &r->nodes[i];
+        n->run = r;
+        if (i < qs->n_lftas) {
+            n->lfta = qs->lftas[i];
+            n->name = n->lfta->name;
+            n->out_stream = n->lfta->out_stream;
+            gsq_tq_init(&n->queue);
+        } else {
+            n->hfta = qs->hftas[i - qs->n_lftas];
+            n->name = n->hfta->name;
+            n->out_stream = n->hfta->out_stream;
+        }
+    }
+
+    stop_flag = 0;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = (int)SA_RESETHAND; /* a second signal acts as usual */
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    sa.sa_handler = SIG_IGN;
+    sa.sa_flags = 0;
+    sigaction(SIGPIPE, &sa, &old_pipe);
+
+    if (check_queryset(r) == 0 && setup_sources(r) == 0 && open_sources(r) == 0 &&
+        setup_streams(r) == 0) {
+        for (i = 0; i < r->n_sinks && !r->failed; i++)
+            gsq_sink_open(r, r->sinks[i]);
+        if (!r->failed && create_nodes(r) == 0) {
+            main_loop(r);
+            flush_sinks(r); /* also after a failure: what was produced */
+        }
+    }
+
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGPIPE, &old_pipe, NULL);
+
+    gsq_build_stats(r);
+    gsq_build_report(r);
+    teardown(r);
+    return r->failed ? 1 : 0;
+}
+
+GSQ_EXPORT const char *gsqlc_stats_json(gsq_run *r)
+{
+    if (!r->stats.len)
+        gsq_build_stats(r);
+    return gsq_buf_str(&r->stats);
+}
+
+GSQ_EXPORT const char *gsqlc_report(gsq_run *r)
+{
+    return gsq_buf_str(&r->report);
+}
+
+GSQ_EXPORT void gsqlc_destroy(gsq_run *r)
+{
+    uint32_t i;
+    if (!r)
+        return;
+    for (i = 0; i < r->n_params; i++) {
+        free(r->params[i].name);
+        free(r->params[i].value);
+    }
+    free(r->params);
+    for (i = 0; i < r->n_binds; i++) {
+        free(r->binds[i].iface);
+        free(r->binds[i].uri);
+    }
+    free(r->binds);
+    for (i = 0; i < r->n_sinks; i++) {
+        gsq_sink *k = r->sinks[i];
+        gsq_sink_close(k);
+        gsq_buf_free(&k->out);
+        free(k->query);
+        free(k->path);
+        free(k);
+    }
+    free(r->sinks);
+    for (i = 0; i < r->n_sources; i++)
+        free(r->sources[i].lftas);
+    free(r->sources);
+    if (r->streams)
+        for (i = 0; i < r->qs->n_streams; i++)
+            free(r->streams[i].subs);
+    free(r->streams);
+    free(r->nodes);
+    gsq_buf_free(&r->error);
+    gsq_buf_free(&r->stats);
+    gsq_buf_free(&r->report);
+    free(r);
+}

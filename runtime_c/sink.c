@@ -1,0 +1,158 @@
+/*
+ * sink.c -- output sinks: pipe (Tigon's '|' lines), csv (header, RFC-4180
+ * quoting), jsonl (one object per line).  Each sink buffers into a large
+ * gsq_buf and writes it to its file descriptor with write(2); write errors
+ * (EPIPE, ENOSPC, ...) fail the run.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "format.h"
+#include "gsq_internal.h"
+
+#define SINK_FLUSH_AT (1u << 20)
+
+static const char *sink_name(const gsq_sink *k)
+{
+    return k->path ? k->path : "standard output";
+}
+
+static void csv_text(gsq_buf *b, const char *p, size_t n);
+
+/* Open the output; a csv sink starts with its header line. */
+int gsq_sink_open(gsq_run *r, gsq_sink *k)
+{
+    const gsq_stream_desc *d = &r->qs->streams[k->stream];
+    uint32_t i;
+    if (!k->path) {
+        k->fd = STDOUT_FILENO;
+        k->own_fd = 0;
+    } else {
+        k->fd = open(k->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        if (k->fd < 0) {
+            gsq_run_fail(r, "cannot open output %s: %s", k->path, strerror(errno));
+            return -1;
+        }
+        k->own_fd = 1;
+    }
+    if (k->format == GSQ_FMT_CSV) {
+        for (i = 0; i < d->n_cols; i++) {
+            if (i)
+                gsq_buf_addc(&k->out, ',');
+            csv_text(&k->out, d->cols[i].name, strlen(d->cols[i].name));
+        }
+        gsq_buf_addc(&k->out, '\n');
+    }
+    return 0;
+}
+
+int gsq_sink_flush(gsq_run *r, gsq_sink *k)
+{
+    size_t done = 0;
+    if (k->failed)
+        return -1;
+    if (k->out.oom) {
+        k->failed = 1;
+        gsq_run_fail(r, "out of memory writing to %s", sink_name(k));
+        return -1;
+    }
+    while (done < k->out.len) {
+        ssize_t n = write(k->fd, k->out.p + done, k->out.len - done);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            k->failed = 1;
+            gsq_run_fail(r, "cannot write to %s: %s", sink_name(k), strerror(errno));
+            return -1;
+        }
+        done += (size_t)n;
+    }
+    k->bytes += done;
+    gsq_buf_reset(&k->out);
+    return 0;
+}
+
+void gsq_sink_close(gsq_sink *k)
+{
+    if (k->own_fd && k->fd >= 0)
+        close(k->fd);
+    k->fd = -1;
+    k->own_fd = 0;
+}
+
+/* RFC-4180: quote when the text holds the separator, a quote or a line
+ * break; double the quotes inside. */
+static void csv_text(gsq_buf *b, const char *p, size_t n)
+{
+    size_t i;
+    int quote = 0;
+    for (i = 0; i < n; i++)
+        if (p[i] == ',' || p[i] == '"' || p[i] == '\n' || p[i] == '\r') {
+            quote = 1;
+            break;
+        }
+    if (!quote) {
+        gsq_buf_add(b, p, n);
+        return;
+    }
+    gsq_buf_addc(b, '"');
+    for (i = 0; i < n; i++) {
+        if (p[i] == '"')
+            gsq_buf_addc(b, '"');
+        gsq_buf_addc(b, p[i]);
+    }
+    gsq_buf_addc(b, '"');
+}
+
+int gsq_sink_write(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
+                   const void *tup, uint32_t len)
+{
+    gsq_buf *b = &k->out;
+    uint32_t i;
+    gsq_val v;
+
+    if (k->failed || r->failed)
+        return -1;
+    if (k->format == GSQ_FMT_JSONL)
+        gsq_buf_addc(b, '{');
+    for (i = 0; i < d->n_cols; i++) {
+        const gsq_column *c = &d->cols[i];
+        if (gsq_read_col(tup, len, c, &v) != 0) {
+            gsq_run_fail(r, "internal error: tuple of stream %s (%u bytes) has a broken column %s",
+                         d->name, (unsigned)len, c->name);
+            return -1;
+        }
+        switch (k->format) {
+        case GSQ_FMT_PIPE:
+            if (i)
+                gsq_buf_addc(b, '|');
+            gsq_fmt_text(b, c->type, &v);
+            break;
+        case GSQ_FMT_CSV:
+            if (i)
+                gsq_buf_addc(b, ',');
+            if (c->type == GSQ_T_STRING)
+                csv_text(b, v.s.p, v.s.len);
+            else
+                gsq_fmt_text(b, c->type, &v);
+            break;
+        default:
+            if (i)
+                gsq_buf_addc(b, ',');
+            gsq_buf_json_str(b, c->name, strlen(c->name));
+            gsq_buf_addc(b, ':');
+            gsq_fmt_json(b, c->type, &v);
+            break;
+        }
+    }
+    if (k->format == GSQ_FMT_JSONL)
+        gsq_buf_addc(b, '}');
+    gsq_buf_addc(b, '\n');
+    k->tuples++;
+    if (b->len >= SINK_FLUSH_AT || b->oom)
+        return gsq_sink_flush(r, k);
+    return 0;
+}

@@ -1,0 +1,40 @@
+"""Builds and runs the C++ tests of the HFTA operator templates.
+
+The program (test_hfta_templates.cpp) links against a fake runtime of its own,
+so only the headers in hfta_templates/ and runtime_c/ are needed.
+"""
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+SOURCE = HERE / "test_hfta_templates.cpp"
+INCLUDES = [ROOT / "hfta_templates", ROOT / "runtime_c"]
+
+WARNINGS = ["-std=c++17", "-Wall", "-Wextra", "-Werror"]
+BUILDS = {
+    "sanitized": ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"],
+    "optimized": ["-O2"],
+}
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not installed")
+
+
+@pytest.mark.parametrize("build", sorted(BUILDS))
+def test_hfta_templates(build, tmp_path):
+    exe = tmp_path / f"test_hfta_templates_{build}"
+    cmd = ["g++", *WARNINGS, *BUILDS[build], *(f"-I{p}" for p in INCLUDES), str(SOURCE), "-o", str(exe)]
+    built = subprocess.run(cmd, capture_output=True, text=True)
+    assert built.returncode == 0, f"build failed:\n{' '.join(cmd)}\n{built.stderr}"
+
+    ran = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
+    summary = re.search(r"^(\d+) passed, (\d+) failed$", ran.stdout, re.MULTILINE)
+    assert summary, f"no summary line:\nstdout:\n{ran.stdout}\nstderr:\n{ran.stderr}"
+    passed, failed = int(summary.group(1)), int(summary.group(2))
+    assert ran.returncode == 0 and failed == 0, f"{failed} check(s) failed:\n{ran.stderr}"
+    assert passed > 0
