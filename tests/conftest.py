@@ -23,6 +23,8 @@ def _build_cache(tmp_path_factory):
     # the user's cache) unless the caller chose a cache.
     if "GSQLC_CACHE_DIR" not in os.environ:
         os.environ["GSQLC_CACHE_DIR"] = str(tmp_path_factory.mktemp("gsqlc-cache"))
+    # Generated code must build warning-free: every build in the tests uses -Werror.
+    os.environ["GSQLC_WERROR"] = "1"
     yield
 
 

@@ -186,11 +186,12 @@ class CEmitter:
         if f.emit == "clock":
             return f"gsq_clock_seconds({self.ctx.node_var})"
         args = []
+        handles = []   # prepared arguments come first in the C signature
         for i, (want, a) in enumerate(zip(f.params, e.args)):
             if i in f.handle_args:
                 var = f"re_{len(self.ctx.regexes)}"
                 self.ctx.regexes.append(Regex(var, a.value))
-                args.append("&" + self.ctx.regex_ref(var))
+                handles.append("&" + self.ctx.regex_ref(var))
                 continue
             if want in (catalog.ANY_INT, catalog.ANY_NUM):
                 args.append(f"(uint64_t)({self.expr(a)})")
@@ -198,7 +199,7 @@ class CEmitter:
                 args.append(f"({want.c_type})({self.expr(a)})")
             else:
                 args.append(self.expr(a))
-        call = f"{f.c_name}({', '.join(args)})"
+        call = f"{f.c_name}({', '.join(handles + args)})"
         if f.name in ("UMIN", "UMAX"):
             return f"(({t.c_type})({call}))"
         return call

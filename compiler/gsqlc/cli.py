@@ -18,6 +18,7 @@ from .driver import QuerySet, load_queryset
 from .runner import RunError, SetupError, run_library
 
 EXIT_OK, EXIT_RUNTIME, EXIT_USAGE = 0, 1, 2
+DEFAULT_IFACE = "default"
 URI_SCHEMES = {"csv": "csv", "pcap": "pcap", "pcap-live": "pcap"}
 
 
@@ -102,6 +103,14 @@ def normalize_uri(uri: str) -> str:
     return "csv:" + uri
 
 
+def _source_binding(text: str) -> tuple[str, str]:
+    """NAME=URI, or a bare URI with a scheme for the default interface."""
+    scheme = text.partition(":")[0]
+    if scheme in URI_SCHEMES and ("=" not in text or text.index(":") < text.index("=")):
+        return DEFAULT_IFACE, text
+    return _split_binding(text, "--source")
+
+
 def _check_uri(name: str, uri: str) -> str:
     scheme, sep, rest = uri.partition(":")
     if not sep or scheme not in URI_SCHEMES or not rest:
@@ -127,11 +136,11 @@ def resolve_bindings(qs: QuerySet, sources: list[tuple[str, str]]) -> list[tuple
     for n in qs.plan.nodes:
         if n.level != "lfta":
             continue
-        iface = n.iface
+        iface = n.iface or DEFAULT_IFACE
         key = iface
-        if iface == "":
-            if "default" in bound:
-                key = "default"
+        if not n.iface:
+            if DEFAULT_IFACE in bound:
+                key = DEFAULT_IFACE
             elif len(bound) == 1:
                 key = next(iter(bound))
             else:
@@ -208,7 +217,7 @@ def cmd_run(args) -> int:
     clock = args.clock
     if not (clock in ("wall", "data") or (clock.startswith("fixed:") and clock[6:].isdigit())):
         raise UsageError(f"--clock {clock}: expected wall, data or fixed:SECONDS")
-    sources = [(n, normalize_uri(u)) for n, u in (_split_binding(s, "--source") for s in args.source)]
+    sources = [(n, normalize_uri(u)) for n, u in (_source_binding(s) for s in args.source)]
     for name, uri in sources:
         _check_uri(name, uri)
     params = dict(_split_binding(p, "--param") for p in args.param)

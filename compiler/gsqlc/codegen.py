@@ -234,6 +234,7 @@ class Generator:
         # Field unpacking, lazily in the order predicates need them.
         unpacked: set[str] = set()
         decls: list[str] = []
+        uses: list[str] = []   # required fields may be read only to admit the record
         steps: list[str] = []
         csv_fields: dict[tuple, None] = {}
 
@@ -244,6 +245,7 @@ class Generator:
             f = proto.fields[name]
             var = field_var(name)
             decls.append(f"{f.type.c_type} {var};")
+            uses.append(f"(void){var};")
             skip = "return;" if f.required else \
                 "{ gsq_count(node, GSQ_CNT_FIELD_UNAVAILABLE, 1); return; }"
             if f.source == "csv":
@@ -287,13 +289,13 @@ class Generator:
         p_init = [s.replace("{FAIL}", "-1") for s in p_init]
         data = {
             "fn": fn, "state_t": state_t, "out_t": out_t, "name": c_string(n.name),
-            "iface": c_string(n.iface), "protocol": c_string(proto.name),
+            "iface": c_string(n.iface or "default"), "protocol": c_string(proto.name),
             "source_kind": "GSQ_SRC_PCAP" if proto.source_kind == "pcap" else "GSQ_SRC_CSV",
             "is_pcap": proto.source_kind == "pcap",
             "out_stream": self.stream_index[n.name],
             "csv_fields": [f"{{{pos}u, {code}}}" for pos, code in csv_fields],
             "param_decls": p_decls, "param_init": p_init,
-            "decls": decls, "steps": steps,
+            "decls": decls, "steps": steps, "uses": uses,
             "query_comment": c_string(f"query {n.query.name}: {n.note}"),
         }
         if n.kind == "select":

@@ -1,0 +1,708 @@
+"""Tests of the C runtime on its own.
+
+The runtime (runtime_c/*.c) is compiled with hand-written query sets
+(tests/runtime/: a CSV set with two LFTAs and a C++ HFTA, a pcap set with one
+LFTA reading every packet accessor) into shared libraries, with ASan and
+UBSan.  Each scenario runs in a child Python (driver.py) that preloads the
+ASan runtime and drives the library through its C ABI with cffi (ABI mode);
+leaks are checked too (Python's own allocations are suppressed).
+"""
+import concurrent.futures
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+RUNTIME = ROOT / "runtime_c"
+
+SAN = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
+CFLAGS = ["-std=c11", "-O1", "-g", "-fPIC", "-Wall", "-Wextra", "-Werror", *SAN,
+          f"-I{RUNTIME}", f"-I{HERE}"]
+CXXFLAGS = ["-std=c++17", *CFLAGS[1:]]
+HEADERS = ["gsq_types.h", "gsq_runtime.h", "gsq_record.h", "gsq_packet.h", "gsq_funcs.h"]
+
+LSAN_SUPP = "\n".join(
+    "leak:" + f for f in ["_PyObject_Malloc", "_PyObject_Realloc", "PyMem_RawMalloc",
+                          "_PyMem_RawMalloc", "PyMem_RawRealloc", "_PyMem_RawRealloc",
+                          "PyMem_RawCalloc", "_PyMem_RawCalloc"]) + "\n"
+
+
+def sh(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise AssertionError(f"{' '.join(map(str, cmd))}\n{p.stdout}{p.stderr}")
+    return p
+
+
+@pytest.fixture(scope="session")
+def build(tmp_path_factory):
+    out = tmp_path_factory.mktemp("build")
+    jobs = []
+    runtime_objs = []
+    for src in sorted(RUNTIME.glob("*.c")):
+        obj = out / (src.name + ".o")
+        runtime_objs.append(obj)
+        jobs.append(["gcc", *CFLAGS, "-c", str(src), "-o", str(obj)])
+    for name in ["lfta_csv.c", "queryset_csv.c", "lfta_pkt.c"]:
+        jobs.append(["gcc", *CFLAGS, "-c", str(HERE / name), "-o", str(out / (name + ".o"))])
+    jobs.append(["g++", *CXXFLAGS, "-c", str(HERE / "hfta_csv.cpp"), "-o",
+                 str(out / "hfta_csv.o")])
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
+        list(ex.map(sh, jobs))
+    rt = [str(o) for o in runtime_objs]
+    libs = {"csv": out / "libcsv.so", "pkt": out / "libpkt.so"}
+    links = [
+        ["g++", "-shared", *SAN, "-o", str(libs["csv"]), *rt, str(out / "lfta_csv.c.o"),
+         str(out / "queryset_csv.c.o"), str(out / "hfta_csv.o"), "-lpcap"],
+        ["gcc", "-shared", *SAN, "-o", str(libs["pkt"]), *rt, str(out / "lfta_pkt.c.o"),
+         "-lpcap"],
+        ["gcc", *CFLAGS, "-o", str(out / "unit_tests"), str(HERE / "unit_tests.c"), *rt,
+         "-lpcap", "-lm"],
+    ]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=3) as ex:
+        list(ex.map(sh, links))
+    supp = out / "lsan.supp"
+    supp.write_text(LSAN_SUPP)
+    libasan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True,
+                             text=True).stdout.strip()
+    return {"dir": out, "libs": libs, "supp": supp, "libasan": libasan,
+            "unit": out / "unit_tests"}
+
+
+class Result:
+    def __init__(self, raw, proc, outputs):
+        self.rc = raw.get("rc")
+        self.error = raw["error"]
+        self.report = raw["report"]
+        self.stats = json.loads(raw["stats"])
+        self.setup_errors = raw["setup_errors"]
+        self.raw = raw
+        self.stdout = proc.stdout
+        self.out = outputs
+
+    def __repr__(self):
+        return f"Result(rc={self.rc}, error={self.error!r}, report={self.report!r})"
+
+
+def run(build, tmp_path, lib, binds=(), sinks=(), options=None, params=None, stdin=None,
+        do_run=True):
+    """Run a scenario; sinks are (query, format, name) with name None for
+    stdout; returns a Result whose .out maps name -> bytes written."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    sink_specs = []
+    for query, fmt, name in sinks:
+        sink_specs.append([query, fmt, str(tmp_path / name) if name else None])
+    sinks = [s for s in sinks if not (s[2] or "").startswith("/")]  # e.g. /dev/full
+    result_path = tmp_path / "result.json"
+    spec = {"lib": str(build["libs"][lib]), "options": options or {}, "params": params or {},
+            "binds": [list(b) for b in binds], "sinks": sink_specs,
+            "result": str(result_path), "run": do_run}
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps(spec))
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = build["libasan"]
+    env["ASAN_OPTIONS"] = "detect_leaks=1:abort_on_error=0:exitcode=99"
+    env["LSAN_OPTIONS"] = f"suppressions={build['supp']}:print_suppressions=0"
+    env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
+    proc = subprocess.run([sys.executable, str(HERE / "driver.py"), str(spec_path)], env=env,
+                          input=stdin, capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    assert b"runtime error" not in proc.stderr, proc.stderr.decode(errors="replace")
+    raw = json.loads(result_path.read_text())
+    outputs = {}
+    for query, fmt, name in sinks:
+        if name and (tmp_path / name).exists():
+            outputs[name] = (tmp_path / name).read_bytes()
+    return Result(raw, proc, outputs)
+
+
+def csv_run(build, tmp_path, text, sinks=(("csv_all", "pipe", "out.txt"),), options=None,
+            **kw):
+    data = tmp_path / "in.csv"
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    data.write_bytes(text if isinstance(text, bytes) else text.encode())
+    opts = {"clock": "fixed:77"}
+    opts.update(options or {})
+    return run(build, tmp_path, "csv", binds=[("csv", f"csv:{data}")], sinks=sinks,
+               options=opts, **kw), str(data)
+
+
+# --------------------------------------------------------------------------
+# headers and pure functions
+
+def test_headers_compile_as_cxx17_and_c11(tmp_path):
+    src = tmp_path / "h.cpp"
+    body = "".join(f'#include "{h}"\n' for h in HEADERS) + """
+int use(gsq_node *n, const gsq_record *r)
+{
+    uint32_t x = 0; gsq_str s; gsq_ipv6 a; uint8_t b; double f;
+    gsq_regex re; char err[64];
+    int rc = gsq_acc_get_tcp_src_port(n, r, &x) + gsq_acc_get_ipv6_src(n, r, &a)
+           + gsq_acc_get_udp_data(n, r, &s) + gsq_acc_get_tcp_fin(n, r, &b)
+           + gsq_csv_get_string(n, r, 1, &s) + gsq_csv_get_float(n, r, 2, &f)
+           + gsq_acc_get_system_time(n, r, &x);
+    if (gsq_regex_compile(&re, "a+", 2, err, sizeof err) == 0)
+        rc += (int)gsq_fn_str_extract_regex(&re, s).len + gsq_fn_str_regex_match(&re, s);
+    gsq_regex_free(&re);
+    return rc + (int)gsq_fn_umax(1, 2) + gsq_fn_str_match_start(s, s);
+}
+"""
+    src.write_text(body)
+    sh(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-pedantic", f"-I{RUNTIME}",
+        "-c", str(src), "-o", str(tmp_path / "h.o")])
+    csrc = tmp_path / "h.c"
+    csrc.write_text(body)
+    sh(["gcc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", f"-I{RUNTIME}",
+        "-c", str(csrc), "-o", str(tmp_path / "hc.o")])
+
+
+def test_unit_parse_format_funcs_queues(build):
+    p = subprocess.run([str(build["unit"])], capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.strip() == "ok"
+
+
+# --------------------------------------------------------------------------
+# CSV reading and sinks
+
+ALL_TYPES = (
+    'TRUE,1,2,-3,4,-5,1.5,10.0.0.1,2002:87c5:c0e4:0000:0000:0000:87c5:c0e4,plain\n'
+    '\n'
+    'false,65535,4294967295,-2147483648,18446744073709551615,-9223372036854775808,'
+    '-0.25,255.255.255.255,::1,"quoted, with ""quotes"" and\nnewline"\r\n'
+    '\r\n'
+    '1,0,0,0,0,0,0,0.0.0.0,2002:87c5:c0e4::87c5:c0e4,""\r\n'
+    'FALSE,7,8,9,10,11,12.125,1.2.3.4,::,last line no newline'
+)
+
+ALL_TYPES_PIPE = (
+    b'77|TRUE|1|2|-3|4|-5|1.500000|10.0.0.1|2002:87c5:c0e4:0000:0000:0000:87c5:c0e4|plain\n'
+    b'77|FALSE|65535|4294967295|-2147483648|18446744073709551615|-9223372036854775808|'
+    b'-0.250000|255.255.255.255|0000:0000:0000:0000:0000:0000:0000:0001|'
+    b'quoted, with "quotes" and\nnewline\n'
+    b'77|TRUE|0|0|0|0|0|0.000000|0.0.0.0|2002:87c5:c0e4:0000:0000:0000:87c5:c0e4|\n'
+    b'77|FALSE|7|8|9|10|11|12.125000|1.2.3.4|0000:0000:0000:0000:0000:0000:0000:0000|'
+    b'last line no newline\n'
+)
+
+
+def test_csv_every_type_quotes_crlf_pipe(build, tmp_path):
+    r, path = csv_run(build, tmp_path, ALL_TYPES)
+    assert r.rc == 0, r
+    assert r.out["out.txt"] == ALL_TYPES_PIPE
+    assert r.report == ""
+    src = r.stats["sources"][0]
+    assert src["rows_read"] == 4 and src["rows_rejected"] == 0 and src["values_coerced"] == 0
+    assert src["bytes_read"] == len(ALL_TYPES.encode())
+
+
+def test_csv_sink_format(build, tmp_path):
+    r, _ = csv_run(build, tmp_path, ALL_TYPES, sinks=[("csv_all", "csv", "out.csv")])
+    assert r.rc == 0, r
+    lines = r.out["out.csv"].split(b"\n")
+    assert lines[0] == b"systemTime,b,us,ui,i,ull,ll,f,ip,ip6,s"
+    assert r.out["out.csv"] == (
+        b"systemTime,b,us,ui,i,ull,ll,f,ip,ip6,s\n"
+        b"77,TRUE,1,2,-3,4,-5,1.500000,10.0.0.1,2002:87c5:c0e4:0000:0000:0000:87c5:c0e4,plain\n"
+        b"77,FALSE,65535,4294967295,-2147483648,18446744073709551615,-9223372036854775808,"
+        b"-0.250000,255.255.255.255,0000:0000:0000:0000:0000:0000:0000:0001,"
+        b'"quoted, with ""quotes"" and\nnewline"\n'
+        b"77,TRUE,0,0,0,0,0,0.000000,0.0.0.0,2002:87c5:c0e4:0000:0000:0000:87c5:c0e4,\n"
+        b"77,FALSE,7,8,9,10,11,12.125000,1.2.3.4,0000:0000:0000:0000:0000:0000:0000:0000,"
+        b"last line no newline\n")
+
+
+def test_csv_sink_header_without_rows(build, tmp_path):
+    r, _ = csv_run(build, tmp_path, "", sinks=[("csv_alt", "csv", "alt.csv")])
+    assert r.rc == 0 and r.out["alt.csv"] == b"s3,u2\n"
+
+
+def test_jsonl_sink_escaping_and_types(build, tmp_path):
+    text = (b'true,1,2,-3,4,-5,0.1,10.0.0.1,2002:87c5:c0e4::87c5:c0e4,'
+            b'"q""b\\s\x01t\tn\xc3\xa9x\xffz"\n'
+            b'0,0,0,0,0,0,nan,0.0.0.0,::,\n'
+            b'0,0,0,0,0,0,-inf,0.0.0.0,::,</>\n')
+    r, _ = csv_run(build, tmp_path, text, sinks=[("csv_all", "jsonl", "o.jsonl")])
+    assert r.rc == 0, r
+    lines = r.out["o.jsonl"].split(b"\n")
+    assert lines[0] == (
+        b'{"systemTime":77,"b":true,"us":1,"ui":2,"i":-3,"ull":4,"ll":-5,'
+        b'"f":0.10000000000000001,"ip":"10.0.0.1",'
+        b'"ip6":"2002:87c5:c0e4:0000:0000:0000:87c5:c0e4",'
+        b'"s":"q\\"b\\\\s\\u0001t\\u0009n\xc3\xa9x\\u00ffz"}')
+    assert lines[1] == (
+        b'{"systemTime":77,"b":false,"us":0,"ui":0,"i":0,"ull":0,"ll":0,"f":null,'
+        b'"ip":"0.0.0.0","ip6":"0000:0000:0000:0000:0000:0000:0000:0000","s":""}')
+    assert b'"f":null' in lines[2] and lines[3] == b""
+    for line in lines[:3]:
+        json.loads(line)  # valid JSON
+
+
+def test_sink_to_stdout(build, tmp_path):
+    r, _ = csv_run(build, tmp_path, "1,2,3,4,5,6,7,1.1.1.1,::,x\n",
+                   sinks=[("csv_alt", "pipe", None)])
+    assert r.rc == 0 and r.stdout == b"3|2\n"
+
+
+def test_malformed_rows_rejected_and_described(build, tmp_path):
+    good = "1,2,3,4,5,6,7,1.1.1.1,::,row{}\n"
+    lines = [good.format(1), "1,2,3\n", good.format(3), "\n",
+             "1,2,3,4,5,6,7,1.1.1.1,::,x,extra\n", good.format(6)]
+    lines += ["a,b\n"] * 12  # lines 7..18
+    lines += [good.format(19)]
+    r, path = csv_run(build, tmp_path, "".join(lines))
+    assert r.rc == 0, r
+    out = r.out["out.txt"].decode().splitlines()
+    assert [l.split("|")[-1] for l in out] == ["row1", "row3", "row6", "row19"]
+    src = r.stats["sources"][0]
+    assert src["rows_read"] == 18 and src["rows_rejected"] == 14
+    rep = r.report.splitlines()
+    assert rep[0] == f"gsqlc: {path}: 14 of 18 rows rejected as malformed; the first ones:"
+    assert rep[1] == f"gsqlc: {path}:2: expected 10 fields, found 3"
+    assert rep[2] == f"gsqlc: {path}:5: expected 10 fields, found 11"
+    assert rep[3] == f"gsqlc: {path}:7: expected 10 fields, found 2"
+    assert len([l for l in rep if "expected 10 fields" in l]) == 10
+    assert all(l.startswith("gsqlc: ") for l in rep)
+
+
+def test_first_row_fixes_field_count(build, tmp_path):
+    r, path = csv_run(build, tmp_path, "a,b\n1,2,3,4,5,6,7,1.1.1.1,::,x\n",
+                      sinks=[("csv_alt", "pipe", "o.txt")])
+    assert r.rc == 0
+    # the first row has 2 fields: the 10-field row is the malformed one
+    assert f"{path}:2: expected 2 fields, found 10" in r.report
+    assert r.stats["sources"][0]["rows_rejected"] == 1
+
+
+def test_coerced_values_tigon_semantics(build, tmp_path):
+    text = ("TRUE,1,135.197.192.237,-3,4,-5,1.5,10.0.0.1,::1,ok\n"
+            "yes,,TRUE,12abc,,x,2.5kg,1.2.3,zz,\n")
+    r, path = csv_run(build, tmp_path, text)
+    assert r.rc == 0, r
+    out = r.out["out.txt"].decode().splitlines()
+    assert out[0] == ("77|TRUE|1|135|-3|4|-5|1.500000|10.0.0.1|"
+                      "0000:0000:0000:0000:0000:0000:0000:0001|ok")
+    assert out[1] == ("77|FALSE|0|0|12|0|0|2.500000|0.0.0.0|"
+                      "0000:0000:0000:0000:0000:0000:0000:0000|")
+    src = r.stats["sources"][0]
+    # row 1: ui; row 2: b, us, ui, i, ull, ll, f, ip, ip6 (the empty string is valid)
+    assert src["values_coerced"] == 10 and src["rows_rejected"] == 0
+    assert r.report == (
+        f"gsqlc: warning: {path}: 10 values were empty or not valid for their type and were "
+        f"read as Tigon does (the valid prefix, or 0); first: {path}:1: field 3 "
+        f"'135.197.192.237' is not a valid uint\n")
+
+
+def test_csv_strict_rejects_invalid_values(build, tmp_path):
+    text = ("TRUE,1,2,-3,4,-5,1.5,10.0.0.1,::1,ok\n"
+            "TRUE,1,2,-3,4,-5,1.5,10.0.0.300,::1,bad ip\n"
+            "TRUE,1,2,-3,4,-5,1.5,10.0.0.3,::1,ok2\n")
+    r, path = csv_run(build, tmp_path, text, options={"csv_strict": "1"})
+    assert r.rc == 0
+    assert [l.split("|")[-1] for l in r.out["out.txt"].decode().splitlines()] == ["ok", "ok2"]
+    src = r.stats["sources"][0]
+    assert src["rows_rejected"] == 1 and src["values_coerced"] == 0
+    assert r.report == (f"gsqlc: {path}: 1 of 3 rows rejected as malformed:\n"
+                        f"gsqlc: {path}:2: field 8 '10.0.0.300' is not a valid IP\n")
+
+
+def test_short_rows_read_zero_values_with_one_warning(build, tmp_path):
+    r, path = csv_run(build, tmp_path, "1,2,3,4,5,6,7,1.1.1.1\n0,0,0,0,0,0,0,2.2.2.2\n")
+    assert r.rc == 0
+    assert r.out["out.txt"] == (
+        b"77|TRUE|2|3|4|5|6|7.000000|1.1.1.1|0000:0000:0000:0000:0000:0000:0000:0000|\n"
+        b"77|FALSE|0|0|0|0|0|0.000000|2.2.2.2|0000:0000:0000:0000:0000:0000:0000:0000|\n")
+    assert r.report == (
+        f"gsqlc: warning: {path}: field 9 is read but rows have only 8 fields; "
+        f"it reads as 0 / empty / FALSE\n"
+        f"gsqlc: warning: {path}: field 10 is read but rows have only 8 fields; "
+        f"it reads as 0 / empty / FALSE\n")
+    assert r.stats["sources"][0]["values_coerced"] == 0
+
+
+def test_one_position_read_as_two_types(build, tmp_path):
+    r, _ = csv_run(build, tmp_path, "1,2,0x1f,4,5,6,7,1.1.1.1,::,a\n1,9,abc,4,5,6,7,1.1.1.1,::,b\n",
+                   sinks=[("csv_all", "pipe", "all.txt"), ("csv_alt", "pipe", "alt.txt")])
+    assert r.rc == 0
+    assert [l.split("|")[3] for l in r.out["all.txt"].decode().splitlines()] == ["31", "0"]
+    assert r.out["alt.txt"] == b"0x1f|2\nabc|9\n"
+    assert r.stats["sources"][0]["values_coerced"] == 1  # 'abc' as uint, once per row
+
+
+def test_separator_option_and_tigon_pipe_input(build, tmp_path):
+    r, _ = csv_run(build, tmp_path, "TRUE|1|2|3|4|5|6.5|1.2.3.4|::2|a,b\n",
+                   options={"csv_separator": "|"})
+    assert r.rc == 0
+    assert r.out["out.txt"] == (b"77|TRUE|1|2|3|4|5|6.500000|1.2.3.4|"
+                                b"0000:0000:0000:0000:0000:0000:0000:0002|a,b\n")
+
+
+def test_csv_from_stdin(build, tmp_path):
+    r = run(build, tmp_path, "csv", binds=[("csv", "csv:-")], sinks=[("csv_alt", "pipe", "o")],
+            stdin=b"1,2,3,4,5,6,7,1.1.1.1,::,x\n1,5,6,4,5,6,7,1.1.1.1,::,x")
+    assert r.rc == 0 and r.out["o"] == b"3|2\n6|5\n"
+    assert r.stats["sources"][0]["rows_read"] == 2
+
+
+def test_overlong_record_and_unterminated_quote(build, tmp_path):
+    good = "1,2,3,4,5,6,7,1.1.1.1,::,{}\n"
+    text = (good.format("a") + "1,2,3,4,5,6,7,1.1.1.1,::," + "x" * (1 << 20) + "\n" +
+            good.format("b") + '1,2,3,4,5,6,7,1.1.1.1,::,"never closed\n' + good.format("c"))
+    r, path = csv_run(build, tmp_path, text, sinks=[("csv_alt", "pipe", "o")])
+    assert r.rc == 0
+    assert r.out["o"] == b"3|2\n3|2\n"
+    assert r.stats["sources"][0]["rows_rejected"] == 2
+    assert f"gsqlc: {path}:2: record longer than 1 MiB" in r.report
+    assert f"gsqlc: {path}:4: unterminated quoted field" in r.report
+
+
+def test_many_rows_and_small_batches(build, tmp_path):
+    rows = "".join(f"1,{i % 65536},{i},4,5,6,7,1.1.1.1,::,r{i}\n" for i in range(20000))
+    r, _ = csv_run(build, tmp_path, rows, options={"batch": "7"},
+                   sinks=[("csv_alt", "pipe", "o"), ("csv_regex", "pipe", "rx")])
+    assert r.rc == 0
+    assert r.out["o"].count(b"\n") == 20000
+    assert r.out["o"].endswith(b"19999|19999\n")
+    assert r.out["rx"].endswith(b"20000|19999|TRUE\n20000|END|FALSE\n")
+    names = {s["name"]: s for s in r.stats["streams"]}
+    assert names["csv_all"]["tuples"] == 20000 and names["csv_regex"]["tuples"] == 20001
+    assert names["csv_regex"]["eof"] == 1
+    nodes = {n["name"]: n for n in r.stats["nodes"]}
+    assert 1 <= nodes["csv_all"]["queue_high_water_entries"] <= 7
+
+
+def test_hfta_regex_eof_and_heartbeats_not_in_sinks(build, tmp_path):
+    text = ("1,2,3,4,5,6,7,1.1.1.1,::,abc 123 def 45\n"
+            "1,2,3,4,5,6,7,1.1.1.1,::,__heartbeat__\n"
+            "1,2,3,4,5,6,7,1.1.1.1,::,no digits\n")
+    r, _ = csv_run(build, tmp_path, text, sinks=[("csv_regex", "pipe", "rx"),
+                                                  ("csv_all", "pipe", "all")])
+    assert r.rc == 0, r
+    assert r.out["rx"] == b"1|123|TRUE\n2||FALSE\n2|END|FALSE\n"
+    assert b"__heartbeat__" not in r.out["all"] and r.out["all"].count(b"\n") == 2
+    names = {s["name"]: s for s in r.stats["streams"]}
+    assert names["csv_all"]["heartbeats"] == 1 and names["csv_all"]["tuples"] == 2
+
+
+def test_params_and_init_failure(build, tmp_path):
+    text = "1,2,5,4,5,6,7,1.1.1.1,::,a\n1,2,50,4,5,6,7,1.1.1.1,::,b\n"
+    r, _ = csv_run(build, tmp_path, text, params={"min_ui": "10"})
+    assert r.rc == 0 and r.out["out.txt"].endswith(b"|b\n") and r.out["out.txt"].count(b"\n") == 1
+    r, _ = csv_run(build, tmp_path / "2", text, params={"$min_ui": "ten"})
+    assert r.rc == 1 and r.error == "csv_all: parameter $min_ui: 'ten' is not a uint"
+    r, _ = csv_run(build, tmp_path / "3", text, params={"fail_init": "1"})
+    assert r.rc == 1 and r.error == "csv_all: parameter $fail_init is set"
+    assert r.raw["rc2"] == 1 and "already executed" in r.raw["error2"]
+
+
+def test_unbound_interface(build, tmp_path):
+    r = run(build, tmp_path, "csv", sinks=[("csv_all", "pipe", "o")])
+    assert r.rc == 1
+    assert r.error == ("interface 'csv' is not bound (used by LFTA csv_all reading PROTOCOL "
+                       "CSV_ALL); bind it with --source csv=URI")
+    assert "o" not in r.out  # outputs are not created when the run cannot start
+
+
+def test_interface_set_not_supported(build, tmp_path):
+    r = run(build, tmp_path, "csv", binds=[("csv", "csv:/a"), ("csv", "csv:/b")])
+    assert r.rc == 1
+    assert "interface 'csv' is bound to more than one source" in r.error
+    assert "not supported yet" in r.error
+
+
+def test_nonexistent_inputs(build, tmp_path):
+    r = run(build, tmp_path, "csv", binds=[("csv", f"csv:{tmp_path}/nope.csv")])
+    assert r.rc == 1 and r.error == f"cannot open {tmp_path}/nope.csv: No such file or directory"
+    r = run(build, tmp_path, "pkt", binds=[("pkt", f"pcap:{tmp_path}/nope.pcap")])
+    assert r.rc == 1 and r.error == f"cannot open {tmp_path}/nope.pcap: No such file or directory"
+    bad = tmp_path / "bad.pcap"
+    bad.write_bytes(b"this is not a capture file at all")
+    r = run(build, tmp_path, "pkt", binds=[("pkt", f"pcap:{bad}")])
+    assert r.rc == 1 and r.error.startswith(f"cannot open {bad}: ")
+
+
+def test_source_kind_mismatch(build, tmp_path):
+    r = run(build, tmp_path, "pkt", binds=[("pkt", "csv:/dev/null")])
+    assert r.rc == 1
+    assert r.error == ("LFTA pkt_all reads PROTOCOL PKT_ALL from pcap records, but interface "
+                       "'pkt' is bound to csv:/dev/null")
+
+
+def test_configuration_errors(build, tmp_path):
+    r = run(build, tmp_path, "csv", do_run=False,
+            options={"csv_separator": "ab", "clock": "fixed:x", "batch": "0", "nope": "1"},
+            binds=[("csv", "http://x")],
+            sinks=[("missing", "pipe", "o"), ("csv_all", "xml", "o")])
+    errs = dict(r.setup_errors)
+    assert errs["option csv_separator"] == "csv_separator must be one character, got 'ab'"
+    assert errs["option clock"] == "clock must be wall, data or fixed:SECONDS, got 'fixed:x'"
+    assert "batch must be" in errs["option batch"]
+    assert errs["option nope"].startswith("unknown option 'nope'")
+    assert errs["bind csv"].startswith("unsupported source 'http://x'")
+    assert errs["sink missing"] == ("no query named 'missing' (queries: csv_all, csv_alt, "
+                                    "csv_regex)")
+    assert errs["sink csv_all"] == "unknown output format 'xml' (expected pipe, csv or jsonl)"
+
+
+def test_write_error_fails_the_run(build, tmp_path):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    rows = "".join(f"1,2,{i},4,5,6,7,1.1.1.1,::,x\n" for i in range(10))
+    r, _ = csv_run(build, tmp_path, rows, sinks=[("csv_all", "pipe", "/dev/full")])
+    assert r.rc == 1
+    assert r.error == "cannot write to /dev/full: No space left on device"
+    assert r.stats["ok"] is False
+
+
+def test_unused_binding_is_reported(build, tmp_path):
+    data = tmp_path / "in.csv"
+    data.write_text("")
+    r = run(build, tmp_path, "csv", binds=[("csv", f"csv:{data}"), ("other", "csv:/x")])
+    assert r.rc == 0
+    assert r.report == ("gsqlc: warning: interface 'other' is bound to csv:/x but no query "
+                        "reads it\n")
+
+
+# --------------------------------------------------------------------------
+# pcap
+
+def mac(s):
+    return bytes(int(x, 16) for x in s.split(":"))
+
+
+MAC_A, MAC_B = "00:11:22:33:44:55", "66:77:88:99:aa:bb"
+
+
+def eth(payload, etype, vlans=(), dst=MAC_B, src=MAC_A):
+    b = mac(dst) + mac(src)
+    for tpid, tci in vlans:
+        b += struct.pack("!HH", tpid, tci)
+    return b + struct.pack("!H", etype) + payload
+
+
+def ipv4(src, dst, proto, payload, ttl=64, tos=0, ident=0x1234, flags_frag=0, options=b"",
+         total=None):
+    ihl = 5 + len(options) // 4
+    tot = ihl * 4 + len(payload) if total is None else total
+    return struct.pack("!BBHHHBBH4s4s", (4 << 4) | ihl, tos, tot, ident, flags_frag, ttl, proto,
+                       0, socket.inet_aton(src), socket.inet_aton(dst)) + options + payload
+
+
+def ipv6(src, dst, nh, payload, hlim=64, tc=0):
+    return struct.pack("!IHBB16s16s", (6 << 28) | (tc << 20) | 0x12345, len(payload), nh, hlim,
+                       socket.inet_pton(socket.AF_INET6, src),
+                       socket.inet_pton(socket.AF_INET6, dst)) + payload
+
+
+def tcp(sport, dport, payload=b"", seq=1000, ack=2000, flags=0x18, window=512, options=b""):
+    doff = 5 + len(options) // 4
+    return struct.pack("!HHIIBBHHH", sport, dport, seq, ack, doff << 4, flags, window, 0,
+                       0) + options + payload
+
+
+def udp(sport, dport, payload):
+    return struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload
+
+
+def icmp(typ, code):
+    return struct.pack("!BBHI", typ, code, 0, 0x01020304)
+
+
+def pcap_bytes(packets, linktype=1, snaplen=65535):
+    """packets: (sec, usec, frame[, caplen])"""
+    out = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, snaplen, linktype)
+    for p in packets:
+        sec, usec, frame = p[:3]
+        cap = p[3] if len(p) > 3 else len(frame)
+        out += struct.pack("<IIII", sec, usec, cap, len(frame)) + frame[:cap]
+    return out
+
+
+def ip6hex(a):
+    return socket.inet_pton(socket.AF_INET6, a).hex()
+
+
+def pkt_run(build, tmp_path, data, options=None, name="t.pcap"):
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / name
+    path.write_bytes(data)
+    r = run(build, tmp_path, "pkt", binds=[("pkt", f"pcap:{path}")],
+            sinks=[("pkt_all", "jsonl", "o.jsonl")], options=options or {"clock": "fixed:5"})
+    rows = [json.loads(l) for l in r.out.get("o.jsonl", b"").splitlines()]
+    for row in rows:
+        row["f"] = dict(kv.split("=", 1) for kv in row["fields"].split(";") if kv)
+    return r, rows, str(path)
+
+
+ETH_COMMON = {"eth_src": str(int(MAC_A.replace(":", ""), 16)),
+              "eth_dst": str(int(MAC_B.replace(":", ""), 16))}
+
+HTTP = b"GET / HTTP/1.0\r\n\r\n"
+
+
+def test_pcap_decoding_every_accessor(build, tmp_path):
+    seg = tcp(1234, 80, HTTP, seq=0xDEADBEEF, ack=7, flags=0x18, window=4096,
+              options=b"\x01\x01\x01\x00")
+    p1 = eth(ipv4("10.0.0.1", "192.168.1.2", 6, seg, ttl=63, tos=0x10, flags_frag=0x4000), 0x0800)
+    small = ipv4("10.1.1.1", "10.2.2.2", 17, udp(53, 5353, b"hi"))
+    p2 = eth(small, 0x0800, vlans=[(0x8100, 0x2064)]) + b"\0" * 16  # VID 100, padding
+    p3 = eth(ipv4("1.1.1.1", "2.2.2.2", 1, icmp(8, 0)), 0x0800,
+             vlans=[(0x88A8, 200), (0x8100, 300)])
+    hbh = struct.pack("!BB6s", 6, 0, b"\x01\x04\0\0\0\0")
+    p4 = eth(ipv6("2001:db8::1", "2001:db8::2", 0, hbh + tcp(40000, 443, flags=0x02, seq=1,
+                                                               ack=0)), 0x86DD)
+    p5 = eth(ipv6("fe80::1", "ff02::fb", 17, udp(5353, 5353, b"mdns!"), hlim=255, tc=0x2E),
+             0x86DD)
+    p6 = eth(ipv6("::1", "::2", 58, icmp(128, 0)), 0x86DD)
+    p7 = eth(b"\x00\x01\x08\x00\x06\x04\x00\x01" + b"\0" * 20, 0x0806)
+    p8 = eth(ipv4("3.3.3.3", "4.4.4.4", 17, b"x" * 16, flags_frag=0x2000 | 185), 0x0800)
+    p9 = eth(ipv4("5.5.5.5", "6.6.6.6", 17, udp(1, 2, b"opt"), options=b"\x01\x01\x01\x00"),
+             0x0800)
+    p10 = eth(ipv4("7.7.7.7", "8.8.8.8", 6, tcp(1, 2, b"z" * 100)), 0x0800)
+    frag1 = struct.pack("!BBHI", 17, 0, 1, 0xCAFE)  # offset 0, M=1
+    p11 = eth(ipv6("2001:db8::a", "2001:db8::b", 44, frag1 + udp(7, 9, b"frag")), 0x86DD)
+    frag2 = struct.pack("!BBHI", 17, 0, (3 << 3), 0xCAFE)  # offset 3, M=0
+    p12 = eth(ipv6("2001:db8::a", "2001:db8::b", 44, frag2 + b"rest"), 0x86DD)
+    packets = [(100, 1, p1), (100, 2, p2), (101, 0, p3), (102, 999999, p4), (103, 5, p5),
+               (104, 6, p6), (105, 7, p7), (106, 8, p8), (107, 9, p9),
+               (108, 10, p10, 14 + 20 + 10), (109, 11, p11), (110, 12, p12)]
+    r, rows, _ = pkt_run(build, tmp_path, pcap_bytes(packets))
+    assert r.rc == 0 and r.report == "", r
+    assert len(rows) == 12
+    for row, p in zip(rows, packets):
+        assert row["time"] == p[0] and row["timestamp"] == p[0] * 1000000 + p[1]
+        assert row["wire_len"] == len(p[2])
+        assert row["caplen"] == (p[3] if len(p) > 3 else len(p[2]))
+        assert row["systemTime"] == 5
+
+    def ip4(src, dst, proto, length, **kw):
+        d = {"eth_type": "2048", "vlan_id": "0", "ipversion": "4", "protocol": str(proto),
+             "len": str(length), "hdr_length": "20", "ttl": "64", "tos": "0", "id": "4660",
+             "offset": "0", "more_fragments": "0", "dont_fragment": "0", "srcIP": src,
+             "destIP": dst}
+        d.update(ETH_COMMON)
+        d.update({k: str(v) for k, v in kw.items()})
+        return d
+
+    def ip6(src, dst, proto, length, hdr=40, **kw):
+        d = {"eth_type": "34525", "vlan_id": "0", "ipversion": "6", "protocol": str(proto),
+             "len": str(length), "hdr_length": str(hdr), "ttl": "64", "tos": "0", "id": "0",
+             "offset": "0", "more_fragments": "0", "dont_fragment": "0",
+             "srcIPv6": ip6hex(src), "destIPv6": ip6hex(dst)}
+        d.update(ETH_COMMON)
+        d.update({k: str(v) for k, v in kw.items()})
+        return d
+
+    def tcpf(sport, dport, seq, ack, flags, window, dlen, caplen=None):
+        names = ["fin", "syn", "rst", "psh", "ack", "urg"]
+        d = {"srcPort": sport, "destPort": dport, "tcp_srcPort": sport, "tcp_destPort": dport,
+             "sequence_number": seq, "ack_number": ack, "flags": flags, "window": window,
+             "data_length": dlen, "TCP_data_len": dlen if caplen is None else caplen}
+        d.update({n: (flags >> i) & 1 for i, n in enumerate(names)})
+        return {k: str(v) for k, v in d.items()}
+
+    def udpf(sport, dport, ulen):
+        return {k: str(v) for k, v in {"srcPort": sport, "destPort": dport, "udp_srcPort": sport,
+                                       "udp_destPort": dport, "udp_length": ulen,
+                                       "UDP_data_len": ulen - 8}.items()}
+
+    exp = [
+        {**ip4("10.0.0.1", "192.168.1.2", 6, 20 + 24 + len(HTTP), ttl=63, tos=16,
+               dont_fragment=1), **tcpf(1234, 80, 0xDEADBEEF, 7, 0x18, 4096, len(HTTP))},
+        {**ip4("10.1.1.1", "10.2.2.2", 17, 30, vlan_id=100), **udpf(53, 5353, 10)},
+        {**ip4("1.1.1.1", "2.2.2.2", 1, 28, vlan_id=200), "icmp_type": "8", "icmp_code": "0"},
+        {**ip6("2001:db8::1", "2001:db8::2", 6, 40 + 8 + 20, hdr=48),
+         **tcpf(40000, 443, 1, 0, 2, 512, 0)},
+        {**ip6("fe80::1", "ff02::fb", 17, 40 + 13, ttl=255, tos=0x2E), **udpf(5353, 5353, 13)},
+        {**ip6("::1", "::2", 58, 48), "icmp_type": "128", "icmp_code": "0"},
+        {**ETH_COMMON, "eth_type": "2054", "vlan_id": "0"},
+        ip4("3.3.3.3", "4.4.4.4", 17, 36, offset=185, more_fragments=1),
+        {**ip4("5.5.5.5", "6.6.6.6", 17, 24 + 11, hdr_length=24), **udpf(1, 2, 11)},
+        ip4("7.7.7.7", "8.8.8.8", 6, 20 + 20 + 100),
+        {**ip6("2001:db8::a", "2001:db8::b", 17, 40 + 8 + 12, hdr=48, id=0xCAFE,
+               more_fragments=1), **udpf(7, 9, 12)},
+        ip6("2001:db8::a", "2001:db8::b", 17, 40 + 8 + 4, hdr=48, id=0xCAFE, offset=3),
+    ]
+    for i, (row, e) in enumerate(zip(rows, exp)):
+        assert row["f"] == e, f"packet {i + 1}"
+    assert rows[0]["TCP_data"] == HTTP.decode() and rows[0]["UDP_data"] == ""
+    assert rows[1]["UDP_data"] == "hi"  # not the Ethernet padding
+    assert rows[4]["UDP_data"] == "mdns!"
+    assert rows[3]["srcIPv6"] == "2001:0db8:0000:0000:0000:0000:0000:0001"
+    assert rows[0]["srcIPv6"] == "0000:0000:0000:0000:0000:0000:0000:0000"
+    src = r.stats["sources"][0]
+    assert src["kind"] == "pcap" and src["packets_read"] == 12
+    assert src["bytes_read"] == sum(p[3] if len(p) > 3 else len(p[2]) for p in packets)
+
+
+def test_pcap_link_types(build, tmp_path):
+    seg = udp(1000, 2000, b"payload")
+    v4 = ipv4("9.9.9.9", "8.8.8.8", 17, seg)
+    v6 = ipv6("2001:db8::9", "2001:db8::8", 6, tcp(5, 6, b"abc"))
+    sll = struct.pack("!HHH8sH", 0, 1, 6, mac(MAC_A) + b"\0\0", 0x0800) + v4
+    cases = [
+        (113, sll, {"eth_src": ETH_COMMON["eth_src"], "ipversion": "4", "srcPort": "1000"},
+         ["eth_dst"]),
+        (101, v6, {"ipversion": "6", "eth_type": "34525", "tcp_srcPort": "5",
+                   "TCP_data_len": "3"}, ["eth_src", "eth_dst"]),
+        (0, struct.pack("<I", 2) + v4, {"ipversion": "4", "udp_length": "15"}, ["eth_src"]),
+        (0, struct.pack("<I", 30) + v6, {"ipversion": "6", "destPort": "6"}, ["eth_src"]),
+        (108, struct.pack(">I", 2) + v4, {"ipversion": "4", "srcIP": "9.9.9.9"}, ["eth_dst"]),
+    ]
+    for i, (lt, frame, want, absent) in enumerate(cases):
+        r, rows, _ = pkt_run(build, tmp_path / str(i), pcap_bytes([(1, 0, frame)], linktype=lt))
+        assert r.rc == 0 and len(rows) == 1, (lt, r)
+        f = rows[0]["f"]
+        for k, v in want.items():
+            assert f.get(k) == v, (lt, k, f)
+        for k in absent:
+            assert k not in f, (lt, k)
+    # an undecoded link type: only the PKT fields
+    r, rows, path = pkt_run(build, tmp_path / "x", pcap_bytes([(1, 0, v4)], linktype=147))
+    assert r.rc == 0 and rows[0]["f"] == {} and rows[0]["caplen"] == len(v4)
+    assert r.report == (f"gsqlc: warning: {path}: link type 147 is not decoded; only time, "
+                        f"timestamp, caplen and wire_len are available\n")
+
+
+def test_pcap_truncated_file(build, tmp_path):
+    frame = eth(ipv4("1.2.3.4", "5.6.7.8", 17, udp(1, 2, b"data")), 0x0800)
+    data = pcap_bytes([(1, 0, frame), (2, 0, frame), (3, 0, frame), (4, 0, frame)])
+    r, rows, path = pkt_run(build, tmp_path, data[:-10])
+    assert r.rc == 0, r
+    assert [row["time"] for row in rows] == [1, 2, 3]
+    assert r.report == (f"gsqlc: {path}: truncated capture after 3 packets; what was read was "
+                        f"processed\n")
+    assert r.stats["sources"][0]["truncated"] is True
+    # a cut inside a record header
+    r, rows, path = pkt_run(build, tmp_path / "h", data[:24 + 16 + len(frame) + 7])
+    assert r.rc == 0 and len(rows) == 1
+    assert "truncated capture after 1 packets" in r.report
+
+
+def test_data_clock_follows_packets(build, tmp_path):
+    frame = eth(ipv4("1.2.3.4", "5.6.7.8", 17, udp(1, 2, b"")), 0x0800)
+    data = pcap_bytes([(1000, 0, frame), (1005, 0, frame), (1003, 0, frame), (1010, 5, frame)])
+    r, rows, _ = pkt_run(build, tmp_path, data, options={"clock": "data", "batch": "2"})
+    assert r.rc == 0
+    assert [row["systemTime"] for row in rows] == [1000, 1005, 1005, 1010]
+    assert r.stats["clock"] == "data"
+
+
+def test_stats_json_shape(build, tmp_path):
+    r, _ = csv_run(build, tmp_path, "1,2,3,4,5,6,7,1.1.1.1,::,x\n",
+                   sinks=[("csv_all", "pipe", "a"), ("csv_regex", "jsonl", "b")])
+    s = r.stats
+    assert s["ok"] is True and s["interrupted"] is False
+    assert set(s) >= {"sources", "streams", "nodes", "sinks", "tuples_written"}
+    assert s["tuples_written"] == 1 + 2
+    assert [n["kind"] for n in s["nodes"]] == ["lfta", "lfta", "hfta"]
+    assert {"late_dropped", "lfta_ejections", "field_unavailable"} <= set(s["nodes"][0])
+    assert s["sinks"][0] == {"query": "csv_all", "format": "pipe", "path": str(tmp_path / "a"),
+                             "tuples": 1, "bytes": len(r.out["a"])}
