@@ -14,7 +14,8 @@
  *  - every (position, type) read by an LFTA of this source is converted once
  *    per row into the record's value cache; a value that is empty or not
  *    fully valid still converts (Tigon's C semantics) and is counted as
- *    coerced -- or, with csv_strict, rejects the row;
+ *    coerced (once per cell, however many LFTAs or types read it) -- or,
+ *    with csv_strict, rejects the row;
  *  - a position beyond N reads as the zero value (one warning).
  *
  * Reader state invariants: buf[start..end) holds unconsumed input; the
@@ -35,8 +36,6 @@
 #include "format.h"
 #include "gsq_internal.h"
 
-int gsq_stop_requested(void); /* run.c */
-
 enum { S_START, S_UNQ, S_QUOTED, S_QEND };
 
 #define CSV_BUF_INIT (256u * 1024u)
@@ -56,6 +55,7 @@ typedef struct csv_reader {
     int st;
     uint32_t seps, nls;
     int skipping;
+    int started;             /* the first input was read (BOM check done) */
     uint64_t line;           /* line number where the current record starts */
     uint32_t expected;       /* fields per row, 0 until the first row */
     csv_slot *slots;
@@ -99,6 +99,15 @@ static int build_layout(csv_reader *rd, gsq_source *s)
             if (f->pos > max_pos)
                 max_pos = f->pos;
         }
+    }
+    /* sort by position: the slots of one cell are adjacent (see take_row) */
+    for (i = 1; i < n; i++) {
+        csv_slot x = rd->slots[i];
+        for (k = i; k > 0 && (rd->slots[k - 1].pos > x.pos ||
+                              (rd->slots[k - 1].pos == x.pos && rd->slots[k - 1].type > x.type));
+             k--)
+            rd->slots[k] = rd->slots[k - 1];
+        rd->slots[k] = x;
     }
     rd->n_slots = n;
     rd->layout.max_pos = max_pos;
@@ -210,6 +219,11 @@ static int fill(gsq_run *r, gsq_source *s, csv_reader *rd)
         rd->eof = 1;
     rd->end += (size_t)n;
     s->bytes_read += (uint64_t)n;
+    if (!rd->started && (rd->end >= 3 || rd->eof)) {
+        rd->started = 1; /* skip a UTF-8 byte order mark */
+        if (rd->end >= 3 && memcmp(rd->buf, "\xef\xbb\xbf", 3) == 0)
+            rd->start = rd->scan = 3;
+    }
     return 0;
 }
 
@@ -371,6 +385,7 @@ static int take_row(gsq_run *r, gsq_source *s, csv_reader *rd, const char *p, si
     char *data;
     gsq_record *rec;
     uint64_t coerced = 0;
+    uint32_t last_coerced = 0;
 
     if (rd->expected == 0)
         first_row(rd, nf);
@@ -423,7 +438,9 @@ static int take_row(gsq_run *r, gsq_source *s, csv_reader *rd, const char *p, si
             }
             if (s->values_coerced + coerced == 0)
                 describe_value(&rd->first_coerced, rd->name, line, pos, fp, fn, type);
-            coerced++;
+            if (pos != last_coerced) /* a cell counts once, whatever types read it */
+                coerced++;
+            last_coerced = pos;
         }
     }
     rec = gsq_ring_commit(&s->ring, need);
@@ -541,9 +558,10 @@ void gsq_csv_report(const gsq_source *s, gsq_buf *out)
     }
     if (s->values_coerced) {
         gsq_buf_printf(out,
-                       "gsqlc: warning: %s: %llu values were empty or not valid for their type "
+                       "gsqlc: warning: %s: %llu %s empty or not valid for their type "
                        "and were read as Tigon does (the valid prefix, or 0); first: %s\n",
                        rd->name, (unsigned long long)s->values_coerced,
+                       s->values_coerced == 1 ? "value was" : "values were",
                        gsq_buf_str(&rd->first_coerced));
     }
     gsq_buf_add(out, rd->warnings.p, rd->warnings.len);

@@ -148,6 +148,9 @@ void gsq_run_fail(gsq_run *r, const char *fmt, ...)
 #endif
     ;
 
+/* Nonzero once SIGINT/SIGTERM arrived during gsqlc_run (run.c). */
+int gsq_stop_requested(void);
+
 /* Deliver one tuple of `stream` to its subscribers. */
 void gsq_dispatch(gsq_run *r, int stream, int kind, const void *tup, uint32_t len);
 

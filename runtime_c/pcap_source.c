@@ -24,8 +24,6 @@
 
 #include "gsq_internal.h"
 
-int gsq_stop_requested(void); /* run.c */
-
 typedef struct pcap_reader {
     pcap_t *handle;
     int linktype;

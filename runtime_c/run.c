@@ -25,7 +25,6 @@
 
 static volatile sig_atomic_t stop_flag;
 
-int gsq_stop_requested(void);
 int gsq_stop_requested(void)
 {
     return stop_flag != 0;
@@ -538,6 +537,8 @@ static void main_loop(gsq_run *r)
         if (r->streaming)
             flush_sinks(r);
     }
+    if (stop_flag)
+        r->interrupted = 1;
     if (r->failed)
         return;
     for (i = 0; i < r->qs->n_lftas && !r->failed; i++) {

@@ -344,6 +344,20 @@ def test_separator_option_and_tigon_pipe_input(build, tmp_path):
                                 b"0000:0000:0000:0000:0000:0000:0000:0002|a,b\n")
 
 
+def test_csv_byte_order_mark_is_skipped(build, tmp_path):
+    r, _ = csv_run(build, tmp_path, b"\xef\xbb\xbf1,2,3,4,5,6,7,1.1.1.1,::,x\n",
+                   sinks=[("csv_alt", "pipe", "o")], options={"csv_strict": "1"})
+    assert r.rc == 0 and r.out["o"] == b"3|2\n" and r.report == ""
+
+
+def test_one_coerced_value_wording(build, tmp_path):
+    r, path = csv_run(build, tmp_path, "1,2,3,4,5,6,7,1.1.1.1,::,x\n1,2,3,4,5,6,7,1.1.1.1,,y\n")
+    assert r.report == (
+        f"gsqlc: warning: {path}: 1 value was empty or not valid for their type and were read "
+        f"as Tigon does (the valid prefix, or 0); first: {path}:2: field 9 '' is not a valid "
+        f"IPV6\n")
+
+
 def test_csv_from_stdin(build, tmp_path):
     r = run(build, tmp_path, "csv", binds=[("csv", "csv:-")], sinks=[("csv_alt", "pipe", "o")],
             stdin=b"1,2,3,4,5,6,7,1.1.1.1,::,x\n1,5,6,4,5,6,7,1.1.1.1,::,x")
@@ -706,3 +720,37 @@ def test_stats_json_shape(build, tmp_path):
     assert {"late_dropped", "lfta_ejections", "field_unavailable"} <= set(s["nodes"][0])
     assert s["sinks"][0] == {"query": "csv_all", "format": "pipe", "path": str(tmp_path / "a"),
                              "tuples": 1, "bytes": len(r.out["a"])}
+
+
+def test_sigint_ends_the_run_like_end_of_input(build, tmp_path):
+    import signal
+    import time
+    spec = {"lib": str(build["libs"]["csv"]), "options": {"clock": "fixed:1"},
+            "binds": [["csv", "csv:-"]], "params": {},
+            "sinks": [["csv_regex", "pipe", str(tmp_path / "o")]],
+            "result": str(tmp_path / "result.json")}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    env = dict(os.environ, LD_PRELOAD=build["libasan"],
+               ASAN_OPTIONS="detect_leaks=1:exitcode=99",
+               LSAN_OPTIONS=f"suppressions={build['supp']}:print_suppressions=0")
+    p = subprocess.Popen([sys.executable, str(HERE / "driver.py"), str(tmp_path / "spec.json")],
+                         env=env, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        p.stdin.write(b"1,2,3,4,5,6,7,1.1.1.1,::,a1\n1,2,3,4,5,6,7,1.1.1.1,::,b2\n")
+        p.stdin.flush()
+        deadline = time.time() + 20
+        # stdin is a streaming source: sinks are flushed after every batch
+        while not (tmp_path / "o").exists() or not (tmp_path / "o").read_bytes():
+            assert time.time() < deadline and p.poll() is None
+            time.sleep(0.05)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=20)  # stdin stays open until here
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, err.decode(errors="replace")
+    res = json.loads((tmp_path / "result.json").read_text())
+    assert res["rc"] == 0
+    assert json.loads(res["stats"])["interrupted"] is True
+    assert res["report"] == "gsqlc: interrupted; the input read so far was processed and flushed\n"
+    assert (tmp_path / "o").read_bytes() == b"1|1|TRUE\n2|2|TRUE\n2|END|FALSE\n"
