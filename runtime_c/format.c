@@ -65,10 +65,80 @@ int gsq_read_col(const void *tup, uint32_t len, const gsq_column *c, gsq_val *v)
     return 0;
 }
 
+/* Decimal digits of v into out (no terminator); returns the count.  Sinks
+ * format millions of integers: printf's generality costs more than the
+ * query itself. */
+static size_t fmt_u64(char *out, uint64_t v)
+{
+    static const char pairs[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
+    char tmp[24];
+    size_t k = sizeof tmp;
+    while (v >= 100) {
+        unsigned r = (unsigned)(v % 100);
+        v /= 100;
+        tmp[--k] = pairs[2 * r + 1];
+        tmp[--k] = pairs[2 * r];
+    }
+    if (v >= 10) {
+        tmp[--k] = pairs[2 * v + 1];
+        tmp[--k] = pairs[2 * v];
+    } else {
+        tmp[--k] = (char)('0' + v);
+    }
+    memcpy(out, tmp + k, sizeof tmp - k);
+    return sizeof tmp - k;
+}
+
+static size_t fmt_i64(char *out, int64_t v)
+{
+    if (v < 0) {
+        out[0] = '-';
+        return 1 + fmt_u64(out + 1, (uint64_t)0 - (uint64_t)v);
+    }
+    return fmt_u64(out, (uint64_t)v);
+}
+
 void gsq_fmt_ip(char *out, uint32_t ip)
 {
-    snprintf(out, 16, "%u.%u.%u.%u", (unsigned)(ip >> 24), (unsigned)((ip >> 16) & 255),
-             (unsigned)((ip >> 8) & 255), (unsigned)(ip & 255));
+    size_t k = 0;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        k += fmt_u64(out + k, (ip >> shift) & 255u);
+        if (shift)
+            out[k++] = '.';
+    }
+    out[k] = '\0';
+}
+
+size_t gsq_fmt_max_width(int type)
+{
+    switch (type) {
+    case GSQ_T_BOOL: return 5;
+    case GSQ_T_IP: return 15;
+    case GSQ_T_IPV6: return 39;
+    case GSQ_T_FLOAT: return 330; /* "%f" of -DBL_MAX: 309 digits, point, 6 decimals */
+    default: return 20;
+    }
+}
+
+size_t gsq_fmt_text_raw(char *out, int type, const gsq_val *v)
+{
+    switch (type) {
+    case GSQ_T_BOOL:
+        memcpy(out, v->u ? "TRUE" : "FALSE", v->u ? 4 : 5);
+        return v->u ? 4 : 5;
+    case GSQ_T_USHORT: case GSQ_T_UINT: case GSQ_T_ULLONG: return fmt_u64(out, v->u);
+    case GSQ_T_INT: case GSQ_T_LLONG: return fmt_i64(out, v->i);
+    case GSQ_T_FLOAT: {
+        int n = snprintf(out, 331, "%f", v->f);
+        return n < 0 ? 0 : (size_t)n;
+    }
+    case GSQ_T_IP: gsq_fmt_ip(out, (uint32_t)v->u); return strlen(out);
+    case GSQ_T_IPV6: gsq_fmt_ipv6(out, &v->v6); return 39;
+    default: return 0;
+    }
 }
 
 void gsq_fmt_ipv6(char *out, const gsq_ipv6 *a)
@@ -93,10 +163,10 @@ void gsq_fmt_text(gsq_buf *b, int type, const gsq_val *v)
     switch (type) {
     case GSQ_T_BOOL: gsq_buf_adds(b, v->u ? "TRUE" : "FALSE"); break;
     case GSQ_T_USHORT: case GSQ_T_UINT: case GSQ_T_ULLONG:
-        gsq_buf_printf(b, "%llu", (unsigned long long)v->u);
+        gsq_buf_add(b, tmp, fmt_u64(tmp, v->u));
         break;
     case GSQ_T_INT: case GSQ_T_LLONG:
-        gsq_buf_printf(b, "%lld", (long long)v->i);
+        gsq_buf_add(b, tmp, fmt_i64(tmp, v->i));
         break;
     case GSQ_T_FLOAT: gsq_buf_printf(b, "%f", v->f); break;
     case GSQ_T_IP: gsq_fmt_ip(tmp, (uint32_t)v->u); gsq_buf_adds(b, tmp); break;

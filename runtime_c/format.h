@@ -33,6 +33,10 @@ void gsq_fmt_text(gsq_buf *b, int type, const gsq_val *v);
 void gsq_fmt_json(gsq_buf *b, int type, const gsq_val *v);
 /* out must hold 16 / 40 bytes. */
 void gsq_fmt_ip(char *out, uint32_t ip);
+/* The text form of a non-string value, written unchecked into out, which
+ * must have gsq_fmt_max_width(type) + 1 bytes; returns the length. */
+size_t gsq_fmt_max_width(int type);
+size_t gsq_fmt_text_raw(char *out, int type, const gsq_val *v);
 void gsq_fmt_ipv6(char *out, const gsq_ipv6 *a);
 
 #endif /* GSQ_FORMAT_H */

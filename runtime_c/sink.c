@@ -107,6 +107,48 @@ static void csv_text(gsq_buf *b, const char *p, size_t n)
     gsq_buf_addc(b, '"');
 }
 
+/* Tigon's pipe format, the common case: one reservation per row, then the
+ * fields are written straight into the buffer. */
+static int pipe_row(gsq_buf *b, const gsq_stream_desc *d, const void *tup, uint32_t len)
+{
+    size_t need = d->n_cols + 2;
+    uint32_t i;
+    gsq_val v;
+    char *o;
+
+    for (i = 0; i < d->n_cols; i++) {
+        const gsq_column *c = &d->cols[i];
+        if (c->type == GSQ_T_STRING) {
+            if (gsq_read_col(tup, len, c, &v) != 0)
+                return -2;
+            need += v.s.len;
+        } else {
+            need += gsq_fmt_max_width(c->type) + 1;
+        }
+    }
+    if (gsq_buf_reserve(b, need) != 0)
+        return -1;
+    o = b->p + b->len;
+    for (i = 0; i < d->n_cols; i++) {
+        const gsq_column *c = &d->cols[i];
+        if (i)
+            *o++ = '|';
+        if (gsq_read_col(tup, len, c, &v) != 0)
+            return -2;
+        if (c->type == GSQ_T_STRING) {
+            if (v.s.len)
+                memcpy(o, v.s.p, v.s.len);
+            o += v.s.len;
+        } else {
+            o += gsq_fmt_text_raw(o, c->type, &v);
+        }
+    }
+    *o++ = '\n';
+    b->len = (size_t)(o - b->p);
+    b->p[b->len] = '\0';
+    return 0;
+}
+
 int gsq_sink_write(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
                    const void *tup, uint32_t len)
 {
@@ -116,6 +158,18 @@ int gsq_sink_write(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
 
     if (k->failed || r->failed)
         return -1;
+    if (k->format == GSQ_FMT_PIPE) {
+        int rc = pipe_row(b, d, tup, len);
+        if (rc == -2) {
+            gsq_run_fail(r, "internal error: tuple of stream %s (%u bytes) has a broken column",
+                         d->name, (unsigned)len);
+            return -1;
+        }
+        k->tuples++;
+        if (b->len >= SINK_FLUSH_AT || b->oom)
+            return gsq_sink_flush(r, k);
+        return 0;
+    }
     if (k->format == GSQ_FMT_JSONL)
         gsq_buf_addc(b, '{');
     for (i = 0; i < d->n_cols; i++) {
