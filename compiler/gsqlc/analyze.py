@@ -16,7 +16,7 @@ from . import catalog
 from .bound import (AggRef, ExprInfo, FieldRef, GroupRef, children, conjuncts,
                     key, rebuild, walk)
 from .diagnostics import GsqlError
-from .schema import Protocol, Schema
+from .schema import Protocol
 from .types import (Temporal, Type, arithmetic_result, comparable,
                     parse_type_name, unary_result)
 

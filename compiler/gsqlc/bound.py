@@ -8,7 +8,7 @@ output stream); code generation only sees these nodes.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterator, Optional
 
 from . import ast

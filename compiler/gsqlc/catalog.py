@@ -8,7 +8,7 @@ data-cube computation: count becomes a sum of counts, avg a sum over a count).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 from .types import Type

@@ -8,12 +8,10 @@ group key, an accumulator), so the caller passes a `resolve` function.
 from __future__ import annotations
 
 import math
-import struct
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from . import ast, catalog
-from .bound import AccumRef, AggRef, FieldRef, GroupRef
 from .cescape import c_identifier, c_string
 from .diagnostics import GsqlError
 from .types import Type, arithmetic_result

@@ -15,10 +15,10 @@ import jinja2
 
 from . import ast
 from .analyze import StreamDef
-from .bound import AccumRef, AggRef, FieldRef, GroupRef, to_text, walk
+from .bound import AccumRef, AggRef, FieldRef, GroupRef, walk
 from .cescape import c_comment, c_identifier, c_string
 from .cexpr import CEmitter, EmitContext, field_member
-from .plan import Accum, Plan, PlanNode, describe_expr
+from .plan import Plan, PlanNode, describe_expr
 from .resources import resource_dir
 from .types import Temporal, Type
 
@@ -448,9 +448,6 @@ class Generator:
                     init=init, update=update, epoch=epoch, having=having,
                     assigns=assigns, strs=strs, regexes=_regex_data(ctx), constants=ctx.constants)
         return self.env.get_template("hfta/aggregate.cpp.j2").render(**data)
-
-    def _queryset_unused(self) -> None:  # pragma: no cover
-        pass
 
 
 def generate(plan: Plan) -> GeneratedSet:
