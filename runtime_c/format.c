@@ -3,6 +3,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "format.h"
@@ -175,6 +176,19 @@ void gsq_fmt_text(gsq_buf *b, int type, const gsq_val *v)
     }
 }
 
+/* The shortest decimal that reads back as the same double (433.02, not
+ * 433.01999999999998): JSON readers parse it to the identical value. */
+static void fmt_json_double(gsq_buf *b, double d)
+{
+    char tmp[40];
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*g", prec, d);
+        if (prec == 17 || strtod(tmp, NULL) == d)
+            break;
+    }
+    gsq_buf_adds(b, tmp);
+}
+
 void gsq_fmt_json(gsq_buf *b, int type, const gsq_val *v)
 {
     char tmp[48];
@@ -184,7 +198,7 @@ void gsq_fmt_json(gsq_buf *b, int type, const gsq_val *v)
         if (isnan(v->f) || isinf(v->f))
             gsq_buf_adds(b, "null");
         else
-            gsq_buf_printf(b, "%.17g", v->f);
+            fmt_json_double(b, v->f);
         break;
     case GSQ_T_IP: gsq_fmt_ip(tmp, (uint32_t)v->u); gsq_buf_json_str(b, tmp, strlen(tmp)); break;
     case GSQ_T_IPV6: gsq_fmt_ipv6(tmp, &v->v6); gsq_buf_json_str(b, tmp, strlen(tmp)); break;

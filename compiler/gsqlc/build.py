@@ -66,14 +66,17 @@ def _run(cmd: list[str], cwd: Path) -> str:
 
 
 def cmake_build(source_dir: Path, build_dir: Path, sanitize: bool = False,
-                werror: bool = False, jobs: int = 2) -> str:
-    """Configure and build a generated project; returns the build log."""
+                werror: bool = False, jobs: int = 2,
+                runtime_lib: Optional[Path] = None) -> str:
+    """Configure and build a CMake project (a generated query set, or the
+    runtime archive); returns the build log."""
     cmake = shutil.which("cmake")
     if cmake is None:
         raise BuildError("cmake is not installed (pip install cmake, or apt-get install cmake)")
     cfg = [cmake, "-S", str(source_dir), "-B", str(build_dir),
            f"-DGSQLC_RUNTIME_DIR={resource_dir('runtime_c')}",
            f"-DGSQLC_HFTA_DIR={resource_dir('hfta_templates')}",
+           f"-DGSQLC_RUNTIME_LIB={runtime_lib or ''}",
            f"-DGSQLC_SANITIZE={'ON' if sanitize else 'OFF'}",
            f"-DGSQLC_WERROR={'ON' if werror else 'OFF'}"]
     if shutil.which("ninja") and not (build_dir / "CMakeCache.txt").exists():
@@ -81,6 +84,25 @@ def cmake_build(source_dir: Path, build_dir: Path, sanitize: bool = False,
     log = _run(cfg, source_dir)
     log += _run([cmake, "--build", str(build_dir), "-j", str(jobs)], source_dir)
     return log
+
+
+def runtime_archive(sanitize: bool, werror: bool) -> Path:
+    """The C runtime built once as libgsqlc_runtime.a, cached by a hash of its
+    sources and the flags, so that a new query set compiles only its own
+    generated files."""
+    h = hashlib.sha256()
+    _tree_digest(h, resource_dir("runtime_c"))
+    h.update(f"sanitize={sanitize};werror={werror}".encode())
+    root = cache_root() / f"runtime-{h.hexdigest()[:24]}"
+    root.mkdir(parents=True, exist_ok=True)
+    lib = root / "build" / "libgsqlc_runtime.a"
+    with open(root / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not ((root / "done").exists() and lib.exists()):
+            log = cmake_build(resource_dir("runtime_c"), root / "build", sanitize, werror)
+            (root / "build.log").write_text(log)
+            (root / "done").write_text("ok\n")
+    return lib
 
 
 def build(gen: GeneratedSet, out_dir: Optional[Path] = None, sanitize: bool = False,
@@ -103,7 +125,8 @@ def build(gen: GeneratedSet, out_dir: Optional[Path] = None, sanitize: bool = Fa
         if done.exists() and (bdir / LIB_NAME).exists():
             return BuildResult(src, bdir, bdir / LIB_NAME, bdir / RUNNER_NAME, True)
         gen.write(src)
-        log = cmake_build(src, bdir, sanitize, werror)
+        log = cmake_build(src, bdir, sanitize, werror,
+                          runtime_lib=runtime_archive(sanitize, werror))
         (root / "build.log").write_text(log)
         done.write_text("ok\n")
     return BuildResult(src, bdir, bdir / LIB_NAME, bdir / RUNNER_NAME, False)

@@ -234,7 +234,7 @@ def test_jsonl_sink_escaping_and_types(build, tmp_path):
     lines = r.out["o.jsonl"].split(b"\n")
     assert lines[0] == (
         b'{"systemTime":77,"b":true,"us":1,"ui":2,"i":-3,"ull":4,"ll":-5,'
-        b'"f":0.10000000000000001,"ip":"10.0.0.1",'
+        b'"f":0.1,"ip":"10.0.0.1",'
         b'"ip6":"2002:87c5:c0e4:0000:0000:0000:87c5:c0e4",'
         b'"s":"q\\"b\\\\s\\u0001t\\u0009n\xc3\xa9x\\u00ffz"}')
     assert lines[1] == (

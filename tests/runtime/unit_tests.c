@@ -136,7 +136,15 @@ static void test_format(void)
     CHECK(strcmp(gsq_buf_str(&b), "0.333333") == 0);
     gsq_buf_reset(&b);
     gsq_fmt_json(&b, GSQ_T_FLOAT, &v);
-    CHECK(strcmp(gsq_buf_str(&b), "0.33333333333333331") == 0);
+    CHECK(strcmp(gsq_buf_str(&b), "0.3333333333333333") == 0); /* shortest round trip */
+    gsq_buf_reset(&b);
+    v.f = 433.02;
+    gsq_fmt_json(&b, GSQ_T_FLOAT, &v);
+    CHECK(strcmp(gsq_buf_str(&b), "433.02") == 0);
+    gsq_buf_reset(&b);
+    v.f = 0.1 + 0.2; /* needs all 17 digits to read back */
+    gsq_fmt_json(&b, GSQ_T_FLOAT, &v);
+    CHECK(strcmp(gsq_buf_str(&b), "0.30000000000000004") == 0);
     gsq_buf_reset(&b);
     v.f = INFINITY;
     gsq_fmt_json(&b, GSQ_T_FLOAT, &v);
