@@ -31,6 +31,19 @@ _GRAMMAR_DIR = Path(__file__).resolve().parent / "grammar"
 _PARSERS: dict[str, Lark] = {}
 
 
+def _table_cache(name: str) -> "str | bool":
+    """Where lark keeps the LALR tables it computed for a grammar (keyed by
+    the grammar's hash inside the file), so that a gsqlc command does not
+    spend 0.2 s rebuilding them."""
+    from .build import cache_root
+    try:
+        d = cache_root()
+        d.mkdir(parents=True, exist_ok=True)
+        return str(d / f"lark-{name}.tables")
+    except OSError:
+        return True  # lark's own temporary-directory cache
+
+
 def _get_parser(kind: str) -> Lark:
     """The cached lark parser for 'query' or 'schema'."""
     p = _PARSERS.get(kind)
@@ -38,13 +51,13 @@ def _get_parser(kind: str) -> Lark:
         if kind == "query":
             p = Lark((_GRAMMAR_DIR / "gsql.lark").read_text(), parser="lalr",
                      lexer="basic", propagate_positions=True,
-                     maybe_placeholders=False)
+                     maybe_placeholders=False, cache=_table_cache("gsql"))
         else:
             # contextual lexer: PROTOCOL / STREAM are keywords only where a
             # declaration can start, so fields may be named `protocol`.
             p = Lark((_GRAMMAR_DIR / "schema.lark").read_text(), parser="lalr",
                      lexer="contextual", propagate_positions=True,
-                     maybe_placeholders=False)
+                     maybe_placeholders=False, cache=_table_cache("schema"))
         _PARSERS[kind] = p
     return p
 
