@@ -119,6 +119,27 @@ def fold(op: str, t: Type, target: str, value: str, init: bool, cxx: bool) -> li
     return [f"{target} = ({t.c_type})({target} {sym} ({t.c_type})({value}));"]
 
 
+def key_equal(t: Type, a: str, b: str) -> str:
+    """C/C++ equality of two group-key values (a string key is a std::string;
+    floats compare by bits, as they hash)."""
+    if t is Type.IPV6:
+        return f"gsq_ipv6_eq({a}, {b})"
+    if t is Type.FLOAT:
+        return f"gsq_double_bits({a}) == gsq_double_bits({b})"
+    return f"{a} == {b}"
+
+
+def key_hash_step(t: Type, v: str) -> str:
+    """The statement mixing group-key value v into the running hash h."""
+    if t is Type.STRING:
+        return f"h = gsq_hash_bytes(h, {v}.data(), (uint32_t){v}.size());"
+    if t is Type.IPV6:
+        return f"h = gsq_hash_bytes(h, {v}.b, 16);"
+    if t is Type.FLOAT:
+        return f"h = gsq_hash_add(h, gsq_double_bits({v}));"
+    return f"h = gsq_hash_add(h, (uint64_t){v});"
+
+
 def output_assignments(em: CEmitter, out: StreamDef, select: list[tuple[str, ast.Expr]],
                        tup_type: str) -> tuple[list[str], list[str]]:
     """Statements filling a local `t` of the output struct; string fields as
@@ -312,15 +333,8 @@ class Generator:
             slot_members.append(f"{t.c_type} k{i};")
             key_locals.append(f"{t.c_type} kv{i} = {em.as_type(e, t)};")
             key_store.append(f"s->k{i} = kv{i};")
-            if t is Type.IPV6:
-                key_eq.append(f"gsq_ipv6_eq(s->k{i}, kv{i})")
-                hash_steps.append(f"h = gsq_hash_bytes(h, kv{i}.b, 16);")
-            elif t is Type.FLOAT:
-                key_eq.append(f"gsq_double_bits(s->k{i}) == gsq_double_bits(kv{i})")
-                hash_steps.append(f"h = gsq_hash_add(h, gsq_double_bits(kv{i}));")
-            else:
-                key_eq.append(f"s->k{i} == kv{i}")
-                hash_steps.append(f"h = gsq_hash_add(h, (uint64_t)kv{i});")
+            key_eq.append(key_equal(t, f"s->k{i}", f"kv{i}"))
+            hash_steps.append(key_hash_step(t, f"kv{i}"))
         contrib, init, update = [], [], []
         for j, a in enumerate(n.accums):
             slot_members.append(f"{a.type.c_type} a{j};")
@@ -409,20 +423,11 @@ class Generator:
             if t is Type.STRING:
                 key_members.append(f"std::string k{i};")
                 extract.append(f"{{ gsq_str v_ = {em.expr(e)}; k.k{i}.assign(v_.p, v_.len); }}")
-                key_eq.append(f"a.k{i} == b.k{i}")
-                key_hash.append(f"h = gsq_hash_bytes(h, k.k{i}.data(), (uint32_t)k.k{i}.size());")
             else:
                 key_members.append(f"{t.c_type} k{i}{{}};")
                 extract.append(f"k.k{i} = {em.as_type(e, t)};")
-                if t is Type.IPV6:
-                    key_eq.append(f"gsq_ipv6_eq(a.k{i}, b.k{i})")
-                    key_hash.append(f"h = gsq_hash_bytes(h, k.k{i}.b, 16);")
-                elif t is Type.FLOAT:
-                    key_eq.append(f"gsq_double_bits(a.k{i}) == gsq_double_bits(b.k{i})")
-                    key_hash.append(f"h = gsq_hash_add(h, gsq_double_bits(k.k{i}));")
-                else:
-                    key_eq.append(f"a.k{i} == b.k{i}")
-                    key_hash.append(f"h = gsq_hash_add(h, (uint64_t)k.k{i});")
+            key_eq.append(key_equal(t, f"a.k{i}", f"b.k{i}"))
+            key_hash.append(key_hash_step(t, f"k.k{i}"))
         state_members, init, update = [], [], []
         for j, a in enumerate(n.accums):
             if a.type is Type.STRING:

@@ -10,7 +10,7 @@ from typing import Optional
 
 import cffi
 
-_CDEF = """
+ABI_CDEF = """
 typedef struct gsq_run gsq_run;
 gsq_run *gsqlc_create(void);
 int gsqlc_set_option(gsq_run *r, const char *key, const char *value);
@@ -25,7 +25,7 @@ void gsqlc_destroy(gsq_run *r);
 """
 
 _ffi = cffi.FFI()
-_ffi.cdef(_CDEF)
+_ffi.cdef(ABI_CDEF)
 _libs: dict[str, object] = {}
 
 

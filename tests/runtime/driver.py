@@ -8,19 +8,9 @@ import sys
 
 import cffi
 
-CDEF = """
-typedef struct gsq_run gsq_run;
-gsq_run *gsqlc_create(void);
-int gsqlc_set_option(gsq_run *r, const char *key, const char *value);
-int gsqlc_set_param(gsq_run *r, const char *name, const char *value);
-int gsqlc_bind_source(gsq_run *r, const char *iface, const char *uri);
-int gsqlc_add_sink(gsq_run *r, const char *query, const char *format, const char *path);
-int gsqlc_run(gsq_run *r);
-const char *gsqlc_stats_json(gsq_run *r);
-const char *gsqlc_report(gsq_run *r);
-const char *gsqlc_error(gsq_run *r);
-void gsqlc_destroy(gsq_run *r);
-"""
+# The ABI declarations are the ones the gsqlc package itself loads libraries
+# with: one definition of the C ABI on the Python side.
+from gsqlc.runner import ABI_CDEF as CDEF  # noqa: E402
 
 
 def s(ffi, p):
