@@ -25,7 +25,7 @@ from .bound import (AccumRef, AggRef, ExprInfo, FieldRef, GroupRef, key, rebuild
 from .schema import Protocol
 from .types import Temporal, Type
 
-DEFAULT_LFTA_TABLE = 65536
+DEFAULT_LFTA_TABLE = 262144
 
 
 @dataclass
