@@ -56,9 +56,42 @@
 //       tuple with gsq_emit(node, GSQ_DATA, ...).  A group rejected by HAVING
 //       still counts as the one group a slow-flush step processes.
 //
+//   Heartbeats (temporal update tuples, GSQ_HEARTBEAT), two optional members
+//   detected at compile time:
+//
+//   bool heartbeat_epoch(const void *tup, uint32_t len, epoch_type &e);
+//       The epoch a temporal update on an input announces: the temporal
+//       group-by values inferred from its temporal columns ("no future input
+//       tuple is of an epoch before e").  False if it announces nothing.
+//       May be const.
+//
+//   void emit_heartbeat(gsq_node *node, const epoch_type &e);
+//       Emit the operator's own temporal update with
+//       gsq_emit(node, GSQ_HEARTBEAT, ...): the output's temporal columns
+//       computed from the epoch values e.  May be const.
+//
 // Input tuples are valid only during a call; the template copies the key into
 // its table, the functor copies anything else it keeps into the state.
-// Heartbeats are consumed and not forwarded (yet).
+//
+// Heartbeats (seed 000 4.4 / 5.3).  On a GSQ_HEARTBEAT on any input:
+//   1. like a data tuple it advances the slow flush by one group (whether or
+//      not the functor knows heartbeats: a stalled input still drains);
+//   2. if F has heartbeat_epoch and it returns true with e: when there is no
+//      current epoch yet, e becomes it; when e is later than the current epoch
+//      (epoch_compare > 0) the current epoch closes exactly as if a tuple of
+//      epoch e had arrived (its slow flush starts; a flush still running
+//      completes first) and e becomes the current epoch -- nothing is
+//      inserted.  Later data tuples of an epoch before e are late (dropped);
+//   3. if F has emit_heartbeat, the operator emits its own heartbeat with
+//        - while groups of a closed epoch remain unflushed: that (flushing)
+//          epoch -- the "last flushed" rule, since those groups are still to
+//          come out;
+//        - otherwise the latest epoch known: the current epoch, which after
+//          step 2 is the max of the epoch seen in data and the heartbeat's;
+//      and never an epoch lower than one emitted before (the previous one is
+//      repeated instead).  Nothing is emitted before any epoch is known.
+// A heartbeat without bytes (tup == NULL) only does step 1 and step 3.
+// Data tuples never trigger a heartbeat.
 #ifndef GSQ_GROUPBY_OP_HPP
 #define GSQ_GROUPBY_OP_HPP
 
@@ -67,6 +100,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "hash_table.hpp"
@@ -84,9 +118,26 @@ struct groupby_stats {
     uint64_t groups_created = 0; // groups inserted, over all epochs
     uint64_t groups_flushed = 0; // groups handed to F::emit (HAVING may reject)
     uint64_t late_dropped = 0;   // tuples of an epoch older than the current one
-    uint64_t epochs_closed = 0;  // epoch changes seen
+    uint64_t epochs_closed = 0;  // epoch changes seen (by data or heartbeats)
+    uint64_t heartbeats_in = 0;  // temporal updates received
+    uint64_t heartbeats_out = 0; // temporal updates emitted
     size_t max_table_size = 0;   // most groups one epoch held
 };
+
+// Heartbeat members of a group-by functor, detected at compile time.
+template <class F, class = void>
+struct has_heartbeat_epoch : std::false_type {};
+template <class F>
+struct has_heartbeat_epoch<F, std::void_t<decltype(std::declval<F &>().heartbeat_epoch(
+                                  std::declval<const void *>(), std::declval<uint32_t>(),
+                                  std::declval<typename F::epoch_type &>()))>> : std::true_type {};
+
+template <class F, class = void>
+struct has_epoch_heartbeat_emit : std::false_type {};
+template <class F>
+struct has_epoch_heartbeat_emit<F, std::void_t<decltype(std::declval<F &>().emit_heartbeat(
+                                       std::declval<gsq_node *>(),
+                                       std::declval<const typename F::epoch_type &>()))>> : std::true_type {};
 
 template <class F, flush_policy Policy = flush_policy::slow>
 class groupby_op {
@@ -110,7 +161,8 @@ public:
             on_data(node, tup, len);
             break;
         case GSQ_HEARTBEAT:
-            break; // TODO(heartbeats): close epochs on temporal updates, forward one
+            on_heartbeat(node, tup, len);
+            break;
         case GSQ_EOF:
             if (eofs_.mark(input))
                 on_end(node);
@@ -148,10 +200,8 @@ private:
                 gsq_count(node, GSQ_CNT_LATE_DROPPED, 1);
                 return;
             }
-            if (order > 0) {
-                close_epoch(node);
-                epoch_ = std::move(epoch);
-            }
+            if (order > 0)
+                close_epoch(node, std::move(epoch));
         }
 
         auto [state, inserted] = groups_.find_or_insert(key_);
@@ -164,9 +214,47 @@ private:
         }
     }
 
-    void close_epoch(gsq_node *node)
+    void on_heartbeat(gsq_node *node, const void *tup, uint32_t len)
+    {
+        ++stats_.heartbeats_in;
+        if constexpr (Policy == flush_policy::slow)
+            flush_step(node);
+
+        if constexpr (has_heartbeat_epoch<F>::value) {
+            if (tup != nullptr) {
+                epoch_type e{};
+                if (functor_.heartbeat_epoch(tup, len, e)) {
+                    if (!epoch_)
+                        epoch_ = std::move(e);
+                    else if (functor_.epoch_compare(*epoch_, e) > 0)
+                        close_epoch(node, std::move(e));
+                }
+            }
+        }
+
+        if constexpr (has_epoch_heartbeat_emit<F>::value) {
+            const epoch_type *out = nullptr;
+            if (flush_remaining_ != 0)
+                out = &*flushing_epoch_; // the "last flushed" rule
+            else if (epoch_)
+                out = &*epoch_;
+            if (out == nullptr)
+                return;
+            if (hb_out_ && functor_.epoch_compare(*hb_out_, *out) < 0)
+                out = &*hb_out_; // never backwards
+            else
+                hb_out_ = *out;
+            ++stats_.heartbeats_out;
+            functor_.emit_heartbeat(node, *hb_out_);
+        }
+    }
+
+    // The current epoch closes; `next` becomes the current one.
+    void close_epoch(gsq_node *node, epoch_type next)
     {
         finish_flush(node); // the epoch before closes for good
+        flushing_epoch_ = std::move(epoch_);
+        epoch_ = std::move(next);
         groups_.swap(flushing_); // flushing_ was released: groups_ starts unallocated
         flush_pos_ = 0;
         flush_remaining_ = flushing_.size();
@@ -217,7 +305,9 @@ private:
     table_type flushing_; // the closed epoch, emitted by the slow flush
     size_t flush_pos_ = 0;       // next slot of flushing_ to look at
     size_t flush_remaining_ = 0; // groups of flushing_ not yet emitted
-    std::optional<epoch_type> epoch_;
+    std::optional<epoch_type> epoch_;          // the current epoch
+    std::optional<epoch_type> flushing_epoch_; // the epoch of flushing_
+    std::optional<epoch_type> hb_out_;         // the last heartbeat emitted
     key_type key_{}; // scratch key, reused so extract recycles its buffers
     groupby_stats stats_;
 };

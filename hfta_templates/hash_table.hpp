@@ -168,6 +168,22 @@ public:
         size_ = 0;
     }
 
+    // Re-allocates the slot array at the smallest capacity that holds the
+    // current entries (frees it when empty).  For maps that shrink a lot
+    // (a join's index after a purge); O(capacity).
+    void shrink_to_fit()
+    {
+        if (size_ == 0) {
+            release();
+            return;
+        }
+        size_t cap = min_capacity;
+        while (over_max_load(size_, cap))
+            cap *= 2;
+        if (cap < slots_.size())
+            rehash(cap);
+    }
+
     // Makes room for n entries without growing.
     void reserve(size_t n)
     {

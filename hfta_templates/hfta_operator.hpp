@@ -18,7 +18,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -77,6 +79,64 @@ private:
 };
 
 inline void emit_eof(gsq_node *node) { gsq_emit(node, GSQ_EOF, nullptr, 0, nullptr, 0); }
+
+// An owned copy of a packed tuple (fixed struct + string tail), for operators
+// that buffer input (merge, join).  Moves only.
+class tuple_copy {
+public:
+    tuple_copy() = default;
+    tuple_copy(const void *tup, uint32_t len)
+        : bytes_(len != 0 ? new unsigned char[len] : nullptr), len_(len)
+    {
+        if (len != 0)
+            std::memcpy(bytes_.get(), tup, len);
+    }
+    const void *data() const noexcept { return bytes_.get(); }
+    uint32_t size() const noexcept { return len_; }
+
+private:
+    std::unique_ptr<unsigned char[]> bytes_;
+    uint32_t len_ = 0;
+};
+
+// Saturating arithmetic on temporal values (integers of any width and
+// signedness, or double): a + b and a - b for b of either sign, clamped to
+// the type's range instead of wrapping (double: plain arithmetic).  Clamping
+// is exact for comparisons against values of the type: t <= sat_add(a, b)
+// holds iff t <= a + b computed without overflow (same for >=, and sat_sub).
+template <class T>
+constexpr T sat_add(T a, T b) noexcept
+{
+    if constexpr (std::is_floating_point_v<T>) {
+        return a + b;
+    } else {
+        constexpr T hi = std::numeric_limits<T>::max();
+        constexpr T lo = std::numeric_limits<T>::lowest();
+        if constexpr (std::is_unsigned_v<T>)
+            return a > static_cast<T>(hi - b) ? hi : static_cast<T>(a + b);
+        else if (b >= T(0))
+            return a > static_cast<T>(hi - b) ? hi : static_cast<T>(a + b);
+        else
+            return a < static_cast<T>(lo - b) ? lo : static_cast<T>(a + b);
+    }
+}
+
+template <class T>
+constexpr T sat_sub(T a, T b) noexcept
+{
+    if constexpr (std::is_floating_point_v<T>) {
+        return a - b;
+    } else {
+        constexpr T hi = std::numeric_limits<T>::max();
+        constexpr T lo = std::numeric_limits<T>::lowest();
+        if constexpr (std::is_unsigned_v<T>)
+            return a < static_cast<T>(lo + b) ? lo : static_cast<T>(a - b);
+        else if (b >= T(0))
+            return a < static_cast<T>(lo + b) ? lo : static_cast<T>(a - b);
+        else
+            return a > static_cast<T>(hi + b) ? hi : static_cast<T>(a - b);
+    }
+}
 
 namespace detail {
 

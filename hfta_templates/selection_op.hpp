@@ -12,17 +12,36 @@
 //       One input data tuple, valid only during the call: evaluate WHERE and,
 //       if it holds, emit the projected tuple with gsq_emit(node, GSQ_DATA, ...).
 //
-// Heartbeats are consumed and not forwarded (yet).  When the input ends the
-// operator emits GSQ_EOF once.
+//   void heartbeat(gsq_node *node, const void *tup, uint32_t len);   // optional
+//       A temporal update tuple (GSQ_HEARTBEAT) on the input, valid only
+//       during the call: only its temporal columns are meaningful.  Computes
+//       the output's temporal columns from them (the select expressions'
+//       temporal inference, seed 000 5.2) and emits its own temporal update
+//       with gsq_emit(node, GSQ_HEARTBEAT, ...).  WHERE is not evaluated.
+//       Detected at compile time; a functor without it drops heartbeats.
+//       A heartbeat without bytes (tup == NULL) carries nothing and is
+//       dropped either way.
+//
+// When the input ends the operator emits GSQ_EOF once.
 #ifndef GSQ_SELECTION_OP_HPP
 #define GSQ_SELECTION_OP_HPP
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include "hfta_operator.hpp"
 
 namespace gsq {
+
+// True when F has heartbeat(gsq_node*, const void*, uint32_t).
+template <class F, class = void>
+struct has_selection_heartbeat : std::false_type {};
+template <class F>
+struct has_selection_heartbeat<F, std::void_t<decltype(std::declval<F &>().heartbeat(
+                                      std::declval<gsq_node *>(), std::declval<const void *>(),
+                                      std::declval<uint32_t>()))>> : std::true_type {};
 
 template <class F>
 class selection_op {
@@ -41,7 +60,11 @@ public:
             functor_.process(node, tup, len);
             break;
         case GSQ_HEARTBEAT:
-            break; // TODO(heartbeats): project the temporal update and forward it
+            if constexpr (has_selection_heartbeat<F>::value) {
+                if (tup != nullptr)
+                    functor_.heartbeat(node, tup, len);
+            }
+            break;
         case GSQ_EOF:
             if (eofs_.mark(input))
                 emit_eof(node);

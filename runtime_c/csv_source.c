@@ -18,6 +18,10 @@
  *    with csv_strict, rejects the row;
  *  - a position beyond N reads as the zero value (one warning).
  *
+ * A pipe or terminal (csv:-) is polled before each read: when it stays idle
+ * until the next heartbeat tick (at most 100 ms) the reader returns an
+ * empty batch, so ticks fire and stalls show without traffic.
+ *
  * Reader state invariants: buf[start..end) holds unconsumed input; the
  * record being scanned starts at `start` (unless skipping an over-long
  * record, whose bytes are discarded as scanned); buf[start..scan) has been
@@ -27,10 +31,12 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "format.h"
@@ -48,6 +54,8 @@ typedef struct csv_slot {
 typedef struct csv_reader {
     int fd;
     int own_fd;
+    int pollable;            /* a pipe or terminal: wait at most 100 ms,
+                              * then deliver an empty batch */
     const char *name;        /* for messages: the path or "<stdin>" */
     char *buf;
     size_t cap, start, end, scan;
@@ -156,6 +164,10 @@ int gsq_csv_open(gsq_run *r, gsq_source *s)
         }
         rd->own_fd = 1;
     }
+    {
+        struct stat st;
+        rd->pollable = fstat(rd->fd, &st) == 0 && !S_ISREG(st.st_mode);
+    }
     rd->cap = CSV_BUF_INIT;
     rd->buf = malloc(rd->cap);
     if (!rd->buf || build_layout(rd, s) != 0) {
@@ -184,10 +196,32 @@ void gsq_csv_close(gsq_source *s)
 
 /* ---- input ------------------------------------------------------------ */
 
-/* Read more input.  0 ok (maybe eof now), 1 stop requested, -1 error. */
+/* Wait up to 100 ms (or until the next heartbeat tick) for input on a pipe
+ * or terminal, so that ticks fire and stalls show while it is idle.
+ * 0 ready, 2 not yet, 1 stop requested. */
+static int wait_input(gsq_run *r, csv_reader *rd)
+{
+    struct pollfd pfd;
+    int rc;
+    pfd.fd = rd->fd;
+    pfd.events = POLLIN;
+    pfd.revents = 0;
+    rc = poll(&pfd, 1, gsq_hb_wait_ms(r));
+    if (rc < 0 && errno == EINTR)
+        return gsq_stop_requested() ? 1 : 2;
+    return rc == 0 ? 2 : 0; /* errors surface in read(2) */
+}
+
+/* Read more input.  0 ok (maybe eof now), 1 stop requested, 2 nothing yet
+ * (a pipe was idle for 100 ms), -1 error. */
 static int fill(gsq_run *r, gsq_source *s, csv_reader *rd)
 {
     ssize_t n;
+    if (rd->pollable) {
+        int w = wait_input(r, rd);
+        if (w)
+            return w;
+    }
     if (rd->start > 0) {
         memmove(rd->buf, rd->buf + rd->start, rd->end - rd->start);
         rd->end -= rd->start;
@@ -487,6 +521,8 @@ int gsq_csv_read_batch(gsq_run *r, gsq_source *s)
             rc = fill(r, s, rd);
             if (rc < 0)
                 return -1;
+            if (rc == 2)
+                return 0; /* idle: an empty batch */
             if (rc > 0) {
                 s->at_eof = 1;
                 return 0;

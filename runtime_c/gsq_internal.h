@@ -45,6 +45,13 @@ struct gsq_node {
     uint8_t *pack;                /* HFTA: packing scratch (8-aligned) */
     size_t pack_cap;
     uint64_t counters[GSQ_CNT__COUNT];
+    /* LFTA, heartbeats (heartbeat.c) */
+    int has_skew;                 /* max_skew is set for its interface */
+    uint64_t skew_usec;
+    uint64_t seen_pushed;         /* queue.pushed when last observed */
+    uint64_t last_emit_usec;      /* clock when an emission was observed */
+    int stalled;
+    uint32_t trace_cursor;        /* run->traces: first not yet delivered */
 };
 
 /* A subscriber of a stream: an HFTA input or a sink. */
@@ -107,7 +114,57 @@ struct gsq_source {
     uint64_t bytes_read;
     int truncated;
     void *impl;
+    /* time-aligned replay (data clock, several pcap files): read only
+     * records stamped <= limit_usec this round; UINT64_MAX: no limit */
+    int aligned;
+    uint64_t limit_usec;
+    /* stall detection (heartbeat.c) */
+    uint64_t last_rec_usec;   /* clock when it last delivered records */
+    int stalled;
 };
+
+/* A stall event (seed 000 6.1): a source that delivered no record, or an
+ * LFTA that emitted no tuple, for stall_intervals heartbeat intervals, and
+ * its recovery.  Exactly one of source/node is set; both point into the
+ * run's arrays (valid until gsqlc_destroy). */
+enum gsq_event_kind { GSQ_EV_STALLED, GSQ_EV_RECOVERED };
+typedef struct gsq_event {
+    int kind;
+    const gsq_source *source;
+    const gsq_node *node;
+    uint64_t clock_usec;
+    uint64_t intervals;       /* whole heartbeat intervals of silence */
+} gsq_event;
+#define GSQ_MAX_EVENTS 1000      /* kept per run; later ones are counted */
+#define GSQ_REPORTED_EVENTS 20   /* described in the report */
+
+/* One hop of a heartbeat trace: an HFTA received the heartbeat. */
+typedef struct gsq_hop {
+    uint32_t node;            /* index into run->nodes */
+    int clock_known;
+    uint64_t arrived_usec;    /* CLOCK_MONOTONIC */
+    uint64_t clock_usec;      /* the run's clock */
+} gsq_hop;
+
+/* A heartbeat emitted by an LFTA (seed 000 6.2), pending until the drain
+ * that delivers it.  Invariant: run->traces[0..n_traces) are in id order;
+ * delivered ones have been (or are being) dispatched. */
+typedef struct gsq_trace {
+    uint64_t id;
+    uint32_t origin;          /* index into run->nodes (an LFTA) */
+    int delivered;
+    int clock_known;
+    uint64_t emitted_usec;    /* CLOCK_MONOTONIC */
+    uint64_t clock_usec;
+    gsq_hop *hops;            /* owned */
+    uint32_t n_hops, cap_hops;
+} gsq_trace;
+
+/* max_skew:NAME */
+typedef struct gsq_skew {
+    char *iface;
+    uint64_t usec;
+} gsq_skew;
 
 struct gsq_run {
     const gsq_queryset_def *qs;
@@ -117,6 +174,11 @@ struct gsq_run {
     int clock_mode;
     uint32_t clock_fixed;
     uint32_t batch;
+    uint64_t hb_interval_usec;  /* 0: no heartbeat ticks */
+    uint32_t stall_intervals;
+    char *trace_path;           /* NULL: no traces */
+    gsq_skew *skews;
+    uint32_t n_skews;
     /* configuration */
     gsq_param_kv *params;
     uint32_t n_params;
@@ -135,7 +197,27 @@ struct gsq_run {
     uint32_t n_sources;
     gsq_stream_rt *streams;
     uint64_t data_usec;     /* data clock: largest timestamp seen */
+    uint64_t data_first_usec; /* the first timestamp seen */
     int data_seen;
+    int ts_sources;         /* sources with record timestamps (pcap) */
+    int aligned;            /* time-aligned replay of pcap files */
+    /* heartbeat timer (heartbeat.c); invariant once started: the clock has
+     * not reached hb_next since the last tick */
+    int hb_started;
+    uint64_t hb_next;
+    uint64_t hb_ticks;          /* ticks that called the LFTAs */
+    uint64_t hb_ticks_skipped;  /* due at once beyond GSQ_MAX_TICKS_AT_ONCE */
+    gsq_event *events;
+    uint32_t n_events, cap_events;
+    uint64_t events_dropped;
+    /* traces */
+    int trace_fd;               /* -1 when closed */
+    gsq_buf trace_out;
+    gsq_trace *traces;
+    uint32_t n_traces, cap_traces;
+    uint64_t next_trace_id;
+    int64_t cur_trace;          /* index being dispatched, -1: none */
+    uint64_t traces_written;
     int streaming;          /* a source is stdin or live: flush per batch */
     gsq_buf stats;
     gsq_buf report;
@@ -154,6 +236,32 @@ int gsq_stop_requested(void);
 /* Deliver one tuple of `stream` to its subscribers. */
 void gsq_dispatch(gsq_run *r, int stream, int kind, const void *tup, uint32_t len);
 
+/* Drain every LFTA queue into its stream's subscribers (run.c). */
+void gsq_drain(gsq_run *r);
+
+/* The run's clock in microseconds: 0 and *out, or -1 while unknown (the
+ * data clock before the first timestamp, when a source has timestamps).
+ * wall: CLOCK_REALTIME; fixed:T: T; data: the largest record timestamp, or
+ * wall time when no source has timestamps (node.c). */
+int gsq_run_clock_usec(const gsq_run *r, uint64_t *out);
+uint64_t gsq_mono_usec(void);
+
+/* Heartbeats, stalls and traces (heartbeat.c). */
+#define GSQ_MAX_TICKS_AT_ONCE 4096
+int gsq_hb_open(gsq_run *r);    /* at run start: the trace file; 0 or -1 */
+/* After a source's batch was processed and drained (s NULL: none): note
+ * progress; if `fire`, fire the due ticks and detect stalls. */
+void gsq_hb_after_batch(gsq_run *r, gsq_source *s, uint32_t n_recs, int fire);
+void gsq_hb_close(gsq_run *r);  /* write out and close the trace file */
+/* How long an idle reader may wait for input: until the next tick of the
+ * wall clock, at most 100 ms. */
+int gsq_hb_wait_ms(const gsq_run *r);
+void gsq_hb_free(gsq_run *r);   /* release events and traces */
+void gsq_trace_emitted(gsq_run *r, gsq_node *lfta);        /* LFTA heartbeat */
+int64_t gsq_trace_take(gsq_run *r, gsq_node *lfta);         /* before dispatch */
+void gsq_trace_hop(gsq_run *r, gsq_node *hfta);             /* HFTA receives */
+void gsq_trace_write_pending(gsq_run *r);                   /* after a drain */
+
 /* Readers.  open: 0 or -1 (run failed).  read_batch fills s->ring with up to
  * a batch of records, sets s->at_eof at the end; -1 on a fatal error. */
 int gsq_csv_open(gsq_run *r, gsq_source *s);
@@ -163,6 +271,10 @@ void gsq_csv_report(const gsq_source *s, gsq_buf *out);
 
 int gsq_pcap_open(gsq_run *r, gsq_source *s);
 int gsq_pcap_read_batch(gsq_run *r, gsq_source *s);
+/* The timestamp of the next record of a pcap file (read ahead and held for
+ * the next batch): 1 and *ts_usec, 0 at its end (s->at_eof set), -1 on a
+ * fatal error. */
+int gsq_pcap_peek(gsq_run *r, gsq_source *s, uint64_t *ts_usec);
 void gsq_pcap_close(gsq_source *s);
 void gsq_pcap_report(const gsq_source *s, gsq_buf *out);
 /* Fill pi from a frame of this link type (DLT_*). */

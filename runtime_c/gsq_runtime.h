@@ -14,6 +14,11 @@
  *   --drained after each batch--> subscribers of the stream (HFTAs, sinks)
  *   HFTA --gsq_emit--> synchronous dispatch to its subscribers.
  *
+ * Heartbeat timer: whenever the run's clock (wall, data or fixed) passed the
+ * next tick (every heartbeat_interval seconds from the first clock value),
+ * the runtime calls every LFTA's heartbeat() in query-set order and drains
+ * the queues, so temporal updates reach the HFTAs even without traffic.
+ *
  * Ownership: the runtime owns every node state, every queue, every sink.
  * A tuple handed to accept() is valid only during that call: an operator
  * that keeps anything (a group key string, a buffered tuple) copies it.
@@ -50,6 +55,15 @@ typedef struct gsq_str_field {
 void gsq_emit(gsq_node *node, int kind, const void *fixed, uint32_t fixed_size,
               const gsq_str_field *strs, uint32_t n_strs);
 
+/* Emit an already packed tuple unchanged on the node's output stream: the
+ * fixed struct followed by its string tail, exactly as an HFTA received it
+ * (merge and join operators pass tuples through).  The runtime checks that
+ * len >= the stream's fixed_size and that every string column's reference
+ * lies inside len (otherwise the run fails with an "internal error"), and
+ * copies the bytes: `tup` may be reused at once.  For GSQ_EOF, tup and len
+ * are ignored (same as gsq_emit). */
+void gsq_emit_raw(gsq_node *node, int kind, const void *tup, uint32_t len);
+
 /* Run-time parameters ($name).  Returns the text given with --param, or NULL
  * if unset.  Generated init code parses it with the gsq_parse_* helpers and
  * fails init (gsq_node_fail) with a clear message if it is missing or bad. */
@@ -72,11 +86,23 @@ int gsq_node_failed(gsq_node *node);
  * timestamps).  Used by get_system_time and the function of that name. */
 uint32_t gsq_clock_seconds(gsq_node *node);
 
+/* The time bound an idle source can promise from the clock (seed 000 4.5).
+ * For an LFTA whose interface has a maximum skew (option max_skew:NAME) and
+ * while the run's clock is known: *out = clock in microseconds - skew
+ * (0 if the skew is larger) and the result is 0.  Otherwise (no skew for the
+ * interface, an HFTA, or the data clock before the first timestamp) the
+ * result is nonzero and *out is untouched: no clock-based inference.
+ * An LFTA that promised a bound in a heartbeat discards later records whose
+ * time is below it and counts them as GSQ_CNT_SKEW_DROPPED. */
+int gsq_clock_bound_usec(gsq_node *node, uint64_t *out);
+
 /* Counters a node may bump; reported at the end of the run. */
 enum gsq_counter {
     GSQ_CNT_LATE_DROPPED = 0,   /* tuple older than the closed epoch */
     GSQ_CNT_LFTA_EJECTIONS,     /* LFTA hash-table collisions */
     GSQ_CNT_FIELD_UNAVAILABLE,  /* record lacked a referenced field */
+    GSQ_CNT_SKEW_DROPPED,       /* record older than a bound an LFTA had
+                                 * already promised in a heartbeat */
     GSQ_CNT__COUNT
 };
 void gsq_count(gsq_node *node, int counter, uint64_t n);
@@ -137,6 +163,11 @@ typedef struct gsq_lfta_def {
     /* end of input: emit every open group; the runtime sends GSQ_EOF after */
     void (*finish)(void *state, gsq_node *node);
     void (*destroy)(void *state); /* release what init acquired; may be NULL */
+    /* Called on every heartbeat tick of the run's clock (may be NULL): emit
+     * a GSQ_HEARTBEAT tuple through gsq_emit when the temporal values are
+     * known (the last seen ones, or gsq_clock_bound_usec's).  Heartbeats
+     * flow through the queue and reach HFTAs like data; sinks ignore them. */
+    void (*heartbeat)(void *state, gsq_node *node);
 } gsq_lfta_def;
 
 typedef struct gsq_hfta_def {
@@ -179,7 +210,13 @@ typedef struct gsq_run gsq_run;
 /* Create a run of this library's query set. Never NULL unless out of memory.*/
 GSQ_EXPORT gsq_run *gsqlc_create(void);
 /* Options: "csv_separator" (one char), "csv_strict" ("0"/"1"),
- * "clock" ("wall" | "data" | "fixed:T"), "batch" (records per batch).
+ * "clock" ("wall" | "data" | "fixed:T"), "batch" (records per batch),
+ * "heartbeat_interval" (seconds > 0 of the run's clock between heartbeat
+ * ticks, e.g. "1" or "0.5"; "0" or "off" disables them; default 1),
+ * "max_skew:NAME" (seconds >= 0 that interface NAME's timestamps may lag the
+ * clock; enables gsq_clock_bound_usec for its LFTAs), "stall_intervals"
+ * (integer >= 1, default 3: a source or LFTA silent that many intervals is
+ * reported stalled), "trace" (a file: one JSON line per heartbeat trace).
  * Return 0, or -1 with gsqlc_error() set. */
 GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value);
 GSQ_EXPORT int gsqlc_set_param(gsq_run *r, const char *name, const char *value);

@@ -10,8 +10,13 @@
  * ready the reader polls the selectable fd for at most 100 ms, so a stop
  * signal is noticed promptly.
  *
+ * Time-aligned replay (run.c): a batch stops before the first packet
+ * stamped after s->limit_usec; that packet is copied aside ("held") and is
+ * the first one of the next batch.  gsq_pcap_peek reads ahead the same way.
+ *
  * Reader state invariants: handle is open from gsq_pcap_open to
- * gsq_pcap_close; linktype is pcap_datalink(handle).
+ * gsq_pcap_close; linktype is pcap_datalink(handle); when held is set,
+ * held_hdr/held_data are the next packet (held_hdr.caplen bytes).
  */
 #define _DEFAULT_SOURCE /* u_char & co. used by pcap.h */
 #define _POSIX_C_SOURCE 200809L
@@ -29,6 +34,12 @@ typedef struct pcap_reader {
     int linktype;
     int decoded;        /* link type is one the decoder understands */
     char errmsg[PCAP_ERRBUF_SIZE + 64];
+    /* a packet read ahead (gsq_pcap_peek, or past the batch's time limit):
+     * it is the next record of this source */
+    int held;
+    struct pcap_pkthdr held_hdr;
+    uint8_t *held_data; /* owned, held_cap bytes */
+    size_t held_cap;
 } pcap_reader;
 
 /* ---- decoding --------------------------------------------------------- */
@@ -328,12 +339,14 @@ void gsq_pcap_close(gsq_source *s)
         return;
     if (pr->handle)
         pcap_close(pr->handle);
+    free(pr->held_data);
     free(pr);
     s->impl = NULL;
 }
 
-/* Wait up to 100 ms for the live handle to become readable. */
-static void live_wait(pcap_reader *pr)
+/* Wait up to 100 ms (or until the next heartbeat tick) for the live handle
+ * to become readable. */
+static void live_wait(gsq_run *r, pcap_reader *pr)
 {
     struct pollfd pfd;
     int fd = pcap_get_selectable_fd(pr->handle);
@@ -342,7 +355,75 @@ static void live_wait(pcap_reader *pr)
     pfd.fd = fd;
     pfd.events = POLLIN;
     pfd.revents = 0;
-    (void)poll(&pfd, 1, 100);
+    (void)poll(&pfd, 1, gsq_hb_wait_ms(r));
+}
+
+/* Copy the packet libpcap returned aside: it becomes the next record. */
+static int hold(gsq_run *r, gsq_source *s, pcap_reader *pr, const struct pcap_pkthdr *h,
+                const u_char *data)
+{
+    if (pr->held_cap < h->caplen || !pr->held_data) {
+        uint8_t *nb = realloc(pr->held_data, h->caplen ? h->caplen : 1);
+        if (!nb) {
+            gsq_run_fail(r, "out of memory reading %s", s->path);
+            return -1;
+        }
+        pr->held_data = nb;
+        pr->held_cap = h->caplen ? h->caplen : 1;
+    }
+    if (h->caplen)
+        memcpy(pr->held_data, data, h->caplen);
+    pr->held_hdr = *h;
+    pr->held = 1;
+    return 0;
+}
+
+static uint64_t ts_of(const struct pcap_pkthdr *h)
+{
+    return (uint64_t)h->ts.tv_sec * 1000000u + (uint64_t)h->ts.tv_usec;
+}
+
+/* The next packet from libpcap: 1, 0 (live: none ready), or -2 at the end of
+ * the source (s->at_eof set); -1 after failing the run. */
+static int next_packet(gsq_run *r, gsq_source *s, pcap_reader *pr, struct pcap_pkthdr **h,
+                       const u_char **data)
+{
+    int rc = pcap_next_ex(pr->handle, h, data);
+    if (rc == 1 || rc == 0)
+        return rc;
+    if (rc == PCAP_ERROR_BREAK) {
+        s->at_eof = 1;
+        return -2;
+    }
+    if (s->live) {
+        gsq_run_fail(r, "error reading interface %s: %s", s->path, pcap_geterr(pr->handle));
+        return -1;
+    }
+    s->truncated = 1;
+    snprintf(pr->errmsg, sizeof pr->errmsg, "%s", pcap_geterr(pr->handle));
+    s->at_eof = 1;
+    return -2;
+}
+
+int gsq_pcap_peek(gsq_run *r, gsq_source *s, uint64_t *ts_usec)
+{
+    pcap_reader *pr = s->impl;
+    struct pcap_pkthdr *h;
+    const u_char *data;
+    int rc;
+    if (!pr->held) {
+        if (s->at_eof)
+            return 0;
+        rc = next_packet(r, s, pr, &h, &data);
+        if (rc == -1)
+            return -1;
+        if (rc != 1)
+            return 0; /* the end (a live source is never peeked) */
+        if (hold(r, s, pr, h, data) != 0)
+            return -1;
+    }
+    *ts_usec = ts_of(&pr->held_hdr);
+    return 1;
 }
 
 int gsq_pcap_read_batch(gsq_run *r, gsq_source *s)
@@ -363,27 +444,26 @@ int gsq_pcap_read_batch(gsq_run *r, gsq_source *s)
             s->at_eof = 1;
             return 0;
         }
-        rc = pcap_next_ex(pr->handle, &h, &data);
-        if (rc == 0) { /* live: nothing ready */
-            if (s->ring.n_recs > 0 || waited)
-                return 0;
-            live_wait(pr);
-            waited = 1;
-            continue;
-        }
-        if (rc == PCAP_ERROR_BREAK) {
-            s->at_eof = 1;
-            return 0;
-        }
-        if (rc == PCAP_ERROR) {
-            if (s->live) {
-                gsq_run_fail(r, "error reading interface %s: %s", s->path,
-                             pcap_geterr(pr->handle));
-                return -1;
+        if (pr->held) {
+            h = &pr->held_hdr;
+            data = pr->held_data;
+        } else {
+            rc = next_packet(r, s, pr, &h, &data);
+            if (rc == 0) { /* live: nothing ready */
+                if (s->ring.n_recs > 0 || waited)
+                    return 0;
+                live_wait(r, pr);
+                waited = 1;
+                continue;
             }
-            s->truncated = 1;
-            snprintf(pr->errmsg, sizeof pr->errmsg, "%s", pcap_geterr(pr->handle));
-            s->at_eof = 1;
+            if (rc == -2)
+                return 0;
+            if (rc < 0)
+                return -1;
+        }
+        if (ts_of(h) > s->limit_usec) { /* the next round's */
+            if (!pr->held && hold(r, s, pr, h, data) != 0)
+                return -1;
             return 0;
         }
         mem = gsq_ring_reserve(&s->ring, h->caplen);
@@ -392,11 +472,12 @@ int gsq_pcap_read_batch(gsq_run *r, gsq_source *s)
             return -1;
         }
         memcpy(mem, data, h->caplen);
+        pr->held = 0;
         rec = gsq_ring_commit(&s->ring, h->caplen);
         rec->kind = GSQ_SRC_PCAP;
         rec->data = mem;
         rec->len = h->caplen;
-        rec->pkt.ts_usec = (uint64_t)h->ts.tv_sec * 1000000u + (uint64_t)h->ts.tv_usec;
+        rec->pkt.ts_usec = ts_of(h);
         rec->pkt.wire_len = h->len;
         gsq_pkt_decode(&rec->pkt, pr->decoded ? pr->linktype : -1, mem, h->caplen);
         s->records_read++;

@@ -13,6 +13,7 @@ static const char *const counter_key[GSQ_CNT__COUNT] = {
     "late_dropped",
     "lfta_ejections",
     "field_unavailable",
+    "skew_dropped",
 };
 
 static void kv_u64(gsq_buf *b, const char *key, uint64_t v, int comma)
@@ -106,13 +107,54 @@ void gsq_build_stats(gsq_run *r)
     }
     gsq_buf_adds(b, "]");
     kv_u64(b, "tuples_written", written, 1);
+    kv_u64(b, "heartbeat_interval_usec", r->hb_interval_usec, 1);
+    kv_u64(b, "heartbeat_ticks", r->hb_ticks, 1);
+    kv_u64(b, "heartbeat_ticks_skipped", r->hb_ticks_skipped, 1);
+    kv_u64(b, "stall_intervals", r->stall_intervals, 1);
+    gsq_buf_adds(b, ",\"events\":[");
+    for (i = 0; i < r->n_events; i++) {
+        const gsq_event *e = &r->events[i];
+        gsq_buf_adds(b, i ? ",{" : "{");
+        kv_str(b, "event", e->kind == GSQ_EV_STALLED ? "stalled" : "recovered", 0);
+        if (e->source) {
+            kv_str(b, "source", e->source->iface, 1);
+            kv_str(b, "uri", e->source->uri, 1);
+        } else {
+            kv_str(b, "node", e->node->name, 1);
+        }
+        kv_u64(b, "clock_usec", e->clock_usec, 1);
+        if (e->kind == GSQ_EV_STALLED)
+            kv_u64(b, "intervals", e->intervals, 1);
+        gsq_buf_addc(b, '}');
+    }
+    gsq_buf_adds(b, "]");
+    kv_u64(b, "events_dropped", r->events_dropped, 1);
+    kv_u64(b, "traces_written", r->traces_written, 1);
     gsq_buf_adds(b, "}");
+}
+
+/* "gsqlc: source b (pcap:/x) stalled: ..." */
+static void report_event(gsq_buf *b, const gsq_event *e)
+{
+    unsigned long long sec = e->clock_usec / 1000000u, usec = e->clock_usec % 1000000u;
+    if (e->source)
+        gsq_buf_printf(b, "gsqlc: source %s (%s) ", e->source->iface, e->source->uri);
+    else
+        gsq_buf_printf(b, "gsqlc: node %s ", e->node->name);
+    if (e->kind == GSQ_EV_STALLED)
+        gsq_buf_printf(b, "stalled: no %s for %llu heartbeat intervals (clock %llu.%06llu)\n",
+                       e->source ? "records" : "tuples", (unsigned long long)e->intervals, sec,
+                       usec);
+    else
+        gsq_buf_printf(b, "recovered: %s again (clock %llu.%06llu)\n",
+                       e->source ? "records arrive" : "tuples flow", sec, usec);
 }
 
 void gsq_build_report(gsq_run *r)
 {
     gsq_buf *b = &r->report;
     uint32_t i, j;
+    uint64_t extra;
 
     gsq_buf_reset(b);
     for (i = 0; i < r->n_sources; i++) {
@@ -141,7 +183,30 @@ void gsq_build_report(gsq_run *r)
                            "gsqlc: %s: %llu tuples arrived later than the closed epoch allows "
                            "and were dropped\n",
                            n->name, (unsigned long long)n->counters[GSQ_CNT_LATE_DROPPED]);
+        if (n->counters[GSQ_CNT_SKEW_DROPPED])
+            gsq_buf_printf(b,
+                           "gsqlc: %s: %llu tuples arrived later than the time its heartbeats "
+                           "had already promised (max_skew) and were discarded\n",
+                           n->name, (unsigned long long)n->counters[GSQ_CNT_SKEW_DROPPED]);
     }
+    for (i = 0; r->nodes && i < r->n_skews; i++) {
+        int used = 0;
+        for (j = 0; j < r->qs->n_lftas; j++)
+            used |= r->qs->lftas[j]->iface && strcmp(r->qs->lftas[j]->iface,
+                                                     r->skews[i].iface) == 0;
+        if (!used)
+            gsq_buf_printf(b,
+                           "gsqlc: warning: max_skew is set for interface '%s', which no query "
+                           "reads\n",
+                           r->skews[i].iface);
+    }
+    for (i = 0; i < r->n_events && i < GSQ_REPORTED_EVENTS; i++)
+        report_event(b, &r->events[i]);
+    extra = (r->n_events > GSQ_REPORTED_EVENTS ? r->n_events - GSQ_REPORTED_EVENTS : 0) +
+            r->events_dropped;
+    if (extra)
+        gsq_buf_printf(b, "gsqlc: %llu more stall events (the stats list the first %u)\n",
+                       (unsigned long long)extra, (unsigned)GSQ_MAX_EVENTS);
     if (r->interrupted)
         gsq_buf_adds(b, "gsqlc: interrupted; the input read so far was processed and flushed\n");
 }

@@ -5,8 +5,9 @@
  *   open sinks -> create nodes (LFTA init, HFTA create, queryset order) ->
  *   loop { per source: read a batch into its ring, run every LFTA bound to
  *   it over each record, release the batch, drain the LFTA queues into the
- *   streams' subscribers } until every source is at end (or SIGINT/SIGTERM)
- *   -> LFTA finish + GSQ_EOF, drain -> flush sinks -> report.
+ *   streams' subscribers, fire due heartbeat ticks } until every source is
+ *   at end (or SIGINT/SIGTERM) -> LFTA finish + GSQ_EOF, drain -> flush
+ *   sinks and the trace file -> report.
  *
  * The only process-wide state is `stop_flag`, set by the SIGINT/SIGTERM
  * handler that gsqlc_run installs for its own duration (a signal handler
@@ -64,6 +65,10 @@ GSQ_EXPORT gsq_run *gsqlc_create(void)
     r->csv_sep = ',';
     r->clock_mode = GSQ_CLOCK_WALL;
     r->batch = 512;
+    r->hb_interval_usec = 1000000u;
+    r->stall_intervals = 3;
+    r->trace_fd = -1;
+    r->cur_trace = -1;
     return r;
 }
 
@@ -71,6 +76,116 @@ static int parse_u32(const char *s, uint32_t *out)
 {
     uint32_t v;
     return (s && *s && gsq_parse_uint(s, strlen(s), &v) == 0) ? (*out = v, 0) : -1;
+}
+
+#define GSQ_MAX_SECONDS_USEC 1000000000000000ull /* 10^9 seconds */
+
+/* A number of seconds ("2", "0.5", "1e-3", "+1.0") to microseconds, rounded
+ * to the nearest.  0 on success; -1 not a number, -2 negative, -3 more
+ * than 10^9 seconds, -4 positive but below half a microsecond.  Written out
+ * rather than strtod so that the locale's decimal point cannot matter. */
+static int parse_seconds(const char *s, uint64_t *usec)
+{
+    const char *p = s;
+    uint64_t m = 0;
+    int e = 0, digits = 0, sig = 0, neg = 0;
+    if (*p == '+' || *p == '-')
+        neg = *p++ == '-';
+    for (; *p >= '0' && *p <= '9'; p++, digits++) {
+        if (sig < 18) {
+            m = m * 10 + (uint64_t)(*p - '0');
+            sig += m != 0;
+        } else {
+            e++;
+        }
+    }
+    if (*p == '.') {
+        for (p++; *p >= '0' && *p <= '9'; p++, digits++)
+            if (sig < 18) {
+                m = m * 10 + (uint64_t)(*p - '0');
+                sig += m != 0;
+                e--;
+            }
+    }
+    if (!digits)
+        return -1;
+    if (*p == 'e' || *p == 'E') {
+        int es = 1, ev = 0, ed = 0;
+        p++;
+        if (*p == '+' || *p == '-')
+            es = *p++ == '-' ? -1 : 1;
+        for (; *p >= '0' && *p <= '9'; p++, ed++)
+            if (ev < 10000)
+                ev = ev * 10 + (*p - '0');
+        if (!ed)
+            return -1;
+        e += es * ev;
+    }
+    if (*p)
+        return -1;
+    if (m == 0) {
+        *usec = 0;
+        return 0;
+    }
+    if (neg)
+        return -2;
+    e += 6; /* seconds -> microseconds */
+    for (; e > 0; e--) {
+        if (m > GSQ_MAX_SECONDS_USEC)
+            return -3;
+        m *= 10;
+    }
+    for (; e < -1 && m; e++)
+        m /= 10;
+    if (e == -1)
+        m = (m + 5) / 10;
+    if (m > GSQ_MAX_SECONDS_USEC)
+        return -3;
+    if (m == 0)
+        return -4;
+    *usec = m;
+    return 0;
+}
+
+static int set_skew(gsq_run *r, const char *iface, const char *value)
+{
+    uint64_t us;
+    uint32_t i;
+    gsq_skew *ns;
+    int rc = parse_seconds(value, &us);
+    if (!*iface) {
+        set_error(r, "max_skew needs an interface name: max_skew:NAME");
+        return -1;
+    }
+    if (rc == -2 || rc == -1) {
+        set_error(r, "max_skew:%s must be a number of seconds >= 0 (e.g. 2 or 0.5), got '%s'",
+                  iface, value);
+        return -1;
+    }
+    if (rc == -3) {
+        set_error(r, "max_skew:%s '%s' is too large (at most 1000000000 seconds)", iface, value);
+        return -1;
+    }
+    if (rc == -4)
+        us = 0; /* below a microsecond: no skew */
+    for (i = 0; i < r->n_skews; i++)
+        if (strcmp(r->skews[i].iface, iface) == 0) {
+            r->skews[i].usec = us;
+            return 0;
+        }
+    ns = realloc(r->skews, (r->n_skews + 1) * sizeof *ns);
+    if (!ns)
+        goto oom;
+    r->skews = ns;
+    ns[r->n_skews].iface = gsq_strdup(iface);
+    if (!ns[r->n_skews].iface)
+        goto oom;
+    ns[r->n_skews].usec = us;
+    r->n_skews++;
+    return 0;
+oom:
+    set_error(r, "out of memory");
+    return -1;
 }
 
 GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
@@ -124,9 +239,50 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
             return -1;
         }
         r->batch = b;
+    } else if (strcmp(key, "heartbeat_interval") == 0) {
+        uint64_t us = 0;
+        int rc = strcmp(value, "off") == 0 ? 0 : parse_seconds(value, &us);
+        if (rc == -1) {
+            set_error(r, "heartbeat_interval must be a number of seconds (e.g. 1 or 0.5), or 0 "
+                         "or off to disable heartbeats, got '%s'", value);
+            return -1;
+        }
+        if (rc == -2) {
+            set_error(r, "heartbeat_interval must not be negative, got '%s' (0 or off disables "
+                         "heartbeats)", value);
+            return -1;
+        }
+        if (rc == -3 || rc == -4) {
+            set_error(r, "heartbeat_interval '%s' is out of range (from 0.000001 to 1000000000 "
+                         "seconds; 0 or off disables heartbeats)", value);
+            return -1;
+        }
+        r->hb_interval_usec = us;
+    } else if (strncmp(key, "max_skew:", 9) == 0) {
+        return set_skew(r, key + 9, value);
+    } else if (strcmp(key, "stall_intervals") == 0) {
+        uint32_t n;
+        if (parse_u32(value, &n) != 0 || n == 0 || n > 1000000u) {
+            set_error(r, "stall_intervals must be an integer from 1 to 1000000, got '%s'", value);
+            return -1;
+        }
+        r->stall_intervals = n;
+    } else if (strcmp(key, "trace") == 0) {
+        char *p;
+        if (!*value) {
+            set_error(r, "trace needs a file path");
+            return -1;
+        }
+        p = gsq_strdup(value);
+        if (!p) {
+            set_error(r, "out of memory");
+            return -1;
+        }
+        free(r->trace_path);
+        r->trace_path = p;
     } else {
-        set_error(r, "unknown option '%s' (known: csv_separator, csv_strict, clock, batch)",
-                  key);
+        set_error(r, "unknown option '%s' (known: csv_separator, csv_strict, clock, batch, "
+                     "heartbeat_interval, max_skew:NAME, stall_intervals, trace)", key);
         return -1;
     }
     return 0;
@@ -377,6 +533,19 @@ static int open_sources(gsq_run *r)
             return -1;
         if (s->live || (s->kind == GSQ_SRC_CSV && strcmp(s->path, "-") == 0))
             r->streaming = 1;
+        s->limit_usec = UINT64_MAX;
+        if (s->kind == GSQ_SRC_PCAP) {
+            r->ts_sources++;
+            if (r->clock_mode == GSQ_CLOCK_DATA && !s->live) {
+                s->aligned = 1;
+                r->aligned++;
+            }
+        }
+    }
+    if (r->aligned < 2) { /* one file alone needs no alignment */
+        r->aligned = 0;
+        for (i = 0; i < r->n_sources; i++)
+            r->sources[i].aligned = 0;
     }
     return 0;
 }
@@ -472,7 +641,10 @@ static int create_nodes(gsq_run *r)
 
 /* ---- the loop --------------------------------------------------------- */
 
-static void drain(gsq_run *r)
+/* A heartbeat popped from an LFTA queue carries its trace (if tracing)
+ * while it is dispatched: every HFTA it reaches, directly or through
+ * heartbeats emitted on the way, becomes a hop of that trace. */
+void gsq_drain(gsq_run *r)
 {
     uint32_t i;
     for (i = 0; i < r->qs->n_lftas && !r->failed; i++) {
@@ -480,9 +652,15 @@ static void drain(gsq_run *r)
         int kind;
         const void *tup;
         uint32_t len;
-        while (!r->failed && gsq_tq_pop(&n->queue, &kind, &tup, &len))
+        while (!r->failed && gsq_tq_pop(&n->queue, &kind, &tup, &len)) {
+            if (kind == GSQ_HEARTBEAT && r->trace_path)
+                r->cur_trace = gsq_trace_take(r, n);
             gsq_dispatch(r, n->out_stream, kind, kind == GSQ_EOF ? NULL : tup, len);
+            r->cur_trace = -1;
+        }
     }
+    if (r->trace_path)
+        gsq_trace_write_pending(r);
 }
 
 static void run_batch(gsq_run *r, gsq_source *s)
@@ -492,6 +670,8 @@ static void run_batch(gsq_run *r, gsq_source *s)
     for (i = 0; i < s->ring.n_recs && !r->failed; i++) {
         const gsq_record *rec = &s->ring.recs[i];
         if (data_clock && (!r->data_seen || rec->pkt.ts_usec > r->data_usec)) {
+            if (!r->data_seen)
+                r->data_first_usec = rec->pkt.ts_usec;
             r->data_usec = rec->pkt.ts_usec;
             r->data_seen = 1;
         }
@@ -511,22 +691,58 @@ static void flush_sinks(gsq_run *r)
             gsq_sink_flush(r, r->sinks[i]);
 }
 
+/* Time-aligned replay: this round reads, from every pcap file, the records
+ * stamped up to the earliest next timestamp among them plus a quantum (the
+ * heartbeat interval, at most 1 s), so the files advance together on the
+ * data clock as live interfaces would, and an idle stretch of one of them
+ * shows (stalls, heartbeats from the clock) instead of being read ahead. */
+static int align_round(gsq_run *r)
+{
+    uint64_t min = UINT64_MAX, ts, limit, q;
+    uint32_t i;
+    q = r->hb_interval_usec && r->hb_interval_usec < 1000000u ? r->hb_interval_usec : 1000000u;
+    for (i = 0; i < r->n_sources; i++) {
+        gsq_source *s = &r->sources[i];
+        int rc;
+        if (!s->aligned || s->at_eof)
+            continue;
+        rc = gsq_pcap_peek(r, s, &ts);
+        if (rc < 0)
+            return -1;
+        if (rc > 0 && ts < min)
+            min = ts;
+    }
+    limit = min > UINT64_MAX - q ? UINT64_MAX : min + q;
+    for (i = 0; i < r->n_sources; i++)
+        if (r->sources[i].aligned)
+            r->sources[i].limit_usec = limit;
+    return 0;
+}
+
 static void main_loop(gsq_run *r)
 {
     uint32_t i;
+    gsq_hb_after_batch(r, NULL, 0, 1); /* start the timer if the clock is known */
     for (;;) {
         int active = 0;
+        if (r->aligned && align_round(r) != 0)
+            break;
         for (i = 0; i < r->n_sources && !r->failed; i++) {
             gsq_source *s = &r->sources[i];
+            uint32_t n;
             if (s->at_eof)
                 continue;
             active = 1;
             if ((s->kind == GSQ_SRC_CSV ? gsq_csv_read_batch(r, s) : gsq_pcap_read_batch(r, s)) <
                 0)
                 break;
+            n = s->ring.n_recs;
             run_batch(r, s);
-            drain(r);
+            gsq_drain(r);
+            gsq_hb_after_batch(r, s, n, !r->aligned);
         }
+        if (r->aligned)
+            gsq_hb_after_batch(r, NULL, 0, 1); /* the round is complete */
         if (r->failed || !active)
             break;
         if (stop_flag) {
@@ -547,7 +763,7 @@ static void main_loop(gsq_run *r)
             n->lfta->finish(n->state, n);
         gsq_emit(n, GSQ_EOF, NULL, 0, NULL, 0);
     }
-    drain(r);
+    gsq_drain(r);
 }
 
 static void teardown(gsq_run *r)
@@ -603,10 +819,16 @@ GSQ_EXPORT int gsqlc_run(gsq_run *r)
         gsq_node *n = &r->nodes[i];
         n->run = r;
         if (i < qs->n_lftas) {
+            uint32_t k;
             n->lfta = qs->lftas[i];
             n->name = n->lfta->name;
             n->out_stream = n->lfta->out_stream;
             gsq_tq_init(&n->queue);
+            for (k = 0; k < r->n_skews; k++)
+                if (n->lfta->iface && strcmp(r->skews[k].iface, n->lfta->iface) == 0) {
+                    n->has_skew = 1;
+                    n->skew_usec = r->skews[k].usec;
+                }
         } else {
             n->hfta = qs->hftas[i - qs->n_lftas];
             n->name = n->hfta->name;
@@ -629,10 +851,11 @@ GSQ_EXPORT int gsqlc_run(gsq_run *r)
         setup_streams(r) == 0) {
         for (i = 0; i < r->n_sinks && !r->failed; i++)
             gsq_sink_open(r, r->sinks[i]);
-        if (!r->failed && create_nodes(r) == 0) {
+        if (!r->failed && gsq_hb_open(r) == 0 && create_nodes(r) == 0) {
             main_loop(r);
             flush_sinks(r); /* also after a failure: what was produced */
         }
+        gsq_hb_close(r);
     }
 
     sigaction(SIGINT, &old_int, NULL);
@@ -672,6 +895,11 @@ GSQ_EXPORT void gsqlc_destroy(gsq_run *r)
         free(r->binds[i].uri);
     }
     free(r->binds);
+    for (i = 0; i < r->n_skews; i++)
+        free(r->skews[i].iface);
+    free(r->skews);
+    free(r->trace_path);
+    gsq_hb_free(r);
     for (i = 0; i < r->n_sinks; i++) {
         gsq_sink *k = r->sinks[i];
         gsq_sink_close(k);

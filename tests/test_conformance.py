@@ -22,7 +22,6 @@ def _cases():
 
 CASES = _cases()
 NON_JOIN = [c for c in CASES if not c["case"].startswith("TestJoins/")]
-JOIN = [c for c in CASES if c["case"].startswith("TestJoins/")]
 
 
 def _id(c):
@@ -53,7 +52,7 @@ _FORMS = {
 }
 
 
-@pytest.mark.parametrize("case", NON_JOIN, ids=_id)
+@pytest.mark.parametrize("case", CASES, ids=_id)
 def test_case(case, gsqlc):
     p = gsqlc(*_command(case))
     assert p.returncode == 0, p.err
@@ -75,12 +74,3 @@ def test_case(case, gsqlc):
         assert len(fields) == len(types), line
         for f, t in zip(fields, types):
             assert re.fullmatch(_FORMS[t], f), (t, f, line)
-
-
-@pytest.mark.parametrize("case", JOIN, ids=_id)
-def test_join_cases_are_refused_with_a_located_error(case, gsqlc):
-    # Joins come with the heartbeat issue; until then the compiler must say so
-    # at the join, never run something else.
-    p = gsqlc(*_command(case))
-    assert p.returncode == 2, p.err
-    assert "not-supported-yet" in p.err and "JoinQuery.gsql:" in p.err, p.err

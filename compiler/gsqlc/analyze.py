@@ -86,6 +86,28 @@ class AggCall:
 
 
 @dataclass
+class JoinInfo:
+    """A two-input join: input 0 is the left (R), 1 the right (S)."""
+    kind: str                              # inner | left | right | full
+    time: tuple[ast.Expr, ast.Expr]        # temporal join expressions (left, right)
+    band_lo: float                         # right time in [left - band_lo, left + band_hi]
+    band_hi: float
+    keys: list[tuple[ast.Expr, ast.Expr]]  # equality keys (left expr, right expr)
+    filters: tuple[list[ast.Expr], list[ast.Expr]]  # single-side conjuncts
+    # key-fill rule of GSQL.md: (side, field) -> (other side, field) equated by
+    # the join predicate, read from the present side on an unmatched row
+    fill: dict[tuple[int, str], tuple[int, str]]
+    span: ast.Span = ast.NO_SPAN
+
+
+@dataclass
+class MergeInfo:
+    field: str                             # the merge column (same in every input)
+    slack: float
+    span: ast.Span = ast.NO_SPAN
+
+
+@dataclass
 class AnalyzedQuery:
     query: ast.Query
     name: str
@@ -99,6 +121,8 @@ class AnalyzedQuery:
     select: list[tuple[str, ast.Expr]]
     output: StreamDef
     defines: dict[str, str] = field(default_factory=dict)
+    join: Optional[JoinInfo] = None
+    merge: Optional[MergeInfo] = None
 
     @property
     def is_aggregate(self) -> bool:
@@ -115,12 +139,13 @@ def not_supported(span: ast.Span, what: str) -> GsqlError:
 
 
 def check_supported(q: ast.Query) -> None:
-    if q.is_merge:
-        raise not_supported(q.span, "MERGE")
-    if q.join is not None:
-        raise not_supported(q.join.span, f"{q.join.kind.upper()} join")
-    if len(q.from_) > 1:
-        raise not_supported(q.from_[1].span, "a join of several FROM sources")
+    if q.join is not None and q.join.kind == "filter":
+        raise not_supported(q.join.span, "FILTER_JOIN")
+    if not q.is_merge and len(q.from_) > 2:
+        raise not_supported(q.from_[2].span, "a join of more than two FROM sources")
+    if not q.is_merge and len(q.from_) == 2 and (q.group_by or q.having is not None):
+        raise not_supported(q.group_by_span or q.span, "aggregation over a join in one query "
+                            "(write the join as a query and aggregate FROM it)")
     for clause, what in ((q.closing_when, "CLOSING_WHEN (running aggregation)"),
                          (q.cleaning_when, "CLEANING_WHEN"),
                          (q.cleaning_by, "CLEANING_BY")):
@@ -596,6 +621,8 @@ def analyze_query(q: ast.Query, name: str, file: str, sources: list[Source]) -> 
     aq = AnalyzedQuery(q, name, file, params, sources, [], [], [], None, [],
                        StreamDef(name, []), defines=dict(q.defines.items))
     b = Binder(aq)
+    if q.is_merge:
+        return _analyze_merge(aq, b)
     # WHERE
     for c in conjuncts(q.where):
         bc = b.bind_fields(c, "WHERE")
@@ -630,6 +657,8 @@ def analyze_query(q: ast.Query, name: str, file: str, sources: list[Source]) -> 
             be = b.bind_fields(item.expr, "SELECT")
         cname = _output_name(item, be, used, i)
         aq.select.append((cname, be))
+    if len(sources) == 2:
+        aq.join = _analyze_join(aq)
     if q.having is not None:
         hb = b.bind_grouped(q.having, "HAVING")
         if hb.info.type is not Type.BOOL:
@@ -650,4 +679,174 @@ def analyze_query(q: ast.Query, name: str, file: str, sources: list[Source]) -> 
     aq.output = StreamDef(name, [Column(n, e.info.type, e.info.temporal
                                         if e.info.temporal.is_temporal else Temporal.NONE)
                                  for n, e in aq.select])
+    return aq
+
+
+# ---------------------------------------------------------------- joins
+
+
+def _sides(e: ast.Expr) -> set[int]:
+    return {n.source for n in walk(e) if isinstance(n, FieldRef)}
+
+
+def _const_value(e: ast.Expr) -> Optional[float]:
+    """The value of a constant numeric expression (literals and + - * of
+    them), or None."""
+    if isinstance(e, ast.Literal) and isinstance(e.value, (int, float)) and \
+            not isinstance(e.value, bool):
+        return e.value
+    if isinstance(e, ast.Unary) and e.op == "-":
+        v = _const_value(e.operand)
+        return -v if v is not None else None
+    if isinstance(e, ast.Binary) and e.op in ("+", "-", "*"):
+        a, b2 = _const_value(e.left), _const_value(e.right)
+        if a is None or b2 is None:
+            return None
+        return a + b2 if e.op == "+" else (a - b2 if e.op == "-" else a * b2)
+    return None
+
+
+def _split_offset(e: ast.Expr) -> tuple[ast.Expr, float]:
+    """e = x + c or x - c with c constant: (x, +-c); otherwise (e, 0)."""
+    if isinstance(e, ast.Binary) and e.op in ("+", "-"):
+        c = _const_value(e.right)
+        if c is not None and _sides(e.left):
+            return e.left, (c if e.op == "+" else -c)
+    return e, 0
+
+
+_FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "=": "="}
+
+
+def _analyze_join(aq: AnalyzedQuery) -> JoinInfo:
+    q = aq.query
+    kind = {"inner": "inner", "left": "left", "right": "right", "outer": "full"}.get(
+        q.join.kind if q.join else "inner", "inner")
+    span = q.join.span if q.join else q.from_[1].span
+    filters: tuple[list, list] = ([], [])
+    keys: list[tuple[ast.Expr, ast.Expr]] = []
+    times: list[tuple[ast.Expr, ast.Expr]] = []
+    lo: Optional[float] = None
+    hi: Optional[float] = None
+    fill: dict[tuple[int, str], tuple[int, str]] = {}
+    for c in aq.where:
+        sides = _sides(c)
+        if len(sides) <= 1:
+            filters[next(iter(sides)) if sides else 0].append(c)
+            continue
+        if not (isinstance(c, ast.Binary) and c.op in ("=", "<", ">", "<=", ">=")):
+            raise not_supported(c.span, "a join condition other than equalities and a "
+                                "temporal band between the two inputs")
+        left, right, op = c.left, c.right, c.op
+        if _sides(left) == {1} and _sides(right) == {0}:
+            left, right, op = right, left, _FLIP[op]
+        if _sides(left) != {0} or _sides(right) != {1}:
+            raise not_supported(c.span, "a join condition mixing both inputs on one side")
+        lt, rt = left.info.temporal, right.info.temporal
+        if op == "=" and not (lt.is_temporal and rt.is_temporal):
+            keys.append((left, right))
+            if isinstance(left, FieldRef) and isinstance(right, FieldRef):
+                fill[(1, right.name)] = (0, left.name)
+                fill[(0, left.name)] = (1, right.name)
+            continue
+        # A temporal relation: left_time OP right_time + offset.
+        rx, off = _split_offset(right)
+        lx, loff = _split_offset(left)
+        off -= loff
+        if not (lx.info.temporal.is_temporal and rx.info.temporal.is_temporal):
+            raise GsqlError(c.span, "temporal-join",
+                            "a join inequality must relate temporal expressions of the two "
+                            "inputs (e.g. R.t >= S.t - 5 and R.t <= S.t + 5)")
+        if times and (key(times[0][0]), key(times[0][1])) != (key(lx), key(rx)):
+            raise not_supported(c.span, "a join on two different temporal relations")
+        times = [(lx, rx)]
+        integral = lx.info.type.is_integer and rx.info.type.is_integer
+        # l OP r + off; the band is r in [l - lo, l + hi].
+        if op == "=":
+            lo = _tighter(lo, off, max) if lo is not None else off
+            hi = _tighter(hi, -off, min) if hi is not None else -off
+            if isinstance(lx, FieldRef) and isinstance(rx, FieldRef) and off == 0:
+                fill[(1, rx.name)] = (0, lx.name)
+                fill[(0, lx.name)] = (1, rx.name)
+        elif op in (">=", ">"):      # r <= l - off  (strict: r <= l - off - 1)
+            v = -off - (1 if op == ">" and integral else 0)
+            hi = v if hi is None else min(hi, v)
+        else:                         # r >= l - off  (strict: r >= l - off + 1)
+            v = off - (1 if op == "<" and integral else 0)
+            lo = v if lo is None else min(lo, v)
+    if not times:
+        raise GsqlError(span, "temporal-join",
+                        "a join must relate a temporal field of each input, by an equality "
+                        "(R.tb = S.tb) or a band (R.t >= S.t - 5 and R.t <= S.t + 5), so that "
+                        "its state can be purged as both inputs progress")
+    if lo is None or hi is None:
+        raise GsqlError(span, "temporal-join",
+                        "the temporal join band is open on one side: bound it both ways "
+                        "(R.t >= S.t - a and R.t <= S.t + b)")
+    if lo + hi < 0:
+        raise GsqlError(span, "temporal-join", "the temporal join band is empty")
+    lx, rx = times[0]
+    if lx.info.temporal != rx.info.temporal:
+        raise GsqlError(span, "temporal-join",
+                        "the joined temporal expressions must run in the same direction")
+    if lx.info.temporal is Temporal.DECREASING:
+        raise not_supported(span, "a join on decreasing temporal fields")
+    return JoinInfo(kind, (lx, rx), lo, hi, keys, filters, fill, span)
+
+
+def _tighter(old: float, new: float, pick) -> float:
+    return pick(old, new)
+
+
+# ---------------------------------------------------------------- merge
+
+
+def _analyze_merge(aq: AnalyzedQuery, b: "Binder") -> AnalyzedQuery:
+    q = aq.query
+    srcs = aq.sources
+    if len(srcs) < 2:
+        raise GsqlError(q.span, "merge", "MERGE needs at least two FROM sources")
+    if len(q.merge_fields) != len(srcs):
+        raise GsqlError(q.span, "merge", f"MERGE names {len(q.merge_fields)} fields for "
+                        f"{len(srcs)} FROM sources: give one per source (R.t : S.t)")
+    first = [Column(n, c.type, Temporal.NONE) for n in srcs[0].column_names()
+             for c in [srcs[0].column(n)]]
+    for s in srcs[1:]:
+        other = [(n, s.column(n).type) for n in s.column_names()]
+        if [(c.name, c.type) for c in first] != other:
+            raise GsqlError(s.ref.span, "merge-schema",
+                            f"MERGE inputs must have identical schemas: '{s.alias}' has "
+                            f"({', '.join(f'{n} {t}' for n, t in other)}) but "
+                            f"'{srcs[0].alias}' has "
+                            f"({', '.join(f'{c.name} {c.type}' for c in first)})")
+    names = []
+    direction = None
+    for i, ref in enumerate(q.merge_fields):
+        f = b.scope.lookup(ref)
+        if f.source != i:
+            raise GsqlError(ref.span, "merge", f"merge field {i + 1} must belong to FROM "
+                            f"source '{srcs[i].alias}' (write {srcs[i].alias}.{ref.name})")
+        col = srcs[i].column(f.name)
+        if not col.temporal.is_temporal:
+            raise GsqlError(ref.span, "merge-temporal",
+                            f"merge field '{ref.name}' of '{srcs[i].alias}' is not temporal: "
+                            "MERGE preserves the order of an increasing or decreasing field")
+        if direction is not None and col.temporal != direction:
+            raise GsqlError(ref.span, "merge-temporal",
+                            "merge fields must be temporal in the same direction on every input")
+        direction = col.temporal
+        names.append(f.name)
+    if len(set(names)) != 1:
+        raise GsqlError(q.merge_fields[1].span, "merge",
+                        "the merge fields must be the same column of the (identical) schemas")
+    slack = 0.0
+    if q.merge_slack is not None:
+        v = _const_value(q.merge_slack)
+        if v is None or v < 0:
+            raise GsqlError(q.merge_slack.span, "merge", "SLACK must be a non-negative constant")
+        slack = v
+    cols = [Column(c.name, c.type, direction if c.name == names[0] else Temporal.NONE)
+            for c in first]
+    aq.merge = MergeInfo(names[0], slack, q.span)
+    aq.output = StreamDef(aq.name, cols)
     return aq

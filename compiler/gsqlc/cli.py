@@ -15,10 +15,11 @@ from .build import BuildError, build
 from .codegen import generate
 from .diagnostics import GsqlError
 from .driver import QuerySet, load_queryset
+from .interfaces import DEFAULT_IFACE, InterfaceError, Interfaces
+from .interfaces import build as build_interfaces
 from .runner import RunError, SetupError, run_library
 
 EXIT_OK, EXIT_RUNTIME, EXIT_USAGE = 0, 1, 2
-DEFAULT_IFACE = "default"
 URI_SCHEMES = {"csv": "csv", "pcap": "pcap", "pcap-live": "pcap"}
 
 
@@ -33,6 +34,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "default: gsqlc's packet schema)")
     p.add_argument("-L", "--library", action="append", default=[], metavar="DIR",
                    help="directory holding query libraries (FROM LIB/query)")
+    p.add_argument("--interfaces", metavar="FILE",
+                   help="interfaces file (TOML): [interface.NAME] source/max_skew, "
+                        "[set.NAME] members")
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -58,7 +62,16 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--output-file", metavar="PATH", help="write the output here instead of stdout")
     r.add_argument("--format", choices=["pipe", "csv", "jsonl"], default="pipe")
     r.add_argument("--clock", default="wall", metavar="wall|data|fixed:T")
-    r.add_argument("--heartbeat-interval", type=float, default=1.0, metavar="SECONDS")
+    r.add_argument("--heartbeat-interval", type=float, default=1.0, metavar="SECONDS",
+                   help="seconds of the run's clock between temporal updates (heartbeats)")
+    r.add_argument("--max-skew", action="append", default=[], metavar="NAME=SECONDS",
+                   help="maximum skew of interface NAME's timestamps behind the clock: an idle "
+                        "interface's time advances from the clock less this; later tuples are "
+                        "discarded and counted")
+    r.add_argument("--stall-intervals", type=int, default=3, metavar="N",
+                   help="report a source or LFTA silent for N heartbeat intervals as stalled")
+    r.add_argument("--trace", metavar="FILE",
+                   help="write every heartbeat's path through the operators as JSON lines")
     r.add_argument("--csv-separator", default=",", metavar="C")
     r.add_argument("--csv-strict", action="store_true",
                    help="reject CSV rows holding a value that is not valid for its type")
@@ -66,6 +79,10 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--stats", action="store_true", help="print run counters as JSON on stderr")
     r.add_argument("--sanitize", action="store_true",
                    help="build with AddressSanitizer and UndefinedBehaviorSanitizer")
+
+    t = sub.add_parser("trace", help="summarise (and plot) the heartbeat traces of a run")
+    t.add_argument("file", metavar="FILE", help="the JSON-lines file written by run --trace")
+    t.add_argument("--plot", metavar="PNG", help="draw per-operator queueing delay over time")
 
     e = sub.add_parser("explain", help="show the plan, the LFTA/HFTA split and temporal properties")
     _common(e)
@@ -125,54 +142,31 @@ def _check_uri(name: str, uri: str) -> str:
     return URI_SCHEMES[scheme]
 
 
-def resolve_bindings(qs: QuerySet, sources: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Map --source bindings to the interfaces the LFTAs read; checks every
-    interface is bound and that its source kind suits the protocol."""
-    bound: dict[str, list[str]] = {}
-    for name, uri in sources:
-        bound.setdefault(name, []).append(uri)
+def resolve_bindings(qs: QuerySet, ifaces: Interfaces) -> list[tuple[str, str]]:
+    """The (interface, URI) pairs the run binds: every interface an LFTA reads
+    must be bound, by a source whose kind suits the LFTA's protocol."""
     out: list[tuple[str, str]] = []
-    used: set[str] = set()
     for n in qs.plan.nodes:
-        if n.level != "lfta":
+        if n.level != "lfta" or any(i == n.iface for i, _ in out):
             continue
-        iface = n.iface or DEFAULT_IFACE
-        key = iface
-        if not n.iface:
-            if DEFAULT_IFACE in bound:
-                key = DEFAULT_IFACE
-            elif len(bound) == 1:
-                key = next(iter(bound))
-            else:
-                what = ("no --source is given" if not bound else
-                        "several --source bindings are given")
-                raise UsageError(
-                    f"query {n.query.name} reads PROTOCOL {n.protocol.name} from the default "
-                    f"interface, but {what}: bind it with --source default=URI "
-                    f"(or name the interface in the query: NAME.{n.protocol.name})")
-        if key not in bound:
+        uri = ifaces.sources.get(n.iface)
+        if uri is None:
+            shown = f"[{n.iface}].{n.protocol.name}" if n.iface != ifaces.default else n.protocol.name
             raise UsageError(
-                f"interface '{iface}' is not bound: query {n.query.name} reads "
-                f"{'[' + iface + ']' if n.iface else iface}.{n.protocol.name}; "
-                f"pass --source {iface}=URI")
-        for uri in bound[key]:
-            kind = URI_SCHEMES[uri.partition(":")[0]]
-            pk = n.protocol.source_kind or "csv"
-            if kind != pk:
-                raise UsageError(
-                    f"--source {key}={uri}: query {n.query.name} reads PROTOCOL "
-                    f"{n.protocol.name}, whose fields come from "
-                    f"{'packets (pcap:PATH or pcap-live:IFACE)' if pk == 'pcap' else 'CSV rows (csv:PATH)'}")
-        if (key, iface) not in used:
-            used.add((key, iface))
-            if len(bound[key]) > 1:
-                raise UsageError(
-                    f"--source {key} is bound {len(bound[key])} times: interface sets of several "
-                    "sources (merged by their temporal fields) are not supported yet by gsqlc")
-            out.append((iface, bound[key][0]))
-    unused = set(bound) - {k for k, _ in used}
-    for name in sorted(unused):
-        print(f"gsqlc: warning: --source {name} is not read by any query", file=sys.stderr)
+                f"interface '{n.iface}' is not bound: query {n.query.name} reads {shown}; "
+                f"pass --source {n.iface}=URI" + (" (or bind it in an --interfaces file)"))
+        _check_uri(n.iface, uri)
+        kind = URI_SCHEMES[uri.partition(":")[0]]
+        pk = n.protocol.source_kind or "csv"
+        if kind != pk:
+            raise UsageError(
+                f"--source {n.iface}={uri}: query {n.query.name} reads PROTOCOL "
+                f"{n.protocol.name}, whose fields come from "
+                f"{'packets (pcap:PATH or pcap-live:IFACE)' if pk == 'pcap' else 'CSV rows (csv:PATH)'}")
+        out.append((n.iface, uri))
+    used = {i for i, _ in out}
+    for name in sorted(set(ifaces.sources) - used):
+        print(f"gsqlc: warning: interface {name} is bound but no query reads it", file=sys.stderr)
     return out
 
 
@@ -190,8 +184,15 @@ def _outputs(qs: QuerySet, wanted: list[str]) -> list[str]:
     return wanted
 
 
+def _interfaces(args, sources=(), skews=()) -> Interfaces:
+    try:
+        return build_interfaces(list(sources), list(skews), args.interfaces)
+    except InterfaceError as e:
+        raise UsageError(str(e)) from None
+
+
 def cmd_compile(args) -> int:
-    qs = load_queryset(args.files, args.schema, args.library)
+    qs = load_queryset(args.files, args.schema, args.library, _interfaces(args))
     gen = generate(qs.plan)
     out = Path(args.output_dir)
     gen.write(out)
@@ -204,8 +205,21 @@ def cmd_compile(args) -> int:
 
 def cmd_explain(args) -> int:
     from .explain import explain_dot, explain_text
-    qs = load_queryset(args.files, args.schema, args.library)
+    qs = load_queryset(args.files, args.schema, args.library, _interfaces(args))
     sys.stdout.write(explain_dot(qs) if args.format == "dot" else explain_text(qs))
+    return EXIT_OK
+
+
+def cmd_trace(args) -> int:
+    from .trace import TraceError, load, plot, summary
+    try:
+        per_node = load(args.file)
+        sys.stdout.write(summary(per_node))
+        if args.plot:
+            plot(per_node, args.plot)
+            print(f"gsqlc: wrote {args.plot}", file=sys.stderr)
+    except TraceError as e:
+        raise UsageError(str(e)) from None
     return EXIT_OK
 
 
@@ -220,8 +234,24 @@ def cmd_run(args) -> int:
     sources = [(n, normalize_uri(u)) for n, u in (_source_binding(s) for s in args.source)]
     for name, uri in sources:
         _check_uri(name, uri)
+    if args.stall_intervals < 1:
+        raise UsageError(f"--stall-intervals must be at least 1, got {args.stall_intervals}")
+    skews = []
+    for text in args.max_skew:
+        name, value = _split_binding(text, "--max-skew")
+        try:
+            skew = float(value)
+        except ValueError:
+            raise UsageError(f"--max-skew {text}: '{value}' is not a number of seconds") from None
+        if not skew >= 0:
+            raise UsageError(f"--max-skew {text}: the skew must not be negative")
+        skews.append((name, skew))
+    ifaces = _interfaces(args, sources, skews)
+    for name, _ in skews:
+        if name not in ifaces.sources and name not in ifaces.sets:
+            raise UsageError(f"--max-skew {name}: no --source binds an interface '{name}'")
     params = dict(_split_binding(p, "--param") for p in args.param)
-    qs = load_queryset(args.files, args.schema, args.library)
+    qs = load_queryset(args.files, args.schema, args.library, ifaces)
     declared = {n for q in qs.queries for n in q.params}
     for name in params:
         if name not in declared:
@@ -231,11 +261,18 @@ def cmd_run(args) -> int:
         for name in q.params:
             if name not in params:
                 raise UsageError(f"query {q.name} needs parameter ${name}: pass --param {name}=VALUE")
-    bindings = resolve_bindings(qs, sources)
+    bindings = resolve_bindings(qs, ifaces)
     outputs = _outputs(qs, args.output)
     gen = generate(qs.plan)
     res = build(gen, sanitize=args.sanitize)
-    options = {"clock": clock, "csv_separator": args.csv_separator}
+    options = {"clock": clock, "csv_separator": args.csv_separator,
+               "heartbeat_interval": repr(args.heartbeat_interval),
+               "stall_intervals": str(args.stall_intervals)}
+    for iface, skew in ifaces.skews.items():
+        if any(iface == b for b, _ in bindings):
+            options[f"max_skew:{iface}"] = repr(skew)
+    if args.trace:
+        options["trace"] = args.trace
     if args.csv_strict:
         options["csv_strict"] = "1"
     sinks = [(q, args.format, args.output_file) for q in outputs]
@@ -257,7 +294,8 @@ def cmd_run(args) -> int:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = make_parser().parse_args(argv)
     try:
-        return {"compile": cmd_compile, "run": cmd_run, "explain": cmd_explain}[args.command](args)
+        return {"compile": cmd_compile, "run": cmd_run, "explain": cmd_explain,
+                "trace": cmd_trace}[args.command](args)
     except GsqlError as e:
         print(str(e), file=sys.stderr)
         return EXIT_USAGE

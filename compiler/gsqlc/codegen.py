@@ -15,7 +15,7 @@ import jinja2
 
 from . import ast
 from .analyze import StreamDef
-from .bound import AccumRef, AggRef, FieldRef, GroupRef, walk
+from .bound import AccumRef, AggRef, FieldRef, GroupRef, key, walk
 from .cescape import c_comment, c_identifier, c_string
 from .cexpr import CEmitter, EmitContext, field_member
 from .plan import Plan, PlanNode, describe_expr
@@ -29,6 +29,11 @@ _PARSE_FN = {
     Type.FLOAT: "gsq_parse_float", Type.IP: "gsq_parse_ip",
     Type.IPV6: "gsq_parse_ipv6",
 }
+# Accessors whose value follows the capture clock, and the divisor from
+# microseconds to their unit: an idle source's heartbeat may advance them from
+# the run's clock less the interface's maximum skew.
+_CLOCK_DIVISOR = {"get_time": 1000000, "get_timestamp": 1, "get_system_time": 1000000}
+
 _CSV_GET = {
     Type.BOOL: "bool", Type.USHORT: "ushort", Type.UINT: "uint", Type.INT: "int",
     Type.ULLONG: "ullong", Type.LLONG: "llong", Type.FLOAT: "float", Type.IP: "ip",
@@ -295,6 +300,41 @@ class Generator:
         for name, f in proto.fields.items():
             if f.required:
                 unpack(name)
+        # Heartbeats (seed 000 4.3-4.5): the temporal fields behind the
+        # temporal output are unpacked and saved before the predicate, so a
+        # rejected record still advances time.
+        hb_exprs = ([e for i, (_, e) in enumerate(n.group_by) if i in n.epoch_indices]
+                    if n.kind == "aggregate" else
+                    [e for col, (_, e) in zip(n.output.columns, n.select) if col.temporal.is_temporal])
+        hb_fields: list[str] = []
+        for e in hb_exprs:
+            for name in fields_of(e):
+                if name not in hb_fields and proto.fields[name].temporal is Temporal.INCREASING \
+                        and proto.fields[name].type.is_numeric:
+                    hb_fields.append(name)
+        hb_state, hb_body = [], []
+        if hb_exprs and all(nm in hb_fields for e in hb_exprs for nm in fields_of(e)):
+            for name in hb_fields:
+                unpack(name)
+                f = proto.fields[name]
+                ct, var, sfx = f.type.c_type, field_var(name), c_identifier(name)
+                hb_state += [f"{ct} hb_last_{sfx};", f"{ct} hb_bound_{sfx};",
+                             f"uint8_t hb_seen_{sfx};", f"uint8_t hb_promised_{sfx};"]
+                steps.append(f"if (st->hb_promised_{sfx} && {var} < st->hb_bound_{sfx}) "
+                             "{ gsq_count(node, GSQ_CNT_SKEW_DROPPED, 1); return; }")
+                steps.append(f"if (!st->hb_seen_{sfx} || {var} > st->hb_last_{sfx}) "
+                             f"{{ st->hb_last_{sfx} = {var}; st->hb_seen_{sfx} = 1; }}")
+                hb_body.append(f"{ct} {var};")
+                div = _CLOCK_DIVISOR.get(f.accessor.lower() if f.accessor else "")
+                if div is not None:
+                    hb_body.append(
+                        f"if (have_bound) {{ {ct} b_ = ({ct})(bound_usec / {div}u); "
+                        f"if (!st->hb_seen_{sfx} || b_ > st->hb_last_{sfx}) "
+                        f"{{ st->hb_last_{sfx} = b_; st->hb_seen_{sfx} = 1; }} "
+                        f"if (!st->hb_promised_{sfx} || b_ > st->hb_bound_{sfx}) "
+                        f"{{ st->hb_bound_{sfx} = b_; st->hb_promised_{sfx} = 1; }} }}")
+                hb_body.append(f"if (!st->hb_seen_{sfx}) return;")
+                hb_body.append(f"{var} = st->hb_last_{sfx};")
         for c in n.where:
             for name in fields_of(c):
                 unpack(name)
@@ -318,10 +358,15 @@ class Generator:
             "param_decls": p_decls, "param_init": p_init,
             "decls": decls, "steps": steps, "uses": uses,
             "query_comment": c_string(f"query {n.query.name}: {n.note}"),
+            "hb_state": hb_state, "hb_body": hb_body, "has_heartbeat": bool(hb_body),
         }
         if n.kind == "select":
             assigns, strs = output_assignments(em, n.output, n.select, out_t)
-            data.update(assigns=assigns, strs=strs, constants=ctx.constants)
+            hb_assigns = [f"t.{field_member(col.name)} = {em.as_type(e, col.type)};"
+                          for col, (_, e) in zip(n.output.columns, n.select)
+                          if col.temporal.is_temporal]
+            data.update(assigns=assigns, strs=strs, constants=ctx.constants,
+                        hb_assigns=hb_assigns)
             return self.env.get_template("lfta/select.c.j2").render(**data)
         return self._lfta_aggregate(n, em, ctx, data)
 
@@ -344,9 +389,10 @@ class Generator:
             update += fold(a.op, a.type, f"s->a{j}", f"cv{j}", False, False)
         epoch = []
         for i in n.epoch_indices:
-            t = n.group_by[i][1].info.type
-            inc = n.group_by[i][1].info.temporal is Temporal.INCREASING
-            epoch.append({"i": i, "ctype": t.c_type, "later": ">" if inc else "<"})
+            e = n.group_by[i][1]
+            inc = e.info.temporal is Temporal.INCREASING
+            epoch.append({"i": i, "ctype": e.info.type.c_type, "later": ">" if inc else "<",
+                          "infer": em.as_type(e, e.info.type)})
         assigns, strs = output_assignments(em, n.output, n.select, out_t)
         assert not strs
         data.update(slot_members=slot_members, key_locals=key_locals,
@@ -357,7 +403,119 @@ class Generator:
         return self.env.get_template("lfta/aggregate.c.j2").render(**data)
 
     # -------------------------------------------------------------- HFTA
+    def _hfta_common(self, n: PlanNode, functor: str) -> dict:
+        ident = self.idents[n.name]
+        return {
+            "functor": functor, "out_t": self.tup(n.name), "ident": ident,
+            "def_name": f"hfta_{ident}_def", "name": c_string(n.name),
+            "in_streams": ", ".join(str(self.stream_index[s]) for s in n.inputs),
+            "out_stream": self.stream_index[n.name],
+            "query_comment": c_string(f"query {n.query.name}: {n.note}"),
+        }
+
+    def _hfta_merge(self, n: PlanNode) -> str:
+        ident = self.idents[n.name]
+        col = n.output.get(n.merge.field)
+        data = self._hfta_common(n, f"{ident}_functor")
+        data.update(n_inputs=len(n.inputs), time_t=col.type.c_type,
+                    increasing="true" if col.temporal is Temporal.INCREASING else "false",
+                    in_t=self.tup(n.inputs[0]), member=field_member(col.name),
+                    slack=f"(({col.type.c_type})({n.merge.slack!r}))")
+        return self.env.get_template("hfta/merge.cpp.j2").render(**data)
+
+    def _hfta_join(self, n: PlanNode) -> str:
+        from .types import arithmetic_result
+        j = n.join
+        ident = self.idents[n.name]
+        data = self._hfta_common(n, f"{ident}_functor")
+        types = [self.tup(n.inputs[0]), self.tup(n.inputs[1])]
+
+        def access(var: str, side: int, name: str) -> str:
+            col = n.input_defs[side].get(name)
+            m = field_member(name)
+            return f"gsq_tuple_str({var}, {var}->{m})" if col.type is Type.STRING else f"{var}->{m}"
+
+        def default(t: Type) -> str:
+            if t is Type.STRING:
+                return 'gsq_str_lit("", 0u)'
+            if t is Type.IPV6:
+                return "gsq_ipv6{}"
+            return f"(({t.c_type})0)"
+
+        def side_emitter(side: int) -> CEmitter:
+            def resolve(e):
+                if isinstance(e, FieldRef):
+                    assert e.source == side
+                    return access("in", side, e.name)
+                return None
+            return CEmitter(EmitContext(resolve, lambda p: f"p_{c_identifier(p)}",
+                                        const_prefix=f"{ident}_k{side}"))
+
+        def out_resolve(e):
+            if not isinstance(e, FieldRef):
+                return None
+            var, ovar = ("l", "r") if e.source == 0 else ("r", "l")
+            t = e.info.type
+            present = access(var, e.source, e.name)
+            fill = j.fill.get((e.source, e.name))
+            if fill is not None:
+                other = access(ovar, fill[0], fill[1])
+                if t not in (Type.STRING, Type.IPV6):
+                    other = f"(({t.c_type})({other}))"
+                return f"({var} ? {present} : {other})"
+            return f"({var} ? {present} : {default(t)})"
+
+        octx = EmitContext(out_resolve, lambda p: f"p_{c_identifier(p)}", const_prefix=ident + "_ko")
+        oem = CEmitter(octx)
+        lem, rem = side_emitter(0), side_emitter(1)
+        time_t = arithmetic_result(j.time[0].info.type, j.time[1].info.type) or j.time[0].info.type
+        key_members, key_eq, key_hash, lkeys, rkeys = [], [], [], [], []
+        for i, (le, re_) in enumerate(j.keys):
+            lt, rt = le.info.type, re_.info.type
+            t = lt if lt == rt or not (lt.is_numeric and rt.is_numeric) else arithmetic_result(lt, rt)
+            if t is Type.BOOL:
+                t = Type.INT
+            if t is Type.STRING:
+                key_members.append(f"std::string k{i};")
+                lkeys.append(f"{{ gsq_str v_ = {lem.expr(le)}; k.k{i}.assign(v_.p, v_.len); }}")
+                rkeys.append(f"{{ gsq_str v_ = {rem.expr(re_)}; k.k{i}.assign(v_.p, v_.len); }}")
+            else:
+                key_members.append(f"{t.c_type} k{i}{{}};")
+                lkeys.append(f"k.k{i} = {lem.as_type(le, t)};")
+                rkeys.append(f"k.k{i} = {rem.as_type(re_, t)};")
+            key_eq.append(key_equal(t, f"a.k{i}", f"b.k{i}"))
+            key_hash.append(key_hash_step(t, f"k.k{i}"))
+        lwhere = [f"if (!{lem.expr(c)}) return false;  {_expr_comment(c, n)}" for c in j.filters[0]]
+        rwhere = [f"if (!{rem.expr(c)}) return false;  {_expr_comment(c, n)}" for c in j.filters[1]]
+        assigns, strs = output_assignments(oem, n.output, n.select, data["out_t"])
+        time_keys = {key(j.time[0]), key(j.time[1])}
+        hb_assigns = [f"t.{field_member(col.name)} = ({col.type.c_type})tm;"
+                      for col, (_, e) in zip(n.output.columns, n.select)
+                      if key(e) in time_keys and col.type.is_numeric]
+        p_decls, p_init = param_inits(n.params, lambda p: f"p_{c_identifier(p)}")
+        data.update(
+            join_kind={"inner": "inner", "left": "left_outer", "right": "right_outer",
+                       "full": "full_outer"}[j.kind],
+            time_t=time_t.c_type, key_members=key_members,
+            key_eq=" && ".join(key_eq) or "true", key_hash=key_hash,
+            left_t=types[0], right_t=types[1], left_where=lwhere, right_where=rwhere,
+            left_keys=lkeys, right_keys=rkeys,
+            left_time=lem.as_type(j.time[0], time_t), right_time=rem.as_type(j.time[1], time_t),
+            band_lo=f"(({time_t.c_type})({j.band_lo!r}))", band_hi=f"(({time_t.c_type})({j.band_hi!r}))",
+            assigns=assigns, strs=strs, hb_assigns=hb_assigns,
+            param_decls=p_decls, param_init=[x.replace("{FAIL}", "") for x in p_init],
+            constants=lem.ctx.constants + rem.ctx.constants + octx.constants)
+        if lem.ctx.regexes or rem.ctx.regexes or octx.regexes:
+            from .diagnostics import GsqlError
+            raise GsqlError(n.query.query.span, "not-supported-yet",
+                            "regular-expression functions inside a join are not supported yet")
+        return self.env.get_template("hfta/join.cpp.j2").render(**data)
+
     def _hfta(self, n: PlanNode) -> str:
+        if n.kind == "merge":
+            return self._hfta_merge(n)
+        if n.kind == "join":
+            return self._hfta_join(n)
         ident = self.idents[n.name]
         functor = f"{ident}_functor"
         out_t = self.tup(n.name)
@@ -413,6 +571,9 @@ class Generator:
         where = [f"if (!{em.expr(c)}) return {{R}};  {_expr_comment(c, n)}" for c in n.where]
         if n.kind == "select":
             assigns, strs = output_assignments(em, n.output, n.select, out_t)
+            data["hb_assigns"] = [f"t.{field_member(col.name)} = {em.as_type(e, col.type)};"
+                                  for col, (_, e) in zip(n.output.columns, n.select)
+                                  if col.temporal.is_temporal]
             data.update(where=[w.replace("{R}", "") for w in where], assigns=assigns,
                         strs=strs, regexes=_regex_data(ctx), constants=ctx.constants)
             return self.env.get_template("hfta/select.cpp.j2").render(**data)
@@ -442,7 +603,22 @@ class Generator:
         for i in n.epoch_indices:
             e = n.group_by[i][1]
             epoch.append({"i": i, "ctype": e.info.type.c_type,
-                          "later": ">" if e.info.temporal is Temporal.INCREASING else "<"})
+                          "later": ">" if e.info.temporal is Temporal.INCREASING else "<",
+                          "infer": em.as_type(e, e.info.type)})
+        # The output heartbeat: temporal columns from the epoch's values.
+        epoch_set = set(n.epoch_indices)
+
+        def hb_resolve(e: ast.Expr) -> Optional[str]:
+            if isinstance(e, GroupRef):
+                return f"e.e{e.index}" if e.index in epoch_set else "0"
+            if isinstance(e, AggRef):
+                return "0"
+            return None
+        hem = CEmitter(EmitContext(hb_resolve, lambda p: f"p_{c_identifier(p)}",
+                                   const_prefix=ident + "_kh"))
+        data["hb_assigns"] = [f"t.{field_member(col.name)} = {hem.as_type(e, col.type)};"
+                              for col, (_, e) in zip(n.output.columns, n.select)
+                              if col.temporal.is_temporal]
         having = None
         if n.having is not None:
             having = f"if (!{em.expr(n.having)}) return;  {_expr_comment(n.having, n)}"

@@ -162,7 +162,7 @@ class _Resolver:
 
 
 def load_queryset(query_files: Sequence[str], schema_files: Sequence[str] = (),
-                  library_paths: Sequence[str] = ()) -> QuerySet:
+                  library_paths: Sequence[str] = (), ifaces=None) -> QuerySet:
     schema = load_schema(schema_files)
     libs = [Path(p) for p in library_paths]
     libs += [Path(p) for p in os.environ.get("GSQLC_LIBRARY_PATH", "").split(os.pathsep) if p]
@@ -206,5 +206,5 @@ def load_queryset(query_files: Sequence[str], schema_files: Sequence[str] = (),
 
     for name in list(r.entries):
         visit(name)
-    plan = make_plan(order)
+    plan = make_plan(order, ifaces)
     return QuerySet(schema, order, plan, list(query_files))

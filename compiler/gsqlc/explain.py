@@ -14,6 +14,10 @@ def _reads(n: PlanNode) -> str:
 
 
 def _operator(n: PlanNode) -> str:
+    if n.kind == "join":
+        return f"C++ HFTA, gsq::join_op ({n.join.kind} join)"
+    if n.kind == "merge":
+        return "C++ HFTA, gsq::merge_op"
     if n.level == "lfta":
         return ("C LFTA, direct-mapped sub-aggregate table of "
                 f"{n.table_size} slots") if n.kind == "aggregate" else "C LFTA, selection"
@@ -27,6 +31,20 @@ def _node_lines(n: PlanNode) -> list[str]:
              f"    split:    {n.note}"]
     if n.where:
         lines.append("    WHERE    " + "\n             AND ".join(describe_expr(c, n) for c in n.where))
+    if n.join is not None:
+        j = n.join
+        side = [n.inputs[0], n.inputs[1]]
+        lines.append(f"    JOIN     {describe_expr(j.time[1], n)} in "
+                     f"[{describe_expr(j.time[0], n)} - {j.band_lo:g}, "
+                     f"{describe_expr(j.time[0], n)} + {j.band_hi:g}]")
+        for le, re_ in j.keys:
+            lines.append(f"             AND {describe_expr(le, n)} = {describe_expr(re_, n)}")
+        for i in (0, 1):
+            for c in j.filters[i]:
+                lines.append(f"    FILTER   {side[i]}: {describe_expr(c, n)}")
+    if n.merge is not None:
+        lines.append(f"    MERGE    on {n.merge.field}"
+                     + (f" SLACK {n.merge.slack:g}" if n.merge.slack else ""))
     if n.group_by:
         gbs = []
         for name, e in n.group_by:
@@ -38,9 +56,11 @@ def _node_lines(n: PlanNode) -> list[str]:
     if n.having is not None:
         lines.append("    HAVING   " + describe_expr(n.having, n))
     cols = []
-    for col, (_, e) in zip(n.output.columns, n.select):
+    exprs = [describe_expr(e, n) for _, e in n.select] if n.select else \
+        [f"input.{c.name}" for c in n.output.columns]
+    for col, text in zip(n.output.columns, exprs):
         tmp = str(col.temporal) if col.temporal.is_temporal else "not temporal"
-        cols.append(f"{col.name} {col.type} [{tmp}] := {describe_expr(e, n)}")
+        cols.append(f"{col.name} {col.type} [{tmp}] := {text}")
     lines.append("    OUTPUT   " + "\n             ".join(cols))
     return lines
 

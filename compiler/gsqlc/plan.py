@@ -16,13 +16,16 @@ Queries over streams (other queries) are HFTAs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from . import ast
-from .analyze import AggCall, AnalyzedQuery, Column, StreamDef
+from .analyze import AggCall, AnalyzedQuery, Column, JoinInfo, MergeInfo, StreamDef
 from .bound import (AccumRef, AggRef, ExprInfo, FieldRef, GroupRef, key, rebuild,
                     to_text, walk)
 from .schema import Protocol
+
+if TYPE_CHECKING:
+    from .interfaces import Interfaces
 from .types import Temporal, Type
 
 DEFAULT_LFTA_TABLE = 262144
@@ -68,6 +71,8 @@ class PlanNode:
     input_defs: list[StreamDef] = field(default_factory=list)
     params: dict = field(default_factory=dict)
     note: str = ""
+    join: Optional[JoinInfo] = None
+    merge: Optional[MergeInfo] = None
 
     @property
     def epoch_indices(self) -> list[int]:
@@ -185,7 +190,86 @@ def _lfta_table_size(q: AnalyzedQuery) -> int:
     return DEFAULT_LFTA_TABLE
 
 
+def _protocol_lfta(q: AnalyzedQuery, side: int, fields: list[str],
+                   where: list[ast.Expr], name: str) -> PlanNode:
+    """An LFTA that reads one FROM source of a multi-input query: it applies
+    the LFTA-safe single-source conjuncts and projects the fields the HFTA
+    needs, under their own names."""
+    src = q.sources[side]
+    proto = src.protocol
+    select = []
+    for f in fields:
+        fd = proto.fields[f]
+        r = FieldRef(side, f)
+        r.info = ExprInfo(fd.type, fd.temporal)
+        select.append((f, r))
+    out = StreamDef(name, [Column(f, e.info.type, e.info.temporal) for f, e in select])
+    return PlanNode(name, "lfta", "select", q, out, where, select, protocol=proto,
+                    iface=src.iface, params=q.params,
+                    note=f"reads FROM source '{src.alias}' for the HFTA")
+
+
+def _side_inputs(q: AnalyzedQuery, needed: list[list[str]], pushed: list[list[ast.Expr]]
+                 ) -> tuple[list[PlanNode], list[str], list[StreamDef]]:
+    lftas, names, defs = [], [], []
+    for i, src in enumerate(q.sources):
+        if src.kind == "stream":
+            names.append(src.stream.name)
+            defs.append(src.stream)
+            continue
+        lname = f"_fta_{q.name}_{i}_{src.alias}"
+        node = _protocol_lfta(q, i, needed[i], pushed[i], lname)
+        lftas.append(node)
+        names.append(lname)
+        defs.append(node.output)
+    return lftas, names, defs
+
+
+def _plan_merge(q: AnalyzedQuery) -> list[PlanNode]:
+    needed = [src.column_names() for src in q.sources]
+    lftas, names, defs = _side_inputs(q, needed, [[] for _ in q.sources])
+    node = PlanNode(q.name, "hfta", "merge", q, q.output, [], [], inputs=names,
+                    input_defs=defs, params=q.params, merge=q.merge,
+                    note=f"order-preserving merge on {q.merge.field}")
+    return lftas + [node]
+
+
+def _plan_join(q: AnalyzedQuery) -> list[PlanNode]:
+    j = q.join
+    exprs: list[ast.Expr] = [e for _, e in q.select] + list(j.time)
+    exprs += [e for pair in j.keys for e in pair] + j.filters[0] + j.filters[1]
+    needed: list[list[str]] = [[], []]
+    for e in exprs:
+        for n in walk(e):
+            if isinstance(n, FieldRef) and n.name not in needed[n.source]:
+                needed[n.source].append(n.name)
+    for (side, name), (other, oname) in j.fill.items():
+        for s_, n_ in ((side, name), (other, oname)):
+            if n_ not in needed[s_]:
+                needed[s_].append(n_)
+    pushed: list[list[ast.Expr]] = [[], []]
+    kept: list[list[ast.Expr]] = [[], []]
+    for side in (0, 1):
+        for c in j.filters[side]:
+            if q.sources[side].kind == "protocol" and _lfta_safe(c):
+                pushed[side].append(c)
+            else:
+                kept[side].append(c)
+    lftas, names, defs = _side_inputs(q, needed, pushed)
+    info = JoinInfo(j.kind, j.time, j.band_lo, j.band_hi, j.keys, (kept[0], kept[1]),
+                    j.fill, j.span)
+    node = PlanNode(q.name, "hfta", "join", q, q.output, [], q.select, inputs=names,
+                    input_defs=defs, params=q.params, join=info,
+                    note=f"{j.kind} join on a temporal "
+                         f"{'equality' if j.band_lo == 0 and j.band_hi == 0 else 'band'}")
+    return lftas + [node]
+
+
 def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef]) -> list[PlanNode]:
+    if q.merge is not None:
+        return _plan_merge(q)
+    if q.join is not None:
+        return _plan_join(q)
     src = q.sources[0]
     accums, aggplans = _accums_for(q.aggs)
     kind = "aggregate" if q.is_aggregate else "select"
@@ -292,18 +376,55 @@ def _hfta_only_functions(q: AnalyzedQuery) -> set[str]:
     return names
 
 
-def make_plan(queries: list[AnalyzedQuery]) -> Plan:
+def expand_interface_sets(nodes: list[PlanNode], ifaces: "Interfaces") -> list[PlanNode]:
+    """An LFTA over an interface set runs once per member; a merge HFTA on the
+    LFTA's temporal column joins their outputs into the stream the rest of
+    the plan reads (seed 000: FROM [main0_and_control].DataProtocol)."""
+    import dataclasses
+    out: list[PlanNode] = []
+    for n in nodes:
+        if n.level == "lfta" and not n.iface:
+            n.iface = ifaces.default
+        members = ifaces.sets.get(n.iface) if n.level == "lfta" else None
+        if not members or len(members) < 2:
+            out.append(n)
+            continue
+        tcols = [c for c in n.output.columns if c.temporal.is_temporal]
+        if not tcols:
+            from .diagnostics import GsqlError
+            raise GsqlError(n.query.query.span, "interface-set",
+                            f"query {n.query.name} reads the interface set [{n.iface}], whose "
+                            "members' outputs are merged in temporal order, but its LFTA "
+                            "outputs no temporal column to merge on")
+        copies = []
+        for m in members:
+            cname = f"{n.name}@{m}"
+            copies.append(dataclasses.replace(n, name=cname, iface=m,
+                                              output=StreamDef(cname, n.output.columns)))
+        merge = PlanNode(n.name, "hfta", "merge", n.query, n.output, [], [],
+                         inputs=[c.name for c in copies], input_defs=[c.output for c in copies],
+                         params=n.params, merge=MergeInfo(tcols[0].name, 0.0),
+                         note=f"merges the LFTAs of interface set [{n.iface}] "
+                              f"({', '.join(members)}) on {tcols[0].name}")
+        out += copies + [merge]
+    return out
+
+
+def make_plan(queries: list[AnalyzedQuery], ifaces: Optional["Interfaces"] = None) -> Plan:
+    from .interfaces import Interfaces
     nodes: list[PlanNode] = []
     streams: dict[str, StreamDef] = {}
     for q in queries:
         for n in plan_query(q, streams):
             nodes.append(n)
             streams[n.name] = n.output
-    return Plan(nodes, queries)
+    return Plan(expand_interface_sets(nodes, ifaces or Interfaces()), queries)
 
 
 def describe_expr(e: ast.Expr, node: PlanNode) -> str:
     def names(x: ast.Expr) -> Optional[str]:
+        if isinstance(x, FieldRef) and node.kind == "join":
+            return f"{node.query.sources[x.source].alias}.{x.name}"
         if isinstance(x, GroupRef):
             return node.group_by[x.index][0] if node.group_by else f"group[{x.index}]"
         if isinstance(x, AggRef):

@@ -5,9 +5,13 @@
 #include <cstdarg>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <climits>
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -19,6 +23,8 @@
 #include "gsq_runtime.h"
 #include "groupby_op.hpp"
 #include "hash_table.hpp"
+#include "join_op.hpp"
+#include "merge_op.hpp"
 #include "selection_op.hpp"
 
 // ---- tiny check harness -------------------------------------------------
@@ -58,8 +64,9 @@ static std::string show(const std::string &v) { return '"' + v + '"'; }
 
 struct emitted {
     int kind;
-    std::vector<unsigned char> fixed;
-    std::map<uint32_t, std::string> strs; // field offset -> bytes
+    std::vector<unsigned char> fixed;     // gsq_emit: the fixed struct; gsq_emit_raw: the whole tuple
+    std::map<uint32_t, std::string> strs; // field offset -> bytes (gsq_emit only)
+    bool raw = false;                     // emitted by gsq_emit_raw
 };
 
 struct gsq_node {
@@ -82,6 +89,16 @@ void gsq_emit(gsq_node *node, int kind, const void *fixed, uint32_t fixed_size, 
                        static_cast<const unsigned char *>(fixed) + fixed_size);
     for (uint32_t i = 0; i < n_strs; ++i)
         e.strs[strs[i].field_off] = std::string(strs[i].s.p, strs[i].s.len);
+    node->out.push_back(std::move(e));
+}
+
+void gsq_emit_raw(gsq_node *node, int kind, const void *tup, uint32_t len)
+{
+    emitted e;
+    e.kind = kind;
+    e.raw = true;
+    if (kind != GSQ_EOF && tup)
+        e.fixed.assign(static_cast<const unsigned char *>(tup), static_cast<const unsigned char *>(tup) + len);
     node->out.push_back(std::move(e));
 }
 
@@ -961,6 +978,1162 @@ static void test_groupby_c_glue()
     def.destroy(op);
 }
 
+// ---- heartbeats in selection and group-by ---------------------------------------
+
+// SELECT time/10 as t10, src, name, len FROM PKT WHERE len > 100, with the
+// temporal update: t10 = time/10.
+struct big_packets_hb_functor : big_packets_functor {
+    using big_packets_functor::big_packets_functor;
+    int heartbeats = 0;
+
+    void heartbeat(gsq_node *node, const void *tup, uint32_t)
+    {
+        ++heartbeats;
+        tup_pkt in;
+        std::memcpy(&in, tup, sizeof in);
+        tup_pkt out{};
+        out.time = in.time / 10;
+        gsq_emit(node, GSQ_HEARTBEAT, &out, sizeof out, nullptr, 0);
+    }
+};
+
+static_assert(gsq::has_selection_heartbeat<big_packets_hb_functor>::value);
+static_assert(!gsq::has_selection_heartbeat<big_packets_functor>::value);
+
+static void send_hb(gsq_node &node, void *opv, void (*acc)(void *, gsq_node *, int, int, const void *, uint32_t),
+                    int input, uint32_t time, uint32_t src = 0)
+{
+    auto t = pkt(time, src, "", 0);
+    acc(opv, &node, input, GSQ_HEARTBEAT, t.data(), static_cast<uint32_t>(t.size()));
+}
+
+template <class Op>
+static void hb(Op &op, gsq_node &node, uint32_t time, int input = 0, uint32_t src = 0)
+{
+    auto t = pkt(time, src, "", 0);
+    op.accept(&node, input, GSQ_HEARTBEAT, t.data(), static_cast<uint32_t>(t.size()));
+}
+
+static void test_selection_heartbeat()
+{
+    gsq_node node;
+    gsq::selection_op<big_packets_hb_functor> op(&node);
+    auto small = pkt(91, 1, "s", 50); // filtered out
+    op.accept(&node, 0, GSQ_DATA, small.data(), static_cast<uint32_t>(small.size()));
+    hb(op, node, 95); // WHERE (len > 100) is not evaluated on heartbeats
+    auto big = pkt(97, 1, "b", 500);
+    op.accept(&node, 0, GSQ_DATA, big.data(), static_cast<uint32_t>(big.size()));
+    hb(op, node, 123);
+    op.accept(&node, 0, GSQ_HEARTBEAT, nullptr, 0); // no bytes: dropped
+    CHECK_EQ(op.functor().heartbeats, 2);
+    CHECK_EQ(node.out.size(), size_t(3));
+    CHECK_EQ(node.out[0].kind, int(GSQ_HEARTBEAT));
+    CHECK_EQ(node.out[1].kind, int(GSQ_DATA));
+    CHECK_EQ(node.out[2].kind, int(GSQ_HEARTBEAT));
+    tup_pkt h0, h2;
+    std::memcpy(&h0, node.out[0].fixed.data(), sizeof h0);
+    std::memcpy(&h2, node.out[2].fixed.data(), sizeof h2);
+    CHECK_EQ(h0.time, uint32_t(9));
+    CHECK_EQ(h2.time, uint32_t(12));
+    op.accept(&node, 0, GSQ_EOF, nullptr, 0);
+    CHECK_EQ(node.out.back().kind, int(GSQ_EOF));
+
+    // Through the C glue as well.
+    constexpr static int inputs[] = {0};
+    const gsq_hfta_def def = gsq::hfta_def_of<gsq::selection_op<big_packets_hb_functor>>("bighb", inputs, 1);
+    gsq_node gnode;
+    void *h = def.create(&gnode);
+    send_hb(gnode, h, def.accept, 0, 40);
+    CHECK_EQ(count_kind(gnode, GSQ_HEARTBEAT), size_t(1));
+    def.destroy(h);
+}
+
+// flows_functor with temporal updates: the epoch tb = time/60 of a heartbeat
+// (src 0xdead: a heartbeat that announces nothing), emitted as tb.
+struct flows_hb_functor : flows_functor {
+    using flows_functor::flows_functor;
+
+    bool heartbeat_epoch(const void *tup, uint32_t, epoch_type &e) const
+    {
+        tup_pkt t;
+        std::memcpy(&t, tup, sizeof t);
+        if (t.src == 0xdead)
+            return false;
+        e = t.time / 60;
+        return true;
+    }
+
+    void emit_heartbeat(gsq_node *node, const epoch_type &e) const
+    {
+        tup_flow out{};
+        out.tb = e;
+        gsq_emit(node, GSQ_HEARTBEAT, &out, sizeof out, nullptr, 0);
+    }
+};
+
+// Emits heartbeats but cannot read an epoch from them.
+struct flows_hb_emit_only_functor : flows_functor {
+    using flows_functor::flows_functor;
+    void emit_heartbeat(gsq_node *node, const epoch_type &e)
+    {
+        tup_flow out{};
+        out.tb = e;
+        gsq_emit(node, GSQ_HEARTBEAT, &out, sizeof out, nullptr, 0);
+    }
+};
+
+static_assert(gsq::has_heartbeat_epoch<flows_hb_functor>::value);
+static_assert(gsq::has_epoch_heartbeat_emit<flows_hb_functor>::value);
+static_assert(!gsq::has_heartbeat_epoch<flows_hb_emit_only_functor>::value);
+static_assert(gsq::has_epoch_heartbeat_emit<flows_hb_emit_only_functor>::value);
+static_assert(!gsq::has_heartbeat_epoch<flows_functor>::value);
+static_assert(!gsq::has_epoch_heartbeat_emit<flows_functor>::value);
+
+using flows_hb_op = gsq::groupby_op<flows_hb_functor>;
+
+template <class Op>
+static void gfeed(Op &op, gsq_node &node, uint32_t time, uint32_t src, const std::string &name, uint32_t len = 1)
+{
+    auto t = pkt(time, src, name, len);
+    op.accept(&node, 0, GSQ_DATA, t.data(), static_cast<uint32_t>(t.size()));
+}
+
+static std::vector<uint32_t> heartbeat_tbs(const gsq_node &node)
+{
+    std::vector<uint32_t> v;
+    for (const auto &e : node.out)
+        if (e.kind == GSQ_HEARTBEAT)
+            v.push_back(decode_flow(e).tb);
+    return v;
+}
+
+static void test_groupby_heartbeat_closes_epoch()
+{
+    gsq_node node;
+    flows_hb_op op(&node);
+    for (uint32_t s = 0; s < 3; ++s)
+        gfeed(op, node, 1, s, "e0");
+    hb(op, node, 30); // same epoch: nothing closes
+    CHECK_EQ(node.out.size(), size_t(1));
+    CHECK((heartbeat_tbs(node) == std::vector<uint32_t>{0}));
+
+    hb(op, node, 60); // epoch 1 announced: epoch 0 closes, nothing inserted
+    CHECK_EQ(op.stats().epochs_closed, uint64_t(1));
+    CHECK_EQ(op.flush_pending(), size_t(3));
+    CHECK_EQ(op.open_groups(), size_t(0));
+    CHECK_EQ(count_kind(node, GSQ_DATA), size_t(0));
+    CHECK_EQ(heartbeat_tbs(node).back(), uint32_t(0)); // still flushing epoch 0
+
+    // Each heartbeat steps the slow flush; the value stays at the flushing
+    // epoch until its last group is out.
+    hb(op, node, 61);
+    CHECK_EQ(count_kind(node, GSQ_DATA), size_t(1));
+    CHECK_EQ(heartbeat_tbs(node).back(), uint32_t(0));
+    hb(op, node, 62);
+    CHECK_EQ(op.flush_pending(), size_t(1));
+    CHECK_EQ(heartbeat_tbs(node).back(), uint32_t(0));
+    hb(op, node, 63);
+    CHECK_EQ(op.flush_pending(), size_t(0));
+    CHECK_EQ(count_kind(node, GSQ_DATA), size_t(3));
+    CHECK_EQ(heartbeat_tbs(node).back(), uint32_t(1));
+    // The heartbeat after the last flushed group comes after that group.
+    CHECK_EQ(node.out.back().kind, int(GSQ_HEARTBEAT));
+    CHECK_EQ(node.out[node.out.size() - 2].kind, int(GSQ_DATA));
+
+    hb(op, node, 0); // an older heartbeat: the output never goes back
+    CHECK_EQ(heartbeat_tbs(node).back(), uint32_t(1));
+    gfeed(op, node, 30, 9, "late"); // epoch 0 < 1: late (a heartbeat promised epoch 1)
+    CHECK_EQ(node.counters[GSQ_CNT_LATE_DROPPED], uint64_t(1));
+
+    hb(op, node, 200); // epoch 3: epoch 1 (empty) closes
+    CHECK_EQ(heartbeat_tbs(node).back(), uint32_t(3));
+    CHECK_EQ(op.flush_pending(), size_t(0));
+    gfeed(op, node, 130, 9, "late"); // epoch 2 < 3
+    CHECK_EQ(node.counters[GSQ_CNT_LATE_DROPPED], uint64_t(2));
+    gfeed(op, node, 190, 9, "ok");
+    hb(op, node, 0, 0, 0xdead); // announces nothing: current epoch again
+    CHECK_EQ(heartbeat_tbs(node).back(), uint32_t(3));
+    op.accept(&node, 0, GSQ_EOF, nullptr, 0);
+    CHECK_EQ(count_kind(node, GSQ_DATA), size_t(4));
+    CHECK_EQ(decode_flow(node.out[node.out.size() - 2]).name, std::string("ok"));
+    const auto tbs = heartbeat_tbs(node);
+    CHECK(std::is_sorted(tbs.begin(), tbs.end()));
+    CHECK_EQ(op.stats().heartbeats_in, uint64_t(8));
+    CHECK_EQ(op.stats().heartbeats_out, uint64_t(8));
+}
+
+static void test_groupby_heartbeat_mid_flush()
+{
+    gsq_node node;
+    flows_hb_op op(&node);
+    for (uint32_t s = 0; s < 5; ++s)
+        gfeed(op, node, 0, s, "e0");
+    gfeed(op, node, 60, 0, "e1"); // closes epoch 0: flush of 5
+    gfeed(op, node, 61, 1, "e1"); // one step
+    CHECK_EQ(op.flush_pending(), size_t(4));
+    hb(op, node, 62); // same epoch: one more step, heartbeat = flushing epoch 0
+    CHECK_EQ(op.flush_pending(), size_t(3));
+    CHECK_EQ(heartbeat_tbs(node).back(), uint32_t(0));
+
+    // Epoch 2 announced mid-flush: one step, the rest of epoch 0 at once,
+    // then epoch 1 (2 groups) starts flushing: the heartbeat says 1.
+    hb(op, node, 125);
+    CHECK_EQ(count_kind(node, GSQ_DATA), size_t(5));
+    CHECK_EQ(op.flush_pending(), size_t(2));
+    CHECK_EQ(op.open_groups(), size_t(0));
+    CHECK_EQ(heartbeat_tbs(node).back(), uint32_t(1));
+    bool first_five_e0 = true;
+    size_t seen = 0;
+    for (const auto &e : node.out)
+        if (e.kind == GSQ_DATA && seen++ < 5)
+            first_five_e0 = first_five_e0 && decode_flow(e).tb == 0;
+    CHECK(first_five_e0);
+
+    // A heartbeat without bytes still steps the flush and reports.
+    op.accept(&node, 0, GSQ_HEARTBEAT, nullptr, 0);
+    CHECK_EQ(op.flush_pending(), size_t(1));
+    CHECK_EQ(heartbeat_tbs(node).back(), uint32_t(1));
+    hb(op, node, 126);
+    CHECK_EQ(op.flush_pending(), size_t(0));
+    CHECK_EQ(heartbeat_tbs(node).back(), uint32_t(2));
+    CHECK_EQ(count_kind(node, GSQ_DATA), size_t(7));
+}
+
+static void test_groupby_heartbeat_variants()
+{
+    // A heartbeat before any data sets the epoch.
+    {
+        gsq_node node;
+        flows_hb_op op(&node);
+        hb(op, node, 600);
+        CHECK((heartbeat_tbs(node) == std::vector<uint32_t>{10}));
+        gfeed(op, node, 599, 1, "late");
+        gfeed(op, node, 600, 1, "ok");
+        CHECK_EQ(node.counters[GSQ_CNT_LATE_DROPPED], uint64_t(1));
+        op.accept(&node, 0, GSQ_EOF, nullptr, 0);
+        CHECK_EQ(count_kind(node, GSQ_DATA), size_t(1));
+        CHECK_EQ(node.out.back().kind, int(GSQ_EOF));
+    }
+    // emit_heartbeat without heartbeat_epoch: reports the epoch seen in data,
+    // closes nothing.
+    {
+        gsq_node node;
+        gsq::groupby_op<flows_hb_emit_only_functor> op(&node);
+        hb(op, node, 0); // nothing known: no heartbeat
+        CHECK_EQ(node.out.size(), size_t(0));
+        gfeed(op, node, 120, 1, "a");
+        hb(op, node, 6000);
+        CHECK_EQ(op.stats().epochs_closed, uint64_t(0));
+        CHECK((heartbeat_tbs(node) == std::vector<uint32_t>{2}));
+    }
+    // A functor without heartbeat members: heartbeats still step the flush.
+    {
+        gsq_node node;
+        flows_op op(&node);
+        for (uint32_t s = 0; s < 3; ++s)
+            gfeed(op, node, 0, s, "e0");
+        gfeed(op, node, 60, 0, "e1");
+        hb(op, node, 61);
+        hb(op, node, 62);
+        CHECK_EQ(op.flush_pending(), size_t(1));
+        CHECK_EQ(count_kind(node, GSQ_DATA), size_t(2));
+        CHECK_EQ(count_kind(node, GSQ_HEARTBEAT), size_t(0));
+    }
+    // Immediate flush: a heartbeat that closes the epoch flushes it at once.
+    {
+        gsq_node node;
+        gsq::groupby_op<flows_hb_functor, gsq::flush_policy::immediate> op(&node);
+        for (uint32_t s = 0; s < 4; ++s)
+            gfeed(op, node, 0, s, "e0");
+        hb(op, node, 60);
+        CHECK_EQ(count_kind(node, GSQ_DATA), size_t(4));
+        CHECK_EQ(node.out.back().kind, int(GSQ_HEARTBEAT));
+        CHECK_EQ(heartbeat_tbs(node).back(), uint32_t(1));
+    }
+}
+
+// Random time-ordered input with heartbeats: no output ever contradicts an
+// earlier heartbeat, heartbeats never go back, nothing is lost.
+static void test_groupby_heartbeat_random()
+{
+    std::mt19937 rng(2024);
+    bool ok = true;
+    for (int trial = 0; trial < 100; ++trial) {
+        gsq_node node;
+        flows_hb_op op(&node);
+        uint32_t time = 0;
+        uint64_t tuples = 0;
+        for (int step = 0; step < 300; ++step) {
+            time += rng() % 7;
+            if (rng() % 4 == 0) {
+                hb(op, node, time); // the next data tuple is at >= time
+            } else {
+                gfeed(op, node, time, rng() % 5, "r");
+                ++tuples;
+            }
+        }
+        op.accept(&node, 0, GSQ_EOF, nullptr, 0);
+        uint64_t counted = 0;
+        std::optional<uint32_t> last_hb;
+        for (const auto &e : node.out) {
+            if (e.kind == GSQ_HEARTBEAT) {
+                const uint32_t tb = decode_flow(e).tb;
+                ok = ok && (!last_hb || *last_hb <= tb);
+                last_hb = tb;
+            } else if (e.kind == GSQ_DATA) {
+                const flow_row r = decode_flow(e);
+                ok = ok && (!last_hb || *last_hb <= r.tb);
+                counted += r.cnt;
+            }
+        }
+        ok = ok && counted == tuples && node.counters[GSQ_CNT_LATE_DROPPED] == 0;
+        ok = ok && node.out.back().kind == GSQ_EOF;
+    }
+    CHECK(ok);
+}
+
+// ---- merge -------------------------------------------------------------------------
+
+// MERGE a.time : b.time [: c.time ...] SLACK $slack FROM ... over PKT-shaped streams.
+template <int N, bool Increasing = true>
+struct pkt_merge_functor {
+    static constexpr int n_inputs = N;
+    using time_type = uint32_t;
+    static constexpr bool increasing = Increasing;
+    uint32_t slack_ = 0;
+
+    explicit pkt_merge_functor(gsq_node *node)
+    {
+        if (const char *p = gsq_param(node, "slack"))
+            gsq_parse_uint(p, std::strlen(p), &slack_);
+    }
+    time_type time_of(const void *tup, uint32_t) const
+    {
+        tup_pkt t;
+        std::memcpy(&t, tup, sizeof t);
+        return t.time;
+    }
+    time_type slack() const { return slack_; }
+    void emit_heartbeat(gsq_node *node, time_type tm)
+    {
+        tup_pkt out{};
+        out.time = tm;
+        gsq_emit(node, GSQ_HEARTBEAT, &out, sizeof out, nullptr, 0);
+    }
+};
+
+struct pkt_row {
+    uint32_t time = 0, src = 0, len = 0;
+    std::string name;
+    bool operator<(const pkt_row &o) const { return std::tie(time, src, len, name) < std::tie(o.time, o.src, o.len, o.name); }
+    bool operator==(const pkt_row &o) const { return time == o.time && src == o.src && len == o.len && name == o.name; }
+};
+
+// A packed tuple seen by a stub (raw) or a heartbeat (fixed part only).
+static pkt_row decode_pkt(const void *bytes, uint32_t size)
+{
+    tup_pkt t;
+    std::memcpy(&t, bytes, sizeof t);
+    pkt_row r{t.time, t.src, t.len, {}};
+    if (t.name.len != 0 && size_t(t.name.off) + t.name.len <= size)
+        r.name.assign(static_cast<const char *>(bytes) + t.name.off, t.name.len);
+    else if (t.name.len != 0)
+        r.name = "<out of bounds>";
+    return r;
+}
+
+static pkt_row decode_pkt(const emitted &e) { return decode_pkt(e.fixed.data(), static_cast<uint32_t>(e.fixed.size())); }
+
+template <class Op>
+static void mfeed(Op &op, gsq_node &node, int input, uint32_t time, const std::string &name)
+{
+    auto t = pkt(time, static_cast<uint32_t>(input), name, 7);
+    op.accept(&node, input, GSQ_DATA, t.data(), static_cast<uint32_t>(t.size()));
+}
+
+static std::vector<uint32_t> data_times(const gsq_node &node)
+{
+    std::vector<uint32_t> v;
+    for (const auto &e : node.out)
+        if (e.kind == GSQ_DATA)
+            v.push_back(decode_pkt(e).time);
+    return v;
+}
+
+static std::vector<uint32_t> hb_times(const gsq_node &node)
+{
+    std::vector<uint32_t> v;
+    for (const auto &e : node.out)
+        if (e.kind == GSQ_HEARTBEAT)
+            v.push_back(decode_pkt(e).time);
+    return v;
+}
+
+static void test_merge_two_interleaved()
+{
+    gsq_node node;
+    gsq::merge_op<pkt_merge_functor<2>> op(&node);
+    mfeed(op, node, 0, 1, "a1");
+    CHECK_EQ(node.out.size(), size_t(0)); // input 1 unknown: blocks
+    mfeed(op, node, 1, 2, "b2");
+    CHECK((data_times(node) == std::vector<uint32_t>{1}));
+    mfeed(op, node, 0, 3, "a3");
+    mfeed(op, node, 1, 3, "b3");
+    mfeed(op, node, 0, 5, "a5");
+    mfeed(op, node, 1, 4, "b4");
+    mfeed(op, node, 1, 6, "b6");
+    CHECK((data_times(node) == std::vector<uint32_t>{1, 2, 3, 3, 4, 5}));
+    CHECK_EQ(op.buffered(1), size_t(1));
+    op.accept(&node, 0, GSQ_EOF, nullptr, 0);
+    CHECK((data_times(node) == std::vector<uint32_t>{1, 2, 3, 3, 4, 5, 6}));
+    CHECK_EQ(count_kind(node, GSQ_EOF), size_t(0));
+    op.accept(&node, 1, GSQ_EOF, nullptr, 0);
+    CHECK_EQ(node.out.back().kind, int(GSQ_EOF));
+    CHECK_EQ(count_kind(node, GSQ_EOF), size_t(1));
+    std::vector<std::string> names;
+    bool raw = true;
+    for (const auto &e : node.out)
+        if (e.kind == GSQ_DATA) {
+            names.push_back(decode_pkt(e).name);
+            raw = raw && e.raw;
+        }
+    CHECK(raw); // passed through unchanged, string tail included
+    CHECK((names == std::vector<std::string>{"a1", "b2", "a3", "b3", "b4", "a5", "b6"}));
+    CHECK_EQ(op.stats().buffered, size_t(0));
+    CHECK_EQ(op.stats().buffered_bytes, size_t(0));
+    CHECK_EQ(op.stats().released, uint64_t(7));
+}
+
+static void test_merge_stalled_input()
+{
+    gsq_node node;
+    gsq::merge_op<pkt_merge_functor<3>> op(&node);
+    const size_t tup_size = pkt(0, 0, "n", 7).size();
+    for (uint32_t t = 1; t <= 100; ++t) {
+        mfeed(op, node, 0, t, "n");
+        mfeed(op, node, 1, t, "n");
+    }
+    // Input 2 is silent: everything waits.
+    CHECK_EQ(node.out.size(), size_t(0));
+    CHECK_EQ(op.buffered(0), size_t(100));
+    CHECK_EQ(op.stats().buffered, size_t(200));
+    CHECK_EQ(op.stats().buffered_bytes, 200 * tup_size);
+
+    hb(op, node, 50, 2); // input 2: nothing below 50 will come
+    CHECK_EQ(count_kind(node, GSQ_DATA), size_t(100));
+    CHECK_EQ(op.stats().buffered, size_t(100));
+    CHECK((hb_times(node) == std::vector<uint32_t>{50}));
+    CHECK_EQ(node.out.back().kind, int(GSQ_HEARTBEAT)); // after what it released
+    hb(op, node, 50, 2); // nothing advanced: no heartbeat
+    hb(op, node, 30, 0); // input 0 heartbeat below its data: no news
+    CHECK_EQ(hb_times(node).size(), size_t(1));
+    hb(op, node, 80, 2);
+    CHECK_EQ(count_kind(node, GSQ_DATA), size_t(160));
+    CHECK((hb_times(node) == std::vector<uint32_t>{50, 80}));
+    op.accept(&node, 2, GSQ_EOF, nullptr, 0); // the rest goes, no heartbeat
+    CHECK_EQ(count_kind(node, GSQ_DATA), size_t(200));
+    CHECK_EQ(hb_times(node).size(), size_t(2));
+    const auto times = data_times(node);
+    CHECK(std::is_sorted(times.begin(), times.end()));
+    CHECK_EQ(op.stats().peak_buffered, size_t(200));
+    CHECK_EQ(op.stats().peak_bytes, 200 * tup_size);
+    CHECK_EQ(op.stats().buffered_bytes, size_t(0));
+    op.accept(&node, 0, GSQ_EOF, nullptr, 0);
+    op.accept(&node, 1, GSQ_EOF, nullptr, 0);
+    CHECK_EQ(node.out.back().kind, int(GSQ_EOF));
+    CHECK_EQ(count_kind(node, GSQ_EOF), size_t(1));
+}
+
+static void test_merge_heartbeat_value()
+{
+    // The heartbeat is the min over inputs of progress and the smallest
+    // tuple still buffered.
+    gsq_node node;
+    gsq::merge_op<pkt_merge_functor<2>> op(&node);
+    hb(op, node, 10, 0);
+    CHECK_EQ(node.out.size(), size_t(0)); // input 1 unknown
+    hb(op, node, 7, 1);
+    CHECK((hb_times(node) == std::vector<uint32_t>{7}));
+    mfeed(op, node, 0, 12, "a12"); // waits for input 1 (at 7)
+    hb(op, node, 20, 1);           // releases 12: input 0 is at 12
+    CHECK((data_times(node) == std::vector<uint32_t>{12}));
+    CHECK((hb_times(node) == std::vector<uint32_t>{7, 12}));
+    mfeed(op, node, 1, 25, "b25"); // waits (input 0 at 12)
+    hb(op, node, 30, 0);           // releases 25; min(30, 25) = 25
+    CHECK((hb_times(node) == std::vector<uint32_t>{7, 12, 25}));
+    mfeed(op, node, 1, 40, "b40");
+    hb(op, node, 35, 0); // 40 stays buffered: min(35, 40, p1 = 40) = 35
+    CHECK((hb_times(node) == std::vector<uint32_t>{7, 12, 25, 35}));
+    CHECK_EQ(op.buffered(1), size_t(1));
+    mfeed(op, node, 0, 33, "late"); // below 35, the heartbeat just promised
+    CHECK_EQ(node.counters[GSQ_CNT_LATE_DROPPED], uint64_t(1));
+    CHECK_EQ(op.stats().late_dropped, uint64_t(1));
+}
+
+static void test_merge_slack()
+{
+    gsq_node node;
+    node.params["slack"] = "5";
+    gsq::merge_op<pkt_merge_functor<2>> op(&node);
+    mfeed(op, node, 0, 10, "a10");
+    mfeed(op, node, 1, 6, "b6"); // 6 <= 10 + 5; then 10 <= 6 + 5
+    CHECK((data_times(node) == std::vector<uint32_t>{6, 10}));
+    mfeed(op, node, 1, 4, "late"); // 4 < 10 - 5
+    CHECK_EQ(node.counters[GSQ_CNT_LATE_DROPPED], uint64_t(1));
+    mfeed(op, node, 1, 7, "b7"); // within the slack: accepted, out of order by 3
+    CHECK((data_times(node) == std::vector<uint32_t>{6, 10, 7}));
+    mfeed(op, node, 0, 20, "a20"); // 20 > 7 + 5: waits
+    CHECK_EQ(op.buffered(0), size_t(1));
+    hb(op, node, 12, 1); // input 1 at 12: 20 > 17 still waits
+    // H = min(buffered 20, input 0: max(20 - 5, 10 - 5), input 1: max(12, 7 - 5, 5)) = 12
+    CHECK((hb_times(node) == std::vector<uint32_t>{12}));
+    CHECK_EQ(op.buffered(0), size_t(1));
+    hb(op, node, 15, 1); // 20 <= 15 + 5: out
+    CHECK_EQ(op.buffered(0), size_t(0));
+    CHECK_EQ(hb_times(node).back(), uint32_t(15));
+    mfeed(op, node, 1, 14, "late2"); // below the heartbeat 15 (and 20 - 5)
+    CHECK_EQ(node.counters[GSQ_CNT_LATE_DROPPED], uint64_t(2));
+}
+
+static void test_merge_decreasing()
+{
+    gsq_node node;
+    gsq::merge_op<pkt_merge_functor<2, false>> op(&node);
+    mfeed(op, node, 0, 10, "a10");
+    mfeed(op, node, 1, 9, "b9");
+    mfeed(op, node, 0, 8, "a8");
+    mfeed(op, node, 1, 7, "b7");
+    mfeed(op, node, 0, 6, "a6");
+    CHECK((data_times(node) == std::vector<uint32_t>{10, 9, 8, 7}));
+    hb(op, node, 3, 1); // input 1 goes no higher than 3: 6 goes
+    CHECK((data_times(node) == std::vector<uint32_t>{10, 9, 8, 7, 6}));
+    CHECK((hb_times(node) == std::vector<uint32_t>{6})); // input 0 may still send 6
+    mfeed(op, node, 0, 8, "late"); // above 6: late for a decreasing field
+    CHECK_EQ(node.counters[GSQ_CNT_LATE_DROPPED], uint64_t(1));
+    op.accept(&node, 0, GSQ_EOF, nullptr, 0);
+    op.accept(&node, 1, GSQ_EOF, nullptr, 0);
+    CHECK_EQ(node.out.back().kind, int(GSQ_EOF));
+}
+
+static void test_merge_eof_order()
+{
+    gsq_node node;
+    gsq::merge_op<pkt_merge_functor<2>> op(&node);
+    mfeed(op, node, 0, 5, "a5");
+    mfeed(op, node, 1, 3, "b3");
+    mfeed(op, node, 1, 8, "b8");
+    mfeed(op, node, 1, 9, "b9");
+    mfeed(op, node, 0, 7, "a7");
+    CHECK((data_times(node) == std::vector<uint32_t>{3, 5, 7}));
+    op.accept(&node, 1, GSQ_EOF, nullptr, 0); // 8, 9 wait for input 0
+    CHECK_EQ(op.buffered(1), size_t(2));
+    op.accept(&node, 1, GSQ_EOF, nullptr, 0); // repeated: ignored
+    op.accept(&node, 0, GSQ_EOF, nullptr, 0);
+    CHECK((data_times(node) == std::vector<uint32_t>{3, 5, 7, 8, 9}));
+    CHECK_EQ(node.out.back().kind, int(GSQ_EOF));
+    CHECK_EQ(count_kind(node, GSQ_EOF), size_t(1));
+    CHECK_EQ(count_kind(node, GSQ_HEARTBEAT), size_t(0));
+
+    // Out-of-order arrival within the slack is released sorted.
+    gsq_node snode;
+    snode.params["slack"] = "10";
+    gsq::merge_op<pkt_merge_functor<2>> sop(&snode);
+    mfeed(sop, snode, 0, 20, "a20");
+    mfeed(sop, snode, 0, 14, "a14");
+    mfeed(sop, snode, 0, 17, "a17");
+    sop.accept(&snode, 0, GSQ_EOF, nullptr, 0);
+    sop.accept(&snode, 1, GSQ_EOF, nullptr, 0);
+    CHECK((data_times(snode) == std::vector<uint32_t>{14, 17, 20}));
+
+    // Protocol errors through the glue.
+    constexpr static int inputs[] = {1, 2, 3};
+    const gsq_hfta_def def = gsq::hfta_def_of<gsq::merge_op<pkt_merge_functor<3>>>("m3", inputs, 4);
+    CHECK_EQ(def.n_inputs, 3);
+    gsq_node gnode;
+    void *h = def.create(&gnode);
+    auto t = pkt(1, 0, "x", 1);
+    def.accept(h, &gnode, 3, GSQ_DATA, t.data(), static_cast<uint32_t>(t.size()));
+    CHECK(gnode.failed && gnode.failure.find("input 3") != std::string::npos);
+    def.destroy(h); // a buffered tuple is freed, not emitted
+}
+
+// Random ordered inputs with heartbeats against a sort of everything.
+static void test_merge_random()
+{
+    std::mt19937 rng(777);
+    bool ok = true, sorted_ok = true, hb_ok = true, slack_ok = true;
+    for (int trial = 0; trial < 300; ++trial) {
+        const int n = 2 + static_cast<int>(rng() % 3);
+        const uint32_t slack = trial % 3 == 0 ? rng() % 4 : 0;
+        gsq_node node;
+        node.params["slack"] = std::to_string(slack);
+        // One operator type per input count.
+        std::function<void(int, int, const void *, uint32_t)> accept;
+        std::function<const gsq::merge_stats &()> stats;
+        gsq::merge_op<pkt_merge_functor<2>> op2(&node);
+        gsq::merge_op<pkt_merge_functor<3>> op3(&node);
+        gsq::merge_op<pkt_merge_functor<4>> op4(&node);
+        if (n == 2) {
+            accept = [&](int i, int k, const void *p, uint32_t l) { op2.accept(&node, i, k, p, l); };
+            stats = [&]() -> const gsq::merge_stats & { return op2.stats(); };
+        } else if (n == 3) {
+            accept = [&](int i, int k, const void *p, uint32_t l) { op3.accept(&node, i, k, p, l); };
+            stats = [&]() -> const gsq::merge_stats & { return op3.stats(); };
+        } else {
+            accept = [&](int i, int k, const void *p, uint32_t l) { op4.accept(&node, i, k, p, l); };
+            stats = [&]() -> const gsq::merge_stats & { return op4.stats(); };
+        }
+        // Per input: events (data with a time, or heartbeat with a value
+        // between the previous time and the next data time), then EOF.
+        struct ev {
+            bool hb;
+            uint32_t t;
+            std::string name;
+        };
+        std::vector<std::vector<ev>> evs(static_cast<size_t>(n));
+        std::vector<pkt_row> all;
+        for (int i = 0; i < n; ++i) {
+            uint32_t t = static_cast<uint32_t>(rng() % 10);
+            const int m = static_cast<int>(rng() % 40);
+            for (int j = 0; j < m; ++j) {
+                const uint32_t next = t + static_cast<uint32_t>(rng() % 5);
+                if (rng() % 4 == 0)
+                    evs[i].push_back({true, t + (next - t) / 2, {}});
+                t = next;
+                std::string name = "i" + std::to_string(i) + "n" + std::to_string(j);
+                evs[i].push_back({false, t, name});
+                all.push_back(pkt_row{t, static_cast<uint32_t>(i), 7, name});
+            }
+            if (rng() % 2)
+                evs[i].push_back({true, t + static_cast<uint32_t>(rng() % 3), {}}); // a last heartbeat may run ahead
+        }
+        std::vector<size_t> pos(static_cast<size_t>(n), 0);
+        std::vector<bool> ended(static_cast<size_t>(n), false);
+        int open = n;
+        while (open > 0) {
+            const int i = static_cast<int>(rng() % static_cast<uint32_t>(n));
+            if (ended[i])
+                continue;
+            if (pos[i] == evs[i].size()) {
+                ended[i] = true;
+                --open;
+                accept(i, GSQ_EOF, nullptr, 0);
+                continue;
+            }
+            const ev &e = evs[i][pos[i]++];
+            auto bytes = pkt(e.t, static_cast<uint32_t>(i), e.name, 7);
+            accept(i, e.hb ? GSQ_HEARTBEAT : GSQ_DATA, bytes.data(), static_cast<uint32_t>(bytes.size()));
+        }
+        std::vector<pkt_row> got;
+        std::optional<uint32_t> last_hb, max_out;
+        for (const auto &e : node.out) {
+            if (e.kind == GSQ_HEARTBEAT) {
+                const uint32_t h = decode_pkt(e).time;
+                hb_ok = hb_ok && (!last_hb || *last_hb < h);
+                last_hb = h;
+            } else if (e.kind == GSQ_DATA) {
+                const pkt_row r = decode_pkt(e);
+                hb_ok = hb_ok && (!last_hb || *last_hb <= r.time);
+                if (slack == 0)
+                    sorted_ok = sorted_ok && (got.empty() || got.back().time <= r.time);
+                slack_ok = slack_ok && (!max_out || r.time + slack >= *max_out);
+                max_out = max_out ? std::max(*max_out, r.time) : r.time;
+                got.push_back(r);
+            }
+        }
+        std::sort(got.begin(), got.end());
+        std::sort(all.begin(), all.end());
+        ok = ok && got == all && node.counters[GSQ_CNT_LATE_DROPPED] == 0;
+        ok = ok && !node.out.empty() && node.out.back().kind == GSQ_EOF && count_kind(node, GSQ_EOF) == 1;
+        ok = ok && stats().buffered == 0 && stats().buffered_bytes == 0 && stats().released == all.size();
+    }
+    CHECK(ok);
+    CHECK(sorted_ok);
+    CHECK(hb_ok);
+    CHECK(slack_ok);
+}
+
+// ---- join --------------------------------------------------------------------------
+
+// SELECT ... <KIND> FROM PKT R, PKT S WHERE R.src = S.src AND
+//   S.time BETWEEN R.time - $band_lo AND R.time + $band_hi AND R.len > 0 AND S.len > 0
+// A tuple is known by its name; emit records rows and heartbeats in one log.
+struct join_event {
+    bool hb = false;
+    int64_t t = 0;       // heartbeat value, or the row's join time
+    std::string l, r;    // names; "" for a missing side
+};
+
+template <gsq::join_kind K, class T = uint32_t>
+struct pkt_join_functor {
+    static constexpr int n_inputs = 2;
+    static constexpr gsq::join_kind kind = K;
+    struct key_type {
+        uint32_t src = 0;
+    };
+    struct key_hash {
+        size_t operator()(const key_type &k) const { return k.src; }
+    };
+    struct key_eq {
+        bool operator()(const key_type &a, const key_type &b) const { return a.src == b.src; }
+    };
+    using time_type = T;
+
+    T lo = 0, hi = 0;
+    std::vector<join_event> log;
+
+    explicit pkt_join_functor(gsq_node *node)
+    {
+        if (const char *p = gsq_param(node, "band_lo"))
+            lo = static_cast<T>(std::strtoll(p, nullptr, 10));
+        if (const char *p = gsq_param(node, "band_hi"))
+            hi = static_cast<T>(std::strtoll(p, nullptr, 10));
+    }
+
+    static bool extract(const void *tup, key_type &k, T &t)
+    {
+        tup_pkt p;
+        std::memcpy(&p, tup, sizeof p);
+        if (p.len == 0)
+            return false;
+        k.src = p.src;
+        t = static_cast<T>(p.time);
+        return true;
+    }
+    bool left_extract(const void *tup, uint32_t, key_type &k, T &t) { return extract(tup, k, t); }
+    bool right_extract(const void *tup, uint32_t, key_type &k, T &t) { return extract(tup, k, t); }
+    T band_lo() const { return lo; }
+    T band_hi() const { return hi; }
+    static T time(const void *tup)
+    {
+        tup_pkt p;
+        std::memcpy(&p, tup, sizeof p);
+        return static_cast<T>(p.time);
+    }
+    T left_time_of(const void *tup, uint32_t) const { return time(tup); }
+    T right_time_of(const void *tup, uint32_t) const { return time(tup); }
+
+    void emit(gsq_node *, const void *l, uint32_t llen, const void *r, uint32_t rlen)
+    {
+        join_event e;
+        if (l) {
+            const pkt_row row = decode_pkt(l, llen);
+            e.l = row.name;
+            e.t = row.time;
+        }
+        if (r) {
+            const pkt_row row = decode_pkt(r, rlen);
+            e.r = row.name;
+            if (!l)
+                e.t = row.time;
+        }
+        log.push_back(e);
+    }
+    void emit_heartbeat(gsq_node *, T t)
+    {
+        join_event e;
+        e.hb = true;
+        e.t = static_cast<int64_t>(t);
+        log.push_back(e);
+    }
+};
+
+template <class Op>
+static void jfeed(Op &op, gsq_node &node, int side, uint32_t time, uint32_t key, const std::string &name,
+                  uint32_t len = 1)
+{
+    auto t = pkt(time, key, name, len);
+    op.accept(&node, side, GSQ_DATA, t.data(), static_cast<uint32_t>(t.size()));
+}
+
+using row_pair = std::pair<std::string, std::string>;
+
+static std::vector<row_pair> join_rows(const std::vector<join_event> &log)
+{
+    std::vector<row_pair> v;
+    for (const auto &e : log)
+        if (!e.hb)
+            v.emplace_back(e.l, e.r);
+    std::sort(v.begin(), v.end());
+    return v;
+}
+
+static std::vector<int64_t> join_hbs(const std::vector<join_event> &log)
+{
+    std::vector<int64_t> v;
+    for (const auto &e : log)
+        if (e.hb)
+            v.push_back(e.t);
+    return v;
+}
+
+template <gsq::join_kind K>
+static void check_join_kind_keys(const std::vector<row_pair> &want)
+{
+    gsq_node node;
+    gsq::join_op<pkt_join_functor<K>> op(&node);
+    auto &log = op.functor().log;
+    jfeed(op, node, 0, 1, 1, "a");
+    jfeed(op, node, 0, 1, 2, "b");
+    jfeed(op, node, 1, 1, 1, "x");
+    CHECK_EQ(log.size(), size_t(1)); // a|x at once
+    jfeed(op, node, 1, 1, 3, "y");
+    jfeed(op, node, 0, 1, 7, "f", 0); // filtered out: not even an outer row
+    CHECK_EQ(op.entries(0), size_t(2));
+    jfeed(op, node, 1, 2, 9, "z"); // right at 2: left entries at 1 are done
+    CHECK_EQ(op.entries(0), size_t(0));
+    constexpr bool left_kept = K == gsq::join_kind::left_outer || K == gsq::join_kind::full_outer;
+    CHECK_EQ(log.size(), size_t(left_kept ? 2 : 1)); // b|- when it was purged
+    CHECK_EQ(op.entries(1), size_t(3));
+    op.accept(&node, 0, GSQ_EOF, nullptr, 0); // no more left: right entries go
+    CHECK_EQ(op.entries(1), size_t(0));
+    CHECK_EQ(node.out.size(), size_t(0));
+    op.accept(&node, 1, GSQ_EOF, nullptr, 0);
+    CHECK_EQ(count_kind(node, GSQ_EOF), size_t(1));
+    CHECK(join_rows(log) == want);
+    CHECK_EQ(op.stats().matches, uint64_t(1));
+    CHECK_EQ(op.stats().filtered[0], uint64_t(1));
+    CHECK_EQ(op.keys(0) + op.keys(1), size_t(0));
+}
+
+static void test_join_kinds_with_keys()
+{
+    using gsq::join_kind;
+    check_join_kind_keys<join_kind::inner>({{"a", "x"}});
+    check_join_kind_keys<join_kind::left_outer>({{"a", "x"}, {"b", ""}});
+    check_join_kind_keys<join_kind::right_outer>({{"", "y"}, {"", "z"}, {"a", "x"}});
+    check_join_kind_keys<join_kind::full_outer>({{"", "y"}, {"", "z"}, {"a", "x"}, {"b", ""}});
+}
+
+static void test_join_band()
+{
+    gsq_node node;
+    node.params["band_lo"] = "2";
+    node.params["band_hi"] = "3"; // tr in [tl - 2, tl + 3]
+    gsq::join_op<pkt_join_functor<gsq::join_kind::full_outer>> op(&node);
+    auto &log = op.functor().log;
+    jfeed(op, node, 0, 10, 0, "a");
+    jfeed(op, node, 1, 7, 0, "r7"); // below 10 - 2: unmatched, and unmatchable at once
+    CHECK_EQ(op.entries(1), size_t(0));
+    CHECK((join_rows(log) == std::vector<row_pair>{{"", "r7"}}));
+    jfeed(op, node, 1, 8, 0, "r8");
+    jfeed(op, node, 1, 13, 0, "r13");
+    CHECK_EQ(op.entries(0), size_t(1));
+    jfeed(op, node, 1, 14, 0, "r14"); // 14 > 10 + 3: a can match nothing more
+    CHECK_EQ(op.entries(0), size_t(0));
+    jfeed(op, node, 0, 12, 0, "b"); // [10, 15]: r8 is gone (12 > 8 + 2)
+    CHECK_EQ(op.entries(1), size_t(2));
+    hb(op, node, 20, 1); // right at 20 > 12 + 3: b done
+    CHECK_EQ(op.entries(0), size_t(0));
+    // min(p_L 12, p_R - band_hi 17, p_R 20, oldest right 13) = 12
+    CHECK((join_hbs(log) == std::vector<int64_t>{12}));
+    hb(op, node, 30, 0); // left at 30: r13, r14 done
+    CHECK_EQ(op.entries(1), size_t(0));
+    CHECK((join_hbs(log) == std::vector<int64_t>{12, 17}));
+    hb(op, node, 25, 0); // behind: nothing new
+    CHECK_EQ(join_hbs(log).size(), size_t(2));
+    op.accept(&node, 0, GSQ_EOF, nullptr, 0);
+    op.accept(&node, 1, GSQ_EOF, nullptr, 0);
+    const std::vector<row_pair> want = {{"", "r7"}, {"a", "r13"}, {"a", "r8"}, {"b", "r13"}, {"b", "r14"}};
+    CHECK(join_rows(log) == want);
+    CHECK_EQ(op.stats().unmatched[1], uint64_t(1));
+
+    // A band that excludes equality, on a signed time: tr in [tl + 2, tl + 5].
+    gsq_node snode;
+    snode.params["band_lo"] = "-2";
+    snode.params["band_hi"] = "5";
+    gsq::join_op<pkt_join_functor<gsq::join_kind::inner, int64_t>> sop(&snode);
+    jfeed(sop, snode, 0, 10, 0, "a");
+    for (uint32_t t : {11u, 12u, 15u, 16u})
+        jfeed(sop, snode, 1, t, 0, "r" + std::to_string(t));
+    CHECK((join_rows(sop.functor().log) == std::vector<row_pair>{{"a", "r12"}, {"a", "r15"}}));
+}
+
+static void test_join_heartbeat_purge_memory()
+{
+    gsq_node node;
+    gsq::join_op<pkt_join_functor<gsq::join_kind::left_outer>> op(&node);
+    auto &log = op.functor().log;
+    size_t max_entries = 0;
+    bool drops = true;
+    for (uint32_t block = 0; block < 10; ++block) {
+        for (uint32_t t = 100 * block; t < 100 * block + 100; ++t) {
+            jfeed(op, node, 0, t, t % 7, "l" + std::to_string(t));
+            max_entries = std::max(max_entries, op.entries(0));
+        }
+        hb(op, node, 100 * block + 100, 1); // the right side moved past them all
+        drops = drops && op.entries(0) == 0 && op.index_slots(0) == 0 && op.stats().bytes[0] == 0;
+    }
+    CHECK(drops);
+    CHECK_EQ(max_entries, size_t(100));
+    CHECK_EQ(op.stats().peak_side_entries[0], size_t(100));
+    CHECK_EQ(op.stats().peak_entries, size_t(100));
+    CHECK_EQ(op.stats().purged[0], uint64_t(1000));
+    // Every left row came out exactly once, unmatched.
+    std::set<std::string> names;
+    size_t rows = 0;
+    for (const auto &e : log)
+        if (!e.hb) {
+            ++rows;
+            names.insert(e.l);
+        }
+    CHECK_EQ(rows, size_t(1000));
+    CHECK_EQ(names.size(), size_t(1000));
+    // Heartbeats: min(p_L, p_R) after each block.
+    std::vector<int64_t> want;
+    for (int64_t block = 0; block < 10; ++block)
+        want.push_back(100 * block + 99);
+    CHECK(join_hbs(log) == want);
+    op.accept(&node, 1, GSQ_EOF, nullptr, 0);
+    op.accept(&node, 0, GSQ_EOF, nullptr, 0);
+    CHECK_EQ(rows, join_rows(log).size());
+    CHECK_EQ(count_kind(node, GSQ_EOF), size_t(1));
+
+    // Many keys, then a purge: the index gives its slots back.
+    gsq_node knode;
+    gsq::join_op<pkt_join_functor<gsq::join_kind::inner>> kop(&knode);
+    for (uint32_t k = 0; k < 5000; ++k)
+        jfeed(kop, knode, 0, 1, k, "k");
+    jfeed(kop, knode, 0, 2, 0, "last");
+    const size_t big = kop.index_slots(0);
+    hb(kop, knode, 2, 1); // left entries at 1 are done, "last" stays
+    CHECK_EQ(kop.entries(0), size_t(1));
+    CHECK(kop.index_slots(0) < big / 100);
+}
+
+static void test_join_many_to_many_and_late()
+{
+    gsq_node node;
+    gsq::join_op<pkt_join_functor<gsq::join_kind::full_outer>> op(&node);
+    auto &log = op.functor().log;
+    for (const char *n : {"l1", "l2", "l3"})
+        jfeed(op, node, 0, 5, 1, n);
+    jfeed(op, node, 1, 5, 1, "r1");
+    jfeed(op, node, 1, 5, 1, "r2");
+    jfeed(op, node, 0, 5, 1, "l4"); // probes both stored rights
+    CHECK_EQ(op.stats().matches, uint64_t(8));
+    // Late: below the side's progress.
+    jfeed(op, node, 0, 4, 1, "late");
+    hb(op, node, 9, 0);
+    jfeed(op, node, 0, 8, 1, "late2");
+    CHECK_EQ(op.stats().late_dropped[0], uint64_t(2));
+    CHECK_EQ(node.counters[GSQ_CNT_LATE_DROPPED], uint64_t(2));
+    CHECK_EQ(op.entries(1), size_t(0)); // left at 9 > 5: the rights are done
+    op.accept(&node, 0, GSQ_EOF, nullptr, 0);
+    op.accept(&node, 1, GSQ_EOF, nullptr, 0);
+    std::vector<row_pair> want;
+    for (const char *l : {"l1", "l2", "l3", "l4"})
+        for (const char *r : {"r1", "r2"})
+            want.emplace_back(l, r);
+    CHECK(join_rows(log) == want); // every pair once, no outer rows
+
+    // A filtered tuple still moves its input's progress (and purges).
+    gsq_node fnode;
+    gsq::join_op<pkt_join_functor<gsq::join_kind::right_outer>> fop(&fnode);
+    jfeed(fop, fnode, 0, 5, 2, "l5");
+    jfeed(fop, fnode, 1, 6, 2, "r6");
+    CHECK_EQ(fop.entries(1), size_t(1));
+    jfeed(fop, fnode, 0, 12, 0, "filtered", 0);
+    CHECK_EQ(fop.entries(1), size_t(0)); // left at 12 > 6
+    CHECK((join_rows(fop.functor().log) == std::vector<row_pair>{{"", "r6"}}));
+    CHECK_EQ(fop.stats().filtered[0], uint64_t(1));
+    jfeed(fop, fnode, 0, 11, 2, "late3");
+    CHECK_EQ(fop.stats().late_dropped[0], uint64_t(1));
+    CHECK_EQ(op.stats().unmatched[0], uint64_t(0));
+}
+
+static void test_join_eof()
+{
+    gsq_node node;
+    gsq::join_op<pkt_join_functor<gsq::join_kind::full_outer>> op(&node);
+    auto &log = op.functor().log;
+    jfeed(op, node, 0, 1, 1, "a");
+    jfeed(op, node, 0, 1, 3, "c");
+    op.accept(&node, 0, GSQ_EOF, nullptr, 0);
+    CHECK_EQ(op.entries(0), size_t(2)); // they wait for the right side
+    jfeed(op, node, 1, 1, 1, "x");      // still matches a stored left
+    jfeed(op, node, 1, 1, 2, "y");      // can match nothing: out at once
+    CHECK_EQ(op.entries(1), size_t(0));
+    CHECK((join_rows(log) == std::vector<row_pair>{{"", "y"}, {"a", "x"}}));
+    hb(op, node, 1, 1);
+    CHECK((join_hbs(log) == std::vector<int64_t>{1})); // p_R - 0, p_R, oldest left 1
+    op.accept(&node, 1, GSQ_EOF, nullptr, 0);
+    CHECK((join_rows(log) == std::vector<row_pair>{{"", "y"}, {"a", "x"}, {"c", ""}}));
+    CHECK_EQ(node.out.size(), size_t(1));
+    CHECK_EQ(node.out.back().kind, int(GSQ_EOF));
+    CHECK_EQ(op.stats().entries[0] + op.stats().entries[1], size_t(0));
+
+    // The C glue and a protocol error.
+    constexpr static int inputs[] = {1, 2};
+    const gsq_hfta_def def = gsq::hfta_def_of<gsq::join_op<pkt_join_functor<gsq::join_kind::inner>>>("j", inputs, 3);
+    CHECK_EQ(def.n_inputs, 2);
+    gsq_node gnode;
+    void *h = def.create(&gnode);
+    auto t = pkt(1, 0, "x", 1);
+    def.accept(h, &gnode, 0, GSQ_DATA, t.data(), static_cast<uint32_t>(t.size()));
+    def.accept(h, &gnode, 0, GSQ_EOF, nullptr, 0);
+    def.accept(h, &gnode, 0, GSQ_DATA, t.data(), static_cast<uint32_t>(t.size()));
+    CHECK(gnode.failed && gnode.failure.find("after its end of stream") != std::string::npos);
+    def.destroy(h);
+}
+
+// A pure temporal join (no equality keys: an empty key struct), as the code
+// generator writes it for R.tb = S.tb alone.
+struct tb_only_join_functor : pkt_join_functor<gsq::join_kind::inner> {
+    struct key_type {};
+    struct key_hash {
+        size_t operator()(const key_type &) const { return 0; }
+    };
+    struct key_eq {
+        bool operator()(const key_type &, const key_type &) const { return true; }
+    };
+    using pkt_join_functor::pkt_join_functor;
+    bool left_extract(const void *tup, uint32_t, key_type &, uint32_t &t)
+    {
+        t = time(tup);
+        return true;
+    }
+    bool right_extract(const void *tup, uint32_t, key_type &, uint32_t &t)
+    {
+        t = time(tup);
+        return true;
+    }
+};
+
+static void test_join_empty_key()
+{
+    gsq_node node;
+    gsq::join_op<tb_only_join_functor> op(&node);
+    jfeed(op, node, 0, 1, 1, "a");
+    jfeed(op, node, 0, 1, 2, "b");
+    jfeed(op, node, 1, 1, 3, "x");
+    jfeed(op, node, 1, 2, 4, "y");
+    CHECK_EQ(op.keys(0), size_t(0)); // a, b purged by y
+    op.accept(&node, 0, GSQ_EOF, nullptr, 0);
+    op.accept(&node, 1, GSQ_EOF, nullptr, 0);
+    CHECK((join_rows(op.functor().log) == std::vector<row_pair>{{"a", "x"}, {"b", "x"}}));
+}
+
+// Random time-ordered inputs with heartbeats, each kind against a nested loop.
+template <gsq::join_kind K, class T>
+static bool join_random_trial(std::mt19937 &rng, int64_t lo, int64_t hi, bool &hb_ok)
+{
+    struct ev {
+        bool hb;
+        uint32_t t, key, len;
+        std::string name;
+    };
+    std::vector<ev> side[2];
+    for (int s = 0; s < 2; ++s) {
+        uint32_t t = 3 + static_cast<uint32_t>(rng() % 6);
+        const int m = static_cast<int>(rng() % 30);
+        for (int j = 0; j < m; ++j) {
+            const uint32_t next = t + static_cast<uint32_t>(rng() % 4);
+            if (rng() % 4 == 0)
+                side[s].push_back({true, t + static_cast<uint32_t>(rng() % (next - t + 1)), 0, 0, {}});
+            t = next;
+            side[s].push_back({false, t, static_cast<uint32_t>(rng() % 3), rng() % 10 == 0 ? 0u : 1u,
+                               (s == 0 ? "L" : "R") + std::to_string(j)});
+        }
+    }
+    // The reference: a nested loop over the tuples that pass the filters.
+    std::vector<row_pair> want;
+    std::set<std::string> lmatched, rmatched;
+    for (const ev &l : side[0])
+        for (const ev &r : side[1]) {
+            if (l.hb || r.hb || l.len == 0 || r.len == 0 || l.key != r.key)
+                continue;
+            const int64_t tl = l.t, tr = r.t;
+            if (tr >= tl - lo && tr <= tl + hi) {
+                want.emplace_back(l.name, r.name);
+                lmatched.insert(l.name);
+                rmatched.insert(r.name);
+            }
+        }
+    constexpr bool keep_l = K == gsq::join_kind::left_outer || K == gsq::join_kind::full_outer;
+    constexpr bool keep_r = K == gsq::join_kind::right_outer || K == gsq::join_kind::full_outer;
+    for (const ev &l : side[0])
+        if (keep_l && !l.hb && l.len != 0 && !lmatched.count(l.name))
+            want.emplace_back(l.name, "");
+    for (const ev &r : side[1])
+        if (keep_r && !r.hb && r.len != 0 && !rmatched.count(r.name))
+            want.emplace_back("", r.name);
+    std::sort(want.begin(), want.end());
+
+    gsq_node node;
+    node.params["band_lo"] = std::to_string(lo);
+    node.params["band_hi"] = std::to_string(hi);
+    gsq::join_op<pkt_join_functor<K, T>> op(&node);
+    size_t pos[2] = {0, 0};
+    bool ended[2] = {false, false};
+    while (!ended[0] || !ended[1]) {
+        const int s = static_cast<int>(rng() % 2);
+        if (ended[s])
+            continue;
+        if (pos[s] == side[s].size()) {
+            ended[s] = true;
+            op.accept(&node, s, GSQ_EOF, nullptr, 0);
+            continue;
+        }
+        const ev &e = side[s][pos[s]++];
+        auto bytes = pkt(e.t, e.key, e.name, e.len);
+        op.accept(&node, s, e.hb ? GSQ_HEARTBEAT : GSQ_DATA, bytes.data(), static_cast<uint32_t>(bytes.size()));
+    }
+    std::optional<int64_t> last_hb;
+    for (const auto &e : op.functor().log) {
+        if (e.hb) {
+            hb_ok = hb_ok && (!last_hb || *last_hb < e.t);
+            last_hb = e.t;
+        } else {
+            hb_ok = hb_ok && (!last_hb || *last_hb <= e.t);
+        }
+    }
+    return join_rows(op.functor().log) == want && node.out.size() == 1 && node.out[0].kind == GSQ_EOF &&
+           node.counters[GSQ_CNT_LATE_DROPPED] == 0 && op.entries(0) == 0 && op.entries(1) == 0 &&
+           op.stats().bytes[0] == 0 && op.stats().bytes[1] == 0;
+}
+
+static void test_join_random()
+{
+    using gsq::join_kind;
+    std::mt19937 rng(99);
+    int bad = 0;
+    bool hb_ok = true;
+    for (int trial = 0; trial < 400; ++trial) {
+        const bool equality = trial % 3 == 0;
+        const int64_t lo = equality ? 0 : static_cast<int64_t>(rng() % 4);
+        const int64_t hi = equality ? 0 : static_cast<int64_t>(rng() % 4);
+        const uint32_t seed = rng();
+        // The same input for every kind (same seed).
+        std::mt19937 r1(seed), r2(seed), r3(seed), r4(seed);
+        bad += !join_random_trial<join_kind::inner, uint32_t>(r1, lo, hi, hb_ok);
+        bad += !join_random_trial<join_kind::left_outer, uint32_t>(r2, lo, hi, hb_ok);
+        bad += !join_random_trial<join_kind::right_outer, uint32_t>(r3, lo, hi, hb_ok);
+        bad += !join_random_trial<join_kind::full_outer, uint32_t>(r4, lo, hi, hb_ok);
+        // Signed time, bands that may exclude equality (lo + hi >= 0).
+        const int64_t slo = static_cast<int64_t>(rng() % 7) - 3;
+        const int64_t shi = -slo + static_cast<int64_t>(rng() % 4);
+        std::mt19937 r5(seed), r6(seed);
+        bad += !join_random_trial<join_kind::full_outer, int64_t>(r5, slo, shi, hb_ok);
+        bad += !join_random_trial<join_kind::inner, double>(r6, slo, shi, hb_ok);
+    }
+    CHECK_EQ(bad, 0);
+    CHECK(hb_ok);
+}
+
+static void test_sat_arith()
+{
+    CHECK_EQ(gsq::sat_add<uint32_t>(4000000000u, 400000000u), UINT32_MAX);
+    CHECK_EQ(gsq::sat_sub<uint32_t>(3, 5), uint32_t(0));
+    CHECK_EQ(gsq::sat_sub<uint16_t>(3, 5), uint16_t(0));
+    CHECK_EQ(gsq::sat_add<int32_t>(-5, -10), int32_t(-15));
+    CHECK_EQ(gsq::sat_add<int32_t>(INT32_MIN + 1, -10), INT32_MIN);
+    CHECK_EQ(gsq::sat_sub<int32_t>(INT32_MAX - 1, -10), INT32_MAX);
+    CHECK_EQ(gsq::sat_sub<int64_t>(INT64_MIN + 3, 10), INT64_MIN);
+    CHECK_EQ(gsq::sat_add<int64_t>(7, 3), int64_t(10));
+    CHECK_EQ(gsq::sat_sub<double>(1.5, 2.0), -0.5);
+}
+
 int main()
 {
     test_hash_many_inserts();
@@ -980,6 +2153,26 @@ int main()
     test_groupby_memory_across_epochs();
     test_groupby_immediate_policy();
     test_groupby_c_glue();
+    test_selection_heartbeat();
+    test_groupby_heartbeat_closes_epoch();
+    test_groupby_heartbeat_mid_flush();
+    test_groupby_heartbeat_variants();
+    test_groupby_heartbeat_random();
+    test_sat_arith();
+    test_merge_two_interleaved();
+    test_merge_stalled_input();
+    test_merge_heartbeat_value();
+    test_merge_slack();
+    test_merge_decreasing();
+    test_merge_eof_order();
+    test_merge_random();
+    test_join_kinds_with_keys();
+    test_join_band();
+    test_join_heartbeat_purge_memory();
+    test_join_many_to_many_and_late();
+    test_join_eof();
+    test_join_empty_key();
+    test_join_random();
     std::printf("%d passed, %d failed\n", g_passed, g_failed);
     return g_failed == 0 ? 0 : 1;
 }

@@ -29,7 +29,9 @@ def main():
         if rc != 0:
             res["setup_errors"].append([what, s(ffi, lib.gsqlc_error(run))])
 
-    for k, v in spec.get("options", {}).items():
+    opts = spec.get("options", {})
+    # a dict, or a list of [key, value] pairs (the same key more than once)
+    for k, v in (opts.items() if isinstance(opts, dict) else opts):
         check(lib.gsqlc_set_option(run, k.encode(), v.encode()), "option " + k)
     for k, v in spec.get("params", {}).items():
         check(lib.gsqlc_set_param(run, k.encode(), v.encode()), "param " + k)

@@ -11,6 +11,7 @@
 typedef struct csv_all_state {
     int have_min;
     uint32_t min_ui;
+    int hb; /* $hb set: heartbeat() emits the clock as systemTime */
 } csv_all_state;
 
 static int csv_all_init(void *state, gsq_node *node)
@@ -28,7 +29,22 @@ static int csv_all_init(void *state, gsq_node *node)
         }
         st->have_min = 1;
     }
+    st->hb = gsq_param(node, "hb") != NULL;
     return 0;
+}
+
+static void csv_all_heartbeat(void *state, gsq_node *node)
+{
+    csv_all_state *st = (csv_all_state *)state;
+    csv_all_t t;
+    gsq_str_field sf[1];
+    if (!st->hb)
+        return;
+    memset(&t, 0, sizeof t);
+    t.systemTime = gsq_clock_seconds(node);
+    sf[0].field_off = (uint32_t)offsetof(csv_all_t, s);
+    sf[0].s = gsq_str_lit("hb", 2);
+    gsq_emit(node, GSQ_HEARTBEAT, &t, sizeof t, sf, 1);
 }
 
 static void csv_all_accept(void *state, gsq_node *node, const gsq_record *rec)
@@ -64,7 +80,7 @@ static const gsq_csv_field csv_all_fields[] = {
 const gsq_lfta_def lfta_csv_all = {
     "csv_all", "csv", "CSV_ALL", GSQ_SRC_CSV, ST_CSV_ALL,
     sizeof csv_all_fields / sizeof csv_all_fields[0], csv_all_fields,
-    sizeof(csv_all_state), csv_all_init, csv_all_accept, NULL, NULL,
+    sizeof(csv_all_state), csv_all_init, csv_all_accept, NULL, NULL, csv_all_heartbeat,
 };
 
 /* ---- csv_alt: SELECT pos3 (as string), pos2 (as ullong) ----------------- */
@@ -87,5 +103,5 @@ static const gsq_csv_field csv_alt_fields[] = {{3, GSQ_T_STRING}, {2, GSQ_T_ULLO
 
 const gsq_lfta_def lfta_csv_alt = {
     "csv_alt", "csv", "CSV_ALT", GSQ_SRC_CSV, ST_CSV_ALT,
-    2, csv_alt_fields, 0, NULL, csv_alt_accept, NULL, NULL,
+    2, csv_alt_fields, 0, NULL, csv_alt_accept, NULL, NULL, NULL,
 };

@@ -2,7 +2,8 @@
 
 The runtime (runtime_c/*.c) is compiled with hand-written query sets
 (tests/runtime/: a CSV set with two LFTAs and a C++ HFTA, a pcap set with one
-LFTA reading every packet accessor) into shared libraries, with ASan and
+LFTA reading every packet accessor, a heartbeat set with two pcap LFTAs and
+two C++ HFTAs) into shared libraries, with ASan and
 UBSan.  Each scenario runs in a child Python (driver.py) that preloads the
 ASan runtime and drives the library through its C ABI with cffi (ABI mode);
 leaks are checked too (Python's own allocations are suppressed).
@@ -50,23 +51,26 @@ def build(tmp_path_factory):
         obj = out / (src.name + ".o")
         runtime_objs.append(obj)
         jobs.append(["gcc", *CFLAGS, "-c", str(src), "-o", str(obj)])
-    for name in ["lfta_csv.c", "queryset_csv.c", "lfta_pkt.c"]:
+    for name in ["lfta_csv.c", "queryset_csv.c", "lfta_pkt.c", "lfta_hb.c", "queryset_hb.c"]:
         jobs.append(["gcc", *CFLAGS, "-c", str(HERE / name), "-o", str(out / (name + ".o"))])
-    jobs.append(["g++", *CXXFLAGS, "-c", str(HERE / "hfta_csv.cpp"), "-o",
-                 str(out / "hfta_csv.o")])
+    for name in ["hfta_csv", "hfta_hb"]:
+        jobs.append(["g++", *CXXFLAGS, "-c", str(HERE / (name + ".cpp")), "-o",
+                     str(out / (name + ".o"))])
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
         list(ex.map(sh, jobs))
     rt = [str(o) for o in runtime_objs]
-    libs = {"csv": out / "libcsv.so", "pkt": out / "libpkt.so"}
+    libs = {"csv": out / "libcsv.so", "pkt": out / "libpkt.so", "hb": out / "libhb.so"}
     links = [
         ["g++", "-shared", *SAN, "-o", str(libs["csv"]), *rt, str(out / "lfta_csv.c.o"),
          str(out / "queryset_csv.c.o"), str(out / "hfta_csv.o"), "-lpcap"],
         ["gcc", "-shared", *SAN, "-o", str(libs["pkt"]), *rt, str(out / "lfta_pkt.c.o"),
          "-lpcap"],
+        ["g++", "-shared", *SAN, "-o", str(libs["hb"]), *rt, str(out / "lfta_hb.c.o"),
+         str(out / "queryset_hb.c.o"), str(out / "hfta_hb.o"), "-lpcap"],
         ["gcc", *CFLAGS, "-o", str(out / "unit_tests"), str(HERE / "unit_tests.c"), *rt,
          "-lpcap", "-lm"],
     ]
-    with concurrent.futures.ThreadPoolExecutor(max_workers=3) as ex:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as ex:
         list(ex.map(sh, links))
     supp = out / "lsan.supp"
     supp.write_text(LSAN_SUPP)
@@ -754,3 +758,275 @@ def test_sigint_ends_the_run_like_end_of_input(build, tmp_path):
     assert json.loads(res["stats"])["interrupted"] is True
     assert res["report"] == "gsqlc: interrupted; the input read so far was processed and flushed\n"
     assert (tmp_path / "o").read_bytes() == b"1|1|TRUE\n2|2|TRUE\n2|END|FALSE\n"
+
+
+# --------------------------------------------------------------------------
+# heartbeats, skew, stalls, traces (the hb query set: LFTAs hb_a on "a" and
+# hb_b on "b", HFTA hb_merge passing both through with gsq_emit_raw, HFTA
+# hb_stats counting data and heartbeats into hb_summary)
+
+SEC = 1000000
+
+
+def udp_frame(payload):
+    return eth(ipv4("10.0.0.1", "10.0.0.2", 17, udp(1000, 2000, payload)), 0x0800)
+
+
+def pcap_at(times_us, tag=b"p"):
+    """One UDP packet per timestamp (microseconds); payloads differ in length."""
+    return pcap_bytes([(t // SEC, t % SEC, udp_frame(tag + b"x" * (i % 7) + str(i).encode()))
+                       for i, t in enumerate(times_us)])
+
+
+def span(start_s, end_s, step_us):
+    return list(range(start_s * SEC, end_s * SEC + 1, step_us))
+
+
+def hb_run(build, tmp_path, a_us, b_us=(), options=None, params=None, sinks=None,
+           do_run=True):
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    a, b = tmp_path / "a.pcap", tmp_path / "b.pcap"
+    a.write_bytes(pcap_at(a_us, b"a"))
+    b.write_bytes(pcap_at(b_us, b"b"))
+    opts = {"clock": "data"}
+    opts.update(options or {})
+    if sinks is None:
+        sinks = [("hb_summary", "jsonl", "sum.jsonl"), ("hb_out", "jsonl", "out.jsonl"),
+                 ("hb_a", "jsonl", "a.jsonl"), ("hb_b", "jsonl", "b.jsonl")]
+    r = run(build, tmp_path, "hb", binds=[("a", f"pcap:{a}"), ("b", f"pcap:{b}")],
+            sinks=sinks, options=opts, params=params, do_run=do_run)
+    r.rows = {k: [json.loads(l) for l in v.splitlines()] for k, v in r.out.items()}
+    r.streams = {s["name"]: s for s in r.stats["streams"]}
+    r.nodes = {n["name"]: n for n in r.stats["nodes"]}
+    r.uris = (f"pcap:{a}", f"pcap:{b}")
+    return r
+
+
+def test_heartbeats_follow_the_data_clock(build, tmp_path):
+    a = span(1000, 1020, 250000)  # 81 packets over 20 s
+    r = hb_run(build, tmp_path, a, options={"batch": "8"})
+    assert r.rc == 0 and r.report == "", r
+    assert r.stats["heartbeat_interval_usec"] == SEC and r.stats["heartbeat_ticks"] == 20
+    # hb_b has seen nothing and has no skew: it announces nothing
+    assert r.streams["hb_a"]["heartbeats"] == 20 and r.streams["hb_b"]["heartbeats"] == 0
+    assert r.streams["hb_out"]["heartbeats"] == 20 and r.streams["hb_a"]["tuples"] == 81
+    s = r.rows["sum.jsonl"]
+    # the first tick (clock 1001 s) came after the first batch: the packets up
+    # to 1001 s (two files are replayed time-aligned, one second at a time)
+    assert s == [{"n_data": 81, "n_hb": 20, "first_hb_usec": 1001000000,
+                  "last_hb_usec": 1020000000}]
+    # gsq_emit_raw passed every tuple through unchanged, strings included
+    assert r.out["out.jsonl"] == r.out["a.jsonl"] and len(r.rows["out.jsonl"]) == 81
+    assert r.rows["out.jsonl"][3]["payload"] == "axxx3" and r.rows["out.jsonl"][3]["iface"] == "a"
+
+    r = hb_run(build, tmp_path / "half", a, options={"heartbeat_interval": "0.5"})
+    assert r.rc == 0 and r.stats["heartbeat_ticks"] == 40
+    assert r.rows["sum.jsonl"][0]["n_hb"] == 40
+    for off in ["0", "off"]:
+        r = hb_run(build, tmp_path / off, a, options={"heartbeat_interval": off})
+        assert r.rc == 0 and r.stats["heartbeat_ticks"] == 0, off
+        assert r.streams["hb_a"]["heartbeats"] == 0 and r.rows["sum.jsonl"][0]["n_hb"] == 0
+        assert r.stats["heartbeat_interval_usec"] == 0
+
+
+def test_fixed_clock_never_ticks(build, tmp_path):
+    r = hb_run(build, tmp_path, span(1000, 1010, SEC), options={"clock": "fixed:5000"})
+    assert r.rc == 0 and r.stats["heartbeat_ticks"] == 0
+    assert r.rows["sum.jsonl"][0] == {"n_data": 11, "n_hb": 0, "first_hb_usec": 0,
+                                      "last_hb_usec": 0}
+
+
+def test_heartbeat_option_errors(build, tmp_path):
+    opts = [["heartbeat_interval", v] for v in
+            ["-1", "abc", "1s", "", "nan", "inf", "1e10", "0.0000001", "0.5", "1e-3", "+2",
+             "1.0", "off", "0", "-0"]]
+    opts += [["stall_intervals", v] for v in ["0", "x", "-1", "2"]]
+    opts += [["max_skew:a", "-1"], ["max_skew:", "1"], ["max_skew:a", "one"],
+             ["max_skew:a", "0.25"], ["trace", ""], ["bogus", "1"]]
+    r = run(build, tmp_path, "hb", do_run=False, options=opts)
+    errs = [e[1] for e in r.setup_errors]
+    assert errs == [
+        "heartbeat_interval must not be negative, got '-1' (0 or off disables heartbeats)",
+        "heartbeat_interval must be a number of seconds (e.g. 1 or 0.5), or 0 or off to "
+        "disable heartbeats, got 'abc'",
+        "heartbeat_interval must be a number of seconds (e.g. 1 or 0.5), or 0 or off to "
+        "disable heartbeats, got '1s'",
+        "heartbeat_interval must be a number of seconds (e.g. 1 or 0.5), or 0 or off to "
+        "disable heartbeats, got ''",
+        "heartbeat_interval must be a number of seconds (e.g. 1 or 0.5), or 0 or off to "
+        "disable heartbeats, got 'nan'",
+        "heartbeat_interval must be a number of seconds (e.g. 1 or 0.5), or 0 or off to "
+        "disable heartbeats, got 'inf'",
+        "heartbeat_interval '1e10' is out of range (from 0.000001 to 1000000000 seconds; 0 or "
+        "off disables heartbeats)",
+        "heartbeat_interval '0.0000001' is out of range (from 0.000001 to 1000000000 seconds; "
+        "0 or off disables heartbeats)",
+        "stall_intervals must be an integer from 1 to 1000000, got '0'",
+        "stall_intervals must be an integer from 1 to 1000000, got 'x'",
+        "stall_intervals must be an integer from 1 to 1000000, got '-1'",
+        "max_skew:a must be a number of seconds >= 0 (e.g. 2 or 0.5), got '-1'",
+        "max_skew needs an interface name: max_skew:NAME",
+        "max_skew:a must be a number of seconds >= 0 (e.g. 2 or 0.5), got 'one'",
+        "trace needs a file path",
+        "unknown option 'bogus' (known: csv_separator, csv_strict, clock, batch, "
+        "heartbeat_interval, max_skew:NAME, stall_intervals, trace)",
+    ]
+
+
+def test_max_skew_bounds_the_clock(build, tmp_path):
+    a, b = span(1000, 1002, SEC), span(1000, 1001, SEC)
+    r = hb_run(build, tmp_path, a, b, options={"clock": "fixed:100", "max_skew:a": "2.5"})
+    assert r.rc == 0, r
+    assert {(x["bound_ok"], x["bound_usec"]) for x in r.rows["a.jsonl"]} == {(True, 97500000)}
+    # no max_skew for "b": no clock-based inference
+    assert {(x["bound_ok"], x["bound_usec"]) for x in r.rows["b.jsonl"]} == {(False, 0)}
+    r = hb_run(build, tmp_path / "sat", a, b, options={"clock": "fixed:100",
+                                                       "max_skew:a": "200"})
+    assert {(x["bound_ok"], x["bound_usec"]) for x in r.rows["a.jsonl"]} == {(True, 0)}
+    # the data clock: the largest timestamp so far (this record's) less the skew
+    a = [1000 * SEC + 700000, 1001 * SEC, 1003 * SEC + 1]
+    r = hb_run(build, tmp_path / "data", a, options={"max_skew:a": "0.5", "max_skew:zz": "1"})
+    assert [x["bound_usec"] for x in r.rows["a.jsonl"]] == [1000200000, 1000500000,
+                                                          1002500001]
+    assert r.report == ("gsqlc: warning: max_skew is set for interface 'zz', which no query "
+                        "reads\n")
+    r = hb_run(build, tmp_path / "none", a)
+    assert {x["bound_ok"] for x in r.rows["a.jsonl"]} == {False}
+
+
+def test_idle_source_advances_from_the_clock_with_skew(build, tmp_path):
+    # "b" sees one packet, then nothing: with max_skew:b its heartbeats follow
+    # the data clock (driven by "a") less the skew; without, they stay put.
+    a, b = span(1000, 1010, 100000), [1000 * SEC]
+    r = hb_run(build, tmp_path, a, b, options={"max_skew:b": "2"})
+    assert r.rc == 0 and r.streams["hb_b"]["heartbeats"] == 10
+    r2 = hb_run(build, tmp_path / "noskew", a, b)
+    assert r2.streams["hb_b"]["heartbeats"] == 10
+    # hb_stats sees both inputs' heartbeats through hb_merge: the last one of
+    # each tick is hb_b's
+    assert r.rows["sum.jsonl"][0]["last_hb_usec"] == 1008 * SEC
+    assert r2.rows["sum.jsonl"][0]["last_hb_usec"] == 1000 * SEC
+
+
+def test_skew_dropped_counter_in_report(build, tmp_path):
+    a = [t * 100000 for t in [10000, 10010, 10020, 10030, 10040, 10050, 10025, 10055]]
+    r = hb_run(build, tmp_path, a, options={"max_skew:a": "1", "batch": "1"})
+    assert r.rc == 0, r
+    assert r.nodes["hb_a"]["skew_dropped"] == 1 and r.nodes["hb_b"]["skew_dropped"] == 0
+    assert [x["ts_usec"] for x in r.rows["a.jsonl"]][-2:] == [1005000000, 1005500000]
+    assert r.report == ("gsqlc: hb_a: 1 tuples arrived later than the time its heartbeats had "
+                        "already promised (max_skew) and were discarded\n")
+
+
+def stall_events(r):
+    return [(e["event"], e.get("source") or e.get("node")) for e in r.stats["events"]]
+
+
+def test_stalled_and_recovered_sources(build, tmp_path):
+    a = span(1000, 1030, 100000)
+    b = span(1000, 1005, 100000)[:-1] + span(1020, 1030, 100000)  # idle from 1004.9 to 1020
+    r = hb_run(build, tmp_path, a, b)
+    assert r.rc == 0, r
+    assert stall_events(r) == [("stalled", "b"), ("recovered", "b")]
+    st, rec = r.stats["events"]
+    assert st["uri"] == r.uris[1] and st["intervals"] == 3
+    assert 1007900000 <= st["clock_usec"] <= 1009000000
+    assert 1020000000 <= rec["clock_usec"] <= 1021000000
+    assert r.report == (
+        f"gsqlc: source b ({r.uris[1]}) stalled: no records for 3 heartbeat intervals "
+        f"(clock {st['clock_usec'] // SEC}.{st['clock_usec'] % SEC:06d})\n"
+        f"gsqlc: source b ({r.uris[1]}) recovered: records arrive again "
+        f"(clock {rec['clock_usec'] // SEC}.{rec['clock_usec'] % SEC:06d})\n")
+    # time-aligned replay: hb_merge saw the two files interleaved in time
+    ts = [x["ts_usec"] for x in r.rows["out.jsonl"]]
+    assert max(p - q for p, q in zip(ts, ts[1:])) <= 2 * SEC
+
+    # an LFTA silent as long (hb_b without heartbeats) is stalled too
+    r = hb_run(build, tmp_path / "node", a, b, params={"no_hb": "hb_b"},
+               options={"stall_intervals": "5"})
+    assert stall_events(r) == [("stalled", "b"), ("stalled", "hb_b"), ("recovered", "b"),
+                               ("recovered", "hb_b")]
+    assert r.stats["events"][1]["intervals"] == 5 and r.stats["stall_intervals"] == 5
+    assert "gsqlc: node hb_b stalled: no tuples for 5 heartbeat intervals" in r.report
+    assert "gsqlc: node hb_b recovered: tuples flow again" in r.report
+
+    # a source at its end is not stalled, and the run ends with the files
+    r = hb_run(build, tmp_path / "end", a, span(1000, 1005, 100000), params={"no_hb": "hb_b"})
+    assert r.rc == 0 and r.stats["events"] == [] and r.report == ""
+
+
+def test_trace_lines(build, tmp_path):
+    trace = tmp_path / "trace.jsonl"
+    a = span(1000, 1020, 250000)
+    r = hb_run(build, tmp_path, a, options={"batch": "8", "trace": str(trace)})
+    assert r.rc == 0, r
+    lines = [json.loads(l) for l in trace.read_text().splitlines()]
+    assert len(lines) == 20 and r.stats["traces_written"] == 20
+    assert [t["trace"] for t in lines] == list(range(1, 21))
+    for t in lines:
+        assert t["origin"] == "hb_a" and t["clock_usec"] >= 1001 * SEC
+        assert [h["node"] for h in t["hops"]] == ["hb_merge", "hb_stats"]
+        times = [t["emitted_usec"]] + [h["arrived_usec"] for h in t["hops"]]
+        assert times == sorted(times)
+        assert all(h["clock_usec"] == t["clock_usec"] for h in t["hops"])
+    if os.path.exists("/dev/full"):
+        r = hb_run(build, tmp_path / "full", a, options={"trace": "/dev/full"})
+        assert r.rc == 1
+        assert r.error == "cannot write trace file /dev/full: No space left on device"
+    r = hb_run(build, tmp_path / "nodir", a, options={"trace": str(tmp_path / "no/such")})
+    assert r.rc == 1 and r.error.startswith(f"cannot open trace file {tmp_path}/no/such: ")
+
+
+def test_emit_raw_rejects_broken_tuples(build, tmp_path):
+    a = span(1000, 1001, SEC)
+    r = hb_run(build, tmp_path, a, params={"bad_raw": "short"})
+    assert r.rc == 1
+    assert r.error == "hb_merge: internal error: raw emit of 39 bytes on stream hb_out of 40 bytes"
+    r = hb_run(build, tmp_path / "s", a, params={"bad_raw": "strref"})
+    assert r.rc == 1
+    assert r.error.startswith("hb_merge: internal error: raw emit on stream hb_out: string "
+                              "column payload (offset ")
+    assert r.error.endswith(") outside the tuple of 43 bytes")  # 40 + "a" + "a0"
+
+
+def test_idle_stdin_ticks_and_stalls_on_the_wall_clock(build, tmp_path):
+    import signal
+    import time
+    spec = {"lib": str(build["libs"]["csv"]), "params": {"hb": "1"},
+            "options": {"heartbeat_interval": "0.1", "stall_intervals": "2"},
+            "binds": [["csv", "csv:-"]], "sinks": [["csv_all", "pipe", str(tmp_path / "o")]],
+            "result": str(tmp_path / "result.json")}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    env = dict(os.environ, LD_PRELOAD=build["libasan"],
+               ASAN_OPTIONS="detect_leaks=1:exitcode=99",
+               LSAN_OPTIONS=f"suppressions={build['supp']}:print_suppressions=0")
+    p = subprocess.Popen([sys.executable, str(HERE / "driver.py"), str(tmp_path / "spec.json")],
+                         env=env, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def wait_rows(n):
+        deadline = time.time() + 20
+        while not (tmp_path / "o").exists() or (tmp_path / "o").read_bytes().count(b"\n") < n:
+            assert time.time() < deadline and p.poll() is None
+            time.sleep(0.02)
+    try:
+        p.stdin.write(b"1,2,3,4,5,6,7,1.1.1.1,::,a1\n")
+        p.stdin.flush()
+        wait_rows(1)
+        time.sleep(0.8)  # idle: ticks fire, the source stalls
+        p.stdin.write(b"1,2,3,4,5,6,7,1.1.1.1,::,b2\n")
+        p.stdin.flush()
+        wait_rows(2)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=20)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, err.decode(errors="replace")
+    res = json.loads((tmp_path / "result.json").read_text())
+    stats = json.loads(res["stats"])
+    assert res["rc"] == 0 and stats["heartbeat_ticks"] >= 5
+    streams = {s["name"]: s for s in stats["streams"]}
+    assert streams["csv_all"]["heartbeats"] == stats["heartbeat_ticks"]
+    ev = [e["event"] for e in stats["events"] if e.get("source") == "csv"]
+    assert ev[:2] in (["stalled", "recovered"],) and ev == ["stalled", "recovered"] * (len(ev) // 2)
+    assert "gsqlc: source csv (csv:-) stalled: no records for " in res["report"]
