@@ -11,13 +11,13 @@ from collections import defaultdict
 import pytest
 
 from conftest import REPO
-from test_conformance import NON_JOIN, TIGON
+from test_conformance import CASES, TIGON
 
 EX = REPO / "examples"
 
 # One sanitized build per case directory: all of its query files together.
 _GROUPS: dict[tuple[str, str], list[dict]] = defaultdict(list)
-for _c in NON_JOIN:
+for _c in CASES:
     _GROUPS[(_c["case"], _c["schema"])].append(_c)
 
 SAN_ENV = {
@@ -65,10 +65,29 @@ def test_conformance_under_sanitizers(gsqlc, tmp_path, group):
 def test_packet_examples_under_sanitizers(gsqlc, tmp_path):
     names = ["flows", "src_counts", "hostnames", "host_counts"]
     runner = _runner(gsqlc, tmp_path, [EX / f"{n}.gsql" for n in names], EX / "packet_schema.txt")
-    args = ["--source", f"default=pcap:{EX / 'trace.pcap'}"]
+    args = ["--source", f"default=pcap:{EX / 'trace.pcap'}", "--clock", "data"]
     for n in names:
         args += ["--output", n]
     r = _run(runner, *args)
     assert r.returncode == 0, r.stderr
     assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
     assert len(r.stdout.splitlines()) > 100
+
+
+def test_interface_set_merge_under_sanitizers(gsqlc, tmp_path):
+    # Two members of [links] (the same capture twice): LFTA heartbeats, the
+    # merge and the aggregation's epoch closing all run sanitized.
+    q = tmp_path / "q.gsql"
+    q.write_text("DEFINE { query_name 'per10'; }\n"
+                 "select tb, count(*) as n from [links].IPV4 group by time/10 as tb")
+    ifaces = tmp_path / "i.toml"
+    ifaces.write_text('[set.links]\nmembers = ["l0", "l1"]\n')
+    out = tmp_path / "san"
+    p = gsqlc("compile", q, "--interfaces", ifaces, "-o", out, "--build", "--sanitize", "--werror")
+    assert p.returncode == 0, p.err
+    trace = EX / "trace.pcap"
+    r = _run(out / "build" / "gsqlc-run", "--source", f"l0=pcap:{trace}", "--source",
+             f"l1=pcap:{trace}", "--clock", "data", "--output", "per10")
+    assert r.returncode == 0, r.stderr
+    assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
+    assert sum(int(l.split("|")[1]) for l in r.stdout.splitlines()) == 2 * 1055
