@@ -209,6 +209,7 @@ private:
             functor_.init(state, tup, len);
             ++stats_.groups_created;
             stats_.max_table_size = std::max(stats_.max_table_size, groups_.size());
+            gsq_peak(node, GSQ_PEAK_HELD_TUPLES, stats_.max_table_size);
         } else {
             functor_.update(state, tup, len);
         }

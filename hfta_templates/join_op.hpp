@@ -288,6 +288,8 @@ private:
         stats_.peak_side_bytes[s] = std::max(stats_.peak_side_bytes[s], stats_.bytes[s]);
         stats_.peak_entries = std::max(stats_.peak_entries, stats_.entries[0] + stats_.entries[1]);
         stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.bytes[0] + stats_.bytes[1]);
+        gsq_peak(node, GSQ_PEAK_HELD_TUPLES, stats_.peak_entries);
+        gsq_peak(node, GSQ_PEAK_HELD_BYTES, stats_.peak_bytes);
 
         advance(me, t);
         purge_all(node);

@@ -207,6 +207,8 @@ private:
         stats_.buffered_bytes += len;
         stats_.peak_buffered = std::max(stats_.peak_buffered, stats_.buffered);
         stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.buffered_bytes);
+        gsq_peak(node, GSQ_PEAK_HELD_TUPLES, stats_.peak_buffered);
+        gsq_peak(node, GSQ_PEAK_HELD_BYTES, stats_.peak_bytes);
         release(node);
     }
 

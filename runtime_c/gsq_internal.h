@@ -45,6 +45,7 @@ struct gsq_node {
     uint8_t *pack;                /* HFTA: packing scratch (8-aligned) */
     size_t pack_cap;
     uint64_t counters[GSQ_CNT__COUNT];
+    uint64_t peaks[GSQ_PEAK__COUNT];    /* maxima given to gsq_peak */
     /* LFTA, heartbeats (heartbeat.c) */
     int has_skew;                 /* max_skew is set for its interface */
     uint64_t skew_usec;

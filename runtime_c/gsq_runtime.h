@@ -107,6 +107,15 @@ enum gsq_counter {
 };
 void gsq_count(gsq_node *node, int counter, uint64_t n);
 
+/* High-water marks of what an operator holds (a merge's buffers, a join's
+ * state, an aggregation's groups); the run's stats report each node's peak. */
+enum gsq_peak {
+    GSQ_PEAK_HELD_TUPLES = 0,   /* tuples or groups held */
+    GSQ_PEAK_HELD_BYTES,        /* bytes of the tuples held */
+    GSQ_PEAK__COUNT
+};
+void gsq_peak(gsq_node *node, int which, uint64_t value);
+
 /* ---- text parsing helpers (also used by the CSV reader) ---------------- */
 /* Each returns 0 when the whole text is a valid value of the type, 1 when a
  * value was read from a valid prefix or the text was empty (Tigon's strtoul

@@ -121,6 +121,12 @@ void gsq_count(gsq_node *node, int counter, uint64_t n)
         node->counters[counter] += n;
 }
 
+void gsq_peak(gsq_node *node, int which, uint64_t value)
+{
+    if (which >= 0 && which < GSQ_PEAK__COUNT && value > node->peaks[which])
+        node->peaks[which] = value;
+}
+
 /* Space for an outgoing tuple of `total` bytes (8-aligned): the LFTA's
  * queue or the HFTA's packing scratch.  NULL after failing the run. */
 static uint8_t *out_reserve(gsq_node *node, uint64_t total)

@@ -85,6 +85,8 @@ void gsq_build_stats(gsq_run *r)
         kv_str(b, "output", r->qs->streams[n->out_stream].name, 1);
         for (c = 0; c < GSQ_CNT__COUNT; c++)
             kv_u64(b, counter_key[c], n->counters[c], 1);
+        kv_u64(b, "peak_held_tuples", n->peaks[GSQ_PEAK_HELD_TUPLES], 1);
+        kv_u64(b, "peak_held_bytes", n->peaks[GSQ_PEAK_HELD_BYTES], 1);
         if (n->lfta) {
             kv_u64(b, "queue_high_water_entries", n->queue.hw_entries, 1);
             kv_u64(b, "queue_high_water_bytes", n->queue.hw_bytes, 1);

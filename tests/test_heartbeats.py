@@ -126,3 +126,27 @@ def test_stalled_source_is_reported_and_recovers(gsqlc, tmp_path):
               "--clock", "data", "--stall-intervals", "5", "--output-file", tmp_path / "o")
     assert p.returncode == 0, p.err
     assert "stalled" in p.err and "recovered" in p.err, p.err
+
+
+def _merge_peak(stats: dict) -> int:
+    return max(n["peak_held_tuples"] for n in stats["nodes"] if n["name"] == "idle")
+
+
+def test_idle_member_holds_the_merge_until_skew_heartbeats_advance_it(gsqlc, tmp_path):
+    # Seed 000 section 4.5: b is busy for 5 s and then idle; without a skew
+    # bound its time cannot advance and the merge must hold a's tuples; with
+    # --max-skew the idle member's heartbeats follow the clock.
+    a, _ = _trace(tmp_path, "a", 1000, 1_700_000_000, 10, seed=8)
+    b, _ = _trace(tmp_path, "b", 50, 1_700_000_000, 10, seed=9)
+    q = tmp_path / "q.gsql"
+    q.write_text("DEFINE { query_name 'idle'; }\nselect time, srcIP from [links].IPV4")
+    base = ["run", q, "--source", f"links=pcap:{a}", "--source", f"links=pcap:{b}",
+            "--clock", "data", "--stats", "--output-file", tmp_path / "o"]
+    held = gsqlc(*base)
+    assert held.returncode == 0, held.err
+    freed = gsqlc(*base, "--max-skew", "links=2")
+    assert freed.returncode == 0, freed.err
+    assert (tmp_path / "o").read_text().count("\n") == 1050
+    peak_held, peak_freed = _merge_peak(_stats(held.err)), _merge_peak(_stats(freed.err))
+    assert peak_held > 800, peak_held
+    assert peak_freed < 100, peak_freed

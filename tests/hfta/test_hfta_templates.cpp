@@ -72,6 +72,7 @@ struct emitted {
 struct gsq_node {
     std::vector<emitted> out;
     uint64_t counters[GSQ_CNT__COUNT] = {};
+    uint64_t peaks[GSQ_PEAK__COUNT] = {};
     std::map<std::string, std::string> params;
     bool failed = false;
     std::string failure;
@@ -125,6 +126,10 @@ int gsq_node_failed(gsq_node *node) { return node->failed ? 1 : 0; }
 uint32_t gsq_clock_seconds(gsq_node *) { return 0; }
 
 void gsq_count(gsq_node *node, int counter, uint64_t n) { node->counters[counter] += n; }
+void gsq_peak(gsq_node *node, int which, uint64_t value)
+{
+    node->peaks[which] = std::max(node->peaks[which], value);
+}
 
 // Decimal parsing with the runtime's return convention (0 whole text, 1
 // valid prefix or empty, -1 nothing usable); enough for the functors here.
@@ -1437,6 +1442,9 @@ static void test_merge_stalled_input()
     CHECK(std::is_sorted(times.begin(), times.end()));
     CHECK_EQ(op.stats().peak_buffered, size_t(200));
     CHECK_EQ(op.stats().peak_bytes, 200 * tup_size);
+    // ... and the same peaks reach the run's stats through gsq_peak.
+    CHECK_EQ(node.peaks[GSQ_PEAK_HELD_TUPLES], uint64_t(200));
+    CHECK_EQ(node.peaks[GSQ_PEAK_HELD_BYTES], uint64_t(200 * tup_size));
     CHECK_EQ(op.stats().buffered_bytes, size_t(0));
     op.accept(&node, 0, GSQ_EOF, nullptr, 0);
     op.accept(&node, 1, GSQ_EOF, nullptr, 0);
