@@ -62,8 +62,9 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--output-file", metavar="PATH", help="write the output here instead of stdout")
     r.add_argument("--format", choices=["pipe", "csv", "jsonl"], default="pipe")
     r.add_argument("--clock", default="wall", metavar="wall|data|fixed:T")
-    r.add_argument("--heartbeat-interval", type=float, default=1.0, metavar="SECONDS",
-                   help="seconds of the run's clock between temporal updates (heartbeats)")
+    r.add_argument("--heartbeat-interval", default="1", metavar="SECONDS|off",
+                   help="seconds of the run's clock between temporal updates (heartbeats); "
+                        "off disables them")
     r.add_argument("--max-skew", action="append", default=[], metavar="NAME=SECONDS",
                    help="maximum skew of interface NAME's timestamps behind the clock: an idle "
                         "interface's time advances from the clock less this; later tuples are "
@@ -224,8 +225,14 @@ def cmd_trace(args) -> int:
 
 
 def cmd_run(args) -> int:
-    if args.heartbeat_interval <= 0:
-        raise UsageError(f"--heartbeat-interval must be positive, got {args.heartbeat_interval:g}")
+    if args.heartbeat_interval != "off":
+        try:
+            hb = float(args.heartbeat_interval)
+        except ValueError:
+            hb = float("nan")
+        if not hb > 0:
+            raise UsageError(f"--heartbeat-interval must be positive seconds or off, "
+                             f"got {args.heartbeat_interval}")
     if len(args.csv_separator) != 1:
         raise UsageError(f"--csv-separator must be one character, got '{args.csv_separator}'")
     clock = args.clock
@@ -266,7 +273,7 @@ def cmd_run(args) -> int:
     gen = generate(qs.plan)
     res = build(gen, sanitize=args.sanitize)
     options = {"clock": clock, "csv_separator": args.csv_separator,
-               "heartbeat_interval": repr(args.heartbeat_interval),
+               "heartbeat_interval": args.heartbeat_interval,
                "stall_intervals": str(args.stall_intervals)}
     for iface, skew in ifaces.skews.items():
         if any(iface == b for b, _ in bindings):
