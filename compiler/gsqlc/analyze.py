@@ -763,8 +763,8 @@ def _analyze_join(aq: AnalyzedQuery) -> JoinInfo:
         integral = lx.info.type.is_integer and rx.info.type.is_integer
         # l OP r + off; the band is r in [l - lo, l + hi].
         if op == "=":
-            lo = _tighter(lo, off, max) if lo is not None else off
-            hi = _tighter(hi, -off, min) if hi is not None else -off
+            lo = off if lo is None else min(lo, off)
+            hi = -off if hi is None else min(hi, -off)
             if isinstance(lx, FieldRef) and isinstance(rx, FieldRef) and off == 0:
                 fill[(1, rx.name)] = (0, lx.name)
                 fill[(0, lx.name)] = (1, rx.name)
@@ -792,10 +792,6 @@ def _analyze_join(aq: AnalyzedQuery) -> JoinInfo:
     if lx.info.temporal is Temporal.DECREASING:
         raise not_supported(span, "a join on decreasing temporal fields")
     return JoinInfo(kind, (lx, rx), lo, hi, keys, filters, fill, span)
-
-
-def _tighter(old: float, new: float, pick) -> float:
-    return pick(old, new)
 
 
 # ---------------------------------------------------------------- merge
