@@ -65,6 +65,13 @@ def _peak(stats: dict, node: str) -> int:
     return next(n["peak_held_tuples"] for n in stats["nodes"] if n["name"] == node)
 
 
+def _peaks_by_interval(args: list, intervals: list[int], node: str) -> tuple[list[int], int]:
+    """Peak tuples held by `node` for each heartbeat interval, and without
+    heartbeats."""
+    peaks = [_peak(_run([*args, "--heartbeat-interval", str(x)])[0], node) for x in intervals]
+    return peaks, _peak(_run([*args, "--heartbeat-interval", "off"])[0], node)
+
+
 def _plot(path: Path, title: str, xs, ys, off: int, ylabel: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
@@ -101,8 +108,7 @@ def main(argv=None) -> int:
     srcs = ["--source", f"links=pcap:{data['main0']}", "--source", f"links=pcap:{data['main1']}",
             "--source", f"links=pcap:{data['control']}", "--max-skew", "links=1"]
     xs_a = [1, 2, 5, 10, 15, 20, 30]
-    ys_a = [_peak(_run([qa, *srcs, "--heartbeat-interval", x])[0], "_fta_flows") for x in xs_a]
-    off_a = _peak(_run([qa, *srcs, "--heartbeat-interval", "off"])[0], "_fta_flows")
+    ys_a, off_a = _peaks_by_interval([qa, *srcs], xs_a, "_fta_flows")
     _plot(out / "merge_memory.png", "(a) merge of two busy links and an idle one: peak tuples held",
           xs_a, ys_a, off_a, "peak tuples buffered by the merge")
     report += ["## (a) merge memory against heartbeat interval", "",
@@ -123,8 +129,7 @@ def main(argv=None) -> int:
               "--source", f"main1=pcap:{data['main1']}", "--max-skew", "main0_and_control=1",
               "--output", "joined"]
     xs_b = [1, 5, 10, 20, 30, 40, 60]
-    ys_b = [_peak(_run([qb, *srcs_b, "--heartbeat-interval", x])[0], "joined") for x in xs_b]
-    off_b = _peak(_run([qb, *srcs_b, "--heartbeat-interval", "off"])[0], "joined")
+    ys_b, off_b = _peaks_by_interval([qb, *srcs_b], xs_b, "joined")
     _plot(out / "join_memory.png", "(b) full outer join flow1/flow2: peak tuples held",
           xs_b, ys_b, off_b, "peak tuples held by the join")
     report += ["## (b) full outer join memory against heartbeat interval", "",

@@ -95,6 +95,16 @@ class Result:
         return f"Result(rc={self.rc}, error={self.error!r}, report={self.report!r})"
 
 
+def _start_driver(build, tmp_path, spec):
+    """The driver in a sanitized child, reading its CSV from our pipe."""
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    env = dict(os.environ, LD_PRELOAD=build["libasan"],
+               ASAN_OPTIONS="detect_leaks=1:exitcode=99",
+               LSAN_OPTIONS=f"suppressions={build['supp']}:print_suppressions=0")
+    return subprocess.Popen([sys.executable, str(HERE / "driver.py"), str(tmp_path / "spec.json")],
+                            env=env, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
 def run(build, tmp_path, lib, binds=(), sinks=(), options=None, params=None, stdin=None,
         do_run=True):
     """Run a scenario; sinks are (query, format, name) with name None for
@@ -733,12 +743,7 @@ def test_sigint_ends_the_run_like_end_of_input(build, tmp_path):
             "binds": [["csv", "csv:-"]], "params": {},
             "sinks": [["csv_regex", "pipe", str(tmp_path / "o")]],
             "result": str(tmp_path / "result.json")}
-    (tmp_path / "spec.json").write_text(json.dumps(spec))
-    env = dict(os.environ, LD_PRELOAD=build["libasan"],
-               ASAN_OPTIONS="detect_leaks=1:exitcode=99",
-               LSAN_OPTIONS=f"suppressions={build['supp']}:print_suppressions=0")
-    p = subprocess.Popen([sys.executable, str(HERE / "driver.py"), str(tmp_path / "spec.json")],
-                         env=env, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = _start_driver(build, tmp_path, spec)
     try:
         p.stdin.write(b"1,2,3,4,5,6,7,1.1.1.1,::,a1\n1,2,3,4,5,6,7,1.1.1.1,::,b2\n")
         p.stdin.flush()
@@ -996,12 +1001,7 @@ def test_idle_stdin_ticks_and_stalls_on_the_wall_clock(build, tmp_path):
             "options": {"heartbeat_interval": "0.1", "stall_intervals": "2"},
             "binds": [["csv", "csv:-"]], "sinks": [["csv_all", "pipe", str(tmp_path / "o")]],
             "result": str(tmp_path / "result.json")}
-    (tmp_path / "spec.json").write_text(json.dumps(spec))
-    env = dict(os.environ, LD_PRELOAD=build["libasan"],
-               ASAN_OPTIONS="detect_leaks=1:exitcode=99",
-               LSAN_OPTIONS=f"suppressions={build['supp']}:print_suppressions=0")
-    p = subprocess.Popen([sys.executable, str(HERE / "driver.py"), str(tmp_path / "spec.json")],
-                         env=env, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = _start_driver(build, tmp_path, spec)
 
     def wait_rows(n):
         deadline = time.time() + 20
