@@ -13,18 +13,15 @@ from typing import Optional, Sequence
 from . import __version__
 from .build import BuildError, build
 from .codegen import generate
-from .diagnostics import GsqlError
-from .driver import QuerySet, load_queryset
+from .api import (URI_SCHEMES, check_params, check_skew, check_uri, normalize_uri,
+                  outputs_of, resolve_bindings, run_options)
+from .diagnostics import GsqlError, UsageError
+from .driver import load_queryset
 from .interfaces import DEFAULT_IFACE, InterfaceError, Interfaces
 from .interfaces import build as build_interfaces
 from .runner import RunError, SetupError, run_library
 
 EXIT_OK, EXIT_RUNTIME, EXIT_USAGE = 0, 1, 2
-URI_SCHEMES = {"csv": "csv", "pcap": "pcap", "pcap-live": "pcap"}
-
-
-class UsageError(Exception):
-    pass
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -100,27 +97,6 @@ def _split_binding(text: str, what: str) -> tuple[str, str]:
     return name, value
 
 
-_PCAP_MAGIC = {b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1",
-               b"\xa1\xb2\x3c\x4d", b"\x0a\x0d\x0d\x0a"}
-
-
-def normalize_uri(uri: str) -> str:
-    """A bare path (as in `--source csv=data.txt`) becomes csv:PATH, or
-    pcap:PATH when the file starts with a pcap/pcapng magic number."""
-    scheme, sep, _ = uri.partition(":")
-    if sep and scheme in URI_SCHEMES:
-        return uri
-    if uri == "-":
-        return "csv:-"
-    try:
-        with open(uri, "rb") as f:
-            if f.read(4) in _PCAP_MAGIC:
-                return "pcap:" + uri
-    except OSError:
-        pass
-    return "csv:" + uri
-
-
 def _source_binding(text: str) -> tuple[str, str]:
     """NAME=URI, or a bare URI with a scheme for the default interface."""
     scheme = text.partition(":")[0]
@@ -129,60 +105,25 @@ def _source_binding(text: str) -> tuple[str, str]:
     return _split_binding(text, "--source")
 
 
-def _check_uri(name: str, uri: str) -> str:
-    scheme, sep, rest = uri.partition(":")
-    if not sep or scheme not in URI_SCHEMES or not rest:
-        raise UsageError(f"--source {name}={uri}: expected csv:PATH, csv:-, pcap:PATH or "
-                         "pcap-live:IFACE")
-    if scheme in ("csv", "pcap") and rest != "-":
-        p = Path(rest)
-        if not p.exists():
-            raise UsageError(f"--source {name}={uri}: {rest}: no such file")
-        if p.is_dir():
-            raise UsageError(f"--source {name}={uri}: {rest} is a directory")
-    return URI_SCHEMES[scheme]
+_FLAGS = [("the heartbeat interval", "--heartbeat-interval"), ("the CSV separator", "--csv-separator"),
+          ("the stall intervals", "--stall-intervals"), ("clock ", "--clock "),
+          ("max skew ", "--max-skew "), ("parameter ", "--param "), ("output ", "--output "),
+          ("source ", "--source ")]
 
 
-def resolve_bindings(qs: QuerySet, ifaces: Interfaces) -> list[tuple[str, str]]:
-    """The (interface, URI) pairs the run binds: every interface an LFTA reads
-    must be bound, by a source whose kind suits the LFTA's protocol."""
-    out: list[tuple[str, str]] = []
-    for n in qs.plan.nodes:
-        if n.level != "lfta" or any(i == n.iface for i, _ in out):
-            continue
-        uri = ifaces.sources.get(n.iface)
-        if uri is None:
-            shown = f"[{n.iface}].{n.protocol.name}" if n.iface != ifaces.default else n.protocol.name
-            raise UsageError(
-                f"interface '{n.iface}' is not bound: query {n.query.name} reads {shown}; "
-                f"pass --source {n.iface}=URI" + (" (or bind it in an --interfaces file)"))
-        _check_uri(n.iface, uri)
-        kind = URI_SCHEMES[uri.partition(":")[0]]
-        pk = n.protocol.source_kind or "csv"
-        if kind != pk:
-            raise UsageError(
-                f"--source {n.iface}={uri}: query {n.query.name} reads PROTOCOL "
-                f"{n.protocol.name}, whose fields come from "
-                f"{'packets (pcap:PATH or pcap-live:IFACE)' if pk == 'pcap' else 'CSV rows (csv:PATH)'}")
-        out.append((n.iface, uri))
-    used = {i for i, _ in out}
-    for name in sorted(set(ifaces.sources) - used):
-        print(f"gsqlc: warning: interface {name} is bound but no query reads it", file=sys.stderr)
-    return out
+def _flag_names(msg: str) -> str:
+    """A shared validation message in the CLI's terms (flags, not keywords)."""
+    for a, b in _FLAGS:
+        if msg.startswith(a):
+            return b + msg[len(a):]
+    return msg
 
 
-def _outputs(qs: QuerySet, wanted: list[str]) -> list[str]:
-    names = [q.name for q in qs.queries]
-    if not wanted:
-        return qs.leaves()
-    for w in wanted:
-        if w not in names:
-            import difflib
-            close = difflib.get_close_matches(w, names, n=3)
-            hint = ("; did you mean " + " or ".join(close) + "?") if close else ""
-            raise UsageError(f"--output {w}: no query of that name (queries: "
-                             f"{', '.join(names)}){hint}")
-    return wanted
+def _usage(fn, *a):
+    try:
+        return fn(*a)
+    except UsageError as e:
+        raise UsageError(_flag_names(str(e))) from None
 
 
 def _interfaces(args, sources=(), skews=()) -> Interfaces:
@@ -225,63 +166,33 @@ def cmd_trace(args) -> int:
 
 
 def cmd_run(args) -> int:
-    if args.heartbeat_interval != "off":
-        try:
-            hb = float(args.heartbeat_interval)
-        except ValueError:
-            hb = float("nan")
-        if not hb > 0:
-            raise UsageError(f"--heartbeat-interval must be positive seconds or off, "
-                             f"got {args.heartbeat_interval}")
-    if len(args.csv_separator) != 1:
-        raise UsageError(f"--csv-separator must be one character, got '{args.csv_separator}'")
-    clock = args.clock
-    if not (clock in ("wall", "data") or (clock.startswith("fixed:") and clock[6:].isdigit())):
-        raise UsageError(f"--clock {clock}: expected wall, data or fixed:SECONDS")
+    try:
+        options = run_options(clock=args.clock, heartbeat_interval=args.heartbeat_interval,
+                              csv_separator=args.csv_separator, csv_strict=args.csv_strict,
+                              stall_intervals=args.stall_intervals, trace=args.trace)
+    except UsageError as e:
+        raise UsageError(_flag_names(str(e))) from None
     sources = [(n, normalize_uri(u)) for n, u in (_source_binding(s) for s in args.source)]
     for name, uri in sources:
-        _check_uri(name, uri)
-    if args.stall_intervals < 1:
-        raise UsageError(f"--stall-intervals must be at least 1, got {args.stall_intervals}")
+        _usage(check_uri, name, uri)
     skews = []
     for text in args.max_skew:
         name, value = _split_binding(text, "--max-skew")
-        try:
-            skew = float(value)
-        except ValueError:
-            raise UsageError(f"--max-skew {text}: '{value}' is not a number of seconds") from None
-        if not skew >= 0:
-            raise UsageError(f"--max-skew {text}: the skew must not be negative")
-        skews.append((name, skew))
+        skews.append((name, _usage(check_skew, name, value)))
     ifaces = _interfaces(args, sources, skews)
     for name, _ in skews:
         if name not in ifaces.sources and name not in ifaces.sets:
             raise UsageError(f"--max-skew {name}: no --source binds an interface '{name}'")
     params = dict(_split_binding(p, "--param") for p in args.param)
     qs = load_queryset(args.files, args.schema, args.library, ifaces)
-    declared = {n for q in qs.queries for n in q.params}
-    for name in params:
-        if name not in declared:
-            raise UsageError(f"--param {name}: no query declares it in a PARAM block"
-                             + (f" (declared: {', '.join(sorted(declared))})" if declared else ""))
-    for q in qs.queries:
-        for name in q.params:
-            if name not in params:
-                raise UsageError(f"query {q.name} needs parameter ${name}: pass --param {name}=VALUE")
-    bindings = resolve_bindings(qs, ifaces)
-    outputs = _outputs(qs, args.output)
+    _usage(check_params, qs, params)
+    bindings = _usage(resolve_bindings, qs, ifaces)
+    outputs = _usage(outputs_of, qs, args.output)
     gen = generate(qs.plan)
     res = build(gen, sanitize=args.sanitize)
-    options = {"clock": clock, "csv_separator": args.csv_separator,
-               "heartbeat_interval": args.heartbeat_interval,
-               "stall_intervals": str(args.stall_intervals)}
     for iface, skew in ifaces.skews.items():
         if any(iface == b for b, _ in bindings):
             options[f"max_skew:{iface}"] = repr(skew)
-    if args.trace:
-        options["trace"] = args.trace
-    if args.csv_strict:
-        options["csv_strict"] = "1"
     sinks = [(q, args.format, args.output_file) for q in outputs]
     try:
         result = run_library(res.library, bindings, sinks, options, params)

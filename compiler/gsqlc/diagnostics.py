@@ -37,6 +37,18 @@ class GsqlError(Exception):
         self.message = message
         self.notes = notes or []
 
+    @property
+    def file(self) -> str:
+        return self.span.file
+
+    @property
+    def line(self) -> int:
+        return self.span.line
+
+    @property
+    def column(self) -> int:
+        return self.span.column
+
     def __str__(self) -> str:
         return render(self)
 
@@ -66,3 +78,7 @@ def render(err: GsqlError) -> str:
         out += f"{span}: note: {note}\n"
         out += _caret_block(span)
     return out.rstrip("\n")
+
+
+class UsageError(Exception):
+    """A bad option, binding or argument (not located in a query file)."""
