@@ -2,7 +2,7 @@
 """The experiments of seed 000 section 7, on generated captures replayed with
 the data clock (so they run in seconds).
 
-    python bench/heartbeat_experiments.py [--pps 20000] [--seconds 240] [--out bench/results_heartbeats]
+    python bench/heartbeat_experiments.py [--pps 100000] [--seconds 120] [--out bench/results_heartbeats]
 
 (a) flow counts over the merge of two busy links and one idle link (an
     interface set [links] = main0, main1, control; control goes quiet after
@@ -91,8 +91,8 @@ def _plot(path: Path, title: str, xs, ys, off: int, ylabel: str) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--pps", type=int, default=20000, help="packets per second of each busy link")
-    ap.add_argument("--seconds", type=int, default=240)
+    ap.add_argument("--pps", type=int, default=100000, help="packets per second of each busy link")
+    ap.add_argument("--seconds", type=int, default=120)
     ap.add_argument("--out", default=str(HERE / "results_heartbeats"))
     args = ap.parse_args(argv)
     out = Path(args.out)
