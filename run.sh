@@ -10,6 +10,8 @@ need_apt=()
 [ -f /usr/include/pcap.h ] || [ -f /usr/include/pcap/pcap.h ] || need_apt+=(libpcap-dev)
 command -v g++ >/dev/null || need_apt+=(g++)
 command -v tcpdump >/dev/null || need_apt+=(tcpdump)
+# Spark (gsqlc.spark, its tests and example) needs a Java 17+ runtime
+command -v java >/dev/null || need_apt+=(openjdk-17-jre-headless)
 if [ ${#need_apt[@]} -gt 0 ]; then
     SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
     $SUDO apt-get update -qq
@@ -18,6 +20,8 @@ fi
 
 $PY -m pip install --quiet --disable-pip-version-check cmake ninja
 $PY -m pip install --quiet --disable-pip-version-check ".[test]"
+# Spark's Python workers run this interpreter, the one that has gsqlc
+export PYSPARK_PYTHON=${PYSPARK_PYTHON:-$(command -v "$PY")}
 
 case "${1:-demo}" in
 demo)

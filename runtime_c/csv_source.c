@@ -46,11 +46,6 @@ enum { S_START, S_UNQ, S_QUOTED, S_QEND };
 
 #define CSV_BUF_INIT (256u * 1024u)
 
-typedef struct csv_slot {
-    uint32_t pos;
-    int type;
-} csv_slot;
-
 typedef struct csv_reader {
     int fd;
     int own_fd;
@@ -66,10 +61,7 @@ typedef struct csv_reader {
     int started;             /* the first input was read (BOM check done) */
     uint64_t line;           /* line number where the current record starts */
     uint32_t expected;       /* fields per row, 0 until the first row */
-    csv_slot *slots;
-    uint32_t n_slots;
-    int32_t *maps;           /* storage of layout.slot[] arrays */
-    gsq_csv_layout layout;
+    gsq_csv_slots cs;        /* the value cache's slots and layout */
     uint32_t n_described;
     gsq_buf described;       /* report lines of the first malformed rows */
     gsq_buf first_coerced;   /* "path:line: field N 'x' is not a valid T" */
@@ -77,69 +69,6 @@ typedef struct csv_reader {
 } csv_reader;
 
 /* ---- setup ------------------------------------------------------------ */
-
-static int build_layout(csv_reader *rd, gsq_source *s)
-{
-    uint32_t i, j, k, max_pos = 0, n = 0, cnt = 0;
-    int t, used[GSQ_T_STRING + 1] = {0};
-    int32_t *m;
-
-    for (i = 0; i < s->n_lftas; i++)
-        cnt += s->lftas[i]->lfta->n_csv_fields;
-    rd->slots = calloc(cnt ? cnt : 1, sizeof *rd->slots);
-    if (!rd->slots)
-        return -1;
-    for (i = 0; i < s->n_lftas; i++) {
-        const gsq_lfta_def *d = s->lftas[i]->lfta;
-        for (j = 0; j < d->n_csv_fields; j++) {
-            const gsq_csv_field *f = &d->csv_fields[j];
-            if (f->pos == 0 || f->type < GSQ_T_BOOL || f->type > GSQ_T_STRING)
-                continue;
-            for (k = 0; k < n; k++)
-                if (rd->slots[k].pos == f->pos && rd->slots[k].type == f->type)
-                    break;
-            if (k < n)
-                continue;
-            rd->slots[n].pos = f->pos;
-            rd->slots[n].type = f->type;
-            n++;
-            used[f->type] = 1;
-            if (f->pos > max_pos)
-                max_pos = f->pos;
-        }
-    }
-    /* sort by position: the slots of one cell are adjacent (see take_row) */
-    for (i = 1; i < n; i++) {
-        csv_slot x = rd->slots[i];
-        for (k = i; k > 0 && (rd->slots[k - 1].pos > x.pos ||
-                              (rd->slots[k - 1].pos == x.pos && rd->slots[k - 1].type > x.type));
-             k--)
-            rd->slots[k] = rd->slots[k - 1];
-        rd->slots[k] = x;
-    }
-    rd->n_slots = n;
-    rd->layout.max_pos = max_pos;
-    rd->layout.n_slots = n;
-    cnt = 0;
-    for (t = GSQ_T_BOOL; t <= GSQ_T_STRING; t++)
-        cnt += used[t] ? 1 : 0;
-    rd->maps = malloc(((size_t)cnt * (max_pos + 1) + 1) * sizeof(int32_t));
-    if (!rd->maps)
-        return -1;
-    m = rd->maps;
-    for (t = GSQ_T_BOOL; t <= GSQ_T_STRING; t++) {
-        if (!used[t])
-            continue;
-        for (i = 0; i <= max_pos; i++)
-            m[i] = -1;
-        for (k = 0; k < n; k++)
-            if (rd->slots[k].type == t)
-                m[rd->slots[k].pos] = (int32_t)k;
-        rd->layout.slot[t] = m;
-        m += max_pos + 1;
-    }
-    return 0;
-}
 
 int gsq_csv_open(gsq_run *r, gsq_source *s)
 {
@@ -170,7 +99,7 @@ int gsq_csv_open(gsq_run *r, gsq_source *s)
     }
     rd->cap = CSV_BUF_INIT;
     rd->buf = malloc(rd->cap);
-    if (!rd->buf || build_layout(rd, s) != 0) {
+    if (!rd->buf || gsq_csv_slots_build(&rd->cs, s) != 0) {
         gsq_run_fail(r, "out of memory");
         return -1;
     }
@@ -185,8 +114,7 @@ void gsq_csv_close(gsq_source *s)
     if (rd->own_fd && rd->fd >= 0)
         close(rd->fd);
     free(rd->buf);
-    free(rd->slots);
-    free(rd->maps);
+    gsq_csv_slots_free(&rd->cs);
     gsq_buf_free(&rd->described);
     gsq_buf_free(&rd->first_coerced);
     gsq_buf_free(&rd->warnings);
@@ -389,12 +317,12 @@ static void first_row(csv_reader *rd, uint32_t nf)
 {
     uint32_t k, j;
     rd->expected = nf;
-    for (k = 0; k < rd->n_slots; k++) {
-        uint32_t pos = rd->slots[k].pos;
+    for (k = 0; k < rd->cs.n; k++) {
+        uint32_t pos = rd->cs.slot[k].pos;
         if (pos <= nf)
             continue;
         for (j = 0; j < k; j++)
-            if (rd->slots[j].pos == pos)
+            if (rd->cs.slot[j].pos == pos)
                 break;
         if (j < k)
             continue; /* already warned for this position */
@@ -429,7 +357,7 @@ static int take_row(gsq_run *r, gsq_source *s, csv_reader *rd, const char *p, si
         describe(rd, line, "expected %u fields, found %u", (unsigned)rd->expected, (unsigned)nf);
         return ROW_DONE;
     }
-    vals_sz = (size_t)rd->n_slots * sizeof(gsq_csv_value);
+    vals_sz = (size_t)rd->cs.n * sizeof(gsq_csv_value);
     ends_sz = ((size_t)nf + 1) * sizeof(uint32_t);
     need = vals_sz + ends_sz + n;
     mem = gsq_ring_reserve(&s->ring, need);
@@ -445,9 +373,9 @@ static int take_row(gsq_run *r, gsq_source *s, csv_reader *rd, const char *p, si
     data = (char *)(mem + vals_sz + ends_sz);
     len = unescape(p, n, r->csv_sep, data, ends);
 
-    for (k = 0; k < rd->n_slots; k++) {
-        uint32_t pos = rd->slots[k].pos;
-        int type = rd->slots[k].type;
+    for (k = 0; k < rd->cs.n; k++) {
+        uint32_t pos = rd->cs.slot[k].pos;
+        int type = rd->cs.slot[k].type;
         const char *fp;
         size_t fn;
         memset(&vals[k], 0, sizeof vals[k]);
@@ -484,7 +412,7 @@ static int take_row(gsq_run *r, gsq_source *s, csv_reader *rd, const char *p, si
     rec->n_fields = nf;
     rec->field_end = ends;
     rec->vals = vals;
-    rec->layout = &rd->layout;
+    rec->layout = &rd->cs.layout;
     s->records_read++;
     s->values_coerced += coerced;
     return ROW_DONE;

@@ -20,14 +20,24 @@
 #define GSQ_PCAP_MAX_CAPLEN 262144u /* libpcap's largest accepted capture */
 #define GSQ_RING_BYTES (8u << 20)   /* ring capacity per source */
 
+#define GSQ_ARROW_BATCH_ROWS 65536u /* default rows per Arrow sink batch */
+
+/* A source kind of the runtime's own beside enum gsq_source_kind: an Arrow
+ * stream, whose records are CSV records (LFTAs of source kind CSV read it). */
+#define GSQ_SRC_ARROW 3
+
 enum gsq_clock_mode { GSQ_CLOCK_WALL, GSQ_CLOCK_DATA, GSQ_CLOCK_FIXED };
-enum gsq_sink_format { GSQ_FMT_PIPE, GSQ_FMT_CSV, GSQ_FMT_JSONL };
+enum gsq_sink_format { GSQ_FMT_PIPE, GSQ_FMT_CSV, GSQ_FMT_JSONL, GSQ_FMT_ARROW };
+
+struct ArrowArrayStream;
+typedef struct gsq_arrow_sink gsq_arrow_sink; /* arrow_sink.c */
 
 typedef struct gsq_source gsq_source;
 typedef struct gsq_sink gsq_sink;
 
 /* One LFTA or HFTA instance.
- * Invariants: exactly one of lfta/hfta is set; state is the LFTA's zeroed
+ * Invariants: exactly one of lfta/hfta is set; a node that is not `needed`
+ * (plan.c) is never created, fed or subscribed (state NULL, live 0); state is the LFTA's zeroed
  * state (state_size bytes, owned) or the HFTA's operator (owned, released
  * with hfta->destroy); queue is used by LFTAs only; pack is the HFTA's
  * scratch for packing tuples before synchronous dispatch. */
@@ -38,6 +48,7 @@ struct gsq_node {
     const char *name;
     int out_stream;
     void *state;
+    int needed;                   /* some sink depends on it: it runs */
     int live;                     /* init/create succeeded: destroy at end */
     int eof_inputs;               /* HFTA: inputs that delivered GSQ_EOF */
     gsq_source *source;           /* LFTA: the source it reads */
@@ -70,7 +81,15 @@ typedef struct gsq_stream_rt {
     uint64_t n_data, n_heartbeat, n_eof;
 } gsq_stream_rt;
 
-/* An output sink: a buffered file descriptor. */
+/* An output sink: a buffered file descriptor, or (GSQ_FMT_ARROW) column
+ * builders handed to a callback as record batches.
+ * Invariants: a file sink has fd >= 0 from gsq_sink_open until
+ * gsq_sink_close (arrow NULL); an Arrow sink has fd == -1 and arrow set
+ * between the same calls (arrow_sink.c; cb, cb_ctx, batch_rows given).
+ * heartbeats is set (at open) only for an Arrow sink of a run with option
+ * arrow_heartbeats: only such a sink is handed GSQ_HEARTBEAT tuples (rows
+ * with __heartbeat true); every other sink sees data tuples only.  tuples
+ * counts data rows, heartbeat_rows the heartbeat rows. */
 struct gsq_sink {
     char *query;
     int format;           /* enum gsq_sink_format */
@@ -82,13 +101,41 @@ struct gsq_sink {
     gsq_buf out;
     uint64_t tuples;
     uint64_t bytes;
+    /* GSQ_FMT_ARROW */
+    int heartbeats;       /* heartbeat tuples are rows (__heartbeat column) */
+    uint64_t heartbeat_rows;
+    gsqlc_arrow_cb cb;
+    void *cb_ctx;
+    uint32_t batch_rows;
+    uint64_t batches;     /* record batches delivered */
+    gsq_arrow_sink *arrow;
 };
 
-/* An interface bound with gsqlc_bind_source. */
+/* An interface bound with gsqlc_bind_source, or with gsqlc_bind_arrow
+ * (then uri is "arrow" and arrow is the caller's stream struct, whose
+ * contents the run owns: released, and arrow set to NULL, by the source's
+ * close or by gsqlc_destroy). */
 typedef struct gsq_binding {
     char *iface;
     char *uri;
+    struct ArrowArrayStream *arrow;
 } gsq_binding;
+
+/* A stream fed from Arrow (gsqlc_bind_stream_arrow).  Invariants: stream
+ * is a valid stream index, distinct among the run's injections; arrow is
+ * the caller's struct (contents owned, released like a binding's); impl is
+ * arrow_inject.c's reader state while the run reads it; at_eof once the
+ * GSQ_EOF was dispatched. */
+typedef struct gsq_inject {
+    char *name;
+    int stream;
+    struct ArrowArrayStream *arrow;
+    void *impl;
+    int active;               /* some running node or sink reads the stream */
+    int at_eof;
+    uint64_t rows_read;
+    uint64_t rows_rejected;
+} gsq_inject;
 
 typedef struct gsq_param_kv {
     char *name;
@@ -97,13 +144,15 @@ typedef struct gsq_param_kv {
 
 /* One opened source (one per bound interface that some LFTA reads).
  * Invariants: lftas[0..n_lftas) are the LFTAs bound to iface, in queryset
- * order; ring holds the current batch; impl is the csv or pcap reader
- * state, owned. */
+ * order; ring holds the current batch; impl is the csv, pcap or Arrow
+ * reader state, owned; arrow (kind GSQ_SRC_ARROW) is the stream taken from
+ * the binding, contents owned: released by gsq_arrow_close. */
 struct gsq_source {
     const char *iface;    /* the binding's */
     const char *uri;      /* the binding's */
-    const char *path;     /* after the scheme */
-    int kind;             /* enum gsq_source_kind */
+    const char *path;     /* after the scheme ("" for Arrow) */
+    int kind;             /* enum gsq_source_kind, or GSQ_SRC_ARROW */
+    struct ArrowArrayStream *arrow;
     int live;             /* pcap-live */
     gsq_node **lftas;
     uint32_t n_lftas;
@@ -178,6 +227,8 @@ struct gsq_run {
     uint64_t hb_interval_usec;  /* 0: no heartbeat ticks */
     uint32_t stall_intervals;
     char *trace_path;           /* NULL: no traces */
+    int arrow_heartbeats;       /* Arrow sinks deliver heartbeat rows */
+    int final_heartbeat;        /* one last heartbeat of every LFTA at the end */
     gsq_skew *skews;
     uint32_t n_skews;
     /* configuration */
@@ -187,6 +238,8 @@ struct gsq_run {
     uint32_t n_binds;
     gsq_sink **sinks;
     uint32_t n_sinks;
+    gsq_inject *injects;
+    uint32_t n_injects;
     /* run state */
     int started;
     int failed;
@@ -254,6 +307,9 @@ int gsq_hb_open(gsq_run *r);    /* at run start: the trace file; 0 or -1 */
  * progress; if `fire`, fire the due ticks and detect stalls. */
 void gsq_hb_after_batch(gsq_run *r, gsq_source *s, uint32_t n_recs, int fire);
 void gsq_hb_close(gsq_run *r);  /* write out and close the trace file */
+/* End of input (option final_heartbeat): every running LFTA's heartbeat()
+ * once, then a drain -- a tick's path, whatever the clock and the timer. */
+void gsq_hb_final(gsq_run *r);
 /* How long an idle reader may wait for input: until the next tick of the
  * wall clock, at most 100 ms. */
 int gsq_hb_wait_ms(const gsq_run *r);
@@ -270,6 +326,46 @@ int gsq_csv_read_batch(gsq_run *r, gsq_source *s);
 void gsq_csv_close(gsq_source *s);
 void gsq_csv_report(const gsq_source *s, gsq_buf *out);
 
+/* Arrow sources (arrow_source.c): the same contract as the CSV reader. */
+int gsq_arrow_open(gsq_run *r, gsq_source *s);
+int gsq_arrow_read_batch(gsq_run *r, gsq_source *s);
+void gsq_arrow_close(gsq_source *s);
+void gsq_arrow_report(const gsq_source *s, gsq_buf *out);
+
+/* Streams fed from Arrow (arrow_inject.c).  open: check the schema (0 or
+ * -1, run failed); step: dispatch up to a batch of rows, or the GSQ_EOF at
+ * the end (then at_eof); -1 on a fatal error; eof: dispatch GSQ_EOF now
+ * unless done (an interrupted run). */
+int gsq_inject_open(gsq_run *r, gsq_inject *in);
+int gsq_inject_step(gsq_run *r, gsq_inject *in);
+void gsq_inject_eof(gsq_run *r, gsq_inject *in);
+void gsq_inject_close(gsq_inject *in);
+void gsq_inject_report(const gsq_inject *in, gsq_buf *out);
+
+/* Release an Arrow stream the run owns (NULL or released: nothing). */
+void gsq_arrow_stream_release(struct ArrowArrayStream **stream);
+
+/* Which nodes run (plan.c): sets every node's `needed` and every
+ * injection's `active`.  0, or -1 (run failed: out of memory). */
+int gsq_plan(gsq_run *r);
+
+/* The value cache layout of a source of CSV records (csv_layout.c).
+ * Invariants after a successful build: slot[0..n) are the distinct
+ * (position, type) pairs the source's LFTAs declare, sorted by position
+ * then type; layout maps them (storage in maps). */
+typedef struct gsq_csv_slot {
+    uint32_t pos;
+    int type;
+} gsq_csv_slot;
+typedef struct gsq_csv_slots {
+    gsq_csv_slot *slot;
+    uint32_t n;
+    int32_t *maps;
+    gsq_csv_layout layout;
+} gsq_csv_slots;
+int gsq_csv_slots_build(gsq_csv_slots *cs, const gsq_source *s); /* 0, -1 oom */
+void gsq_csv_slots_free(gsq_csv_slots *cs);
+
 int gsq_pcap_open(gsq_run *r, gsq_source *s);
 int gsq_pcap_read_batch(gsq_run *r, gsq_source *s);
 /* The timestamp of the next record of a pcap file (read ahead and held for
@@ -281,9 +377,16 @@ void gsq_pcap_report(const gsq_source *s, gsq_buf *out);
 /* Fill pi from a frame of this link type (DLT_*). */
 void gsq_pkt_decode(gsq_pkt_info *pi, int linktype, const uint8_t *p, uint32_t caplen);
 
-/* Sinks. */
+/* Sinks.  The Arrow sink's part is in arrow_sink.c. */
+int gsq_arrow_sink_open(gsq_run *r, gsq_sink *k);
+int gsq_arrow_sink_write(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d, int kind,
+                         const void *tup, uint32_t len);
+int gsq_arrow_sink_flush(gsq_run *r, gsq_sink *k);
+void gsq_arrow_sink_close(gsq_sink *k);
 int gsq_sink_open(gsq_run *r, gsq_sink *k);
-int gsq_sink_write(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
+/* Write one tuple of kind GSQ_DATA, or GSQ_HEARTBEAT to a sink with
+ * `heartbeats` set (a heartbeat given to another sink is ignored). */
+int gsq_sink_write(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d, int kind,
                    const void *tup, uint32_t len);
 int gsq_sink_flush(gsq_run *r, gsq_sink *k);
 void gsq_sink_close(gsq_sink *k);

@@ -12,7 +12,13 @@
  * `layout` maps (type, position) to the slot in `vals`.  A position beyond
  * n_fields reads as the zero value of its type (0, FALSE, 0.0.0.0, the
  * all-zero IPV6 address, the empty string): the reader has already warned.
- * So the CSV accessors always return 0 (value available).
+ * So the CSV accessors return 0 (value available) for CSV files.
+ *
+ * Records of an Arrow source (arrow_source.c) are CSV records too: only
+ * `vals` (and `layout`) are set (no text: len == n_fields == 0), and
+ * `valid`, when not NULL, has layout->n_slots bytes, 0 for a slot whose
+ * value is null.  The accessors return 1 (unavailable) for a null slot.
+ * CSV files leave valid NULL (every slot valid).
  *
  * pcap records: `data` holds the captured frame (len == pkt.caplen bytes);
  * `pkt` holds the header offsets decoded once by the reader (see
@@ -89,6 +95,7 @@ struct gsq_record {
     const uint32_t *field_end;    /* n_fields + 1 entries, field_end[0] == 0 */
     const gsq_csv_value *vals;    /* layout->n_slots entries */
     const gsq_csv_layout *layout;
+    const uint8_t *valid;         /* NULL, or layout->n_slots bytes: 0 = null */
     /* pcap only */
     gsq_pkt_info pkt;
 };
@@ -105,6 +112,12 @@ static inline const gsq_csv_value *gsq_csv__cached(const gsq_record *r,
             return &r->vals[s];
     }
     return NULL;
+}
+
+/* Nonzero when the cached value v (from gsq_csv__cached) is null. */
+static inline int gsq_csv__null(const gsq_record *r, const gsq_csv_value *v)
+{
+    return r->valid && !r->valid[v - r->vals];
 }
 
 /* Text of field pos (an empty view when the row has no such field). */
@@ -130,6 +143,8 @@ static inline int gsq_csv_get_bool(gsq_node *n, const gsq_record *r,
     const gsq_csv_value *v = gsq_csv__cached(r, GSQ_T_BOOL, pos);
     (void)n;
     if (v) {
+        if (gsq_csv__null(r, v))
+            return 1;
         *out = (uint8_t)v->u;
     } else {
         gsq_str t = gsq_csv_field_text(r, pos);
@@ -144,6 +159,8 @@ static inline int gsq_csv_get_ushort(gsq_node *n, const gsq_record *r,
     const gsq_csv_value *v = gsq_csv__cached(r, GSQ_T_USHORT, pos);
     (void)n;
     if (v) {
+        if (gsq_csv__null(r, v))
+            return 1;
         *out = (uint16_t)v->u;
     } else {
         gsq_str t = gsq_csv_field_text(r, pos);
@@ -158,6 +175,8 @@ static inline int gsq_csv_get_uint(gsq_node *n, const gsq_record *r,
     const gsq_csv_value *v = gsq_csv__cached(r, GSQ_T_UINT, pos);
     (void)n;
     if (v) {
+        if (gsq_csv__null(r, v))
+            return 1;
         *out = (uint32_t)v->u;
     } else {
         gsq_str t = gsq_csv_field_text(r, pos);
@@ -172,6 +191,8 @@ static inline int gsq_csv_get_int(gsq_node *n, const gsq_record *r,
     const gsq_csv_value *v = gsq_csv__cached(r, GSQ_T_INT, pos);
     (void)n;
     if (v) {
+        if (gsq_csv__null(r, v))
+            return 1;
         *out = (int32_t)v->i;
     } else {
         gsq_str t = gsq_csv_field_text(r, pos);
@@ -186,6 +207,8 @@ static inline int gsq_csv_get_ullong(gsq_node *n, const gsq_record *r,
     const gsq_csv_value *v = gsq_csv__cached(r, GSQ_T_ULLONG, pos);
     (void)n;
     if (v) {
+        if (gsq_csv__null(r, v))
+            return 1;
         *out = v->u;
     } else {
         gsq_str t = gsq_csv_field_text(r, pos);
@@ -200,6 +223,8 @@ static inline int gsq_csv_get_llong(gsq_node *n, const gsq_record *r,
     const gsq_csv_value *v = gsq_csv__cached(r, GSQ_T_LLONG, pos);
     (void)n;
     if (v) {
+        if (gsq_csv__null(r, v))
+            return 1;
         *out = v->i;
     } else {
         gsq_str t = gsq_csv_field_text(r, pos);
@@ -214,6 +239,8 @@ static inline int gsq_csv_get_float(gsq_node *n, const gsq_record *r,
     const gsq_csv_value *v = gsq_csv__cached(r, GSQ_T_FLOAT, pos);
     (void)n;
     if (v) {
+        if (gsq_csv__null(r, v))
+            return 1;
         *out = v->f;
     } else {
         gsq_str t = gsq_csv_field_text(r, pos);
@@ -228,6 +255,8 @@ static inline int gsq_csv_get_ip(gsq_node *n, const gsq_record *r,
     const gsq_csv_value *v = gsq_csv__cached(r, GSQ_T_IP, pos);
     (void)n;
     if (v) {
+        if (gsq_csv__null(r, v))
+            return 1;
         *out = (uint32_t)v->u;
     } else {
         gsq_str t = gsq_csv_field_text(r, pos);
@@ -242,6 +271,8 @@ static inline int gsq_csv_get_ipv6(gsq_node *n, const gsq_record *r,
     const gsq_csv_value *v = gsq_csv__cached(r, GSQ_T_IPV6, pos);
     (void)n;
     if (v) {
+        if (gsq_csv__null(r, v))
+            return 1;
         *out = v->v6;
     } else {
         gsq_str t = gsq_csv_field_text(r, pos);
@@ -255,6 +286,8 @@ static inline int gsq_csv_get_string(gsq_node *n, const gsq_record *r,
 {
     const gsq_csv_value *v = gsq_csv__cached(r, GSQ_T_STRING, pos);
     (void)n;
+    if (v && gsq_csv__null(r, v))
+        return 1;
     *out = v ? v->s : gsq_csv_field_text(r, pos);
     return 0;
 }

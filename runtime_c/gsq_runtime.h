@@ -18,6 +18,7 @@
  * next tick (every heartbeat_interval seconds from the first clock value),
  * the runtime calls every LFTA's heartbeat() in query-set order and drains
  * the queues, so temporal updates reach the HFTAs even without traffic.
+ * Option final_heartbeat adds one such round at the end of input.
  *
  * Ownership: the runtime owns every node state, every queue, every sink.
  * A tuple handed to accept() is valid only during that call: an operator
@@ -151,10 +152,16 @@ enum gsq_source_kind {
     GSQ_SRC_PCAP = 2
 };
 
-/* One CSV position a protocol reads, for validation and counting at ingest.*/
+/* One CSV position a protocol reads, for validation and counting at ingest,
+ * and the name of the PROTOCOL field read there: an Arrow source (see
+ * gsqlc_bind_arrow) finds the column of a position by that name.  Several
+ * entries may share a position (fields of different names or types at the
+ * same position); name may be NULL in hand-written query sets, which then
+ * cannot read Arrow sources. */
 typedef struct gsq_csv_field {
-    uint32_t pos;  /* 1-based */
-    int type;      /* enum gsq_type */
+    uint32_t pos;      /* 1-based */
+    int type;          /* enum gsq_type */
+    const char *name;  /* the PROTOCOL field's name, or NULL */
 } gsq_csv_field;
 
 typedef struct gsq_lfta_def {
@@ -175,7 +182,10 @@ typedef struct gsq_lfta_def {
     /* Called on every heartbeat tick of the run's clock (may be NULL): emit
      * a GSQ_HEARTBEAT tuple through gsq_emit when the temporal values are
      * known (the last seen ones, or gsq_clock_bound_usec's).  Heartbeats
-     * flow through the queue and reach HFTAs like data; sinks ignore them. */
+     * flow through the queue and reach HFTAs like data; sinks ignore them
+     * (except Arrow sinks under option arrow_heartbeats).  With option
+     * final_heartbeat it is also called once at the end of input, before
+     * finish(). */
     void (*heartbeat)(void *state, gsq_node *node);
 } gsq_lfta_def;
 
@@ -210,6 +220,12 @@ extern const gsq_queryset_def gsq_queryset;
 
 typedef struct gsq_run gsq_run;
 
+/* The Arrow C data / stream interface structures (arrow_abi.h defines them
+ * as the Arrow specification does). */
+struct ArrowSchema;
+struct ArrowArray;
+struct ArrowArrayStream;
+
 #if defined(__GNUC__)
 #define GSQ_EXPORT __attribute__((visibility("default")))
 #else
@@ -225,19 +241,117 @@ GSQ_EXPORT gsq_run *gsqlc_create(void);
  * "max_skew:NAME" (seconds >= 0 that interface NAME's timestamps may lag the
  * clock; enables gsq_clock_bound_usec for its LFTAs), "stall_intervals"
  * (integer >= 1, default 3: a source or LFTA silent that many intervals is
- * reported stalled), "trace" (a file: one JSON line per heartbeat trace).
+ * reported stalled), "trace" (a file: one JSON line per heartbeat trace),
+ * "arrow_heartbeats" and "final_heartbeat" ("0", the default, or "1"; they
+ * let a consumer of Arrow batches, e.g. a micro-batch engine, see temporal
+ * progress):
+ *   arrow_heartbeats=1: every Arrow sink of the run (gsqlc_add_arrow_sink)
+ *     has one more, last column "__heartbeat" (boolean "b", not nullable),
+ *     false on data rows, and also delivers a row, with it true, for every
+ *     GSQ_HEARTBEAT tuple of its stream (LFTA or HFTA output): the tuple's
+ *     columns as the heartbeat carries them -- temporal columns set, the
+ *     others as the tuple holds them (zero, empty strings).  File sinks
+ *     (gsqlc_add_sink) never get heartbeat rows.  A stream with a column
+ *     named __heartbeat cannot have an Arrow sink then (a run error).
+ *   final_heartbeat=1: at the end of input (also after an interruption),
+ *     before any EOF and before the LFTAs' finish(), every running LFTA's
+ *     heartbeat() is called once and the queues are drained, as on a timer
+ *     tick (traces included; not counted in heartbeat_ticks), whatever the
+ *     clock and heartbeat_interval: the last temporal values each LFTA
+ *     saw, those of records its predicate rejected included, reach the
+ *     HFTAs and sinks even when no tick fired (a short run, the fixed
+ *     clock, an Arrow source without record timestamps).
  * Return 0, or -1 with gsqlc_error() set. */
 GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value);
 GSQ_EXPORT int gsqlc_set_param(gsq_run *r, const char *name, const char *value);
-/* Bind interface NAME to a source URI: csv:PATH, csv:-, pcap:PATH,
- * pcap-live:IFACE.  May be called more than once per name (interface set). */
+/* Bind interface NAME ("" is "default", the default interface) to a source
+ * URI: csv:PATH, csv:-, pcap:PATH, pcap-live:IFACE.  May be called more than
+ * once per name (interface set). */
 GSQ_EXPORT int gsqlc_bind_source(gsq_run *r, const char *iface, const char *uri);
-/* Subscribe a sink to the output stream of query `query`.  format: "pipe",
+/* Subscribe a sink to the output stream of query `query` (or any stream of
+ * the query set by its name, e.g. an LFTA's "_fta_q").  format: "pipe",
  * "csv", "jsonl"; path NULL or "-" for stdout. */
 GSQ_EXPORT int gsqlc_add_sink(gsq_run *r, const char *query, const char *format,
                               const char *path);
+
+/* ---- Arrow input and output (arrow_source.c, arrow_inject.c, arrow_sink.c)
+ *
+ * Ownership of an ArrowArrayStream passed in: from the call on -- whatever
+ * its result -- the run owns the stream's contents and calls its release
+ * (when the run is done with it, at the latest in gsqlc_destroy); the
+ * struct's memory stays the caller's and must stay alive (and unmoved)
+ * until gsqlc_destroy.
+ *
+ * Conversions (Arrow format -> GSQL type; anything else is a run error at
+ * start naming the field, the GSQL type and the Arrow format found):
+ *   bool          <- boolean "b", any integer (0 or 1)
+ *   ushort, uint, int, ullong, llong
+ *                 <- any integer "c" "C" "s" "S" "i" "I" "l" "L"
+ *   float         <- "f", "g", any integer
+ *   IP            <- any integer (0 .. 2^32-1), utf8 "u" / "U" dotted quad
+ *   IPV6          <- fixed_size_binary(16) "w:16", utf8 "u" / "U" text
+ *   string        <- utf8 "u" / "U", binary "z" / "Z" (views into the
+ *                    Arrow buffers, no copy)
+ * A value outside the GSQL type's range, or text that is not a valid
+ * address, makes the row malformed: rejected, counted in rows_rejected, the
+ * first GSQ_MAX_DESCRIBED described in the report (like malformed CSV
+ * rows).  Dictionary-encoded columns are not supported (an error). */
+
+/* Bind interface iface ("" or "default": the default interface) to an
+ * Arrow stream of record batches.  It feeds the LFTAs of CSV-kind
+ * PROTOCOLs (fields get_csv_*) of that interface: every field they read is
+ * matched BY NAME to a column of the stream's schema (exactly, else
+ * ignoring case; extra columns are ignored), on the schema from
+ * get_schema, before any row is read.  A null value is an unavailable
+ * field (as an absent packet header: the LFTA skips the row and counts
+ * field_unavailable).  A packet PROTOCOL's LFTA bound to an Arrow source is
+ * a run error.  One binding per interface name (as gsqlc_bind_source);
+ * -1 with gsqlc_error() set. */
+GSQ_EXPORT int gsqlc_bind_arrow(gsq_run *r, const char *iface, struct ArrowArrayStream *stream);
+
+/* Feed stream `stream_name` of the query set (a query's output or an LFTA
+ * stream such as "_fta_q") from an Arrow stream instead of from the node
+ * that produces it: that node (and whatever only it needs) is not run.
+ * Columns are matched by name to the stream's columns (as above; every
+ * column of the stream must be present); each row is dispatched as one
+ * tuple to the stream's subscribers, then one GSQ_EOF when the Arrow stream
+ * ends.  A row with a null value is malformed.  A column "__heartbeat"
+ * (boolean, or integer 0 / 1) that is not one of the stream's makes the
+ * rows where it is true GSQ_HEARTBEAT tuples.  What gsqlc_add_arrow_sink
+ * produces round-trips exactly (heartbeat rows included).  -1 with
+ * gsqlc_error() set. */
+GSQ_EXPORT int gsqlc_bind_stream_arrow(gsq_run *r, const char *stream_name,
+                                       struct ArrowArrayStream *stream);
+
+/* Receives one record batch: a struct array (format "+s") and its schema.
+ * The callee owns both contents and calls their release callbacks (after
+ * moving the structs out: they are the caller's).  Nonzero stops the run:
+ * gsqlc_run returns 1, error "cancelled by the consumer of S". */
+typedef int (*gsqlc_arrow_cb)(void *ctx, struct ArrowArray *array, struct ArrowSchema *schema);
+
+/* Subscribe an in-memory sink to stream `stream_name` (a query's output or
+ * any stream of the query set).  Tuples are gathered column-wise (64-byte
+ * aligned buffers) and handed to cb as a record batch every batch_rows rows
+ * (0: 65536), at the end of the run (the last, partial batch) and, when the
+ * run is streaming (a source is stdin or a live interface), after each
+ * batch of input.  Columns are named after the stream's; types: bool "b",
+ * ushort "S", uint "I", int "i", ullong "L", llong "l", float "g", IP "I"
+ * (host order value), IPV6 "w:16", string "z" (binary).  No nulls (the
+ * fields are not nullable).  Only data tuples are rows, unless option
+ * arrow_heartbeats is set: then the last column is "__heartbeat" (boolean)
+ * and heartbeat tuples are rows too, flagged true (see gsqlc_set_option);
+ * a batch may then hold heartbeat rows only.  No batch is
+ * delivered after the run failed.  array and schema are valid during the
+ * call only: the callee moves them (e.g. pyarrow's _import_from_c) or
+ * releases them; the sink releases whatever is left in them after it. */
+GSQ_EXPORT int gsqlc_add_arrow_sink(gsq_run *r, const char *stream_name, gsqlc_arrow_cb cb,
+                                    void *ctx, uint32_t batch_rows);
 /* Run to end of input: every open group is flushed, EOF propagates, sinks
- * are flushed.  0 on success, 1 on a run-time failure (gsqlc_error()). */
+ * are flushed.  0 on success, 1 on a run-time failure (gsqlc_error()).
+ * Only the nodes some sink depends on run (streams fed by
+ * gsqlc_bind_stream_arrow cut the dependency), and only the interfaces
+ * their LFTAs read are opened; without any sink, every node whose output
+ * nobody reads counts as having one. */
 GSQ_EXPORT int gsqlc_run(gsq_run *r);
 /* Counters of the last run as a JSON object (owned by the run). */
 GSQ_EXPORT const char *gsqlc_stats_json(gsq_run *r);

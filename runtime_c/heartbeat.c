@@ -13,7 +13,9 @@
  * the same clock and LFTA state, so beyond GSQ_MAX_TICKS_AT_ONCE (a jump of
  * the clock) only the last one fires; the others are counted as skipped.
  * A wall clock set back by more than an interval restarts the schedule.
- * The fixed clock never advances: no ticks.
+ * The fixed clock never advances: no ticks.  With option final_heartbeat,
+ * the end of input fires one more tick (gsq_hb_final), before the LFTAs'
+ * finish(), whatever the clock.
  *
  * Stalls (seed 000 6.1), checked at every tick.  A source that is not at
  * its end and delivered no record while the clock advanced stall_intervals
@@ -128,6 +130,18 @@ static void tick(gsq_run *r)
             n->lfta->heartbeat(n->state, n);
     }
     gsq_drain(r);
+}
+
+/* The final heartbeat is a tick outside the timer: not counted in
+ * hb_ticks, no stall check (every source has ended), and fired whether or
+ * not the clock is known or ever ticked (fixed clock, heartbeat_interval
+ * off, a run shorter than an interval, an Arrow source without record
+ * timestamps): the LFTAs' heartbeat() gives their last seen temporal
+ * values, those of records their predicate rejected included. */
+void gsq_hb_final(gsq_run *r)
+{
+    if (!r->failed)
+        tick(r);
 }
 
 void gsq_hb_after_batch(gsq_run *r, gsq_source *s, uint32_t n_recs, int fire)

@@ -292,8 +292,10 @@ void gsq_dispatch(gsq_run *r, int stream, int kind, const void *tup, uint32_t le
             else if (kind == GSQ_HEARTBEAT && r->cur_trace >= 0)
                 gsq_trace_hop(r, h);
             h->hfta->accept(h->state, h, s->input, kind, tup, len);
-        } else if (kind == GSQ_DATA) {
-            gsq_sink_write(r, s->sink, &r->qs->streams[stream], tup, len);
+        } else if (kind == GSQ_DATA || (kind == GSQ_HEARTBEAT && s->sink->heartbeats)) {
+            /* LFTA streams come here from the drain, HFTA streams at emit:
+             * a sink sees the heartbeats of either kind of stream */
+            gsq_sink_write(r, s->sink, &r->qs->streams[stream], kind, tup, len);
         }
     }
 }

@@ -50,11 +50,12 @@ void gsq_build_stats(gsq_run *r)
     gsq_buf_adds(b, ",\"sources\":[");
     for (i = 0; i < r->n_sources; i++) {
         const gsq_source *s = &r->sources[i];
-        int csv = s->kind == GSQ_SRC_CSV;
+        int csv = s->kind == GSQ_SRC_CSV || s->kind == GSQ_SRC_ARROW;
         gsq_buf_adds(b, i ? ",{" : "{");
         kv_str(b, "iface", s->iface, 0);
         kv_str(b, "uri", s->uri, 1);
-        kv_str(b, "kind", csv ? "csv" : s->live ? "pcap-live" : "pcap", 1);
+        kv_str(b, "kind", s->kind == GSQ_SRC_ARROW ? "arrow" : csv ? "csv"
+                          : s->live ? "pcap-live" : "pcap", 1);
         kv_u64(b, "records_read", s->records_read, 1);
         kv_u64(b, csv ? "rows_read" : "packets_read", s->records_read, 1);
         kv_u64(b, "rows_rejected", s->rows_rejected, 1);
@@ -83,6 +84,7 @@ void gsq_build_stats(gsq_run *r)
         kv_str(b, "name", n->name, 0);
         kv_str(b, "kind", n->lfta ? "lfta" : "hfta", 1);
         kv_str(b, "output", r->qs->streams[n->out_stream].name, 1);
+        gsq_buf_printf(b, ",\"running\":%s", n->needed ? "true" : "false");
         for (c = 0; c < GSQ_CNT__COUNT; c++)
             kv_u64(b, counter_key[c], n->counters[c], 1);
         kv_u64(b, "peak_held_tuples", n->peaks[GSQ_PEAK_HELD_TUPLES], 1);
@@ -100,12 +102,27 @@ void gsq_build_stats(gsq_run *r)
         gsq_buf_adds(b, i ? ",{" : "{");
         kv_str(b, "query", k->query, 0);
         kv_str(b, "format", k->format == GSQ_FMT_PIPE ? "pipe"
-                            : k->format == GSQ_FMT_CSV ? "csv" : "jsonl", 1);
+                            : k->format == GSQ_FMT_CSV ? "csv"
+                            : k->format == GSQ_FMT_ARROW ? "arrow" : "jsonl", 1);
         kv_str(b, "path", k->path, 1);
         kv_u64(b, "tuples", k->tuples, 1);
         kv_u64(b, "bytes", k->bytes, 1);
+        if (k->format == GSQ_FMT_ARROW)
+            kv_u64(b, "batches", k->batches, 1);
+        if (k->heartbeats)
+            kv_u64(b, "heartbeat_rows", k->heartbeat_rows, 1);
         gsq_buf_addc(b, '}');
         written += k->tuples;
+    }
+    gsq_buf_adds(b, "],\"injected\":[");
+    for (i = 0; i < r->n_injects; i++) {
+        const gsq_inject *in = &r->injects[i];
+        gsq_buf_adds(b, i ? ",{" : "{");
+        kv_str(b, "stream", r->qs->streams[in->stream].name, 0);
+        gsq_buf_printf(b, ",\"read\":%s", in->active ? "true" : "false");
+        kv_u64(b, "rows_read", in->rows_read, 1);
+        kv_u64(b, "rows_rejected", in->rows_rejected, 1);
+        gsq_buf_addc(b, '}');
     }
     gsq_buf_adds(b, "]");
     kv_u64(b, "tuples_written", written, 1);
@@ -163,14 +180,22 @@ void gsq_build_report(gsq_run *r)
         const gsq_source *s = &r->sources[i];
         if (s->kind == GSQ_SRC_CSV)
             gsq_csv_report(s, b);
+        else if (s->kind == GSQ_SRC_ARROW)
+            gsq_arrow_report(s, b);
         else
             gsq_pcap_report(s, b);
     }
+    for (i = 0; i < r->n_injects; i++)
+        gsq_inject_report(&r->injects[i], b);
     if (r->sources) {
+        /* a binding no query reads (not one whose LFTAs no sink needs) */
         for (i = 0; i < r->n_binds; i++) {
             int used = 0;
             for (j = 0; j < r->n_sources; j++)
                 used |= r->sources[j].iface == r->binds[i].iface;
+            for (j = 0; j < r->qs->n_lftas && !used; j++)
+                used |= r->qs->lftas[j]->iface &&
+                        strcmp(r->qs->lftas[j]->iface, r->binds[i].iface) == 0;
             if (!used)
                 gsq_buf_printf(b,
                                "gsqlc: warning: interface '%s' is bound to %s but no query reads "

@@ -1,13 +1,16 @@
 /*
  * run.c -- the exported gsqlc_* API and the run loop.
  *
- *   gsqlc_run: check bindings -> open sources -> build subscriber tables ->
+ *   gsqlc_run: plan the nodes that run (plan.c) -> check bindings -> open
+ *   sources -> build subscriber tables -> open the Arrow-fed streams ->
  *   open sinks -> create nodes (LFTA init, HFTA create, queryset order) ->
  *   loop { per source: read a batch into its ring, run every LFTA bound to
  *   it over each record, release the batch, drain the LFTA queues into the
- *   streams' subscribers, fire due heartbeat ticks } until every source is
- *   at end (or SIGINT/SIGTERM) -> LFTA finish + GSQ_EOF, drain -> flush
- *   sinks and the trace file -> report.
+ *   streams' subscribers, fire due heartbeat ticks; per Arrow-fed stream:
+ *   dispatch a batch of its rows (or its GSQ_EOF) } until every source and
+ *   Arrow-fed stream is at end (or SIGINT/SIGTERM) -> with option
+ *   final_heartbeat, one last heartbeat of every LFTA and a drain -> LFTA
+ *   finish + GSQ_EOF, drain -> flush sinks and the trace file -> report.
  *
  * The only process-wide state is `stop_flag`, set by the SIGINT/SIGTERM
  * handler that gsqlc_run installs for its own duration (a signal handler
@@ -22,7 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arrow_abi.h"
 #include "gsq_internal.h"
+
+#define GSQ_DEFAULT_IFACE "default"
 
 static volatile sig_atomic_t stop_flag;
 
@@ -220,6 +226,16 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
             return -1;
         }
         r->csv_strict = b;
+    } else if (strcmp(key, "arrow_heartbeats") == 0 || strcmp(key, "final_heartbeat") == 0) {
+        uint8_t b;
+        if (gsq_parse_bool(value, strlen(value), &b) != 0) {
+            set_error(r, "%s must be 0 or 1, got '%s'", key, value);
+            return -1;
+        }
+        if (key[0] == 'a')
+            r->arrow_heartbeats = b;
+        else
+            r->final_heartbeat = b;
     } else if (strcmp(key, "clock") == 0) {
         if (strcmp(value, "wall") == 0) {
             r->clock_mode = GSQ_CLOCK_WALL;
@@ -282,7 +298,8 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
         r->trace_path = p;
     } else {
         set_error(r, "unknown option '%s' (known: csv_separator, csv_strict, clock, batch, "
-                     "heartbeat_interval, max_skew:NAME, stall_intervals, trace)", key);
+                     "heartbeat_interval, max_skew:NAME, stall_intervals, trace, "
+                     "arrow_heartbeats, final_heartbeat)", key);
         return -1;
     }
     return 0;
@@ -351,10 +368,12 @@ GSQ_EXPORT int gsqlc_bind_source(gsq_run *r, const char *iface, const char *uri)
     int live;
     const char *path;
     gsq_binding *nb;
-    if (!iface || !*iface || !uri) {
-        set_error(r, "interface name and URI must not be empty");
+    if (!iface || !uri) {
+        set_error(r, "interface name and URI must not be NULL");
         return -1;
     }
+    if (!*iface)
+        iface = GSQ_DEFAULT_IFACE;
     if (!uri_kind(uri, &live, &path)) {
         set_error(r, "unsupported source '%s' (expected csv:PATH, csv:-, pcap:PATH or "
                      "pcap-live:IFACE)", uri);
@@ -368,6 +387,7 @@ GSQ_EXPORT int gsqlc_bind_source(gsq_run *r, const char *iface, const char *uri)
     r->binds = nb;
     nb[r->n_binds].iface = gsq_strdup(iface);
     nb[r->n_binds].uri = gsq_strdup(uri);
+    nb[r->n_binds].arrow = NULL;
     if (!nb[r->n_binds].iface || !nb[r->n_binds].uri) {
         free(nb[r->n_binds].iface);
         free(nb[r->n_binds].uri);
@@ -378,34 +398,67 @@ GSQ_EXPORT int gsqlc_bind_source(gsq_run *r, const char *iface, const char *uri)
     return 0;
 }
 
+/* The index of the stream named `name` (a query, or an internal stream
+ * such as an LFTA's); -1 with the error set when there is none. */
+static int find_stream(gsq_run *r, const char *name)
+{
+    uint32_t i;
+    gsq_buf names = {0};
+    for (i = 0; i < r->qs->n_streams; i++)
+        if (strcmp(r->qs->streams[i].name, name) == 0)
+            return (int)i;
+    for (i = 0; i < r->qs->n_streams; i++) {
+        if (r->qs->streams[i].name[0] == '_')
+            continue; /* internal LFTA streams */
+        if (names.len)
+            gsq_buf_adds(&names, ", ");
+        gsq_buf_adds(&names, r->qs->streams[i].name);
+    }
+    set_error(r, "no query named '%s' (queries: %s)", name, gsq_buf_str(&names));
+    gsq_buf_free(&names);
+    return -1;
+}
+
+/* Append a new sink of `stream`: the sink, or NULL with the error set. */
+static gsq_sink *new_sink(gsq_run *r, const char *name, int stream, int fmt)
+{
+    gsq_sink *k = calloc(1, sizeof *k), **ns = NULL;
+    if (k)
+        k->query = gsq_strdup(name);
+    if (k && k->query)
+        ns = realloc(r->sinks, (r->n_sinks + 1) * sizeof *ns);
+    if (!ns) {
+        if (k)
+            free(k->query);
+        free(k);
+        set_error(r, "out of memory");
+        return NULL;
+    }
+    r->sinks = ns;
+    k->fd = -1;
+    k->format = fmt;
+    k->stream = stream;
+    r->sinks[r->n_sinks++] = k;
+    return k;
+}
+
 GSQ_EXPORT int gsqlc_add_sink(gsq_run *r, const char *query, const char *format,
                               const char *path)
 {
-    uint32_t i;
-    int fmt, stream = -1;
-    gsq_sink *k, **ns;
+    int fmt, stream;
+    char *p = NULL;
+    gsq_sink *k;
     if (!query || !format) {
         set_error(r, "sink query and format must not be NULL");
         return -1;
     }
-    for (i = 0; i < r->qs->n_streams; i++)
-        if (strcmp(r->qs->streams[i].name, query) == 0) {
-            stream = (int)i;
-            break;
-        }
-    if (stream < 0) {
-        gsq_buf names = {0};
-        for (i = 0; i < r->qs->n_streams; i++) {
-            if (r->qs->streams[i].name[0] == '_')
-                continue; /* internal LFTA streams */
-            if (names.len)
-                gsq_buf_adds(&names, ", ");
-            gsq_buf_adds(&names, r->qs->streams[i].name);
-        }
-        set_error(r, "no query named '%s' (queries: %s)", query, gsq_buf_str(&names));
-        gsq_buf_free(&names);
+    if (r->started) {
+        set_error(r, "sink added after the run started");
         return -1;
     }
+    stream = find_stream(r, query);
+    if (stream < 0)
+        return -1;
     if (strcmp(format, "pipe") == 0)
         fmt = GSQ_FMT_PIPE;
     else if (strcmp(format, "csv") == 0)
@@ -416,32 +469,129 @@ GSQ_EXPORT int gsqlc_add_sink(gsq_run *r, const char *query, const char *format,
         set_error(r, "unknown output format '%s' (expected pipe, csv or jsonl)", format);
         return -1;
     }
-    k = calloc(1, sizeof *k);
-    ns = realloc(r->sinks, (r->n_sinks + 1) * sizeof *ns);
-    if (ns)
-        r->sinks = ns;
-    if (!k || !ns)
-        goto oom;
-    k->fd = -1;
-    k->format = fmt;
-    k->stream = stream;
-    k->query = gsq_strdup(query);
-    if (!k->query)
-        goto oom;
     if (path && strcmp(path, "-") != 0) {
-        k->path = gsq_strdup(path);
-        if (!k->path)
-            goto oom;
+        p = gsq_strdup(path);
+        if (!p) {
+            set_error(r, "out of memory");
+            return -1;
+        }
     }
-    r->sinks[r->n_sinks++] = k;
+    k = new_sink(r, query, stream, fmt);
+    if (!k) {
+        free(p);
+        return -1;
+    }
+    k->path = p;
+    return 0;
+}
+
+/* ---- Arrow ------------------------------------------------------------ */
+
+/* The run owns the stream's contents from here on, even on failure. */
+static int check_arrow_stream(gsq_run *r, struct ArrowArrayStream *stream, const char *what)
+{
+    if (!stream || !stream->release || !stream->get_schema || !stream->get_next) {
+        set_error(r, "%s: the Arrow stream is NULL or was already released", what);
+        if (stream && stream->release)
+            stream->release(stream);
+        return -1;
+    }
+    if (r->started) {
+        set_error(r, "%s: bound after the run started", what);
+        stream->release(stream);
+        return -1;
+    }
+    return 0;
+}
+
+GSQ_EXPORT int gsqlc_bind_arrow(gsq_run *r, const char *iface, struct ArrowArrayStream *stream)
+{
+    gsq_binding *nb;
+    if (check_arrow_stream(r, stream, "Arrow source") != 0)
+        return -1;
+    if (!iface || !*iface)
+        iface = GSQ_DEFAULT_IFACE;
+    nb = realloc(r->binds, (r->n_binds + 1) * sizeof *nb);
+    if (!nb)
+        goto oom;
+    r->binds = nb;
+    nb[r->n_binds].iface = gsq_strdup(iface);
+    nb[r->n_binds].uri = gsq_strdup("arrow");
+    nb[r->n_binds].arrow = stream;
+    if (!nb[r->n_binds].iface || !nb[r->n_binds].uri) {
+        free(nb[r->n_binds].iface);
+        free(nb[r->n_binds].uri);
+        goto oom;
+    }
+    r->n_binds++;
     return 0;
 oom:
-    if (k) {
-        free(k->query);
-        free(k);
-    }
+    stream->release(stream);
     set_error(r, "out of memory");
     return -1;
+}
+
+GSQ_EXPORT int gsqlc_bind_stream_arrow(gsq_run *r, const char *stream_name,
+                                       struct ArrowArrayStream *stream)
+{
+    gsq_inject *ni;
+    uint32_t i;
+    int st;
+    if (check_arrow_stream(r, stream, "Arrow-fed stream") != 0)
+        return -1;
+    st = stream_name ? find_stream(r, stream_name) : -1;
+    if (!stream_name)
+        set_error(r, "the stream name must not be NULL");
+    for (i = 0; st >= 0 && i < r->n_injects; i++)
+        if (r->injects[i].stream == st) {
+            set_error(r, "stream %s is already fed from an Arrow stream", stream_name);
+            st = -1;
+        }
+    if (st < 0) {
+        stream->release(stream);
+        return -1;
+    }
+    ni = realloc(r->injects, (r->n_injects + 1) * sizeof *ni);
+    if (!ni)
+        goto oom;
+    r->injects = ni;
+    memset(&ni[r->n_injects], 0, sizeof ni[r->n_injects]);
+    ni[r->n_injects].name = gsq_strdup(stream_name);
+    if (!ni[r->n_injects].name)
+        goto oom;
+    ni[r->n_injects].stream = st;
+    ni[r->n_injects].arrow = stream;
+    r->n_injects++;
+    return 0;
+oom:
+    stream->release(stream);
+    set_error(r, "out of memory");
+    return -1;
+}
+
+GSQ_EXPORT int gsqlc_add_arrow_sink(gsq_run *r, const char *stream_name, gsqlc_arrow_cb cb,
+                                    void *ctx, uint32_t batch_rows)
+{
+    int stream;
+    gsq_sink *k;
+    if (!stream_name || !cb) {
+        set_error(r, "Arrow sink: the stream name and callback must not be NULL");
+        return -1;
+    }
+    if (r->started) {
+        set_error(r, "sink added after the run started");
+        return -1;
+    }
+    stream = find_stream(r, stream_name);
+    if (stream < 0)
+        return -1;
+    k = new_sink(r, stream_name, stream, GSQ_FMT_ARROW);
+    if (!k)
+        return -1;
+    k->cb = cb;
+    k->cb_ctx = ctx;
+    k->batch_rows = batch_rows ? batch_rows : GSQ_ARROW_BATCH_ROWS;
+    return 0;
 }
 
 GSQ_EXPORT const char *gsqlc_error(gsq_run *r)
@@ -456,7 +606,31 @@ static const char *kind_name(int kind)
     return kind == GSQ_SRC_CSV ? "CSV" : kind == GSQ_SRC_PCAP ? "pcap" : "?";
 }
 
-/* Bindings -> sources; every LFTA gets its source. */
+/* Whether an LFTA of source kind `lfta_kind` can read source s; fails the
+ * run with the reason when not. */
+static int check_kind(gsq_run *r, const gsq_lfta_def *d, const gsq_source *s)
+{
+    if (s->kind == GSQ_SRC_ARROW && d->source_kind == GSQ_SRC_CSV)
+        return 0;
+    if (s->kind == GSQ_SRC_ARROW) {
+        gsq_run_fail(r,
+                     "LFTA %s: PROTOCOL %s reads packets; an Arrow source feeds CSV-style "
+                     "PROTOCOLs (fields get_csv_*), e.g. the one of gsqlc's packet table "
+                     "schema, but interface '%s' is bound to an Arrow stream",
+                     d->name, d->protocol, d->iface);
+        return -1;
+    }
+    if (s->kind != d->source_kind) {
+        gsq_run_fail(r,
+                     "LFTA %s reads PROTOCOL %s from %s records, but interface '%s' is "
+                     "bound to %s",
+                     d->name, d->protocol, kind_name(d->source_kind), d->iface, s->uri);
+        return -1;
+    }
+    return 0;
+}
+
+/* Bindings -> sources; every LFTA that runs gets its source. */
 static int setup_sources(gsq_run *r)
 {
     const gsq_queryset_def *qs = r->qs;
@@ -480,7 +654,9 @@ static int setup_sources(gsq_run *r)
         const gsq_lfta_def *d = qs->lftas[i];
         gsq_node *n = &r->nodes[i];
         gsq_source *s = NULL;
-        const gsq_binding *b = NULL;
+        gsq_binding *b = NULL;
+        if (!n->needed)
+            continue;
         for (j = 0; j < r->n_binds; j++)
             if (strcmp(r->binds[j].iface, d->iface) == 0)
                 b = &r->binds[j];
@@ -499,7 +675,14 @@ static int setup_sources(gsq_run *r)
             s = &r->sources[r->n_sources++];
             s->iface = b->iface;
             s->uri = b->uri;
-            s->kind = uri_kind(b->uri, &s->live, &s->path);
+            if (b->arrow) {
+                s->kind = GSQ_SRC_ARROW;
+                s->path = "";
+                s->arrow = b->arrow; /* the source owns it from now on */
+                b->arrow = NULL;
+            } else {
+                s->kind = uri_kind(b->uri, &s->live, &s->path);
+            }
             l = calloc(qs->n_lftas, sizeof *l);
             if (!l) {
                 gsq_run_fail(r, "out of memory");
@@ -507,13 +690,8 @@ static int setup_sources(gsq_run *r)
             }
             s->lftas = l;
         }
-        if (s->kind != d->source_kind) {
-            gsq_run_fail(r,
-                         "LFTA %s reads PROTOCOL %s from %s records, but interface '%s' is "
-                         "bound to %s",
-                         d->name, d->protocol, kind_name(d->source_kind), d->iface, s->uri);
+        if (check_kind(r, d, s) != 0)
             return -1;
-        }
         s->lftas[s->n_lftas++] = n;
         n->source = s;
     }
@@ -529,7 +707,8 @@ static int open_sources(gsq_run *r)
             gsq_run_fail(r, "out of memory");
             return -1;
         }
-        if (s->kind == GSQ_SRC_CSV ? gsq_csv_open(r, s) : gsq_pcap_open(r, s))
+        if (s->kind == GSQ_SRC_CSV ? gsq_csv_open(r, s)
+            : s->kind == GSQ_SRC_ARROW ? gsq_arrow_open(r, s) : gsq_pcap_open(r, s))
             return -1;
         if (s->live || (s->kind == GSQ_SRC_CSV && strcmp(s->path, "-") == 0))
             r->streaming = 1;
@@ -573,6 +752,8 @@ static int setup_streams(gsq_run *r)
         goto oom;
     for (i = 0; i < qs->n_hftas; i++) {
         const gsq_hfta_def *d = qs->hftas[i];
+        if (!r->nodes[qs->n_lftas + i].needed)
+            continue;
         for (j = 0; j < d->n_inputs; j++) {
             int s = d->in_streams[j];
             if (s < 0 || (uint32_t)s >= qs->n_streams) {
@@ -591,6 +772,16 @@ static int setup_streams(gsq_run *r)
 oom:
     gsq_run_fail(r, "out of memory");
     return -1;
+}
+
+/* Check the schemas of the Arrow-fed streams that are read. */
+static int open_injects(gsq_run *r)
+{
+    uint32_t i;
+    for (i = 0; i < r->n_injects; i++)
+        if (r->injects[i].active && gsq_inject_open(r, &r->injects[i]) != 0)
+            return -1;
+    return 0;
 }
 
 static int check_queryset(gsq_run *r)
@@ -614,6 +805,8 @@ static int create_nodes(gsq_run *r)
     uint32_t i;
     for (i = 0; i < r->n_nodes && !r->failed; i++) {
         gsq_node *n = &r->nodes[i];
+        if (!n->needed)
+            continue;
         if (n->lfta) {
             n->state = calloc(1, n->lfta->state_size ? n->lfta->state_size : 1);
             if (!n->state) {
@@ -687,7 +880,7 @@ static void flush_sinks(gsq_run *r)
 {
     uint32_t i;
     for (i = 0; i < r->n_sinks; i++)
-        if (r->sinks[i]->fd >= 0)
+        if (r->sinks[i]->fd >= 0 || r->sinks[i]->arrow)
             gsq_sink_flush(r, r->sinks[i]);
 }
 
@@ -730,16 +923,28 @@ static void main_loop(gsq_run *r)
         for (i = 0; i < r->n_sources && !r->failed; i++) {
             gsq_source *s = &r->sources[i];
             uint32_t n;
+            int rc;
             if (s->at_eof)
                 continue;
             active = 1;
-            if ((s->kind == GSQ_SRC_CSV ? gsq_csv_read_batch(r, s) : gsq_pcap_read_batch(r, s)) <
-                0)
+            rc = s->kind == GSQ_SRC_CSV     ? gsq_csv_read_batch(r, s)
+                 : s->kind == GSQ_SRC_ARROW ? gsq_arrow_read_batch(r, s)
+                                            : gsq_pcap_read_batch(r, s);
+            if (rc < 0)
                 break;
             n = s->ring.n_recs;
             run_batch(r, s);
             gsq_drain(r);
             gsq_hb_after_batch(r, s, n, !r->aligned);
+        }
+        for (i = 0; i < r->n_injects && !r->failed; i++) {
+            gsq_inject *in = &r->injects[i];
+            if (!in->active || in->at_eof)
+                continue;
+            active = 1;
+            if (gsq_inject_step(r, in) < 0)
+                break;
+            gsq_hb_after_batch(r, NULL, 0, !r->aligned);
         }
         if (r->aligned)
             gsq_hb_after_batch(r, NULL, 0, 1); /* the round is complete */
@@ -749,6 +954,8 @@ static void main_loop(gsq_run *r)
             r->interrupted = 1;
             for (i = 0; i < r->n_sources; i++)
                 r->sources[i].at_eof = 1;
+            for (i = 0; i < r->n_injects; i++)
+                gsq_inject_eof(r, &r->injects[i]);
         }
         if (r->streaming)
             flush_sinks(r);
@@ -757,8 +964,14 @@ static void main_loop(gsq_run *r)
         r->interrupted = 1;
     if (r->failed)
         return;
+    if (r->final_heartbeat)
+        gsq_hb_final(r); /* before any EOF: the inputs of the HFTAs are open */
+    for (i = 0; i < r->n_injects && !r->failed; i++)
+        gsq_inject_eof(r, &r->injects[i]);
     for (i = 0; i < r->qs->n_lftas && !r->failed; i++) {
         gsq_node *n = &r->nodes[i];
+        if (!n->live)
+            continue;
         if (n->lfta->finish)
             n->lfta->finish(n->state, n);
         gsq_emit(n, GSQ_EOF, NULL, 0, NULL, 0);
@@ -791,10 +1004,14 @@ static void teardown(gsq_run *r)
         gsq_source *s = &r->sources[i];
         if (s->kind == GSQ_SRC_CSV)
             gsq_csv_close(s);
+        else if (s->kind == GSQ_SRC_ARROW)
+            gsq_arrow_close(s);
         else
             gsq_pcap_close(s);
         gsq_ring_free(&s->ring);
     }
+    for (i = 0; i < r->n_injects; i++)
+        gsq_inject_close(&r->injects[i]);
 }
 
 GSQ_EXPORT int gsqlc_run(gsq_run *r)
@@ -847,8 +1064,8 @@ GSQ_EXPORT int gsqlc_run(gsq_run *r)
     sa.sa_flags = 0;
     sigaction(SIGPIPE, &sa, &old_pipe);
 
-    if (check_queryset(r) == 0 && setup_sources(r) == 0 && open_sources(r) == 0 &&
-        setup_streams(r) == 0) {
+    if (check_queryset(r) == 0 && gsq_plan(r) == 0 && setup_sources(r) == 0 &&
+        open_sources(r) == 0 && setup_streams(r) == 0 && open_injects(r) == 0) {
         for (i = 0; i < r->n_sinks && !r->failed; i++)
             gsq_sink_open(r, r->sinks[i]);
         if (!r->failed && gsq_hb_open(r) == 0 && create_nodes(r) == 0) {
@@ -891,10 +1108,16 @@ GSQ_EXPORT void gsqlc_destroy(gsq_run *r)
     }
     free(r->params);
     for (i = 0; i < r->n_binds; i++) {
+        gsq_arrow_stream_release(&r->binds[i].arrow);
         free(r->binds[i].iface);
         free(r->binds[i].uri);
     }
     free(r->binds);
+    for (i = 0; i < r->n_injects; i++) {
+        gsq_inject_close(&r->injects[i]);
+        free(r->injects[i].name);
+    }
+    free(r->injects);
     for (i = 0; i < r->n_skews; i++)
         free(r->skews[i].iface);
     free(r->skews);

@@ -2,7 +2,10 @@
  * sink.c -- output sinks: pipe (Tigon's '|' lines), csv (header, RFC-4180
  * quoting), jsonl (one object per line).  Each sink buffers into a large
  * gsq_buf and writes it to its file descriptor with write(2); write errors
- * (EPIPE, ENOSPC, ...) fail the run.
+ * (EPIPE, ENOSPC, ...) fail the run.  Arrow sinks (in-memory record
+ * batches for a callback) are arrow_sink.c's; the entry points below pass
+ * them on.  Only data tuples are written, and, to an Arrow sink of a run
+ * with option arrow_heartbeats, heartbeats (k->heartbeats).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -27,6 +30,8 @@ int gsq_sink_open(gsq_run *r, gsq_sink *k)
 {
     const gsq_stream_desc *d = &r->qs->streams[k->stream];
     uint32_t i;
+    if (k->format == GSQ_FMT_ARROW)
+        return gsq_arrow_sink_open(r, k);
     if (!k->path) {
         k->fd = STDOUT_FILENO;
         k->own_fd = 0;
@@ -52,6 +57,8 @@ int gsq_sink_open(gsq_run *r, gsq_sink *k)
 int gsq_sink_flush(gsq_run *r, gsq_sink *k)
 {
     size_t done = 0;
+    if (k->format == GSQ_FMT_ARROW)
+        return gsq_arrow_sink_flush(r, k);
     if (k->failed)
         return -1;
     if (k->out.oom) {
@@ -77,6 +84,7 @@ int gsq_sink_flush(gsq_run *r, gsq_sink *k)
 
 void gsq_sink_close(gsq_sink *k)
 {
+    gsq_arrow_sink_close(k);
     if (k->own_fd && k->fd >= 0)
         close(k->fd);
     k->fd = -1;
@@ -149,7 +157,7 @@ static int pipe_row(gsq_buf *b, const gsq_stream_desc *d, const void *tup, uint3
     return 0;
 }
 
-int gsq_sink_write(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
+int gsq_sink_write(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d, int kind,
                    const void *tup, uint32_t len)
 {
     gsq_buf *b = &k->out;
@@ -158,6 +166,10 @@ int gsq_sink_write(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
 
     if (k->failed || r->failed)
         return -1;
+    if (kind != GSQ_DATA && !(kind == GSQ_HEARTBEAT && k->heartbeats))
+        return 0; /* text sinks carry data only */
+    if (k->format == GSQ_FMT_ARROW)
+        return gsq_arrow_sink_write(r, k, d, kind, tup, len);
     if (k->format == GSQ_FMT_PIPE) {
         int rc = pipe_row(b, d, tup, len);
         if (rc == -2) {

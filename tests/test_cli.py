@@ -154,8 +154,6 @@ def test_query_errors_are_located(gsqlc, tmp_path, text, rule, where, needle):
 
 
 @pytest.mark.parametrize("text,what", [
-    ("select A.time filter_join(A.time, 5) from SALES A, SALES B where A.time = B.time",
-     "FILTER_JOIN"),
     ("select tb, count(*) from SALES group by time/60 as tb closing_when count(*) > 2", "CLOSING_WHEN"),
     ("select tb, count(*) from SALES group by time/60 as tb cleaning_when count(*) > 2", "CLEANING_WHEN"),
     ("select tb, count(*) from SALES group by rollup(time/60 as tb, store)", "ROLLUP"),

@@ -12,7 +12,8 @@ __version__ = "0.1.0"
 from .api import CompiledQuerySet, Run, compile  # noqa: E402
 from .diagnostics import GsqlError as QueryError  # noqa: E402
 from .diagnostics import UsageError  # noqa: E402
+from .packets import PACKET_TABLE_SCHEMA, read_pcap  # noqa: E402
 from .runner import RunError  # noqa: E402
 
 __all__ = ["compile", "CompiledQuerySet", "Run", "QueryError", "UsageError", "RunError",
-           "__version__"]
+           "read_pcap", "PACKET_TABLE_SCHEMA", "__version__"]

@@ -98,6 +98,9 @@ class JoinInfo:
     # the join predicate, read from the present side on an unmatched row
     fill: dict[tuple[int, str], tuple[int, str]]
     span: ast.Span = ast.NO_SPAN
+    # FILTER_JOIN(R.col, N) (kind 'filter'): N, the window in units of R.col;
+    # time = (R.col, the S expression WHERE relates it to)
+    window: int = 0
 
 
 @dataclass
@@ -139,8 +142,6 @@ def not_supported(span: ast.Span, what: str) -> GsqlError:
 
 
 def check_supported(q: ast.Query) -> None:
-    if q.join is not None and q.join.kind == "filter":
-        raise not_supported(q.join.span, "FILTER_JOIN")
     if not q.is_merge and len(q.from_) > 2:
         raise not_supported(q.from_[2].span, "a join of more than two FROM sources")
     if not q.is_merge and len(q.from_) == 2 and (q.group_by or q.having is not None):
@@ -657,6 +658,10 @@ def analyze_query(q: ast.Query, name: str, file: str, sources: list[Source]) -> 
             be = b.bind_fields(item.expr, "SELECT")
         cname = _output_name(item, be, used, i)
         aq.select.append((cname, be))
+    if q.join is not None and q.join.kind == "filter" and len(sources) != 2:
+        raise GsqlError(q.join.span, "filter-join",
+                        "FILTER_JOIN needs two FROM sources: the filter R, then the "
+                        "filtered stream S (FROM R, S)")
     if len(sources) == 2:
         aq.join = _analyze_join(aq)
     if q.having is not None:
@@ -720,6 +725,8 @@ _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "=": "="}
 
 def _analyze_join(aq: AnalyzedQuery) -> JoinInfo:
     q = aq.query
+    if q.join is not None and q.join.kind == "filter":
+        return _analyze_filter_join(aq)
     kind = {"inner": "inner", "left": "left", "right": "right", "outer": "full"}.get(
         q.join.kind if q.join else "inner", "inner")
     span = q.join.span if q.join else q.from_[1].span
@@ -792,6 +799,120 @@ def _analyze_join(aq: AnalyzedQuery) -> JoinInfo:
     if lx.info.temporal is Temporal.DECREASING:
         raise not_supported(span, "a join on decreasing temporal fields")
     return JoinInfo(kind, (lx, rx), lo, hi, keys, filters, fill, span)
+
+
+# ---------------------------------------------------------------- filter join
+
+_INT_LITERAL_KINDS = ("int", "uint", "ullong", "llong", "hex", "lhex")
+
+
+def _analyze_filter_join(aq: AnalyzedQuery) -> JoinInfo:
+    """FILTER_JOIN(R.col, N) ... FROM R, S (README, "Filter join"): a windowed
+    semi-join.  R, the first source, fills a filter keyed on the WHERE's
+    equalities between the inputs; an S tuple passes when an R tuple of equal
+    keys had R.col in [s_t - N + 1, s_t], s_t being the expression of S that
+    WHERE relates R.col to (R.col = S.t, or a band on them)."""
+    q = aq.query
+    spec = q.join
+    assert spec is not None and len(spec.args) == 2
+    r_alias, s_alias = aq.sources[0].alias, aq.sources[1].alias
+    col_e, n_e = spec.args
+    if not isinstance(col_e, ast.ColumnRef):
+        raise GsqlError(col_e.span, "filter-join",
+                        "the first argument of FILTER_JOIN must be a field of the first FROM "
+                        f"source '{r_alias}' that is declared increasing "
+                        f"(e.g. FILTER_JOIN({r_alias}.time, 10))")
+    col = _Scope(aq).lookup(col_e)
+    cname = f"{r_alias}.{col.name}"
+    if col.source != 0:
+        raise GsqlError(col_e.span, "filter-join",
+                        f"FILTER_JOIN's column must be a field of the first FROM source "
+                        f"'{r_alias}', which fills the filter; '{col.name}' is a field of "
+                        f"'{s_alias}', the stream being filtered")
+    if aq.sources[0].column(col.name).temporal is not Temporal.INCREASING:
+        raise GsqlError(col_e.span, "filter-join",
+                        f"FILTER_JOIN's column {cname} is not increasing: the window of N "
+                        f"epochs is measured on a temporal field of '{r_alias}' declared "
+                        "increasing")
+    annotate(col, aq)
+    n_lit = _define_literal(n_e.name, aq, n_e.span) if isinstance(n_e, ast.DefineRef) else n_e
+    if not (isinstance(n_lit, ast.Literal) and n_lit.kind in _INT_LITERAL_KINDS
+            and isinstance(n_lit.value, int) and n_lit.value >= 1):
+        raise GsqlError(n_e.span, "filter-join",
+                        "FILTER_JOIN's window N must be a positive integer literal: an R "
+                        f"tuple passes S tuples for N units of {cname} "
+                        f"(FILTER_JOIN({cname}, 10))")
+    window = int(n_lit.value)
+
+    filters: tuple[list, list] = ([], [])
+    keys: list[tuple[ast.Expr, ast.Expr]] = []
+    fill: dict[tuple[int, str], tuple[int, str]] = {}
+    s_time: Optional[ast.Expr] = None
+    for c in aq.where:
+        sides = _sides(c)
+        if len(sides) <= 1:
+            filters[next(iter(sides)) if sides else 0].append(c)
+            continue
+        if not (isinstance(c, ast.Binary) and c.op in ("=", "<", ">", "<=", ">=")):
+            raise not_supported(c.span, "a FILTER_JOIN condition other than equalities and "
+                                "a temporal relation between the two inputs")
+        left, right, op = c.left, c.right, c.op
+        if _sides(left) == {1} and _sides(right) == {0}:
+            left, right, op = right, left, _FLIP[op]
+        if _sides(left) != {0} or _sides(right) != {1}:
+            raise not_supported(c.span, "a join condition mixing both inputs on one side")
+        lx, _ = _split_offset(left)
+        rx, _ = _split_offset(right)
+        if isinstance(lx, FieldRef) and lx.name == col.name:
+            # Relates R.col to S: it only picks S's time (the window is N).
+            if rx.info.temporal is not Temporal.INCREASING:
+                raise GsqlError(c.span, "temporal-join",
+                                f"{cname} must be related to an increasing temporal field of "
+                                f"'{s_alias}' (e.g. {cname} = {s_alias}.time): that field orders "
+                                f"'{s_alias}' against the FILTER_JOIN window")
+            if s_time is not None and key(s_time) != key(rx):
+                raise GsqlError(c.span, "filter-join",
+                                f"{cname} is related to two different expressions of "
+                                f"'{s_alias}': relate it to one temporal field")
+            s_time = rx
+            continue
+        if op == "=":
+            keys.append((left, right))
+            if isinstance(left, FieldRef) and isinstance(right, FieldRef):
+                fill[(0, left.name)] = (1, right.name)
+            continue
+        raise GsqlError(c.span, "filter-join",
+                        "a FILTER_JOIN condition between the inputs is an equality (a key) or "
+                        f"relates {cname} to a temporal field of '{s_alias}'; the window is "
+                        "FILTER_JOIN's N, not a band")
+    if s_time is None:
+        raise GsqlError(spec.span, "temporal-join",
+                        f"a FILTER_JOIN must relate its column {cname} to an increasing "
+                        f"temporal field of '{s_alias}' in WHERE ({cname} = {s_alias}.time, "
+                        f"or a band): that field is the time of an '{s_alias}' tuple, in "
+                        f"the units of {cname}")
+    if not keys:
+        raise GsqlError(spec.span, "filter-join",
+                        "a FILTER_JOIN needs at least one equality between the two inputs "
+                        f"in WHERE besides the temporal one ({r_alias}.k = {s_alias}.k): "
+                        "the keys the filter remembers")
+    # Only S tuples come out: a field of R is known only where WHERE equates
+    # it with a field of S.  Such a column is not temporal in the output,
+    # which follows S's order.
+    for i, (name, e) in enumerate(aq.select):
+        r_refs = [n for n in walk(e) if isinstance(n, FieldRef) and n.source == 0]
+        for n in r_refs:
+            if (0, n.name) not in fill:
+                raise GsqlError(n.span, "filter-join",
+                                f"{r_alias}.{n.name} cannot be used in SELECT: a FILTER_JOIN "
+                                f"keeps no tuple of '{r_alias}', only its keys; use fields "
+                                f"of '{s_alias}', or fields of '{r_alias}' that WHERE equates "
+                                f"with fields of '{s_alias}'")
+        if r_refs and e.info.temporal.is_temporal:
+            e.info = ExprInfo(e.info.type, Temporal.NONE, e.info.lfta_ok, e.info.cheap,
+                              e.info.constant)
+    return JoinInfo("filter", (col, s_time), 0, window - 1, keys, filters, fill, spec.span,
+                    window=window)
 
 
 # ---------------------------------------------------------------- merge

@@ -431,12 +431,12 @@ class Run:
     run.  After the iteration: .stats (dict), .report (text)."""
 
     def __init__(self, library: Path, bindings, readers, file_sinks, outputs, options,
-                 params, batch_rows: int, strings: str, pairs: bool):
+                 params, batch_rows: int, strings: str, pairs: bool, streams=None):
         self.library = library
         self.outputs = outputs
         self.stats: dict = {}
         self.report: str = ""
-        self._args = (bindings, readers, file_sinks, options, params, batch_rows)
+        self._args = (bindings, readers, streams or {}, file_sinks, options, params, batch_rows)
         self._strings = strings
         self._pairs = pairs
         self._q: "queue.Queue" = queue.Queue(maxsize=4)
@@ -456,11 +456,11 @@ class Run:
         return False
 
     def _work(self) -> None:
-        bindings, readers, file_sinks, options, params, batch_rows = self._args
+        bindings, readers, streams, file_sinks, options, params, batch_rows = self._args
         try:
             self._result = runner.run_library(
                 self.library, bindings, file_sinks, options, params,
-                arrow_sources=readers, arrow_sinks=[(q, self._on_batch) for q in self.outputs],
+                arrow_sources=readers, arrow_streams=streams, arrow_sinks=[(q, self._on_batch) for q in self.outputs],
                 batch_rows=batch_rows)
         except BaseException as e:  # handed to the consumer's thread
             self._exc = e

@@ -262,6 +262,8 @@ class Generator:
         decls: list[str] = []
         uses: list[str] = []   # required fields may be read only to admit the record
         steps: list[str] = []
+        # (position, type code, field name): one entry per PROTOCOL field read
+        # from the CSV record, so an Arrow source can match columns by name.
         csv_fields: dict[tuple, None] = {}
 
         def unpack(name: str) -> None:
@@ -276,7 +278,7 @@ class Generator:
                 "{ gsq_count(node, GSQ_CNT_FIELD_UNAVAILABLE, 1); return; }"
             if f.source == "csv":
                 ct = f.csv_type or f.type
-                csv_fields[(f.csv_pos, ct.code)] = None
+                csv_fields[(f.csv_pos, ct.code, name)] = None
                 if ct == f.type:
                     steps.append(f"if (gsq_csv_get_{_CSV_GET[ct]}(node, rec, {f.csv_pos}u, &{var})) {skip}")
                 else:
@@ -354,7 +356,8 @@ class Generator:
             "source_kind": "GSQ_SRC_PCAP" if proto.source_kind == "pcap" else "GSQ_SRC_CSV",
             "is_pcap": proto.source_kind == "pcap",
             "out_stream": self.stream_index[n.name],
-            "csv_fields": [f"{{{pos}u, {code}}}" for pos, code in csv_fields],
+            "csv_fields": [f"{{{pos}u, {code}, {c_string(fname)}}}"
+                           for pos, code, fname in csv_fields],
             "param_decls": p_decls, "param_init": p_init,
             "decls": decls, "steps": steps, "uses": uses,
             "query_comment": c_string(f"query {n.query.name}: {n.note}"),
@@ -511,9 +514,119 @@ class Generator:
                             "regular-expression functions inside a join are not supported yet")
         return self.env.get_template("hfta/join.cpp.j2").render(**data)
 
+    def _hfta_filter_join(self, n: PlanNode) -> str:
+        """FILTER_JOIN: a gsq::filter_join_op functor.  Input 0 (R) gives
+        keys and times only; the output row is computed from the S tuple,
+        a key field of R reading the S field WHERE equates it with."""
+        from .types import arithmetic_result
+        j = n.join
+        ident = self.idents[n.name]
+        data = self._hfta_common(n, f"{ident}_functor")
+        types = [self.tup(n.inputs[0]), self.tup(n.inputs[1])]
+
+        def access(var: str, side: int, name: str) -> str:
+            col = n.input_defs[side].get(name)
+            m = field_member(name)
+            return f"gsq_tuple_str({var}, {var}->{m})" if col.type is Type.STRING else f"{var}->{m}"
+
+        def params(p: str) -> str:
+            return f"p_{c_identifier(p)}"
+
+        def side_emitter(side: int) -> CEmitter:
+            def resolve(e):
+                if isinstance(e, FieldRef):
+                    assert e.source == side
+                    return access("in", side, e.name)
+                return None
+            return CEmitter(EmitContext(resolve, params, const_prefix=f"{ident}_k{side}"))
+
+        def out_resolve(e):
+            if not isinstance(e, FieldRef):
+                return None
+            if e.source == 1:
+                return access("s", 1, e.name)
+            _, sname = j.fill[(0, e.name)]   # analysis admits only key fields of R
+            v = access("s", 1, sname)
+            t = e.info.type
+            return v if t in (Type.STRING, Type.IPV6) else f"(({t.c_type})({v}))"
+
+        octx = EmitContext(out_resolve, params, const_prefix=ident + "_ko")
+        oem = CEmitter(octx)
+        lem, rem = side_emitter(0), side_emitter(1)
+        col, s_time = j.time
+        tt = arithmetic_result(col.info.type, s_time.info.type) or col.info.type
+        key_members, key_eq, key_hash, lkeys, rkeys = [], [], [], [], []
+        for i, (le, re_) in enumerate(j.keys):
+            lt, rt = le.info.type, re_.info.type
+            t = lt if lt == rt or not (lt.is_numeric and rt.is_numeric) else arithmetic_result(lt, rt)
+            if t is Type.BOOL:
+                t = Type.INT
+            if t is Type.STRING:
+                key_members.append(f"std::string k{i};")
+                lkeys.append(f"{{ gsq_str v_ = {lem.expr(le)}; k.k{i}.assign(v_.p, v_.len); }}")
+                rkeys.append(f"{{ gsq_str v_ = {rem.expr(re_)}; k.k{i}.assign(v_.p, v_.len); }}")
+            else:
+                key_members.append(f"{t.c_type} k{i}{{}};")
+                lkeys.append(f"k.k{i} = {lem.as_type(le, t)};")
+                rkeys.append(f"k.k{i} = {rem.as_type(re_, t)};")
+            key_eq.append(key_equal(t, f"a.k{i}", f"b.k{i}"))
+            key_hash.append(key_hash_step(t, f"k.k{i}"))
+        lwhere = [f"if (!{lem.expr(c)}) return false;  {_expr_comment(c, n)}" for c in j.filters[0]]
+        rwhere = [f"if (!{rem.expr(c)}) return false;  {_expr_comment(c, n)}" for c in j.filters[1]]
+        assigns, strs = output_assignments(oem, n.output, n.select, data["out_t"])
+
+        # The output heartbeat at S time tm: a temporal column over S's time
+        # field alone is evaluated at tm; any other temporal column gets the
+        # bound that promises nothing (the lowest value if increasing).
+        s_field = s_time.name if isinstance(s_time, FieldRef) else None
+
+        def hb_resolve(e):
+            if isinstance(e, FieldRef):
+                return f"(({e.info.type.c_type})tm)"
+            return None
+        hem = CEmitter(EmitContext(hb_resolve, params, const_prefix=ident + "_kh"))
+        hb_assigns = []
+        for ocol, (_, e) in zip(n.output.columns, n.select):
+            if not ocol.temporal.is_temporal or not ocol.type.is_numeric:
+                continue
+            m, ct = field_member(ocol.name), ocol.type.c_type
+            refs = [x for x in walk(e) if isinstance(x, FieldRef)]
+            if key(e) == key(s_time):
+                hb_assigns.append(f"t.{m} = ({ct})tm;")
+            elif s_field is not None and refs and all(x.source == 1 and x.name == s_field
+                                                      for x in refs):
+                hb_assigns.append(f"t.{m} = {hem.as_type(e, ocol.type)};")
+            else:
+                bound = "lowest" if ocol.temporal is Temporal.INCREASING else "max"
+                hb_assigns.append(f"t.{m} = std::numeric_limits<{ct}>::{bound}();")
+        if tt.is_integer:
+            hi = (1 << (tt.bits - 1)) - 1 if tt.is_signed else (1 << tt.bits) - 1
+            window_back = f"(({tt.c_type})({min(j.window - 1, hi)}ULL))"
+        else:
+            window_back = f"(({tt.c_type})({j.window - 1}.0))"
+        p_decls, p_init = param_inits(n.params, lambda p: f"p_{c_identifier(p)}")
+        data.update(
+            time_t=tt.c_type, key_members=key_members,
+            key_eq=" && ".join(key_eq) or "true", key_hash=key_hash,
+            left_t=types[0], right_t=types[1], left_where=lwhere, right_where=rwhere,
+            left_keys=lkeys, right_keys=rkeys,
+            left_time=lem.as_type(col, tt), right_time=rem.as_type(s_time, tt),
+            window=j.window, window_back=window_back,
+            assigns=assigns, strs=strs, hb_assigns=hb_assigns,
+            param_decls=p_decls, param_init=[x.replace("{FAIL}", "") for x in p_init],
+            constants=lem.ctx.constants + rem.ctx.constants + octx.constants
+            + hem.ctx.constants)
+        if lem.ctx.regexes or rem.ctx.regexes or octx.regexes:
+            from .diagnostics import GsqlError
+            raise GsqlError(n.query.query.span, "not-supported-yet",
+                            "regular-expression functions inside a join are not supported yet")
+        return self.env.get_template("hfta/filter_join.cpp.j2").render(**data)
+
     def _hfta(self, n: PlanNode) -> str:
         if n.kind == "merge":
             return self._hfta_merge(n)
+        if n.kind == "join" and n.join.kind == "filter":
+            return self._hfta_filter_join(n)
         if n.kind == "join":
             return self._hfta_join(n)
         ident = self.idents[n.name]

@@ -14,6 +14,8 @@ def _reads(n: PlanNode) -> str:
 
 
 def _operator(n: PlanNode) -> str:
+    if n.kind == "join" and n.join.kind == "filter":
+        return "C++ HFTA, gsq::filter_join_op (windowed semi-join, FILTER_JOIN)"
     if n.kind == "join":
         return f"C++ HFTA, gsq::join_op ({n.join.kind} join)"
     if n.kind == "merge":
@@ -34,9 +36,16 @@ def _node_lines(n: PlanNode) -> list[str]:
     if n.join is not None:
         j = n.join
         side = [n.inputs[0], n.inputs[1]]
-        lines.append(f"    JOIN     {describe_expr(j.time[1], n)} in "
-                     f"[{describe_expr(j.time[0], n)} - {j.band_lo:g}, "
-                     f"{describe_expr(j.time[0], n)} + {j.band_hi:g}]")
+        if j.kind == "filter":
+            st = describe_expr(j.time[1], n)
+            lines.append(f"    FILTER_JOIN({describe_expr(j.time[0], n)}, {j.window}): "
+                         f"passes a tuple of {n.query.sources[1].alias} when a tuple of "
+                         f"{n.query.sources[0].alias} with equal keys had "
+                         f"{describe_expr(j.time[0], n)} in [{st} - {j.window - 1}, {st}]")
+        else:
+            lines.append(f"    JOIN     {describe_expr(j.time[1], n)} in "
+                         f"[{describe_expr(j.time[0], n)} - {j.band_lo:g}, "
+                         f"{describe_expr(j.time[0], n)} + {j.band_hi:g}]")
         for le, re_ in j.keys:
             lines.append(f"             AND {describe_expr(le, n)} = {describe_expr(re_, n)}")
         for i in (0, 1):

@@ -15,6 +15,7 @@ Queries over streams (other queries) are HFTAs.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
@@ -256,12 +257,16 @@ def _plan_join(q: AnalyzedQuery) -> list[PlanNode]:
             else:
                 kept[side].append(c)
     lftas, names, defs = _side_inputs(q, needed, pushed)
-    info = JoinInfo(j.kind, j.time, j.band_lo, j.band_hi, j.keys, (kept[0], kept[1]),
-                    j.fill, j.span)
+    info = dataclasses.replace(j, filters=(kept[0], kept[1]))
+    if j.kind == "filter":
+        note = (f"filter join: '{q.sources[1].alias}' tuples whose keys "
+                f"'{q.sources[0].alias}' had within {j.window} of "
+                f"{q.sources[0].alias}.{j.time[0].name}")
+    else:
+        note = (f"{j.kind} join on a temporal "
+                f"{'equality' if j.band_lo == 0 and j.band_hi == 0 else 'band'}")
     node = PlanNode(q.name, "hfta", "join", q, q.output, [], q.select, inputs=names,
-                    input_defs=defs, params=q.params, join=info,
-                    note=f"{j.kind} join on a temporal "
-                         f"{'equality' if j.band_lo == 0 and j.band_hi == 0 else 'band'}")
+                    input_defs=defs, params=q.params, join=info, note=note)
     return lftas + [node]
 
 

@@ -11,12 +11,47 @@ from typing import Optional
 import cffi
 
 ABI_CDEF = """
+struct ArrowSchema {
+    const char *format;
+    const char *name;
+    const char *metadata;
+    int64_t flags;
+    int64_t n_children;
+    struct ArrowSchema **children;
+    struct ArrowSchema *dictionary;
+    void (*release)(struct ArrowSchema *);
+    void *private_data;
+};
+struct ArrowArray {
+    int64_t length;
+    int64_t null_count;
+    int64_t offset;
+    int64_t n_buffers;
+    int64_t n_children;
+    const void **buffers;
+    struct ArrowArray **children;
+    struct ArrowArray *dictionary;
+    void (*release)(struct ArrowArray *);
+    void *private_data;
+};
+struct ArrowArrayStream {
+    int (*get_schema)(struct ArrowArrayStream *, struct ArrowSchema *out);
+    int (*get_next)(struct ArrowArrayStream *, struct ArrowArray *out);
+    const char *(*get_last_error)(struct ArrowArrayStream *);
+    void (*release)(struct ArrowArrayStream *);
+    void *private_data;
+};
 typedef struct gsq_run gsq_run;
+typedef int (*gsqlc_arrow_cb)(void *ctx, struct ArrowArray *array, struct ArrowSchema *schema);
 gsq_run *gsqlc_create(void);
 int gsqlc_set_option(gsq_run *r, const char *key, const char *value);
 int gsqlc_set_param(gsq_run *r, const char *name, const char *value);
 int gsqlc_bind_source(gsq_run *r, const char *iface, const char *uri);
 int gsqlc_add_sink(gsq_run *r, const char *query, const char *format, const char *path);
+int gsqlc_bind_arrow(gsq_run *r, const char *iface, struct ArrowArrayStream *stream);
+int gsqlc_bind_stream_arrow(gsq_run *r, const char *stream_name, struct ArrowArrayStream *stream);
+int gsqlc_add_arrow_sink(gsq_run *r, const char *stream_name, gsqlc_arrow_cb cb, void *ctx,
+                         uint32_t batch_rows);
 int gsqlc_run(gsq_run *r);
 const char *gsqlc_stats_json(gsq_run *r);
 const char *gsqlc_report(gsq_run *r);
@@ -61,33 +96,73 @@ def _s(x) -> bytes:
     return x.encode("utf-8", "surrogateescape") if isinstance(x, str) else x
 
 
+def _ptr(x) -> int:
+    return int(_ffi.cast("uintptr_t", x))
+
+
 def run_library(library: Path, sources: list[tuple[str, str]],
                 sinks: list[tuple[str, str, Optional[str]]],
                 options: Optional[dict[str, str]] = None,
-                params: Optional[dict[str, str]] = None) -> RunResult:
+                params: Optional[dict[str, str]] = None, *,
+                arrow_sources: Optional[dict] = None, arrow_streams: Optional[dict] = None,
+                arrow_sinks: Optional[list] = None, batch_rows: int = 0) -> RunResult:
     """Run to end of input.  sources: (iface, uri); sinks: (query, format,
-    path or None for stdout)."""
+    path or None for stdout).  Arrow data (pyarrow RecordBatchReaders, read
+    in place through the Arrow C stream interface): arrow_sources binds
+    interfaces, arrow_streams feeds query-set streams (their producers do not
+    run).  arrow_sinks: (stream, fn) pairs; fn(stream, pyarrow.RecordBatch)
+    is called on the run's thread for every batch and returns False to
+    cancel the run.  An exception raised by fn stops the run and is
+    re-raised here."""
     lib = load_library(library)
     r = lib.gsqlc_create()
     if r == _ffi.NULL:
         raise RunError("out of memory")
+    keep: list = []                  # C structs and callbacks the run points to
+    raised: list[BaseException] = []
     try:
         def check(rc: int, what: str) -> None:
             if rc != 0:
                 msg = _ffi.string(lib.gsqlc_error(r)).decode("utf-8", "replace")
                 raise SetupError(f"{what}: {msg}")
+
+        def c_stream(reader):
+            st = _ffi.new("struct ArrowArrayStream *")
+            reader._export_to_c(_ptr(st))
+            keep.append(st)
+            return st
         for k, v in (options or {}).items():
             check(lib.gsqlc_set_option(r, _s(k), _s(v)), f"option {k}={v}")
         for k, v in (params or {}).items():
             check(lib.gsqlc_set_param(r, _s(k), _s(v)), f"parameter {k}")
         for iface, uri in sources:
             check(lib.gsqlc_bind_source(r, _s(iface), _s(uri)), f"source {iface or 'default'}={uri}")
+        for iface, reader in (arrow_sources or {}).items():
+            check(lib.gsqlc_bind_arrow(r, _s(iface), c_stream(reader)), f"source {iface or 'default'}")
+        for stream, reader in (arrow_streams or {}).items():
+            check(lib.gsqlc_bind_stream_arrow(r, _s(stream), c_stream(reader)), f"stream {stream}")
         for query, fmt, path in sinks:
             check(lib.gsqlc_add_sink(r, _s(query), _s(fmt), _s(path) if path else _ffi.NULL),
                   f"output {query}")
+        for stream, fn in (arrow_sinks or []):
+            def deliver(ctx, arr, sch, stream=stream, fn=fn):
+                try:
+                    import pyarrow as pa
+                    batch = pa.RecordBatch._import_from_c(_ptr(arr), _ptr(sch))
+                    return 0 if fn(stream, batch) is not False else 1
+                except BaseException as e:  # noqa: BLE001 - re-raised after the run
+                    raised.append(e)
+                    return 1
+            cb = _ffi.callback("int(void *, struct ArrowArray *, struct ArrowSchema *)", deliver,
+                               onerror=lambda *exc: 1)
+            keep.append(cb)
+            check(lib.gsqlc_add_arrow_sink(r, _s(stream), cb, _ffi.NULL, batch_rows),
+                  f"output {stream}")
         sys.stdout.flush()
         sys.stderr.flush()
         status = lib.gsqlc_run(r)
+        if raised:
+            raise raised[0]
         err = _ffi.string(lib.gsqlc_error(r)).decode("utf-8", "replace") if status else ""
         report = _ffi.string(lib.gsqlc_report(r)).decode("utf-8", "replace")
         stats_text = _ffi.string(lib.gsqlc_stats_json(r)).decode("utf-8", "replace")
@@ -97,4 +172,4 @@ def run_library(library: Path, sources: list[tuple[str, str]],
             stats = {"raw": stats_text}
         return RunResult(status, err, report, stats)
     finally:
-        lib.gsqlc_destroy(r)
+        lib.gsqlc_destroy(r)   # releases the streams; `keep` outlives it

@@ -72,9 +72,10 @@ static void csv_all_accept(void *state, gsq_node *node, const gsq_record *rec)
 }
 
 static const gsq_csv_field csv_all_fields[] = {
-    {1, GSQ_T_BOOL}, {2, GSQ_T_USHORT}, {3, GSQ_T_UINT}, {4, GSQ_T_INT},
-    {5, GSQ_T_ULLONG}, {6, GSQ_T_LLONG}, {7, GSQ_T_FLOAT}, {8, GSQ_T_IP},
-    {9, GSQ_T_IPV6}, {10, GSQ_T_STRING},
+    {1, GSQ_T_BOOL, "b"}, {2, GSQ_T_USHORT, "us"}, {3, GSQ_T_UINT, "ui"},
+    {4, GSQ_T_INT, "i"}, {5, GSQ_T_ULLONG, "ull"}, {6, GSQ_T_LLONG, "ll"},
+    {7, GSQ_T_FLOAT, "f"}, {8, GSQ_T_IP, "ip"}, {9, GSQ_T_IPV6, "ip6"},
+    {10, GSQ_T_STRING, "s"},
 };
 
 const gsq_lfta_def lfta_csv_all = {
@@ -99,7 +100,8 @@ static void csv_alt_accept(void *state, gsq_node *node, const gsq_record *rec)
     gsq_emit(node, GSQ_DATA, &t, sizeof t, sf, 1);
 }
 
-static const gsq_csv_field csv_alt_fields[] = {{3, GSQ_T_STRING}, {2, GSQ_T_ULLONG}};
+static const gsq_csv_field csv_alt_fields[] = {{3, GSQ_T_STRING, "s3"},
+                                                {2, GSQ_T_ULLONG, "u2"}};
 
 const gsq_lfta_def lfta_csv_alt = {
     "csv_alt", "csv", "CSV_ALT", GSQ_SRC_CSV, ST_CSV_ALT,

@@ -874,7 +874,8 @@ def test_heartbeat_option_errors(build, tmp_path):
         "max_skew:a must be a number of seconds >= 0 (e.g. 2 or 0.5), got 'one'",
         "trace needs a file path",
         "unknown option 'bogus' (known: csv_separator, csv_strict, clock, batch, "
-        "heartbeat_interval, max_skew:NAME, stall_intervals, trace)",
+        "heartbeat_interval, max_skew:NAME, stall_intervals, trace, arrow_heartbeats, "
+        "final_heartbeat)",
     ]
 
 

@@ -1,0 +1,129 @@
+"""gsqlc inside Spark against Spark SQL and a Python UDF (issue 4, part 5).
+
+The query: packets per (srcIP, destIP) per minute (bench/queries/spark_q2.gsql)
+over 20 M rows of the packet generator's table (Parquet), in Spark local[2]:
+
+  gsqlc   gsqlc.spark.run_query: the LFTA pre-aggregates each partition in
+          mapInArrow, the HFTA completes after a shuffle on the group keys
+  sql     df.groupBy(floor(time / 60), srcIP, destIP).count()
+  udf     the same with the minute computed by a Python UDF
+
+Every variant runs in a fresh SparkSession (same configuration) and writes
+its whole result to Spark's `noop` sink; time is the best of --repeat runs
+of that action (session start-up and compilation untimed; the first run
+warms the page cache).  The results are checked equal before timing.
+
+    python bench/spark_bench.py [--rows 20000000] [--repeat 3] [--out bench/results_spark.md]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+QUERY = HERE / "queries" / "spark_q2.gsql"
+SCHEMA = HERE / "queries" / "packets_columns.txt"
+
+
+def data_path(rows: int, groups: int) -> Path:
+    p = HERE / "data" / f"p{rows}_g{groups}.parquet"
+    if not p.exists():
+        p.parent.mkdir(parents=True, exist_ok=True)
+        pcap = p.with_suffix(".pcap")
+        subprocess.run([sys.executable, str(HERE / "pktgen.py"), "--packets", str(rows),
+                        "--groups", str(groups), "--out", str(pcap), "--parquet", str(p)],
+                       check=True)
+    return p
+
+
+def session(app: str):
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+    return (SparkSession.builder.master("local[2]").appName(app)
+            .config("spark.ui.enabled", "false")
+            .config("spark.driver.memory", "6g")
+            .config("spark.sql.shuffle.partitions", "8")
+            .config("spark.sql.execution.arrow.maxRecordsPerBatch", "65536")
+            .getOrCreate())
+
+
+def frame(spark, variant: str, path: Path):
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+    df = spark.read.parquet(str(path)).select("time", "srcIP", "destIP")
+    if variant == "gsqlc":
+        from gsqlc.spark import run_query
+        return run_query(spark, [str(QUERY)], schema=str(SCHEMA), sources={"pkts": df})
+    if variant == "sql":
+        return df.groupBy(F.floor(F.col("time") / 60).alias("tb"), "srcIP", "destIP") \
+                 .agg(F.count(F.lit(1)).alias("cnt"))
+    if variant == "udf":
+        minute = F.udf(lambda t: t // 60, T.LongType())
+        return df.groupBy(minute("time").alias("tb"), "srcIP", "destIP") \
+                 .agg(F.count(F.lit(1)).alias("cnt"))
+    raise ValueError(variant)
+
+
+def one(variant: str, path: Path, repeat: int) -> dict:
+    """Run one variant in this process (called in a child per variant)."""
+    spark = session(f"gsqlc-bench-{variant}")
+    df = frame(spark, variant, path)
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        df.write.format("noop").mode("overwrite").save()
+        times.append(time.perf_counter() - t)
+    rows = sorted(tuple(int(x) for x in r) for r in df.collect())
+    spark.stop()
+    import hashlib
+    return {"variant": variant, "best": min(times), "times": times, "rows": len(rows),
+            "digest": hashlib.sha256(repr(rows).encode()).hexdigest()[:16]}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=20_000_000)
+    ap.add_argument("--groups", type=int, default=65536)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--variants", default="gsqlc,sql,udf")
+    ap.add_argument("--out", default=str(HERE / "results_spark.md"))
+    ap.add_argument("--one", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    path = data_path(a.rows, a.groups)
+    if a.one:
+        import json
+        print(json.dumps(one(a.one, path, a.repeat)))
+        return 0
+    import json
+    res = {}
+    for v in a.variants.split(","):
+        p = subprocess.run([sys.executable, __file__, "--rows", str(a.rows), "--groups",
+                            str(a.groups), "--repeat", str(a.repeat), "--one", v],
+                           stdout=subprocess.PIPE, text=True, check=True)
+        res[v] = json.loads(p.stdout.strip().splitlines()[-1])
+        print(f"{v:6} best {res[v]['best']:.2f} s  runs {[round(t, 2) for t in res[v]['times']]}  "
+              f"rows {res[v]['rows']}  digest {res[v]['digest']}", flush=True)
+    digests = {r["digest"] for r in res.values()}
+    if len(digests) != 1:
+        print("RESULTS DIFFER: " + ", ".join(f"{k}={r['digest']}" for k, r in res.items()))
+        return 1
+    lines = [f"# Spark benchmark ({a.rows:,} rows, {a.groups:,} (srcIP, destIP) pairs, local[2])",
+             "", "Query: packets per (srcIP, destIP) per minute; result written to Spark's noop sink; "
+             f"best of {a.repeat}.", "",
+             "| variant | best (s) | runs (s) | result rows | vs Spark SQL |", "|---|---|---|---|---|"]
+    base = res.get("sql", {}).get("best")
+    for v, r in res.items():
+        ratio = f"{base / r['best']:.2f}x" if base else "-"
+        lines.append(f"| {v} | {r['best']:.2f} | {', '.join(f'{t:.2f}' for t in r['times'])} | "
+                     f"{r['rows']:,} | {ratio} |")
+    Path(a.out).write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,569 @@
+"""Compiled GSQL inside PySpark: the C/C++ code does the per-record work,
+Spark spreads it over the cluster.
+
+    from gsqlc.spark import run_query
+    out = run_query(spark, ["q.gsql"], schema="schema.txt",
+                    sources={"csv": df}, output="per_src")     # -> DataFrame
+
+How a plan becomes Spark work (compiled once on the driver; the library's
+bytes travel with the tasks and are loaded on each executor with cffi):
+
+  * every LFTA runs per partition of its source DataFrame in mapInArrow, so
+    the bulk of the records is filtered and pre-aggregated where it lies;
+  * an HFTA aggregation or join runs after a shuffle of its inputs on the
+    group or join keys plus the temporal key (hash partitioning), with each
+    partition ordered on the temporal column, so every group or join key is
+    complete in one task whatever the source partitioning was;
+  * a selection HFTA runs where its input is; a merge (and an interface
+    set's merge) is a union, ordered by the consumer's sort.
+On a streaming DataFrame the same plan runs per micro-batch; aggregations
+over a stream are completed by Spark's own stateful aggregation with a
+watermark on the temporal key (see _streaming_aggregate).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sys
+import tempfile
+from urllib.parse import unquote, urlparse
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Sequence
+
+from .api import CompiledQuerySet, _interfaces, check_params, outputs_of, run_options
+from .bound import FieldRef
+from .diagnostics import UsageError
+from .types import Temporal, Type
+
+
+HEARTBEAT_COL = "__heartbeat"   # the runtime's flag column (option arrow_heartbeats)
+
+
+class SparkQueryError(Exception):
+    """A query or its sources do not suit a Spark run (raised on the driver,
+    before any Spark job starts)."""
+
+
+# ------------------------------------------------------------ types
+
+
+def spark_type(t: Type, strings: str = "str"):
+    from pyspark.sql import types as T
+    return {
+        Type.BOOL: T.BooleanType(), Type.USHORT: T.IntegerType(), Type.UINT: T.LongType(),
+        Type.INT: T.IntegerType(), Type.ULLONG: T.LongType(), Type.LLONG: T.LongType(),
+        Type.FLOAT: T.DoubleType(), Type.IP: T.LongType(), Type.IPV6: T.BinaryType(),
+        Type.STRING: T.StringType() if strings == "str" else T.BinaryType(),
+    }[t]
+
+
+def spark_schema(stream, strings: str = "str"):
+    from pyspark.sql import types as T
+    return T.StructType([T.StructField(c.name, spark_type(c.type, strings), False)
+                         for c in stream.columns])
+
+
+def _arrow_schema_of(spark_struct):
+    """The Arrow schema Spark hands to mapInArrow for a DataFrame schema."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    return to_arrow_schema(spark_struct)
+
+
+def _to_spark_arrow(batch, target):
+    """A runtime output batch cast to the Arrow types Spark declared
+    (unsigned integers widen to signed; a ullong beyond 2^63 fails the task
+    with pyarrow's overflow message rather than wrapping)."""
+    import pyarrow as pa
+    cols = []
+    for f, col in zip(target, batch.columns):
+        if col.type != f.type:
+            col = col.cast(f.type, safe=True)
+        cols.append(col)
+    return pa.RecordBatch.from_arrays(cols, schema=target)
+
+
+# ------------------------------------------------------------ executor side
+
+
+def _load_on_executor(digest: str, data: bytes):
+    """Write the shipped library once per executor host and load it."""
+    from .runner import RunError, load_library
+    d = os.path.join(tempfile.gettempdir(), f"gsqlc-{os.getuid()}")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, f"{digest}.so")
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    try:
+        return path, load_library(path)
+    except RunError as e:
+        import platform
+        raise RuntimeError(
+            f"gsqlc: the compiled query library cannot be loaded on executor "
+            f"{platform.node()}: {e}. The executors need the driver's platform "
+            f"({platform.machine()}, glibc, libstdc++) and libpcap (apt-get install "
+            f"libpcap0.8).") from None
+
+
+@dataclass
+class _Stage:
+    """What one mapInArrow task runs: the library with `inputs` bound (an
+    interface for an LFTA stage, stream names otherwise) and one output
+    stream, cast to `out_schema` (Arrow)."""
+    digest: str
+    data: bytes
+    iface: Optional[str]            # LFTA stage: the interface bound to the partition
+    streams: list[str]              # HFTA stage: the streams fed from the partition
+    tag_col: Optional[str]          # several streams: the column telling rows apart
+    stream_cols: list[list[str]]    # HFTA stage: each stream's columns in the partition
+    output: str
+    out_schema: Any
+    options: dict
+    params: dict
+    sort_cols: Optional[list]       # per stream: order its rows on this column in
+                                    # the task (pyarrow's sort; partials are small)
+    strings: str = "str"
+    parquet_columns: Optional[list[str]] = None  # the partition lists Parquet row groups
+    on_malformed: str = "count"     # 'count': report on the executor's stderr; 'fail'
+
+    def __call__(self, batches):
+        from .api import Run
+        from .runner import RunError
+        path, _ = _load_on_executor(self.digest, self.data)
+        it = iter(batches)
+        first = next(it, None)
+        if first is None:
+            return      # an empty partition: no records, no output
+        readers, streams = self._inputs(first, it)
+        run = Run(path, [], readers, [], [self.output], self.options, self.params,
+                  65536, self.strings, False, streams=streams)
+        try:
+            for batch in run:
+                yield _to_spark_arrow(batch, self.out_schema)
+        except RunError as e:
+            raise RuntimeError(f"gsqlc: query stream {self.output}: {e}") from None
+        rejected = sum(x.get("rows_rejected", 0)
+                       for x in run.stats.get("sources", []) + run.stats.get("injected", []))
+        if rejected and self.on_malformed == "fail":
+            raise RuntimeError(f"gsqlc: query stream {self.output}: {rejected} malformed "
+                               f"row(s) in this partition (on_malformed='fail'):\n{run.report}")
+        if run.report:
+            print(f"gsqlc: {self.output}: {run.report}", file=sys.stderr)
+
+    def _inputs(self, first, it) -> tuple[dict, dict]:
+        """The task's Arrow inputs: (interface readers, stream readers)."""
+        import pyarrow as pa
+
+        def chain():
+            yield first
+            yield from it
+        if self.parquet_columns is not None:
+            return {self.iface: _parquet_reader(chain(), self.parquet_columns)}, {}
+        if self.iface is not None:
+            return {self.iface: pa.RecordBatchReader.from_batches(first.schema, chain())}, {}
+        if self.tag_col is None and self.sort_cols is None:
+            # one stream, in the order Spark gives: read it as it comes
+            return {}, {self.streams[0]: pa.RecordBatchReader.from_batches(first.schema, chain())}
+        return {}, self._split(first, it)
+
+    def _split(self, first, it):
+        """The partition's rows as one Arrow stream per input stream (rows of
+        a tagged union go to the stream their tag names), each ordered on
+        its sort column when given."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        table = pa.Table.from_batches([first, *it])
+        out = {}
+        for i, (s, cols) in enumerate(zip(self.streams, self.stream_cols)):
+            t = table
+            if self.tag_col is not None:
+                t = t.filter(pc.equal(t[self.tag_col], i))
+            t = t.select(cols[0]).rename_columns(cols[1]) if isinstance(cols, tuple) else t.select(cols)
+            col = self.sort_cols[i] if self.sort_cols else None
+            if col is not None:
+                t = t.sort_by(col)
+            out[s] = t.to_reader()
+        return out
+
+
+# ------------------------------------------------------------ captures
+
+
+def _read_pcap_task(target):
+    def task(batches):
+        from .packets import read_pcap as read_one
+        for b in batches:
+            for path in b.column("path").to_pylist():
+                for rb in read_one(path).to_batches():
+                    yield _to_spark_arrow(rb, target)
+    return task
+
+
+def read_pcap(spark, paths: Sequence) -> Any:
+    """Packet captures as a DataFrame with the columns of gsqlc.read_pcap
+    (the packet schema's fields; NULL where a header is absent).  Each task
+    decodes whole files with the runtime's own packet reader, so the paths
+    must be readable on the executors.  Unsigned integers become LongType,
+    IPV6 and payload strings BinaryType (Spark has no unsigned types).
+    Query it with PROTOCOL PACKETS of gsqlc.PACKET_TABLE_SCHEMA."""
+    from pyspark.sql import types as T
+    from .packets import packet_columns
+    paths = [os.fspath(p) for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths)]
+    if not paths:
+        raise UsageError("read_pcap needs at least one capture path")
+    for p in paths:
+        if not os.path.exists(p):
+            raise FileNotFoundError(p)
+    schema = T.StructType([T.StructField(n, spark_type(Type(t), "bytes"), True)
+                           for n, _, t in packet_columns()])
+    target = _arrow_schema_of(schema)
+    files = spark.sparkContext.parallelize([(p,) for p in paths], len(paths)).toDF("path string")
+    return files.mapInArrow(_read_pcap_task(target), schema)
+
+
+# ------------------------------------------------------------ Parquet scans
+
+_ATTR = re.compile(r"^[^\s,#()\[\]]+#\d+L?$")
+
+
+def parquet_scan(df) -> Optional[list[str]]:
+    """The local Parquet files of a DataFrame that is nothing but a scan of
+    them (spark.read.parquet(...), optionally .select of plain columns), or
+    None.  Such a source is read by the LFTA tasks themselves with pyarrow,
+    row group by row group: Spark schedules the tasks, but the records do
+    not travel from the JVM to Python (what mapInArrow over rows costs is
+    most of a simple query's time)."""
+    if df.isStreaming:
+        return None
+    try:
+        lines = df._jdf.queryExecution().optimizedPlan().toString().strip().splitlines()
+        files = list(df.inputFiles())
+    except Exception:  # noqa: BLE001 - not a plain JVM DataFrame: use the row path
+        return None
+    if not files or not lines[-1].lstrip("+- ").startswith("Relation [") \
+            or not lines[-1].rstrip().endswith("] parquet"):
+        return None
+    if len(lines) == 2:
+        head = lines[0]
+        if not (head.startswith("Project [") and head.endswith("]")):
+            return None
+        if not all(_ATTR.match(x.strip()) for x in head[len("Project ["):-1].split(",")):
+            return None
+    elif len(lines) != 1:
+        return None
+    paths = []
+    for f in files:
+        u = urlparse(f)
+        if u.scheme not in ("", "file"):
+            return None
+        paths.append(unquote(u.path))
+    try:
+        import pyarrow.parquet as pq
+        names = set(pq.read_schema(paths[0]).names)
+    except Exception:  # noqa: BLE001
+        return None
+    if not set(df.columns) <= names:      # e.g. partition columns of a directory
+        return None
+    return paths
+
+
+def _parquet_tasks(paths: list[str], target: int) -> list[tuple[str, str]]:
+    """(path, comma-separated row groups) units of about equal size, at
+    least `target` of them when there are that many row groups."""
+    import pyarrow.parquet as pq
+    groups = []
+    for p in paths:
+        md = pq.ParquetFile(p).metadata
+        groups += [(p, i, md.row_group(i).num_rows) for i in range(md.num_row_groups)]
+    if not groups:
+        return []
+    per = max(1, len(groups) // max(1, target))
+    tasks = []
+    for k in range(0, len(groups), per):
+        chunk = groups[k:k + per]
+        by_file: dict[str, list[int]] = {}
+        for p, i, _ in chunk:
+            by_file.setdefault(p, []).append(i)
+        tasks += [(p, ",".join(map(str, rg))) for p, rg in by_file.items()]
+    return tasks
+
+
+def _parquet_reader(descriptors, columns: list[str]):
+    """One RecordBatchReader over the row groups a partition lists."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    rows = [r for b in descriptors for r in b.to_pylist()]
+
+    def batches():
+        for r in rows:
+            f = pq.ParquetFile(r["path"])
+            yield from f.iter_batches(batch_size=65536, columns=columns,
+                                      row_groups=[int(x) for x in r["row_groups"].split(",")])
+    schema = pq.read_schema(rows[0]["path"]).empty_table().select(columns).schema
+    return pa.RecordBatchReader.from_batches(schema, batches())
+
+
+# ------------------------------------------------------------ driver side
+
+
+def _dry_run(library, node, arrow_schema, options, params) -> None:
+    """Feed the LFTA an empty table of the source's Arrow schema on the
+    driver: the runtime checks the columns against the PROTOCOL fields it
+    reads (by name and type) exactly as it will on the executors, so a
+    mismatch is raised here, before any Spark job starts."""
+    from .runner import run_library
+    res = run_library(library, [], [], options, params,
+                      arrow_sources={node.iface: arrow_schema.empty_table().to_reader()},
+                      arrow_sinks=[(node.name, lambda s, b: True)])
+    if res.status != 0:
+        raise SparkQueryError(f"source {node.iface} of query {node.query.name}: {res.error}")
+
+
+def _first_increasing(stream) -> Optional[str]:
+    for c in stream.columns:
+        if c.temporal is Temporal.INCREASING:
+            return c.name
+    for c in stream.columns:
+        if c.temporal.is_temporal:
+            return c.name
+    return None
+
+
+def _plain(e) -> Optional[str]:
+    return e.name if isinstance(e, FieldRef) else None
+
+
+def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mapping[str, Any]] = None,
+              output: Optional[str] = None, *, params: Optional[Mapping[str, Any]] = None,
+              library_paths: Sequence[str] = (), strings: str = "str",
+              partitions: Optional[int] = None, heartbeat_interval="off",
+              direct_files: bool = True, on_malformed: str = "count",
+              compiled: Optional[CompiledQuerySet] = None):
+    """Run GSQL queries over Spark DataFrames; returns the DataFrame of
+    `output` (default: the only output query).  sources: {interface:
+    DataFrame, or a list of DataFrames for an interface set}.  Columns are
+    matched to the PROTOCOL's fields by name and type; a mismatch raises
+    SparkQueryError before any job starts.  partitions: the shuffle's
+    partition count (default: spark.sql.shuffle.partitions)."""
+    from pyspark.sql import functions as F
+    from . import api
+    if strings not in ("str", "bytes"):
+        raise UsageError(f"strings must be 'str' or 'bytes', got {strings!r}")
+    if on_malformed not in ("count", "fail"):
+        raise UsageError(f"on_malformed must be 'count' or 'fail', got {on_malformed!r}")
+    sources = dict(sources or {})
+    placeholder = {}
+    for name, v in sources.items():
+        vals = v if isinstance(v, list) else [v]
+        for df in vals:
+            if not hasattr(df, "mapInArrow"):
+                raise SparkQueryError(f"source {name}: expected a pyspark DataFrame, got "
+                                      f"{type(df).__name__}")
+        placeholder[name] = [object() for _ in vals] if isinstance(v, list) else object()
+    ifaces, arrow_members = _interfaces(placeholder, {}, None)
+    cqs = compiled or api.compile(files, schema, library_paths=library_paths)
+    b = cqs._build(ifaces)
+    qs = b.queryset
+    params = {k: str(v) for k, v in (params or {}).items()}
+    check_params(qs, params)
+    if output is None:
+        leaves = qs.leaves()
+        if len(leaves) != 1:
+            raise UsageError(f"the query set has {len(leaves)} output queries "
+                             f"({', '.join(leaves)}): name one with output=")
+        output = leaves[0]
+    else:
+        outputs_of(qs, [output])
+    options = run_options(clock="data", heartbeat_interval=heartbeat_interval)
+    data = b.built.library.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()[:24]
+    member_df = {}
+    for name, v in sources.items():
+        vals = v if isinstance(v, list) else [v]
+        members = ifaces.members(name or ifaces.default) if isinstance(v, list) else [name]
+        for m, df in zip(members, vals):
+            member_df[m] = df
+    nparts = partitions or int(spark.conf.get("spark.sql.shuffle.partitions"))
+
+    frames: dict[str, Any] = {}   # stream name -> DataFrame
+    with_hb: set[str] = set()     # streams whose frame carries heartbeat rows
+
+    def stage(opts=None, **kw) -> _Stage:
+        return _Stage(digest=digest, data=data, options=opts or options, params=params,
+                      strings=strings, on_malformed=on_malformed, **kw)
+
+    def data_rows(stream: str):
+        """A stream's frame without heartbeat rows (for consumers that only
+        take data)."""
+        d = frames[stream]
+        return d.where(~F.col(HEARTBEAT_COL)).drop(HEARTBEAT_COL) if stream in with_hb else d
+
+    needed = _needed_nodes(qs.plan, output)
+    for n in qs.plan.nodes:
+        if n.name not in needed:
+            continue
+        out_schema_spark = spark_schema(n.output, strings)
+        out_schema = _arrow_schema_of(out_schema_spark)
+        streaming = False
+        if n.level == "lfta":
+            df = member_df.get(n.iface)
+            if df is None:
+                raise SparkQueryError(
+                    f"interface '{n.iface}' is not bound: query {n.query.name} reads "
+                    f"{n.protocol.name}; pass sources={{'{n.iface}': dataframe}}")
+            if (n.protocol.source_kind or "csv") != "csv":
+                raise SparkQueryError(
+                    f"query {n.query.name} reads PROTOCOL {n.protocol.name}, whose fields come "
+                    "from packets; in Spark, read captures with gsqlc.read_pcap and query them "
+                    "through PROTOCOL PACKETS of gsqlc.PACKET_TABLE_SCHEMA")
+            _dry_run(b.built.library, n, _arrow_schema_of(df.schema), options, params)
+            lfta = dict(iface=n.iface, streams=[], tag_col=None, stream_cols=[], output=n.name,
+                        out_schema=out_schema, sort_cols=None)
+            files = parquet_scan(df) if direct_files else None
+            if files is not None:
+                tasks = _parquet_tasks(files, 2 * spark.sparkContext.defaultParallelism)
+                units = spark.sparkContext.parallelize(tasks, max(1, len(tasks))) \
+                             .toDF("path string, row_groups string")
+                frames[n.name] = units.mapInArrow(stage(**lfta, parquet_columns=list(df.columns)),
+                                                  out_schema_spark)
+            elif df.isStreaming:
+                # per micro-batch; the LFTA's heartbeats (one at the end of
+                # each micro-batch at least) come along as flagged rows and
+                # become the watermark of the aggregation downstream
+                from pyspark.sql import types as T
+                hb_schema = T.StructType(out_schema_spark.fields +
+                                         [T.StructField(HEARTBEAT_COL, T.BooleanType(), False)])
+                lfta["out_schema"] = _arrow_schema_of(hb_schema)
+                frames[n.name] = df.mapInArrow(
+                    stage(opts={**options, "arrow_heartbeats": "1", "final_heartbeat": "1"},
+                          **lfta), hb_schema)
+                with_hb.add(n.name)
+            else:
+                frames[n.name] = df.mapInArrow(stage(**lfta), out_schema_spark)
+            continue
+        streaming = any(frames[s].isStreaming for s in n.inputs)
+        if n.kind == "aggregate" and streaming and n.inputs[0] in with_hb:
+            frames[n.name] = _streaming_aggregate(n, frames[n.inputs[0]], stage, out_schema,
+                                                  out_schema_spark)
+            continue
+        ins = [data_rows(s) for s in n.inputs]
+        if n.kind == "merge":
+            u = ins[0]
+            cols = [c.name for c in n.output.columns]
+            for d in ins[1:]:
+                u = u.unionByName(d.toDF(*cols)) if d.columns != cols else u.unionByName(d)
+            frames[n.name] = u.toDF(*cols)
+            continue
+        if n.kind == "select":
+            frames[n.name] = ins[0].mapInArrow(
+                stage(iface=None, streams=[n.inputs[0]], tag_col=None,
+                      stream_cols=[[c.name for c in n.input_defs[0].columns]],
+                      output=n.name, out_schema=out_schema, sort_cols=None), out_schema_spark)
+            continue
+        if n.kind == "aggregate":
+            d = ins[0]
+            keys = [_plain(e) for _, e in n.group_by]
+            cols = [k for k in keys if k is not None]
+            tcol = _first_increasing(n.input_defs[0])
+            if streaming:
+                raise SparkQueryError(
+                    f"query {n.query.name}: over a streaming DataFrame the aggregation must read "
+                    "the partials of an LFTA (a query over a PROTOCOL); aggregating another "
+                    "query's output is not supported yet in streaming mode")
+            d = d.repartition(nparts, *[F.col(c) for c in cols]) if cols else d.repartition(1)
+            frames[n.name] = d.mapInArrow(
+                stage(iface=None, streams=[n.inputs[0]], tag_col=None,
+                      stream_cols=[[c.name for c in n.input_defs[0].columns]],
+                      output=n.name, out_schema=out_schema,
+                      sort_cols=[tcol] if tcol else None), out_schema_spark)
+            continue
+        if n.kind == "join":
+            if streaming:
+                raise SparkQueryError(f"query {n.query.name}: joins over a streaming DataFrame "
+                                      "are not supported yet by gsqlc.spark (run it in batch)")
+            frames[n.name] = _join(n, ins, nparts, stage, out_schema, out_schema_spark)
+            continue
+        raise SparkQueryError(f"query {n.query.name}: a {n.kind} node cannot run in Spark yet")
+    return data_rows(output)
+
+
+def _needed_nodes(plan, output: str) -> set[str]:
+    need, todo = set(), [output]
+    while todo:
+        s = todo.pop()
+        if s in need:
+            continue
+        need.add(s)
+        todo.extend(plan.node(s).inputs)
+    return need
+
+
+def _join(n, ins, nparts, stage, out_schema, out_schema_spark):
+    """Both inputs as one tagged DataFrame (columns of side i renamed
+    __i_<name>), hash-partitioned on the join keys, each partition ordered
+    on the sides' temporal columns; the task splits it back into the two
+    streams."""
+    from pyspark.sql import functions as F
+    tag = "__side"
+    sides = []
+    names = []
+    for i, (d, sd) in enumerate(zip(ins, n.input_defs)):
+        cols = [c.name for c in sd.columns]
+        renamed = [f"__{i}_{c}" for c in cols]
+        names.append((renamed, cols))
+        sides.append(d.toDF(*renamed).withColumn(tag, F.lit(i)))
+    u = sides[0].unionByName(sides[1], allowMissingColumns=True)
+    keycols = []
+    for j, (le, ri) in enumerate(n.join.keys):
+        ln, rn = _plain(le), _plain(ri)
+        if ln is None or rn is None:
+            continue
+        lt = n.input_defs[0].get(ln).type
+        rt = n.input_defs[1].get(rn).type
+        if lt != rt and not (lt.is_integer and rt.is_integer):
+            continue
+        k = f"__k{j}"
+        u = u.withColumn(k, F.coalesce(F.col(f"__0_{ln}"), F.col(f"__1_{rn}")))
+        keycols.append(k)
+    u = u.repartition(nparts, *[F.col(k) for k in keycols]) if keycols else u.repartition(1)
+    return u.mapInArrow(
+        stage(iface=None, streams=list(n.inputs), tag_col=tag,
+              stream_cols=[tuple(x) for x in names], output=n.name, out_schema=out_schema,
+              sort_cols=[_first_increasing(sd) for sd in n.input_defs]), out_schema_spark)
+
+
+def _streaming_aggregate(n, d, stage, out_schema, out_schema_spark):
+    """An HFTA aggregation over a stream, per micro-batch.  Spark's stateful
+    aggregation gathers the input rows of each (epoch, group key) with a
+    watermark on the temporal key: a group is released, and its state
+    dropped, once a later epoch has been seen -- from data or from the
+    LFTAs' heartbeats, which arrive as rows flagged __heartbeat (so records
+    the LFTA's predicate rejected still advance time).  The HFTA then runs
+    over the released rows, ordered on the temporal key, and computes the
+    groups exactly as in batch mode (its own folds, HAVING, SELECT)."""
+    from pyspark.sql import functions as F
+    q = n.query.name
+    in_def = n.input_defs[0]
+    cols = [c.name for c in in_def.columns]
+    keys = [k for k in (_plain(e) for _, e in n.group_by) if k is not None]
+    tkeys = [k for k in keys if in_def.get(k).temporal.is_temporal]
+    if not tkeys:
+        raise SparkQueryError(f"query {q}: aggregation over a streaming DataFrame needs a "
+                              "temporal GROUP BY key that is a column of its input (its epochs "
+                              "become the watermark)")
+    live = ~F.col(HEARTBEAT_COL)
+    epoch = "__epoch"
+    gathered = (d.withColumn(epoch, F.timestamp_seconds(F.col(tkeys[0]).cast("long")))
+                 # one epoch (one unit of the key, as seconds) behind the
+                 # latest: Spark releases state at or below the watermark
+                 .withWatermark(epoch, "1 second")
+                 .groupBy(epoch, *keys)
+                 .agg(F.collect_list(F.when(live, F.struct(*[F.col(c) for c in cols])))
+                      .alias("__rows")))
+    released = gathered.select(F.explode("__rows").alias("__r")).select("__r.*")
+    return released.mapInArrow(
+        stage(iface=None, streams=[n.inputs[0]], tag_col=None, stream_cols=[cols],
+              output=n.name, out_schema=out_schema, sort_cols=[tkeys[0]]), out_schema_spark)

@@ -1,0 +1,387 @@
+/*
+ * arrow_in.c -- reading Arrow record batches into GSQL values (see
+ * arrow_in.h).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "arrow_in.h"
+
+/* ---- formats ---------------------------------------------------------- */
+
+void gsq_arrow_classify(const struct ArrowSchema *s, gsq_arrow_col *c)
+{
+    const char *f = s && s->format ? s->format : "";
+    c->cat = GSQ_AC_NONE;
+    c->width = 0;
+    c->format = f;
+    if (s && s->dictionary) {
+        c->cat = GSQ_AC_DICT;
+        return;
+    }
+    if (strcmp(f, "w:16") == 0) {
+        c->cat = GSQ_AC_FSB16;
+        c->width = 16;
+        return;
+    }
+    if (!f[0] || f[1])
+        return;
+    switch (f[0]) {
+    case 'b': c->cat = GSQ_AC_BOOL; break;
+    case 'c': c->cat = GSQ_AC_INT; c->width = 1; break;
+    case 'C': c->cat = GSQ_AC_UINT; c->width = 1; break;
+    case 's': c->cat = GSQ_AC_INT; c->width = 2; break;
+    case 'S': c->cat = GSQ_AC_UINT; c->width = 2; break;
+    case 'i': c->cat = GSQ_AC_INT; c->width = 4; break;
+    case 'I': c->cat = GSQ_AC_UINT; c->width = 4; break;
+    case 'l': c->cat = GSQ_AC_INT; c->width = 8; break;
+    case 'L': c->cat = GSQ_AC_UINT; c->width = 8; break;
+    case 'f': c->cat = GSQ_AC_F32; c->width = 4; break;
+    case 'g': c->cat = GSQ_AC_F64; c->width = 8; break;
+    case 'u': c->cat = GSQ_AC_UTF8; c->width = 4; break;
+    case 'U': c->cat = GSQ_AC_UTF8; c->width = 8; break;
+    case 'z': c->cat = GSQ_AC_BIN; c->width = 4; break;
+    case 'Z': c->cat = GSQ_AC_BIN; c->width = 8; break;
+    default: break;
+    }
+}
+
+int gsq_arrow_compatible(int type, const gsq_arrow_col *c)
+{
+    int integer = c->cat == GSQ_AC_INT || c->cat == GSQ_AC_UINT;
+    switch (type) {
+    case GSQ_T_BOOL: return c->cat == GSQ_AC_BOOL || integer;
+    case GSQ_T_USHORT: case GSQ_T_UINT: case GSQ_T_INT: case GSQ_T_ULLONG: case GSQ_T_LLONG:
+        return integer;
+    case GSQ_T_FLOAT: return c->cat == GSQ_AC_F32 || c->cat == GSQ_AC_F64 || integer;
+    case GSQ_T_IP: return integer || c->cat == GSQ_AC_UTF8;
+    case GSQ_T_IPV6: return c->cat == GSQ_AC_FSB16 || c->cat == GSQ_AC_UTF8;
+    case GSQ_T_STRING: return c->cat == GSQ_AC_UTF8 || c->cat == GSQ_AC_BIN;
+    default: return 0;
+    }
+}
+
+const char *gsq_arrow_expected(int type)
+{
+    switch (type) {
+    case GSQ_T_BOOL: return "boolean or an integer type";
+    case GSQ_T_USHORT: case GSQ_T_UINT: case GSQ_T_INT: case GSQ_T_ULLONG: case GSQ_T_LLONG:
+        return "an integer type (int8 .. int64, uint8 .. uint64)";
+    case GSQ_T_FLOAT: return "float32, float64 or an integer type";
+    case GSQ_T_IP: return "an integer type (uint32) or utf8 text";
+    case GSQ_T_IPV6: return "fixed_size_binary(16) or utf8 text";
+    case GSQ_T_STRING: return "utf8, large_utf8, binary or large_binary";
+    default: return "?";
+    }
+}
+
+static const char *format_name(const char *f)
+{
+    static const struct { const char *f, *name; } names[] = {
+        {"n", "null"}, {"b", "boolean"}, {"c", "int8"}, {"C", "uint8"}, {"s", "int16"},
+        {"S", "uint16"}, {"i", "int32"}, {"I", "uint32"}, {"l", "int64"}, {"L", "uint64"},
+        {"e", "float16"}, {"f", "float32"}, {"g", "float64"}, {"u", "utf8"},
+        {"U", "large_utf8"}, {"z", "binary"}, {"Z", "large_binary"}, {"vu", "string_view"},
+        {"vz", "binary_view"}, {"tdD", "date32"}, {"tdm", "date64"}, {"+s", "struct"},
+        {"+l", "list"}, {"+L", "large_list"},
+    };
+    size_t i;
+    for (i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(f, names[i].f) == 0)
+            return names[i].name;
+    if (f[0] == 'w' && f[1] == ':')
+        return "fixed_size_binary";
+    if (f[0] == 'd' && f[1] == ':')
+        return "decimal";
+    if (f[0] == 't' && f[1] == 's')
+        return "timestamp";
+    if (f[0] == 't' && (f[1] == 't' || f[1] == 'D' || f[1] == 'i'))
+        return "time or duration";
+    return NULL;
+}
+
+void gsq_arrow_describe_format(gsq_buf *b, const char *format)
+{
+    const char *n = format_name(format);
+    gsq_buf_addc(b, '\'');
+    gsq_buf_quote_text(b, format, strlen(format), 40);
+    gsq_buf_addc(b, '\'');
+    if (n)
+        gsq_buf_printf(b, " (%s)", n);
+}
+
+/* ---- names ------------------------------------------------------------ */
+
+static const char *child_name(const struct ArrowSchema *schema, int64_t i)
+{
+    const struct ArrowSchema *c = schema->children ? schema->children[i] : NULL;
+    return c && c->name ? c->name : "";
+}
+
+int64_t gsq_arrow_find(const struct ArrowSchema *schema, const char *name)
+{
+    int64_t i;
+    for (i = 0; i < schema->n_children; i++)
+        if (strcmp(child_name(schema, i), name) == 0)
+            return i;
+    for (i = 0; i < schema->n_children; i++)
+        if (strcasecmp(child_name(schema, i), name) == 0)
+            return i;
+    return -1;
+}
+
+void gsq_arrow_list_columns(gsq_buf *b, const struct ArrowSchema *schema)
+{
+    int64_t i;
+    if (schema->n_children == 0) {
+        gsq_buf_adds(b, "none");
+        return;
+    }
+    for (i = 0; i < schema->n_children && i < 40; i++) {
+        const char *n = child_name(schema, i);
+        if (i)
+            gsq_buf_adds(b, ", ");
+        gsq_buf_quote_text(b, n, strlen(n), 40);
+    }
+    if (schema->n_children > 40)
+        gsq_buf_adds(b, ", ...");
+}
+
+/* ---- batches ---------------------------------------------------------- */
+
+static int bit(const void *bitmap, int64_t i)
+{
+    return (((const uint8_t *)bitmap)[i >> 3] >> (i & 7)) & 1;
+}
+
+int gsq_arrow_check_batch(const struct ArrowArray *a, const struct ArrowSchema *schema,
+                          const gsq_arrow_col *cols, const uint8_t *used, char *msg,
+                          size_t msg_size)
+{
+    int64_t i;
+    if (a->length < 0 || a->offset < 0 || a->n_buffers < 1 || !a->buffers) {
+        snprintf(msg, msg_size, "a record batch is not a valid struct array");
+        return -1;
+    }
+    if (a->n_children != schema->n_children || (a->n_children && !a->children)) {
+        snprintf(msg, msg_size, "a record batch has %" PRId64 " columns, the schema %" PRId64,
+                 a->n_children, schema->n_children);
+        return -1;
+    }
+    for (i = 0; i < a->n_children; i++) {
+        const struct ArrowArray *ch = a->children[i];
+        const gsq_arrow_col *c = &cols[i];
+        int64_t nb = (c->cat == GSQ_AC_UTF8 || c->cat == GSQ_AC_BIN) ? 3 : 2;
+        if (!used[i])
+            continue;
+        if (!ch || !ch->release || ch->offset < 0 || ch->length < a->offset + a->length ||
+            ch->n_buffers != nb || !ch->buffers) {
+            snprintf(msg, msg_size, "column %" PRId64 " of a record batch is not a valid %s array",
+                     i + 1, c->format);
+            return -1;
+        }
+        if (a->length > 0 && !ch->buffers[1]) { /* string bytes: see str_at */
+            snprintf(msg, msg_size, "column %" PRId64 " of a record batch lacks its data buffer",
+                     i + 1);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int gsq_arrow_row_null(const struct ArrowArray *a, int64_t row)
+{
+    return a->null_count != 0 && a->buffers[0] && !bit(a->buffers[0], a->offset + row);
+}
+
+/* ---- values ----------------------------------------------------------- */
+
+static int from_signed(int type, int64_t x, gsq_csv_value *v)
+{
+    switch (type) {
+    case GSQ_T_BOOL: if (x < 0 || x > 1) return GSQ_AV_RANGE; v->u = (uint64_t)x; break;
+    case GSQ_T_USHORT: if (x < 0 || x > UINT16_MAX) return GSQ_AV_RANGE; v->u = (uint64_t)x; break;
+    case GSQ_T_UINT: case GSQ_T_IP:
+        if (x < 0 || x > (int64_t)UINT32_MAX) return GSQ_AV_RANGE;
+        v->u = (uint64_t)x;
+        break;
+    case GSQ_T_INT: if (x < INT32_MIN || x > INT32_MAX) return GSQ_AV_RANGE; v->i = x; break;
+    case GSQ_T_ULLONG: if (x < 0) return GSQ_AV_RANGE; v->u = (uint64_t)x; break;
+    case GSQ_T_LLONG: v->i = x; break;
+    case GSQ_T_FLOAT: v->f = (double)x; break;
+    default: return GSQ_AV_BROKEN;
+    }
+    return GSQ_AV_OK;
+}
+
+static int from_unsigned(int type, uint64_t x, gsq_csv_value *v)
+{
+    switch (type) {
+    case GSQ_T_BOOL: if (x > 1) return GSQ_AV_RANGE; v->u = x; break;
+    case GSQ_T_USHORT: if (x > UINT16_MAX) return GSQ_AV_RANGE; v->u = x; break;
+    case GSQ_T_UINT: case GSQ_T_IP: if (x > UINT32_MAX) return GSQ_AV_RANGE; v->u = x; break;
+    case GSQ_T_INT: if (x > INT32_MAX) return GSQ_AV_RANGE; v->i = (int64_t)x; break;
+    case GSQ_T_ULLONG: v->u = x; break;
+    case GSQ_T_LLONG: if (x > INT64_MAX) return GSQ_AV_RANGE; v->i = (int64_t)x; break;
+    case GSQ_T_FLOAT: v->f = (double)x; break;
+    default: return GSQ_AV_BROKEN;
+    }
+    return GSQ_AV_OK;
+}
+
+static int64_t read_int(const void *data, int width, int64_t i)
+{
+    const uint8_t *p = (const uint8_t *)data + i * width;
+    switch (width) {
+    case 1: { int8_t x; memcpy(&x, p, 1); return x; }
+    case 2: { int16_t x; memcpy(&x, p, 2); return x; }
+    case 4: { int32_t x; memcpy(&x, p, 4); return x; }
+    default: { int64_t x; memcpy(&x, p, 8); return x; }
+    }
+}
+
+static uint64_t read_uint(const void *data, int width, int64_t i)
+{
+    const uint8_t *p = (const uint8_t *)data + i * width;
+    switch (width) {
+    case 1: return p[0];
+    case 2: { uint16_t x; memcpy(&x, p, 2); return x; }
+    case 4: { uint32_t x; memcpy(&x, p, 4); return x; }
+    default: { uint64_t x; memcpy(&x, p, 8); return x; }
+    }
+}
+
+/* The bytes of string element i: 0, or GSQ_AV_BROKEN / GSQ_AV_LONG. */
+static int str_at(const struct ArrowArray *ch, const gsq_arrow_col *c, int64_t i, gsq_str *s)
+{
+    int64_t a, b;
+    const char *data = (const char *)ch->buffers[2];
+    if (c->width == 4) {
+        a = read_int(ch->buffers[1], 4, i);
+        b = read_int(ch->buffers[1], 4, i + 1);
+    } else {
+        a = read_int(ch->buffers[1], 8, i);
+        b = read_int(ch->buffers[1], 8, i + 1);
+    }
+    if (a < 0 || b < a || (b > a && !data))
+        return GSQ_AV_BROKEN;
+    if (b - a > (int64_t)UINT32_MAX - 1)
+        return GSQ_AV_LONG;
+    s->p = b > a ? data + a : "";
+    s->len = (uint32_t)(b - a);
+    return GSQ_AV_OK;
+}
+
+int gsq_arrow_value(const struct ArrowArray *ch, const gsq_arrow_col *c, int64_t idx, int type,
+                    gsq_csv_value *v)
+{
+    int64_t i = ch->offset + idx;
+    gsq_str s;
+    int rc;
+    memset(v, 0, sizeof *v);
+    if (ch->null_count != 0 && ch->buffers[0] && !bit(ch->buffers[0], i)) {
+        if (type == GSQ_T_STRING)
+            v->s.p = "";
+        return GSQ_AV_NULL;
+    }
+    switch (c->cat) {
+    case GSQ_AC_BOOL:
+        if (type != GSQ_T_BOOL)
+            return GSQ_AV_BROKEN;
+        v->u = (uint64_t)bit(ch->buffers[1], i);
+        return GSQ_AV_OK;
+    case GSQ_AC_INT:
+        return from_signed(type, read_int(ch->buffers[1], c->width, i), v);
+    case GSQ_AC_UINT:
+        return from_unsigned(type, read_uint(ch->buffers[1], c->width, i), v);
+    case GSQ_AC_F32: {
+        float f;
+        memcpy(&f, (const uint8_t *)ch->buffers[1] + i * 4, 4);
+        v->f = f;
+        return type == GSQ_T_FLOAT ? GSQ_AV_OK : GSQ_AV_BROKEN;
+    }
+    case GSQ_AC_F64:
+        memcpy(&v->f, (const uint8_t *)ch->buffers[1] + i * 8, 8);
+        return type == GSQ_T_FLOAT ? GSQ_AV_OK : GSQ_AV_BROKEN;
+    case GSQ_AC_FSB16:
+        memcpy(v->v6.b, (const uint8_t *)ch->buffers[1] + i * 16, 16);
+        return type == GSQ_T_IPV6 ? GSQ_AV_OK : GSQ_AV_BROKEN;
+    case GSQ_AC_UTF8: case GSQ_AC_BIN:
+        rc = str_at(ch, c, i, &s);
+        if (rc != GSQ_AV_OK)
+            return rc;
+        if (type == GSQ_T_STRING) {
+            v->s = s;
+            return GSQ_AV_OK;
+        }
+        if (type == GSQ_T_IP) {
+            uint32_t x;
+            if (gsq_parse_ip(s.p, s.len, &x) != 0)
+                return GSQ_AV_TEXT;
+            v->u = x;
+            return GSQ_AV_OK;
+        }
+        if (type == GSQ_T_IPV6)
+            return gsq_parse_ipv6(s.p, s.len, &v->v6) == 0 ? GSQ_AV_OK : GSQ_AV_TEXT;
+        return GSQ_AV_BROKEN;
+    default:
+        return GSQ_AV_BROKEN;
+    }
+}
+
+void gsq_arrow_describe_value(gsq_buf *b, const struct ArrowArray *ch, const gsq_arrow_col *c,
+                              int64_t idx)
+{
+    int64_t i = ch->offset + idx;
+    gsq_str s;
+    switch (c->cat) {
+    case GSQ_AC_INT:
+        gsq_buf_printf(b, "%" PRId64, read_int(ch->buffers[1], c->width, i));
+        break;
+    case GSQ_AC_UINT:
+        gsq_buf_printf(b, "%" PRIu64, read_uint(ch->buffers[1], c->width, i));
+        break;
+    case GSQ_AC_UTF8: case GSQ_AC_BIN:
+        if (str_at(ch, c, i, &s) == GSQ_AV_OK) {
+            gsq_buf_addc(b, '\'');
+            gsq_buf_quote_text(b, s.p, s.len, 40);
+            gsq_buf_addc(b, '\'');
+            break;
+        }
+        /* fall through */
+    default:
+        gsq_buf_adds(b, "the value");
+        break;
+    }
+}
+
+uint64_t gsq_arrow_bytes(const struct ArrowArray *ch, const gsq_arrow_col *c, int64_t off,
+                         int64_t n)
+{
+    int64_t i = ch->offset + off;
+    if (n <= 0)
+        return 0;
+    switch (c->cat) {
+    case GSQ_AC_BOOL:
+        return (uint64_t)(n + 7) / 8;
+    case GSQ_AC_UTF8: case GSQ_AC_BIN: {
+        int64_t a = read_int(ch->buffers[1], c->width, i);
+        int64_t b = read_int(ch->buffers[1], c->width, i + n);
+        return (uint64_t)n * (uint64_t)c->width + (b > a ? (uint64_t)(b - a) : 0);
+    }
+    default:
+        return (uint64_t)n * (uint64_t)c->width;
+    }
+}
+
+const char *gsq_arrow_stream_error(struct ArrowArrayStream *st, int rc)
+{
+    const char *e = st->get_last_error ? st->get_last_error(st) : NULL;
+    if (e && *e)
+        return e;
+    return rc > 0 ? strerror(rc) : "unknown error";
+}

@@ -1,0 +1,455 @@
+/*
+ * arrow_sink.c -- the in-memory Arrow sink (gsqlc_add_arrow_sink): tuples
+ * of a stream gathered column-wise and handed to a callback as record
+ * batches through the Arrow C data interface.
+ *
+ * Column buffers (Arrow layouts, no validity bitmaps, no nulls):
+ *   bool                 bit-packed values                 "b"
+ *   ushort/uint/int/...  little-endian values (IP: uint32) "S" "I" "i" "L" "l" "g" "I"
+ *   IPV6                 16 bytes per value                "w:16"
+ *   string               int32 offsets (rows + 1), bytes   "z"
+ * Every buffer is a 64-byte aligned allocation, zero past its content.
+ *
+ * Export moves the buffers into the exported arrays (no copy) and starts
+ * new ones.  The exported ArrowArray is a struct array of the columns: the
+ * parent's private data owns the children's structures; each child's
+ * private data owns its buffers; the parent's release releases the
+ * children not yet moved away.  The ArrowSchema likewise ("+s", children
+ * named after the stream's columns, which live in the library as the
+ * release callbacks do).
+ *
+ * Heartbeat rows (option arrow_heartbeats): the sink has one more column
+ * than its stream, the last, GSQ_HB_COLUMN (boolean "b", not nullable):
+ * false on data rows, true on the rows of GSQ_HEARTBEAT tuples (their
+ * columns as the heartbeat carries them).  Without the option only data
+ * tuples are rows and the columns are exactly the stream's.
+ *
+ * Invariants of gsq_arrow_sink: n_cols is the stream's column count plus
+ * hb (0 or 1); every column buffer holds `rows` values (strings: rows + 1
+ * offsets once rows > 0, or before: none); the bytes of any string column
+ * stay below 2^31 (a batch is exported early otherwise).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+
+#include "arrow_abi.h"
+#include "format.h"
+#include "gsq_internal.h"
+
+#define ALIGN 64u
+#define GSQ_HB_COLUMN "__heartbeat"
+
+typedef struct abuf {
+    uint8_t *p;
+    size_t len, cap;
+    size_t hint;         /* capacity of the previous batch's buffer */
+} abuf;
+
+typedef struct acol {
+    int type;
+    abuf data;           /* values, bits, or string offsets */
+    abuf bytes;          /* string bytes */
+} acol;
+
+struct gsq_arrow_sink {
+    uint32_t n_cols;     /* the stream's columns, then __heartbeat if hb */
+    int hb;
+    acol *cols;
+    gsq_val *row;        /* n_cols: the tuple being appended */
+    uint32_t rows;
+};
+
+/* ---- buffers ---------------------------------------------------------- */
+
+static int abuf_reserve(abuf *b, size_t extra)
+{
+    size_t need = b->len + extra, ncap;
+    void *np;
+    if (need <= b->cap && b->p)
+        return 0;
+    ncap = b->cap ? b->cap : (b->hint > ALIGN ? b->hint : ALIGN);
+    while (ncap < need) {
+        if (ncap > SIZE_MAX / 2)
+            return -1;
+        ncap *= 2;
+    }
+    ncap = (ncap + ALIGN - 1) / ALIGN * ALIGN;
+    if (posix_memalign(&np, ALIGN, ncap) != 0)
+        return -1;
+    if (b->len)
+        memcpy(np, b->p, b->len);
+    memset((uint8_t *)np + b->len, 0, ncap - b->len);
+    free(b->p);
+    b->p = np;
+    b->cap = ncap;
+    return 0;
+}
+
+static int abuf_add(abuf *b, const void *p, size_t n)
+{
+    if (abuf_reserve(b, n) != 0)
+        return -1;
+    if (n)
+        memcpy(b->p + b->len, p, n);
+    b->len += n;
+    return 0;
+}
+
+/* Hand the buffer over (never NULL: an empty one is allocated). */
+static void *abuf_take(abuf *b)
+{
+    void *p;
+    if (!b->p && abuf_reserve(b, 0) != 0)
+        return NULL;
+    p = b->p;
+    b->hint = b->cap;
+    b->p = NULL;
+    b->len = b->cap = 0;
+    return p;
+}
+
+/* ---- export ----------------------------------------------------------- */
+
+typedef struct exp_child {
+    void *bufs[3];
+    const void *ptrs[3];
+} exp_child;
+
+typedef struct exp_parent {
+    const void *ptrs[1];          /* the struct's validity: NULL */
+    struct ArrowArray *kids;
+    struct ArrowArray **kid_ptrs;
+    int64_t n;
+} exp_parent;
+
+static void release_child(struct ArrowArray *a)
+{
+    exp_child *e = a->private_data;
+    int i;
+    for (i = 0; i < 3; i++)
+        free(e->bufs[i]);
+    free(e);
+    a->release = NULL;
+}
+
+static void release_parent(struct ArrowArray *a)
+{
+    exp_parent *e = a->private_data;
+    int64_t i;
+    for (i = 0; i < e->n; i++)
+        if (e->kids[i].release)
+            e->kids[i].release(&e->kids[i]);
+    free(e->kids);
+    free(e->kid_ptrs);
+    free(e);
+    a->release = NULL;
+}
+
+typedef struct exp_schema {
+    struct ArrowSchema *kids;
+    struct ArrowSchema **kid_ptrs;
+    int64_t n;
+} exp_schema;
+
+static void release_schema_child(struct ArrowSchema *s)
+{
+    s->release = NULL;
+}
+
+static void release_schema(struct ArrowSchema *s)
+{
+    exp_schema *e = s->private_data;
+    int64_t i;
+    for (i = 0; i < e->n; i++)
+        if (e->kids[i].release)
+            e->kids[i].release(&e->kids[i]);
+    free(e->kids);
+    free(e->kid_ptrs);
+    free(e);
+    s->release = NULL;
+}
+
+static const char *arrow_format(int type)
+{
+    switch (type) {
+    case GSQ_T_BOOL: return "b";
+    case GSQ_T_USHORT: return "S";
+    case GSQ_T_UINT: case GSQ_T_IP: return "I";
+    case GSQ_T_INT: return "i";
+    case GSQ_T_ULLONG: return "L";
+    case GSQ_T_LLONG: return "l";
+    case GSQ_T_FLOAT: return "g";
+    case GSQ_T_IPV6: return "w:16";
+    default: return "z";
+    }
+}
+
+/* The schema of sink a's batches: the stream's columns, then __heartbeat. */
+static int make_schema(const gsq_arrow_sink *a, const gsq_stream_desc *d,
+                       struct ArrowSchema *out)
+{
+    exp_schema *e = calloc(1, sizeof *e);
+    uint32_t i;
+    memset(out, 0, sizeof *out);
+    if (!e)
+        return -1;
+    e->n = a->n_cols;
+    e->kids = calloc(a->n_cols ? a->n_cols : 1, sizeof *e->kids);
+    e->kid_ptrs = calloc(a->n_cols ? a->n_cols : 1, sizeof *e->kid_ptrs);
+    if (!e->kids || !e->kid_ptrs) {
+        free(e->kids);
+        free(e->kid_ptrs);
+        free(e);
+        return -1;
+    }
+    for (i = 0; i < a->n_cols; i++) {
+        struct ArrowSchema *k = &e->kids[i];
+        k->format = arrow_format(a->cols[i].type);
+        k->name = i < d->n_cols ? d->cols[i].name : GSQ_HB_COLUMN;
+        k->flags = 0; /* not nullable: sinks never produce nulls */
+        k->release = release_schema_child;
+        e->kid_ptrs[i] = k;
+    }
+    out->format = "+s";
+    out->name = "";
+    out->n_children = a->n_cols;
+    out->children = e->kid_ptrs;
+    out->release = release_schema;
+    out->private_data = e;
+    return 0;
+}
+
+/* Move the built columns into *out.  0, or -1 (out of memory: nothing
+ * moved, *out released). */
+static int make_array(gsq_arrow_sink *a, struct ArrowArray *out, uint64_t *bytes)
+{
+    exp_parent *e = calloc(1, sizeof *e);
+    uint32_t i;
+    memset(out, 0, sizeof *out);
+    if (!e)
+        return -1;
+    e->n = a->n_cols;
+    e->kids = calloc(a->n_cols ? a->n_cols : 1, sizeof *e->kids);
+    e->kid_ptrs = calloc(a->n_cols ? a->n_cols : 1, sizeof *e->kid_ptrs);
+    out->length = a->rows;
+    out->n_buffers = 1;
+    out->buffers = e->ptrs;
+    out->n_children = a->n_cols;
+    out->children = e->kid_ptrs;
+    out->release = release_parent;
+    out->private_data = e;
+    if (!e->kids || !e->kid_ptrs) {
+        e->n = 0;
+        release_parent(out);
+        return -1;
+    }
+    for (i = 0; i < a->n_cols; i++) {
+        acol *c = &a->cols[i];
+        struct ArrowArray *k = &e->kids[i];
+        exp_child *x = calloc(1, sizeof *x);
+        int str = c->type == GSQ_T_STRING;
+        e->kid_ptrs[i] = k;
+        if (!x) {
+            release_parent(out);
+            return -1;
+        }
+        *bytes += c->data.len + c->bytes.len;
+        x->bufs[1] = abuf_take(&c->data);
+        if (str)
+            x->bufs[2] = abuf_take(&c->bytes);
+        x->ptrs[1] = x->bufs[1];
+        x->ptrs[2] = x->bufs[2];
+        k->length = a->rows;
+        k->n_buffers = str ? 3 : 2;
+        k->buffers = x->ptrs;
+        k->release = release_child;
+        k->private_data = x;
+        if (!x->bufs[1] || (str && !x->bufs[2])) {
+            release_parent(out);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- the sink --------------------------------------------------------- */
+
+int gsq_arrow_sink_open(gsq_run *r, gsq_sink *k)
+{
+    const gsq_stream_desc *d = &r->qs->streams[k->stream];
+    gsq_arrow_sink *a = calloc(1, sizeof *a);
+    uint32_t i;
+    k->fd = -1;
+    if (!a)
+        goto oom;
+    k->arrow = a;
+    k->heartbeats = r->arrow_heartbeats;
+    a->hb = k->heartbeats;
+    for (i = 0; a->hb && i < d->n_cols; i++)
+        if (strcmp(d->cols[i].name, GSQ_HB_COLUMN) == 0) {
+            gsq_run_fail(r, "stream %s has a column named " GSQ_HB_COLUMN ": option "
+                            "arrow_heartbeats adds a column of that name to its Arrow sinks; "
+                            "rename it", d->name);
+            return -1;
+        }
+    a->n_cols = d->n_cols + (uint32_t)a->hb;
+    a->cols = calloc(a->n_cols ? a->n_cols : 1, sizeof *a->cols);
+    a->row = calloc(a->n_cols ? a->n_cols : 1, sizeof *a->row);
+    if (!a->cols || !a->row)
+        goto oom;
+    for (i = 0; i < d->n_cols; i++)
+        a->cols[i].type = d->cols[i].type;
+    if (a->hb)
+        a->cols[d->n_cols].type = GSQ_T_BOOL;
+    return 0;
+oom:
+    gsq_run_fail(r, "out of memory");
+    return -1;
+}
+
+void gsq_arrow_sink_close(gsq_sink *k)
+{
+    gsq_arrow_sink *a = k->arrow;
+    uint32_t i;
+    if (!a)
+        return;
+    for (i = 0; a->cols && i < a->n_cols; i++) {
+        free(a->cols[i].data.p);
+        free(a->cols[i].bytes.p);
+    }
+    free(a->cols);
+    free(a->row);
+    free(a);
+    k->arrow = NULL;
+}
+
+/* Deliver the rows gathered so far as one record batch. */
+int gsq_arrow_sink_flush(gsq_run *r, gsq_sink *k)
+{
+    gsq_arrow_sink *a = k->arrow;
+    const gsq_stream_desc *d = &r->qs->streams[k->stream];
+    struct ArrowArray arr;
+    struct ArrowSchema sch;
+    uint64_t bytes = 0;
+    int rc;
+    if (!a || r->failed || k->failed)
+        return -1;
+    if (a->rows == 0)
+        return 0;
+    if (make_array(a, &arr, &bytes) != 0 || make_schema(a, d, &sch) != 0) {
+        if (arr.release)
+            arr.release(&arr);
+        k->failed = 1;
+        gsq_run_fail(r, "out of memory building an Arrow batch of %s", d->name);
+        return -1;
+    }
+    a->rows = 0;
+    k->batches++;
+    k->bytes += bytes;
+    rc = k->cb(k->cb_ctx, &arr, &sch);
+    /* the callee moved or released them; release whatever it left */
+    if (arr.release)
+        arr.release(&arr);
+    if (sch.release)
+        sch.release(&sch);
+    if (rc != 0) {
+        k->failed = 1;
+        gsq_run_fail(r, "cancelled by the consumer of %s", d->name);
+        return -1;
+    }
+    return 0;
+}
+
+static int append(gsq_arrow_sink *a, const gsq_val *v)
+{
+    uint32_t i;
+    for (i = 0; i < a->n_cols; i++) {
+        acol *c = &a->cols[i];
+        const gsq_val *x = &v[i];
+        int rc = 0;
+        switch (c->type) {
+        case GSQ_T_BOOL:
+            if (a->rows % 8 == 0)
+                rc = abuf_add(&c->data, "", 1); /* a zeroed byte for 8 more rows */
+            if (rc == 0 && x->u)
+                c->data.p[a->rows / 8] |= (uint8_t)(1u << (a->rows % 8));
+            break;
+        case GSQ_T_USHORT: { uint16_t y = (uint16_t)x->u; rc = abuf_add(&c->data, &y, 2); break; }
+        case GSQ_T_UINT: case GSQ_T_IP: {
+            uint32_t y = (uint32_t)x->u;
+            rc = abuf_add(&c->data, &y, 4);
+            break;
+        }
+        case GSQ_T_INT: { int32_t y = (int32_t)x->i; rc = abuf_add(&c->data, &y, 4); break; }
+        case GSQ_T_ULLONG: rc = abuf_add(&c->data, &x->u, 8); break;
+        case GSQ_T_LLONG: rc = abuf_add(&c->data, &x->i, 8); break;
+        case GSQ_T_FLOAT: rc = abuf_add(&c->data, &x->f, 8); break;
+        case GSQ_T_IPV6: rc = abuf_add(&c->data, x->v6.b, 16); break;
+        default: {
+            int32_t end;
+            if (a->rows == 0) {
+                int32_t zero = 0;
+                rc = abuf_add(&c->data, &zero, 4);
+            }
+            if (rc == 0)
+                rc = abuf_add(&c->bytes, x->s.p, x->s.len);
+            end = (int32_t)c->bytes.len;
+            if (rc == 0)
+                rc = abuf_add(&c->data, &end, 4);
+            break;
+        }
+        }
+        if (rc != 0)
+            return -1;
+    }
+    a->rows++;
+    return 0;
+}
+
+/* A data tuple, or (a->hb) a heartbeat: a row with __heartbeat true. */
+int gsq_arrow_sink_write(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d, int kind,
+                         const void *tup, uint32_t len)
+{
+    gsq_arrow_sink *a = k->arrow;
+    uint32_t i;
+    int full = 0;
+    if (!a || k->failed || r->failed)
+        return -1;
+    if (kind != GSQ_DATA && !(kind == GSQ_HEARTBEAT && a->hb))
+        return 0;
+    if (a->hb)
+        a->row[d->n_cols].u = kind == GSQ_HEARTBEAT;
+    for (i = 0; i < d->n_cols; i++) {
+        const gsq_column *c = &d->cols[i];
+        if (gsq_read_col(tup, len, c, &a->row[i]) != 0) {
+            gsq_run_fail(r, "internal error: tuple of stream %s (%u bytes) has a broken column %s",
+                         d->name, (unsigned)len, c->name);
+            return -1;
+        }
+        if (c->type == GSQ_T_STRING &&
+            (uint64_t)a->cols[i].bytes.len + a->row[i].s.len > (uint64_t)INT32_MAX)
+            full = 1;
+    }
+    if (full && a->rows > 0 && gsq_arrow_sink_flush(r, k) != 0)
+        return -1;
+    for (i = 0; i < d->n_cols; i++)
+        if (d->cols[i].type == GSQ_T_STRING &&
+            (uint64_t)a->cols[i].bytes.len + a->row[i].s.len > (uint64_t)INT32_MAX) {
+            gsq_run_fail(r, "a string of column %s of %s is too long for an Arrow batch (2 GiB "
+                            "or more)", d->cols[i].name, d->name);
+            return -1;
+        }
+    if (append(a, a->row) != 0) {
+        k->failed = 1;
+        gsq_run_fail(r, "out of memory gathering an Arrow batch of %s", d->name);
+        return -1;
+    }
+    if (kind == GSQ_HEARTBEAT)
+        k->heartbeat_rows++;
+    else
+        k->tuples++;
+    if (a->rows >= k->batch_rows)
+        return gsq_arrow_sink_flush(r, k);
+    return 0;
+}

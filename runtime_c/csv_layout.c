@@ -1,0 +1,81 @@
+/*
+ * csv_layout.c -- the value cache layout of a source whose records are CSV
+ * records (a CSV file, or an Arrow source): the distinct (position, type)
+ * pairs the LFTAs of the source read, one slot each, and the map from
+ * (type, position) to slot that the gsq_csv_get_* accessors use.
+ */
+#include <stdlib.h>
+
+#include "gsq_internal.h"
+
+int gsq_csv_slots_build(gsq_csv_slots *cs, const gsq_source *s)
+{
+    uint32_t i, j, k, max_pos = 0, n = 0, cnt = 0;
+    int t, used[GSQ_T_STRING + 1] = {0};
+    int32_t *m;
+
+    for (i = 0; i < s->n_lftas; i++)
+        cnt += s->lftas[i]->lfta->n_csv_fields;
+    cs->slot = calloc(cnt ? cnt : 1, sizeof *cs->slot);
+    if (!cs->slot)
+        return -1;
+    for (i = 0; i < s->n_lftas; i++) {
+        const gsq_lfta_def *d = s->lftas[i]->lfta;
+        for (j = 0; j < d->n_csv_fields; j++) {
+            const gsq_csv_field *f = &d->csv_fields[j];
+            if (f->pos == 0 || f->type < GSQ_T_BOOL || f->type > GSQ_T_STRING)
+                continue;
+            for (k = 0; k < n; k++)
+                if (cs->slot[k].pos == f->pos && cs->slot[k].type == f->type)
+                    break;
+            if (k < n)
+                continue;
+            cs->slot[n].pos = f->pos;
+            cs->slot[n].type = f->type;
+            n++;
+            used[f->type] = 1;
+            if (f->pos > max_pos)
+                max_pos = f->pos;
+        }
+    }
+    /* sort by position: the slots of one cell are adjacent */
+    for (i = 1; i < n; i++) {
+        gsq_csv_slot x = cs->slot[i];
+        for (k = i; k > 0 && (cs->slot[k - 1].pos > x.pos ||
+                              (cs->slot[k - 1].pos == x.pos && cs->slot[k - 1].type > x.type));
+             k--)
+            cs->slot[k] = cs->slot[k - 1];
+        cs->slot[k] = x;
+    }
+    cs->n = n;
+    cs->layout.max_pos = max_pos;
+    cs->layout.n_slots = n;
+    cnt = 0;
+    for (t = GSQ_T_BOOL; t <= GSQ_T_STRING; t++)
+        cnt += used[t] ? 1 : 0;
+    cs->maps = malloc(((size_t)cnt * (max_pos + 1) + 1) * sizeof(int32_t));
+    if (!cs->maps)
+        return -1;
+    m = cs->maps;
+    for (t = GSQ_T_BOOL; t <= GSQ_T_STRING; t++) {
+        if (!used[t])
+            continue;
+        for (i = 0; i <= max_pos; i++)
+            m[i] = -1;
+        for (k = 0; k < n; k++)
+            if (cs->slot[k].type == t)
+                m[cs->slot[k].pos] = (int32_t)k;
+        cs->layout.slot[t] = m;
+        m += max_pos + 1;
+    }
+    return 0;
+}
+
+void gsq_csv_slots_free(gsq_csv_slots *cs)
+{
+    free(cs->slot);
+    free(cs->maps);
+    cs->slot = NULL;
+    cs->maps = NULL;
+    cs->n = 0;
+}

@@ -1,0 +1,183 @@
+"""The Python API (issue 4, part 1): gsqlc.compile(...).run(...) over CSV
+files and Arrow data, yielding pyarrow RecordBatches; errors as exceptions."""
+from __future__ import annotations
+
+import csv
+import io
+import threading
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pytest
+
+import gsqlc
+from conftest import REPO
+
+EX = REPO / "examples" / "csv"
+SCHEMA = EX / "schema.txt"
+SALES = EX / "sales.csv"
+PER_MINUTE = EX / "per_minute.gsql"
+COLS = ["ts", "store", "item", "qty", "price", "client"]
+
+
+def sales_table() -> pa.Table:
+    return pacsv.read_csv(SALES, read_options=pacsv.ReadOptions(column_names=COLS),
+                          convert_options=pacsv.ConvertOptions(
+                              column_types={"client": pa.string()}))
+
+
+def rows(t: pa.Table) -> list[tuple]:
+    return sorted(tuple(round(v, 6) if isinstance(v, float) else v for v in r.values())
+                  for r in t.to_pylist())
+
+
+@pytest.fixture(scope="module")
+def per_minute():
+    return gsqlc.compile([PER_MINUTE], schema=SCHEMA)
+
+
+def test_csv_uri_gives_record_batches_equal_to_the_cli(per_minute, gsqlc):
+    batches = list(per_minute.run(sources={"csv": f"csv:{SALES}"}, output="per_minute"))
+    assert batches and all(isinstance(b, pa.RecordBatch) for b in batches)
+    t = pa.Table.from_batches(batches)
+    assert t.schema == per_minute.output_schema("per_minute")
+    assert t.schema.field("store").type == pa.string()
+    assert t.schema.field("sales").type == pa.uint64()
+    p = gsqlc("run", PER_MINUTE, "--schema", SCHEMA, "--source", f"csv:{SALES}", "--format", "csv")
+    assert p.returncode == 0, p.err
+    cli = list(csv.DictReader(io.StringIO(p.out)))
+    assert len(cli) == t.num_rows > 0
+    assert rows(t) == sorted(
+        (int(r["minute"]), r["store"], int(r["sales"]), int(r["units"]),
+         round(float(r["revenue"]), 6), round(float(r["max_price"]), 6)) for r in cli)
+
+
+def test_arrow_table_pandas_and_batch_iterator_equal_the_csv_run(per_minute):
+    want = rows(per_minute.table({"csv": f"csv:{SALES}"}))
+    table = sales_table()
+    assert rows(per_minute.table({"csv": table})) == want
+    assert rows(per_minute.table({"csv": table.to_pandas()})) == want
+    assert rows(per_minute.table({"csv": iter(table.to_batches(max_chunksize=7))})) == want
+    assert rows(per_minute.table({"csv": table.to_reader()})) == want
+
+
+def test_integer_columns_of_other_widths_and_ip_as_integers(per_minute):
+    t = sales_table()
+    ips = [sum(int(x) << s for x, s in zip(ip.split("."), (24, 16, 8, 0)))
+           for ip in t["client"].to_pylist()]
+    t2 = t.set_column(0, "ts", t["ts"].cast(pa.uint64())) \
+          .set_column(3, "qty", t["qty"].cast(pa.int16())) \
+          .set_column(5, "client", pa.array(ips, pa.uint32()))
+    assert rows(per_minute.table({"csv": t2})) == rows(per_minute.table({"csv": t}))
+
+
+def test_column_names_match_case_insensitively_and_in_any_order(per_minute):
+    t = sales_table()
+    shuffled = t.select(["price", "client", "qty", "item", "store", "ts"]).rename_columns(
+        ["PRICE", "client", "Qty", "item", "store", "ts"])
+    assert rows(per_minute.table({"csv": shuffled})) == rows(per_minute.table({"csv": t}))
+
+
+def test_nulls_are_unavailable_fields_and_counted(per_minute):
+    t = sales_table()
+    qty = t["qty"].to_pylist()
+    qty[0] = qty[5] = None
+    r = per_minute.run({"csv": t.set_column(3, "qty", pa.array(qty, pa.int64()))})
+    got = pa.Table.from_batches(list(r))
+    full = per_minute.table({"csv": t})
+    assert sum(got["sales"].to_pylist()) == sum(full["sales"].to_pylist()) - 2
+    assert "unavailable" in r.report or "field_unavailable" in str(r.stats)
+
+
+def test_missing_column_and_wrong_type_are_clear_errors(per_minute):
+    t = sales_table()
+    with pytest.raises((gsqlc.UsageError, gsqlc.RunError)) as e:
+        list(per_minute.run({"csv": t.drop_columns(["qty"])}))
+    assert "qty" in str(e.value)
+    with pytest.raises((gsqlc.UsageError, gsqlc.RunError)) as e:
+        list(per_minute.run({"csv": t.set_column(3, "qty", t["qty"].cast(pa.string()))}))
+    assert "qty" in str(e.value) and "uint" in str(e.value)
+
+
+def test_strings_as_bytes(per_minute):
+    t = per_minute.table({"csv": f"csv:{SALES}"}, strings="bytes")
+    assert t.schema.field("store").type == pa.binary()
+    assert set(t["store"].to_pylist()) == {b"north", b"south", b"east"}
+
+
+def test_query_error_carries_file_line_and_column(tmp_path):
+    q = tmp_path / "bad.gsql"
+    q.write_text("SELECT ts, stroe\nFROM SALES\n")
+    with pytest.raises(gsqlc.QueryError) as e:
+        gsqlc.compile([q], schema=SCHEMA)
+    err = e.value
+    assert (err.file, err.line, err.column) == (str(q), 1, 12)
+    assert err.rule == "unknown-field" and "stroe" in str(err)
+
+
+def test_params_and_missing_params():
+    qs = gsqlc.compile([REPO / "tests" / "data" / "big_orders.gsql"],
+                       schema=REPO / "tests" / "data" / "schema.txt")
+    data = REPO / "tests" / "data" / "sales.csv"
+    with pytest.raises(gsqlc.UsageError, match="min_qty"):
+        qs.run({"csv": f"csv:{data}"})
+    t = qs.table({"csv": f"csv:{data}"}, params={"min_qty": 7})
+    assert sorted(t["qty"].to_pylist()) == [7, 9]
+    with pytest.raises(gsqlc.RunError, match="lots"):
+        qs.table({"csv": f"csv:{data}"}, params={"min_qty": "lots"})
+
+
+def test_unbound_interface_and_unknown_output(per_minute):
+    with pytest.raises(gsqlc.UsageError, match="not bound"):
+        per_minute.run({})
+    with pytest.raises(gsqlc.UsageError, match="no query of that name"):
+        per_minute.run({"csv": f"csv:{SALES}"}, output="per_minit")
+
+
+def _big(n: int, seed: int = 7) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    ts = 1_700_000_000 + np.sort(rng.integers(0, 3600, n))
+    stores = np.array(["north", "south", "east", "west"])
+    return pa.table({
+        "ts": pa.array(ts, pa.uint32()),
+        "store": pa.array(stores[rng.integers(0, 4, n)]),
+        "item": pa.array(np.full(n, "x")),
+        "qty": pa.array(rng.integers(1, 10, n), pa.uint32()),
+        "price": pa.array(rng.integers(1, 400, n) / 4.0),
+        "client": pa.array(np.full(n, "10.0.0.1")),
+    })
+
+
+def test_many_batches_equal_the_same_rows_as_csv(per_minute, tmp_path):
+    t = _big(300_000)
+    path = tmp_path / "big.csv"
+    pacsv.write_csv(t, path, write_options=pacsv.WriteOptions(include_header=False,
+                                                               quoting_style="none"))
+    a = per_minute.table({"csv": iter(t.to_batches(max_chunksize=10_007))})
+    c = per_minute.table({"csv": f"csv:{path}"})
+    assert a.num_rows == c.num_rows > 200
+    assert rows(a) == rows(c)
+    assert sum(a["sales"].to_pylist()) == 300_000
+
+
+def test_leaving_the_iteration_early_cancels_the_run(per_minute):
+    t = _big(300_000)
+    run = per_minute.run({"csv": iter(t.to_batches(max_chunksize=1000))}, batch_rows=1)
+    before = threading.active_count()
+    for _ in run:
+        break
+    # the run's thread has ended: a new run works and nothing is left running
+    assert threading.active_count() <= before
+    assert per_minute.table({"csv": f"csv:{SALES}"}).num_rows > 0
+
+
+def test_a_failing_source_fails_the_run_with_its_message(per_minute):
+    t = sales_table()
+
+    def batches():
+        yield from t.to_batches(max_chunksize=10)
+        raise ValueError("the upstream feed broke")
+    with pytest.raises(gsqlc.RunError, match="the upstream feed broke"):
+        per_minute.table({"csv": batches()})

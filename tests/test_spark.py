@@ -1,0 +1,251 @@
+"""gsqlc inside PySpark (issue 4, parts 2, 4 and 6): run_query over Spark
+DataFrames in local[2] gives the same answer as the Python API / CLI and as
+Spark SQL, whatever the partitioning; bad input fails early and clearly."""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import gsqlc
+from conftest import REPO
+
+pyspark = pytest.importorskip("pyspark")   # installed by ./run.sh (the test extra)
+from gsqlc.spark import SparkQueryError, _load_on_executor, _Stage, run_query  # noqa: E402
+
+EX = REPO / "examples" / "csv"
+SCHEMA_TEXT = """
+PROTOCOL PKTS {
+    uint time   get_csv_uint_pos1 (increasing, required);
+    IP   srcIP  get_csv_ip_pos2;
+    IP   destIP get_csv_ip_pos3;
+    uint len    get_csv_uint_pos4;
+}
+"""
+AGG_Q = (
+    "DEFINE {query_name 'q1';}\n"
+    "select tb, srcIP, destIP, count(*) as c1, sum(len) as b1 from eth0.PKTS\n"
+    "group by time/10 as tb, srcIP, destIP;\n"
+    "DEFINE {query_name 'q2';}\n"
+    "select tb, srcIP, destIP, count(*) as c2, sum(len) as b2 from eth1.PKTS\n"
+    "group by time/10 as tb, srcIP, destIP;\n")
+JOIN_Q = AGG_Q + (
+    "DEFINE {query_name 'j';}\n"
+    "select A.tb, A.srcIP, A.destIP, A.c1, B.c2 OUTER_JOIN from q1 A, q2 B\n"
+    "where A.tb = B.tb and A.srcIP = B.srcIP and A.destIP = B.destIP;")
+MERGE_Q = "select time, srcIP, len from [links].PKTS where len > 500"
+
+
+@pytest.fixture(scope="module")
+def spark():
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+    s = (SparkSession.builder.master("local[2]").appName("gsqlc-tests")
+         .config("spark.ui.enabled", "false")
+         .config("spark.sql.shuffle.partitions", "4")
+         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "5000")
+         .getOrCreate())
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("spark")
+    (d / "schema.txt").write_text(SCHEMA_TEXT)
+    for name, text in (("join.gsql", JOIN_Q), ("merge.gsql", MERGE_Q)):
+        (d / name).write_text(text)
+    return d
+
+
+def packets(n: int, seed: int) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    return pa.table({
+        "time": pa.array(1000 + np.sort(rng.integers(0, 120, n)), pa.int64()),
+        "srcIP": pa.array(0x0A000000 + rng.integers(0, 40, n), pa.int64()),
+        "destIP": pa.array(0x0B000000 + rng.integers(0, 8, n), pa.int64()),
+        "len": pa.array(rng.integers(40, 1500, n), pa.int64()),
+    })
+
+
+def rows(df_or_table) -> list[tuple]:
+    t = df_or_table if isinstance(df_or_table, pa.Table) else df_or_table.toArrow()
+    return sorted(tuple(round(v, 6) if isinstance(v, float) else v for v in r.values())
+                  for r in t.to_pylist())
+
+
+def test_aggregation_equals_the_api_and_spark_sql_whatever_the_partitioning(spark):
+    from pyspark.sql import functions as F
+    sales = spark.read.csv(str(EX / "sales.csv"),
+                           schema="ts long, store string, item string, qty long, "
+                                  "price double, client string")
+    q, sch = [str(EX / "per_minute.gsql")], str(EX / "schema.txt")
+    want = rows(gsqlc.compile(q, schema=sch).table({"sales": f"csv:{EX / 'sales.csv'}"}))
+    for parts in (1, 3, 7):
+        df = sales.repartition(parts) if parts > 1 else sales.coalesce(1)
+        out = run_query(spark, q, schema=sch, sources={"sales": df})
+        assert rows(out) == want, parts
+    sql = sales.groupBy((F.floor(F.col("ts") / 60) * 60).alias("minute"), "store") \
+               .agg(F.count(F.lit(1)).alias("sales"), F.sum("qty").alias("units"))
+    got = run_query(spark, q, schema=sch, sources={"sales": sales.repartition(5)})
+    assert got.select("minute", "store", "sales", "units").exceptAll(sql).count() == 0
+    assert sql.exceptAll(got.select("minute", "store", "sales", "units")).count() == 0
+
+
+def test_join_of_two_aggregations_over_two_dataframes(spark, files):
+    a, b = packets(30_000, 1), packets(20_000, 2)
+    q, sch = [str(files / "join.gsql")], str(files / "schema.txt")
+    want = rows(gsqlc.compile(q, schema=sch).table({"eth0": a, "eth1": b}, output="j"))
+    assert len(want) > 500
+    da = spark.createDataFrame(a.to_pandas()).repartition(3)
+    db = spark.createDataFrame(b.to_pandas()).repartition(2)
+    got = run_query(spark, q, schema=sch, sources={"eth0": da, "eth1": db}, output="j")
+    assert rows(got) == want
+
+
+def test_interface_set_merge_of_several_dataframes(spark, files):
+    a, b = packets(5_000, 3), packets(4_000, 4)
+    q, sch = [str(files / "merge.gsql")], str(files / "schema.txt")
+    want = rows(gsqlc.compile(q, schema=sch).table({"links": [a, b]}))
+    got = run_query(spark, q, schema=sch, sources={
+        "links": [spark.createDataFrame(a.to_pandas()), spark.createDataFrame(b.to_pandas())]})
+    assert rows(got) == want and len(want) > 1000
+
+
+def test_parquet_sources_are_read_by_the_tasks_and_agree_with_the_row_path(spark, files, tmp_path):
+    from gsqlc.spark import parquet_scan
+    t = packets(60_000, 5)
+    for i in range(3):   # three files of several row groups each
+        pq.write_table(t.slice(i * 20_000, 20_000), tmp_path / f"part{i}.parquet",
+                       row_group_size=4_000)
+    q, sch = [str(files / "join.gsql")], str(files / "schema.txt")
+    df = spark.read.parquet(str(tmp_path)).select("time", "srcIP", "destIP", "len")
+    assert parquet_scan(df) is not None
+    assert parquet_scan(df.where("len > 100")) is None       # not a plain scan: rows path
+    direct = run_query(spark, q, schema=sch, sources={"eth0": df, "eth1": df}, output="q1")
+    via_rows = run_query(spark, q, schema=sch, sources={"eth0": df, "eth1": df}, output="q1",
+                         direct_files=False)
+    want = rows(gsqlc.compile(q, schema=sch).table({"eth0": t, "eth1": t}, output="q1"))
+    assert rows(direct) == rows(via_rows) == want
+
+
+def test_read_pcap_table_flows_through_spark(spark):
+    q = REPO / "examples" / "spark" / "flows_from_pcap.gsql"
+    table = gsqlc.read_pcap(REPO / "examples" / "trace.pcap")
+    from gsqlc.spark import read_pcap
+    df = read_pcap(spark, [REPO / "examples" / "trace.pcap"])
+    assert df.count() == table.num_rows
+    got = run_query(spark, [str(q)], schema=gsqlc.PACKET_TABLE_SCHEMA, sources={"pkts": df})
+    want = gsqlc.compile([q], schema=gsqlc.PACKET_TABLE_SCHEMA).table({"pkts": table})
+    assert rows(got) == rows(want) and want.num_rows > 10
+
+
+def test_column_mismatch_is_raised_before_any_job(spark):
+    sales = spark.read.csv(str(EX / "sales.csv"),
+                           schema="ts long, store string, item string, qty string, "
+                                  "price double, client string")
+    spark.sparkContext.setJobGroup("mismatch", "mismatch")
+    with pytest.raises(SparkQueryError) as e:
+        run_query(spark, [str(EX / "per_minute.gsql")], schema=str(EX / "schema.txt"),
+                  sources={"sales": sales.withColumn("qty", sales["qty"].cast("long"))
+                                         .drop("price")})
+    assert "price" in str(e.value)
+    with pytest.raises(SparkQueryError) as e:
+        run_query(spark, [str(EX / "per_minute.gsql")], schema=str(EX / "schema.txt"),
+                  sources={"sales": sales})
+    assert "qty" in str(e.value) and "uint" in str(e.value)
+    assert list(spark.sparkContext.statusTracker().getJobIdsForGroup("mismatch")) == []
+    with pytest.raises(SparkQueryError, match="not bound"):
+        run_query(spark, [str(EX / "per_minute.gsql")], schema=str(EX / "schema.txt"),
+                  sources={})
+
+
+def test_query_error_is_a_located_exception(spark, tmp_path):
+    bad = tmp_path / "bad.gsql"
+    bad.write_text("SELECT ts,\n  count(*) FROM SALES GROUP BY stor\n")
+    with pytest.raises(gsqlc.QueryError) as e:
+        run_query(spark, [str(bad)], schema=str(EX / "schema.txt"),
+                  sources={"sales": spark.range(1)})
+    assert (e.value.file, e.value.line) == (str(bad), 2) and e.value.column > 1
+
+
+def test_a_library_that_cannot_load_on_an_executor_fails_the_job_saying_why(spark):
+    with pytest.raises(RuntimeError, match="cannot be loaded on executor"):
+        _load_on_executor("broken0", b"this is not a shared library")
+    from pyspark.sql import types as T
+    st = _Stage(digest="broken1", data=b"not a library", iface="x", streams=[], tag_col=None,
+                stream_cols=[], output="q", out_schema=None, options={}, params={},
+                sort_cols=None)
+    with pytest.raises(Exception) as e:
+        spark.range(10).mapInArrow(st, T.StructType([T.StructField("id", T.LongType())])).collect()
+    assert "cannot be loaded on executor" in str(e.value)
+
+
+def test_a_failing_partition_fails_the_job_with_the_runtime_message(spark, tmp_path):
+    q = tmp_path / "clients.gsql"
+    q.write_text("SELECT ts, client FROM SALES WHERE qty > 0\n")
+    sales = spark.read.csv(str(EX / "sales.csv"),
+                           schema="ts long, store string, item string, qty long, "
+                                  "price double, client string")
+    bad = sales.withColumn("client", sales["store"])     # 'north' is no IP address
+    args = dict(schema=str(EX / "schema.txt"), sources={"sales": bad.repartition(3)})
+    # counted and skipped by default: no row survives, and none is invented
+    assert run_query(spark, [str(q)], **args).count() == 0
+    with pytest.raises(Exception) as e:
+        run_query(spark, [str(q)], on_malformed="fail", **args).collect()
+    assert "malformed" in str(e.value) and "north" in str(e.value)
+
+
+BIG_PER_MINUTE = ("SELECT tb*60 as minute, store, count(*) as sales, sum(qty) as units\n"
+                  "FROM SALES WHERE qty >= 3\nGROUP BY ts/60 as tb, store\n")
+
+
+def _stream_files(d, rows_by_file: list[list[str]]) -> None:
+    """One file per micro-batch, modified in order (Spark's file source
+    takes the oldest files first)."""
+    d.mkdir()
+    for i, rows_ in enumerate(rows_by_file):
+        f = d / f"part{i:03d}.csv"
+        f.write_text("".join(r + "\n" for r in rows_))
+        os.utime(f, (1_700_000_000 + i, 1_700_000_000 + i))
+
+
+def test_structured_streaming_closes_epochs_by_watermark(spark, tmp_path):
+    """A streaming DataFrame over a directory of CSV files, one file per
+    micro-batch: epochs close as later ones are seen (watermark), and the
+    last rows -- which the WHERE rejects -- still close the last data
+    epoch through the LFTA's heartbeat.  The result equals the batch
+    answer."""
+    q = tmp_path / "big_per_minute.gsql"
+    q.write_text(BIG_PER_MINUTE)
+    lines = (EX / "sales.csv").read_text().splitlines()
+    files = [lines[i:i + 7] for i in range(0, len(lines), 7)]
+    last_ts = int(lines[-1].split(",")[0])
+    files.append([f"{last_ts + 300},north,bread,1,1.0,10.0.0.1",   # qty 1 < 3: rejected
+                  f"{last_ts + 301},south,bread,2,1.0,10.0.0.2"])
+    src = tmp_path / "in"
+    _stream_files(src, files)
+    schema = "ts long, store string, item string, qty long, price double, client string"
+    sch = str(EX / "schema.txt")
+    batch_df = spark.read.csv(str(src), schema=schema)
+    want = rows(run_query(spark, [str(q)], schema=sch, sources={"sales": batch_df}))
+    assert want == rows(gsqlc.compile([q], schema=sch).table({"sales": f"csv:{EX / 'sales.csv'}"}))
+
+    stream_df = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).csv(str(src))
+    out = run_query(spark, [str(q)], schema=sch, sources={"sales": stream_df})
+    assert out.isStreaming
+    w = (out.writeStream.format("memory").queryName("gsqlc_stream_test").outputMode("append")
+         .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
+    w.awaitTermination(300)
+    assert w.exception() is None
+    got = rows(spark.table("gsqlc_stream_test"))
+    assert got == want and len(want) > 5
+    # the state of closed epochs is dropped: what the aggregation holds at the
+    # end is at most the last (heartbeat-only) epoch's groups
+    state = w.lastProgress["stateOperators"][0]["numRowsTotal"]
+    assert state <= 2
