@@ -181,3 +181,15 @@ def test_a_failing_source_fails_the_run_with_its_message(per_minute):
         raise ValueError("the upstream feed broke")
     with pytest.raises(gsqlc.RunError, match="the upstream feed broke"):
         per_minute.table({"csv": batches()})
+
+
+def test_lfta_table_size_option_and_define_wins(tmp_path):
+    q = REPO / "bench" / "queries" / "spark_q2.gsql"
+    sch = REPO / "bench" / "queries" / "packets_columns.txt"
+    assert "table of 1048576 slots" in gsqlc.compile([q], schema=sch, lfta_table_size=1_000_000).explain()
+    assert "table of 262144 slots" in gsqlc.compile([q], schema=sch).explain()
+    d = tmp_path / "d.gsql"
+    d.write_text("DEFINE { lfta_table_size '4096'; }\n" + q.read_text().split("\n", 2)[2])
+    assert "table of 4096 slots" in gsqlc.compile([d], schema=sch, lfta_table_size=1 << 20).explain()
+    with pytest.raises(gsqlc.UsageError):
+        gsqlc.compile([q], schema=sch, lfta_table_size=0)

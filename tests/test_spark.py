@@ -249,3 +249,14 @@ def test_structured_streaming_closes_epochs_by_watermark(spark, tmp_path):
     # end is at most the last (heartbeat-only) epoch's groups
     state = w.lastProgress["stateOperators"][0]["numRowsTotal"]
     assert state <= 2
+
+
+def test_the_spark_example_runs(tmp_path):
+    import subprocess
+    p = subprocess.run([sys.executable, str(REPO / "examples" / "spark" / "run_example.py")],
+                       cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "equal to Spark SQL on minute/store/sales/units: True" in p.stdout
+    assert "read_pcap: 1455 packets, 40 columns" in p.stdout
+    assert "flows_from_pcap (top 10 by bytes)" in p.stdout

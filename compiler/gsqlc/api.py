@@ -281,12 +281,14 @@ class CompiledQuerySet:
     runs may proceed at once."""
 
     def __init__(self, files: list[str], schema: list[str], library_paths: list[str],
-                 interfaces_file: Optional[str], sanitize: bool):
+                 interfaces_file: Optional[str], sanitize: bool,
+                 lfta_table_size: Optional[int] = None):
         self.files = files
         self.schema_files = schema
         self.library_paths = library_paths
         self.interfaces_file = interfaces_file
         self.sanitize = sanitize
+        self.lfta_table_size = lfta_table_size
         self._builds: dict[tuple, _Build] = {}
         self._default = self._build(Interfaces() if interfaces_file is None
                                     else _interfaces({}, {}, interfaces_file)[0])
@@ -295,7 +297,8 @@ class CompiledQuerySet:
         key = (ifaces.default, tuple(sorted((k, tuple(v)) for k, v in ifaces.sets.items())))
         b = self._builds.get(key)
         if b is None:
-            qs = load_queryset(self.files, self.schema_files, self.library_paths, ifaces)
+            qs = load_queryset(self.files, self.schema_files, self.library_paths, ifaces,
+                               self.lfta_table_size)
             gen = generate(qs.plan)
             b = _Build(qs, gen, build(gen, sanitize=self.sanitize))
             self._builds[key] = b
@@ -406,16 +409,22 @@ class CompiledQuerySet:
 
 def compile(files: Union[PathLike, Sequence[PathLike]], schema=None, *,
             library_paths: Sequence[PathLike] = (), interfaces: Optional[PathLike] = None,
-            sanitize: bool = False) -> CompiledQuerySet:
+            sanitize: bool = False, lfta_table_size: Optional[int] = None) -> CompiledQuerySet:
     """Parse, analyze, plan, generate and build GSQL query files.  A query
     error raises gsqlc.QueryError (with .file, .line, .column and .rule).
     schema: schema file(s) with PROTOCOL declarations (default: the packet
-    schema); interfaces: an interfaces file (TOML) declaring interface sets."""
+    schema); interfaces: an interfaces file (TOML) declaring interface sets;
+    lfta_table_size: slots of the LFTAs' aggregation tables (default 262,144;
+    a query's DEFINE lfta_table_size wins)."""
     files_l = _as_list(files)
     if not files_l:
         raise UsageError("compile() needs at least one query file")
+    if lfta_table_size is not None and (not isinstance(lfta_table_size, int)
+                                        or lfta_table_size < 1):
+        raise UsageError(f"lfta_table_size must be a positive integer, got {lfta_table_size!r}")
     return CompiledQuerySet(files_l, _as_list(schema), _as_list(library_paths),
-                            os.fspath(interfaces) if interfaces else None, sanitize)
+                            os.fspath(interfaces) if interfaces else None, sanitize,
+                            lfta_table_size)
 
 
 # ------------------------------------------------------------ runs

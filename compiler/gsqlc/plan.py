@@ -184,11 +184,15 @@ def _lfta_table_size(q: AnalyzedQuery) -> int:
             from .diagnostics import GsqlError
             raise GsqlError(q.query.defines.item_spans.get("lfta_table_size", q.query.span),
                             "bad-define", f"lfta_table_size must be an integer, got '{v}'")
-        size = 1
-        while size < max(n, 16):
-            size *= 2
-        return size
+        return _power_of_two(n)
     return DEFAULT_LFTA_TABLE
+
+
+def _power_of_two(n: int) -> int:
+    size = 1
+    while size < max(n, 16):
+        size *= 2
+    return size
 
 
 def _protocol_lfta(q: AnalyzedQuery, side: int, fields: list[str],
@@ -415,12 +419,18 @@ def expand_interface_sets(nodes: list[PlanNode], ifaces: "Interfaces") -> list[P
     return out
 
 
-def make_plan(queries: list[AnalyzedQuery], ifaces: Optional["Interfaces"] = None) -> Plan:
+def make_plan(queries: list[AnalyzedQuery], ifaces: Optional["Interfaces"] = None,
+              lfta_table_size: Optional[int] = None) -> Plan:
+    """lfta_table_size: the default slot count of LFTA aggregation tables
+    (a query's DEFINE lfta_table_size still wins)."""
     from .interfaces import Interfaces
     nodes: list[PlanNode] = []
     streams: dict[str, StreamDef] = {}
     for q in queries:
         for n in plan_query(q, streams):
+            if lfta_table_size and n.level == "lfta" and n.kind == "aggregate" and not (
+                    q.defines.get("lfta_table_size") or q.defines.get("aggregate_slots")):
+                n.table_size = _power_of_two(lfta_table_size)
             nodes.append(n)
             streams[n.name] = n.output
     return Plan(expand_interface_sets(nodes, ifaces or Interfaces()), queries)

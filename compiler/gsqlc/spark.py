@@ -341,6 +341,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
               library_paths: Sequence[str] = (), strings: str = "str",
               partitions: Optional[int] = None, heartbeat_interval="off",
               direct_files: bool = True, on_malformed: str = "count",
+              lfta_table_size: int = 1 << 20,
               compiled: Optional[CompiledQuerySet] = None):
     """Run GSQL queries over Spark DataFrames; returns the DataFrame of
     `output` (default: the only output query).  sources: {interface:
@@ -364,7 +365,10 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                                       f"{type(df).__name__}")
         placeholder[name] = [object() for _ in vals] if isinstance(v, list) else object()
     ifaces, arrow_members = _interfaces(placeholder, {}, None)
-    cqs = compiled or api.compile(files, schema, library_paths=library_paths)
+    # A Spark task pre-aggregates a whole partition (millions of records):
+    # a larger direct-mapped table ejects far fewer partials into the shuffle.
+    cqs = compiled or api.compile(files, schema, library_paths=library_paths,
+                                  lfta_table_size=lfta_table_size)
     b = cqs._build(ifaces)
     qs = b.queryset
     params = {k: str(v) for k, v in (params or {}).items()}
