@@ -29,6 +29,7 @@ from .diagnostics import UsageError
 from .driver import QuerySet, load_queryset
 from .interfaces import DEFAULT_IFACE, InterfaceError, Interfaces
 from .interfaces import build as build_interfaces
+from .interfaces import check_skew as _skew_seconds
 from . import runner
 from .runner import RunError, SetupError
 
@@ -71,12 +72,9 @@ def run_options(*, clock: str = "wall", heartbeat_interval: Union[str, float] = 
 
 def check_skew(name: str, value) -> float:
     try:
-        skew = float(value)
-    except (TypeError, ValueError):
-        raise UsageError(f"max skew {name}={value}: '{value}' is not a number of seconds") from None
-    if not skew >= 0:
-        raise UsageError(f"max skew {name}={value}: the skew must not be negative")
-    return skew
+        return _skew_seconds(f"max skew {name}={value}", value)
+    except InterfaceError as e:
+        raise UsageError(str(e)) from None
 
 
 def check_params(qs: QuerySet, params: Mapping[str, str]) -> None:

@@ -42,7 +42,8 @@ class Interfaces:
         return self.sets.get(name, [name])
 
 
-def _skew(where: str, value) -> float:
+def check_skew(where: str, value) -> float:
+    """A maximum skew in seconds (a number >= 0), or InterfaceError."""
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -70,7 +71,7 @@ def load_file(path: str, into: Interfaces) -> None:
         if "source" in spec:
             into.sources[name] = str(spec["source"])
         if "max_skew" in spec:
-            into.skews[name] = _skew(f"{path}: [interface.{name}]", spec["max_skew"])
+            into.skews[name] = check_skew(f"{path}: [interface.{name}]", spec["max_skew"])
     for name, spec in doc.get("set", {}).items():
         members = spec.get("members") if isinstance(spec, dict) else None
         if not isinstance(members, list) or not members or \
