@@ -127,15 +127,10 @@ public:
             emit_heartbeat_if_advanced(node);
             break;
         case GSQ_EOF:
-            if (ended_[s])
-                break; // repeated EOF
-            ended_[s] = true;
-            {
-                const bool all = eofs_.mark(input);
+            end_input(node, eofs_, input, [&] {
+                ended_[s] = true;
                 release(node);
-                if (all)
-                    emit_eof(node);
-            }
+            });
             break;
         default:
             throw protocol_error("unknown tuple kind " + std::to_string(kind));

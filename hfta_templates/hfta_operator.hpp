@@ -72,6 +72,7 @@ public:
     }
 
     bool all_ended() const noexcept { return n_ended_ == ended_.size(); }
+    bool ended(int input) const noexcept { return ended_[static_cast<size_t>(input)]; }
 
 private:
     std::vector<bool> ended_;
@@ -79,6 +80,21 @@ private:
 };
 
 inline void emit_eof(gsq_node *node) { gsq_emit(node, GSQ_EOF, nullptr, 0, nullptr, 0); }
+
+// GSQ_EOF on `input` of an operator that holds tuples: the input's first EOF
+// marks it in `eofs` and calls on_end(), which records the end and releases
+// what waited for it; after the last input's, GSQ_EOF goes out.  A repeated
+// EOF does nothing.
+template <class OnEnd>
+void end_input(gsq_node *node, input_eofs &eofs, int input, OnEnd &&on_end)
+{
+    if (eofs.ended(input))
+        return;
+    const bool all = eofs.mark(input);
+    on_end();
+    if (all)
+        emit_eof(node);
+}
 
 // An owned copy of a packed tuple (fixed struct + string tail), for operators
 // that buffer input (merge, join).  Moves only.

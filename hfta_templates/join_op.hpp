@@ -163,15 +163,10 @@ public:
             emit_heartbeat_if_advanced(node);
             break;
         case GSQ_EOF:
-            if (sides_[s].ended)
-                break; // repeated EOF
-            sides_[s].ended = true;
-            {
-                const bool all = eofs_.mark(input);
+            end_input(node, eofs_, input, [&] {
+                sides_[s].ended = true;
                 purge_all(node);
-                if (all)
-                    emit_eof(node);
-            }
+            });
             break;
         default:
             throw protocol_error("unknown tuple kind " + std::to_string(kind_));

@@ -121,15 +121,10 @@ public:
             on_heartbeat(node, in, functor_.time_of(tup, len));
             break;
         case GSQ_EOF:
-            if (in.ended)
-                break; // repeated EOF
-            in.ended = true;
-            {
-                const bool all = eofs_.mark(input);
+            end_input(node, eofs_, input, [&] {
+                in.ended = true;
                 release(node);
-                if (all)
-                    emit_eof(node);
-            }
+            });
             break;
         default:
             throw protocol_error("unknown tuple kind " + std::to_string(kind));

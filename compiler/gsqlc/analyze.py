@@ -723,6 +723,27 @@ def _split_offset(e: ast.Expr) -> tuple[ast.Expr, float]:
 _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "=": "="}
 
 
+def _join_conditions(aq: AnalyzedQuery, filters: tuple[list, list], other: str):
+    """Sorts the WHERE conjuncts of a two-input query: one over a single
+    input goes to that input's list in `filters` (a constant one to the
+    first); each one relating the inputs is yielded as (c, left, op, right),
+    a comparison with `left` over input 0 and `right` over input 1.  `other`
+    names what is not supported, for any other condition between the inputs."""
+    for c in aq.where:
+        sides = _sides(c)
+        if len(sides) <= 1:
+            filters[next(iter(sides)) if sides else 0].append(c)
+            continue
+        if not (isinstance(c, ast.Binary) and c.op in ("=", "<", ">", "<=", ">=")):
+            raise not_supported(c.span, other)
+        left, right, op = c.left, c.right, c.op
+        if _sides(left) == {1} and _sides(right) == {0}:
+            left, right, op = right, left, _FLIP[op]
+        if _sides(left) != {0} or _sides(right) != {1}:
+            raise not_supported(c.span, "a join condition mixing both inputs on one side")
+        yield c, left, op, right
+
+
 def _analyze_join(aq: AnalyzedQuery) -> JoinInfo:
     q = aq.query
     if q.join is not None and q.join.kind == "filter":
@@ -736,19 +757,9 @@ def _analyze_join(aq: AnalyzedQuery) -> JoinInfo:
     lo: Optional[float] = None
     hi: Optional[float] = None
     fill: dict[tuple[int, str], tuple[int, str]] = {}
-    for c in aq.where:
-        sides = _sides(c)
-        if len(sides) <= 1:
-            filters[next(iter(sides)) if sides else 0].append(c)
-            continue
-        if not (isinstance(c, ast.Binary) and c.op in ("=", "<", ">", "<=", ">=")):
-            raise not_supported(c.span, "a join condition other than equalities and a "
-                                "temporal band between the two inputs")
-        left, right, op = c.left, c.right, c.op
-        if _sides(left) == {1} and _sides(right) == {0}:
-            left, right, op = right, left, _FLIP[op]
-        if _sides(left) != {0} or _sides(right) != {1}:
-            raise not_supported(c.span, "a join condition mixing both inputs on one side")
+    for c, left, op, right in _join_conditions(
+            aq, filters, "a join condition other than equalities and a temporal band "
+            "between the two inputs"):
         lt, rt = left.info.temporal, right.info.temporal
         if op == "=" and not (lt.is_temporal and rt.is_temporal):
             keys.append((left, right))
@@ -848,19 +859,9 @@ def _analyze_filter_join(aq: AnalyzedQuery) -> JoinInfo:
     keys: list[tuple[ast.Expr, ast.Expr]] = []
     fill: dict[tuple[int, str], tuple[int, str]] = {}
     s_time: Optional[ast.Expr] = None
-    for c in aq.where:
-        sides = _sides(c)
-        if len(sides) <= 1:
-            filters[next(iter(sides)) if sides else 0].append(c)
-            continue
-        if not (isinstance(c, ast.Binary) and c.op in ("=", "<", ">", "<=", ">=")):
-            raise not_supported(c.span, "a FILTER_JOIN condition other than equalities and "
-                                "a temporal relation between the two inputs")
-        left, right, op = c.left, c.right, c.op
-        if _sides(left) == {1} and _sides(right) == {0}:
-            left, right, op = right, left, _FLIP[op]
-        if _sides(left) != {0} or _sides(right) != {1}:
-            raise not_supported(c.span, "a join condition mixing both inputs on one side")
+    for c, left, op, right in _join_conditions(
+            aq, filters, "a FILTER_JOIN condition other than equalities and a temporal "
+            "relation between the two inputs"):
         lx, _ = _split_offset(left)
         rx, _ = _split_offset(right)
         if isinstance(lx, FieldRef) and lx.name == col.name:

@@ -167,6 +167,11 @@ def _expr_comment(e: ast.Expr, node: PlanNode) -> str:
     return c_comment(describe_expr(e, node))
 
 
+def _hfta_param(p: str) -> str:
+    """The C++ member holding query parameter p in an HFTA functor."""
+    return f"p_{c_identifier(p)}"
+
+
 # ---------------------------------------------------------------- generator
 
 
@@ -426,24 +431,19 @@ class Generator:
                     slack=f"(({col.type.c_type})({n.merge.slack!r}))")
         return self.env.get_template("hfta/merge.cpp.j2").render(**data)
 
-    def _hfta_join(self, n: PlanNode) -> str:
+    def _join_sides(self, n: PlanNode, ident: str) -> tuple:
+        """What a join and a filter join share.  Returns access(var, side,
+        name), the C++ reading field `name` of input `side` through the
+        tuple pointer `var`; an emitter per input over its tuple `in`; and
+        the template data built with them: the input types, each input's
+        WHERE filters, the key struct with the code filling it from either
+        input, and the query parameters."""
         from .types import arithmetic_result
-        j = n.join
-        ident = self.idents[n.name]
-        data = self._hfta_common(n, f"{ident}_functor")
-        types = [self.tup(n.inputs[0]), self.tup(n.inputs[1])]
 
         def access(var: str, side: int, name: str) -> str:
             col = n.input_defs[side].get(name)
             m = field_member(name)
             return f"gsq_tuple_str({var}, {var}->{m})" if col.type is Type.STRING else f"{var}->{m}"
-
-        def default(t: Type) -> str:
-            if t is Type.STRING:
-                return 'gsq_str_lit("", 0u)'
-            if t is Type.IPV6:
-                return "gsq_ipv6{}"
-            return f"(({t.c_type})0)"
 
         def side_emitter(side: int) -> CEmitter:
             def resolve(e):
@@ -451,8 +451,56 @@ class Generator:
                     assert e.source == side
                     return access("in", side, e.name)
                 return None
-            return CEmitter(EmitContext(resolve, lambda p: f"p_{c_identifier(p)}",
-                                        const_prefix=f"{ident}_k{side}"))
+            return CEmitter(EmitContext(resolve, _hfta_param, const_prefix=f"{ident}_k{side}"))
+
+        j = n.join
+        lem, rem = side_emitter(0), side_emitter(1)
+        key_members, key_eq, key_hash, lkeys, rkeys = [], [], [], [], []
+        for i, (le, re_) in enumerate(j.keys):
+            lt, rt = le.info.type, re_.info.type
+            t = lt if lt == rt or not (lt.is_numeric and rt.is_numeric) else arithmetic_result(lt, rt)
+            if t is Type.BOOL:
+                t = Type.INT
+            if t is Type.STRING:
+                key_members.append(f"std::string k{i};")
+                lkeys.append(f"{{ gsq_str v_ = {lem.expr(le)}; k.k{i}.assign(v_.p, v_.len); }}")
+                rkeys.append(f"{{ gsq_str v_ = {rem.expr(re_)}; k.k{i}.assign(v_.p, v_.len); }}")
+            else:
+                key_members.append(f"{t.c_type} k{i}{{}};")
+                lkeys.append(f"k.k{i} = {lem.as_type(le, t)};")
+                rkeys.append(f"k.k{i} = {rem.as_type(re_, t)};")
+            key_eq.append(key_equal(t, f"a.k{i}", f"b.k{i}"))
+            key_hash.append(key_hash_step(t, f"k.k{i}"))
+        lwhere = [f"if (!{lem.expr(c)}) return false;  {_expr_comment(c, n)}" for c in j.filters[0]]
+        rwhere = [f"if (!{rem.expr(c)}) return false;  {_expr_comment(c, n)}" for c in j.filters[1]]
+        p_decls, p_init = param_inits(n.params, _hfta_param)
+        data = dict(
+            key_members=key_members, key_eq=" && ".join(key_eq) or "true", key_hash=key_hash,
+            left_t=self.tup(n.inputs[0]), right_t=self.tup(n.inputs[1]),
+            left_where=lwhere, right_where=rwhere, left_keys=lkeys, right_keys=rkeys,
+            param_decls=p_decls, param_init=[x.replace("{FAIL}", "") for x in p_init])
+        return access, lem, rem, data
+
+    @staticmethod
+    def _join_without_regexes(n: PlanNode, *ctxs: EmitContext) -> None:
+        if any(c.regexes for c in ctxs):
+            from .diagnostics import GsqlError
+            raise GsqlError(n.query.query.span, "not-supported-yet",
+                            "regular-expression functions inside a join are not supported yet")
+
+    def _hfta_join(self, n: PlanNode) -> str:
+        from .types import arithmetic_result
+        j = n.join
+        ident = self.idents[n.name]
+        data = self._hfta_common(n, f"{ident}_functor")
+        access, lem, rem, sides = self._join_sides(n, ident)
+
+        def default(t: Type) -> str:
+            if t is Type.STRING:
+                return 'gsq_str_lit("", 0u)'
+            if t is Type.IPV6:
+                return "gsq_ipv6{}"
+            return f"(({t.c_type})0)"
 
         def out_resolve(e):
             if not isinstance(e, FieldRef):
@@ -468,50 +516,24 @@ class Generator:
                 return f"({var} ? {present} : {other})"
             return f"({var} ? {present} : {default(t)})"
 
-        octx = EmitContext(out_resolve, lambda p: f"p_{c_identifier(p)}", const_prefix=ident + "_ko")
+        octx = EmitContext(out_resolve, _hfta_param, const_prefix=ident + "_ko")
         oem = CEmitter(octx)
-        lem, rem = side_emitter(0), side_emitter(1)
         time_t = arithmetic_result(j.time[0].info.type, j.time[1].info.type) or j.time[0].info.type
-        key_members, key_eq, key_hash, lkeys, rkeys = [], [], [], [], []
-        for i, (le, re_) in enumerate(j.keys):
-            lt, rt = le.info.type, re_.info.type
-            t = lt if lt == rt or not (lt.is_numeric and rt.is_numeric) else arithmetic_result(lt, rt)
-            if t is Type.BOOL:
-                t = Type.INT
-            if t is Type.STRING:
-                key_members.append(f"std::string k{i};")
-                lkeys.append(f"{{ gsq_str v_ = {lem.expr(le)}; k.k{i}.assign(v_.p, v_.len); }}")
-                rkeys.append(f"{{ gsq_str v_ = {rem.expr(re_)}; k.k{i}.assign(v_.p, v_.len); }}")
-            else:
-                key_members.append(f"{t.c_type} k{i}{{}};")
-                lkeys.append(f"k.k{i} = {lem.as_type(le, t)};")
-                rkeys.append(f"k.k{i} = {rem.as_type(re_, t)};")
-            key_eq.append(key_equal(t, f"a.k{i}", f"b.k{i}"))
-            key_hash.append(key_hash_step(t, f"k.k{i}"))
-        lwhere = [f"if (!{lem.expr(c)}) return false;  {_expr_comment(c, n)}" for c in j.filters[0]]
-        rwhere = [f"if (!{rem.expr(c)}) return false;  {_expr_comment(c, n)}" for c in j.filters[1]]
         assigns, strs = output_assignments(oem, n.output, n.select, data["out_t"])
         time_keys = {key(j.time[0]), key(j.time[1])}
         hb_assigns = [f"t.{field_member(col.name)} = ({col.type.c_type})tm;"
                       for col, (_, e) in zip(n.output.columns, n.select)
                       if key(e) in time_keys and col.type.is_numeric]
-        p_decls, p_init = param_inits(n.params, lambda p: f"p_{c_identifier(p)}")
         data.update(
+            sides,
             join_kind={"inner": "inner", "left": "left_outer", "right": "right_outer",
                        "full": "full_outer"}[j.kind],
-            time_t=time_t.c_type, key_members=key_members,
-            key_eq=" && ".join(key_eq) or "true", key_hash=key_hash,
-            left_t=types[0], right_t=types[1], left_where=lwhere, right_where=rwhere,
-            left_keys=lkeys, right_keys=rkeys,
+            time_t=time_t.c_type,
             left_time=lem.as_type(j.time[0], time_t), right_time=rem.as_type(j.time[1], time_t),
             band_lo=f"(({time_t.c_type})({j.band_lo!r}))", band_hi=f"(({time_t.c_type})({j.band_hi!r}))",
             assigns=assigns, strs=strs, hb_assigns=hb_assigns,
-            param_decls=p_decls, param_init=[x.replace("{FAIL}", "") for x in p_init],
             constants=lem.ctx.constants + rem.ctx.constants + octx.constants)
-        if lem.ctx.regexes or rem.ctx.regexes or octx.regexes:
-            from .diagnostics import GsqlError
-            raise GsqlError(n.query.query.span, "not-supported-yet",
-                            "regular-expression functions inside a join are not supported yet")
+        self._join_without_regexes(n, lem.ctx, rem.ctx, octx)
         return self.env.get_template("hfta/join.cpp.j2").render(**data)
 
     def _hfta_filter_join(self, n: PlanNode) -> str:
@@ -522,23 +544,7 @@ class Generator:
         j = n.join
         ident = self.idents[n.name]
         data = self._hfta_common(n, f"{ident}_functor")
-        types = [self.tup(n.inputs[0]), self.tup(n.inputs[1])]
-
-        def access(var: str, side: int, name: str) -> str:
-            col = n.input_defs[side].get(name)
-            m = field_member(name)
-            return f"gsq_tuple_str({var}, {var}->{m})" if col.type is Type.STRING else f"{var}->{m}"
-
-        def params(p: str) -> str:
-            return f"p_{c_identifier(p)}"
-
-        def side_emitter(side: int) -> CEmitter:
-            def resolve(e):
-                if isinstance(e, FieldRef):
-                    assert e.source == side
-                    return access("in", side, e.name)
-                return None
-            return CEmitter(EmitContext(resolve, params, const_prefix=f"{ident}_k{side}"))
+        access, lem, rem, sides = self._join_sides(n, ident)
 
         def out_resolve(e):
             if not isinstance(e, FieldRef):
@@ -550,29 +556,10 @@ class Generator:
             t = e.info.type
             return v if t in (Type.STRING, Type.IPV6) else f"(({t.c_type})({v}))"
 
-        octx = EmitContext(out_resolve, params, const_prefix=ident + "_ko")
+        octx = EmitContext(out_resolve, _hfta_param, const_prefix=ident + "_ko")
         oem = CEmitter(octx)
-        lem, rem = side_emitter(0), side_emitter(1)
         col, s_time = j.time
         tt = arithmetic_result(col.info.type, s_time.info.type) or col.info.type
-        key_members, key_eq, key_hash, lkeys, rkeys = [], [], [], [], []
-        for i, (le, re_) in enumerate(j.keys):
-            lt, rt = le.info.type, re_.info.type
-            t = lt if lt == rt or not (lt.is_numeric and rt.is_numeric) else arithmetic_result(lt, rt)
-            if t is Type.BOOL:
-                t = Type.INT
-            if t is Type.STRING:
-                key_members.append(f"std::string k{i};")
-                lkeys.append(f"{{ gsq_str v_ = {lem.expr(le)}; k.k{i}.assign(v_.p, v_.len); }}")
-                rkeys.append(f"{{ gsq_str v_ = {rem.expr(re_)}; k.k{i}.assign(v_.p, v_.len); }}")
-            else:
-                key_members.append(f"{t.c_type} k{i}{{}};")
-                lkeys.append(f"k.k{i} = {lem.as_type(le, t)};")
-                rkeys.append(f"k.k{i} = {rem.as_type(re_, t)};")
-            key_eq.append(key_equal(t, f"a.k{i}", f"b.k{i}"))
-            key_hash.append(key_hash_step(t, f"k.k{i}"))
-        lwhere = [f"if (!{lem.expr(c)}) return false;  {_expr_comment(c, n)}" for c in j.filters[0]]
-        rwhere = [f"if (!{rem.expr(c)}) return false;  {_expr_comment(c, n)}" for c in j.filters[1]]
         assigns, strs = output_assignments(oem, n.output, n.select, data["out_t"])
 
         # The output heartbeat at S time tm: a temporal column over S's time
@@ -584,7 +571,7 @@ class Generator:
             if isinstance(e, FieldRef):
                 return f"(({e.info.type.c_type})tm)"
             return None
-        hem = CEmitter(EmitContext(hb_resolve, params, const_prefix=ident + "_kh"))
+        hem = CEmitter(EmitContext(hb_resolve, _hfta_param, const_prefix=ident + "_kh"))
         hb_assigns = []
         for ocol, (_, e) in zip(n.output.columns, n.select):
             if not ocol.temporal.is_temporal or not ocol.type.is_numeric:
@@ -604,22 +591,15 @@ class Generator:
             window_back = f"(({tt.c_type})({min(j.window - 1, hi)}ULL))"
         else:
             window_back = f"(({tt.c_type})({j.window - 1}.0))"
-        p_decls, p_init = param_inits(n.params, lambda p: f"p_{c_identifier(p)}")
         data.update(
-            time_t=tt.c_type, key_members=key_members,
-            key_eq=" && ".join(key_eq) or "true", key_hash=key_hash,
-            left_t=types[0], right_t=types[1], left_where=lwhere, right_where=rwhere,
-            left_keys=lkeys, right_keys=rkeys,
+            sides,
+            time_t=tt.c_type,
             left_time=lem.as_type(col, tt), right_time=rem.as_type(s_time, tt),
             window=j.window, window_back=window_back,
             assigns=assigns, strs=strs, hb_assigns=hb_assigns,
-            param_decls=p_decls, param_init=[x.replace("{FAIL}", "") for x in p_init],
             constants=lem.ctx.constants + rem.ctx.constants + octx.constants
             + hem.ctx.constants)
-        if lem.ctx.regexes or rem.ctx.regexes or octx.regexes:
-            from .diagnostics import GsqlError
-            raise GsqlError(n.query.query.span, "not-supported-yet",
-                            "regular-expression functions inside a join are not supported yet")
+        self._join_without_regexes(n, lem.ctx, rem.ctx, octx)
         return self.env.get_template("hfta/filter_join.cpp.j2").render(**data)
 
     def _hfta(self, n: PlanNode) -> str:
