@@ -385,3 +385,38 @@ const char *gsq_arrow_stream_error(struct ArrowArrayStream *st, int rc)
         return e;
     return rc > 0 ? strerror(rc) : "unknown error";
 }
+
+int gsq_arrow_open_schema(gsq_run *r, const char *who, struct ArrowArrayStream *st,
+                          struct ArrowSchema *schema, gsq_arrow_col **cols, uint8_t **used)
+{
+    int64_t nc;
+    int rc;
+    if (!st || !st->release) {
+        gsq_run_fail(r, "%s: the Arrow stream was already released", who);
+        return -1;
+    }
+    rc = st->get_schema(st, schema);
+    if (rc != 0) {
+        schema->release = NULL;
+        gsq_run_fail(r, "%s: cannot read the Arrow stream's schema: %s", who,
+                     gsq_arrow_stream_error(st, rc));
+        return -1;
+    }
+    if (!schema->release || !schema->format || strcmp(schema->format, "+s") != 0 ||
+        schema->n_children < 0) {
+        gsq_buf m = {0};
+        gsq_arrow_describe_format(&m, schema->format ? schema->format : "");
+        gsq_run_fail(r, "%s: an Arrow stream of record batches (struct arrays, format "
+                        "'+s') is needed, not format %s", who, gsq_buf_str(&m));
+        gsq_buf_free(&m);
+        return -1;
+    }
+    nc = schema->n_children;
+    *cols = calloc((size_t)(nc ? nc : 1), sizeof **cols);
+    *used = calloc((size_t)(nc ? nc : 1), 1);
+    if (!*cols || !*used) {
+        gsq_run_fail(r, "out of memory");
+        return -1;
+    }
+    return 0;
+}

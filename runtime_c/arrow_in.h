@@ -91,4 +91,13 @@ uint64_t gsq_arrow_bytes(const struct ArrowArray *ch, const gsq_arrow_col *c, in
 /* The text of the stream's last error, or a fallback for rc. */
 const char *gsq_arrow_stream_error(struct ArrowArrayStream *st, int rc);
 
+/* Open a reader's side of an Arrow stream (both readers: an interface's
+ * source and an injected stream): check the stream is live, read its
+ * schema into *schema (owned by the caller from then on: release it) and
+ * check it describes record batches, then allocate *cols and *used with one
+ * zeroed entry per column (owned by the caller).  `who` starts every
+ * message ("interface 'x'", "stream y").  0, or -1 with the run failed. */
+int gsq_arrow_open_schema(gsq_run *r, const char *who, struct ArrowArrayStream *st,
+                          struct ArrowSchema *schema, gsq_arrow_col **cols, uint8_t **used);
+
 #endif /* GSQ_ARROW_IN_H */

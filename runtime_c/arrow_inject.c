@@ -138,7 +138,7 @@ int gsq_inject_open(gsq_run *r, gsq_inject *in)
     const gsq_stream_desc *d = &r->qs->streams[in->stream];
     struct ArrowArrayStream *st = in->arrow;
     inject_reader *rd = calloc(1, sizeof *rd);
-    int64_t nc;
+    gsq_buf who = {0};
     int rc;
     if (!rd) {
         gsq_run_fail(r, "out of memory");
@@ -146,32 +146,14 @@ int gsq_inject_open(gsq_run *r, gsq_inject *in)
     }
     in->impl = rd;
     gsq_buf_printf(&rd->name, "arrow stream %s", d->name);
-    if (!st || !st->release) {
-        gsq_run_fail(r, "stream %s: the Arrow stream was already released", d->name);
+    gsq_buf_printf(&who, "stream %s", d->name);
+    rc = gsq_arrow_open_schema(r, gsq_buf_str(&who), st, &rd->schema, &rd->cols, &rd->used);
+    gsq_buf_free(&who);
+    if (rc != 0)
         return -1;
-    }
-    rc = st->get_schema(st, &rd->schema);
-    if (rc != 0) {
-        rd->schema.release = NULL;
-        gsq_run_fail(r, "stream %s: cannot read the Arrow stream's schema: %s", d->name,
-                     gsq_arrow_stream_error(st, rc));
-        return -1;
-    }
-    if (!rd->schema.release || !rd->schema.format || strcmp(rd->schema.format, "+s") != 0 ||
-        rd->schema.n_children < 0) {
-        gsq_buf m = {0};
-        gsq_arrow_describe_format(&m, rd->schema.format ? rd->schema.format : "");
-        gsq_run_fail(r, "stream %s: an Arrow stream of record batches (struct arrays, format "
-                        "'+s') is needed, not format %s", d->name, gsq_buf_str(&m));
-        gsq_buf_free(&m);
-        return -1;
-    }
-    nc = rd->schema.n_children;
-    rd->cols = calloc((size_t)(nc ? nc : 1), sizeof *rd->cols);
-    rd->used = calloc((size_t)(nc ? nc : 1), 1);
     rd->col_of = calloc(d->n_cols ? d->n_cols : 1, sizeof *rd->col_of);
     rd->vals = calloc(d->n_cols ? d->n_cols : 1, sizeof *rd->vals);
-    if (!rd->cols || !rd->used || !rd->col_of || !rd->vals) {
+    if (!rd->col_of || !rd->vals) {
         gsq_run_fail(r, "out of memory");
         return -1;
     }

@@ -173,7 +173,7 @@ int gsq_arrow_open(gsq_run *r, gsq_source *s)
 {
     arrow_reader *rd = calloc(1, sizeof *rd);
     struct ArrowArrayStream *st = s->arrow;
-    int64_t nc;
+    gsq_buf who = {0};
     int rc;
     if (!rd) {
         gsq_run_fail(r, "out of memory");
@@ -181,33 +181,15 @@ int gsq_arrow_open(gsq_run *r, gsq_source *s)
     }
     s->impl = rd;
     gsq_buf_printf(&rd->name, "arrow:%s", s->iface);
-    if (!st || !st->release) {
-        gsq_run_fail(r, "interface '%s': the Arrow stream was already released", s->iface);
+    gsq_buf_printf(&who, "interface '%s'", s->iface);
+    rc = gsq_arrow_open_schema(r, gsq_buf_str(&who), st, &rd->schema, &rd->cols, &rd->used);
+    gsq_buf_free(&who);
+    if (rc != 0)
         return -1;
-    }
     if (gsq_csv_slots_build(&rd->cs, s) != 0)
         goto oom;
-    rc = st->get_schema(st, &rd->schema);
-    if (rc != 0) {
-        rd->schema.release = NULL;
-        gsq_run_fail(r, "interface '%s': cannot read the Arrow stream's schema: %s", s->iface,
-                     gsq_arrow_stream_error(st, rc));
-        return -1;
-    }
-    if (!rd->schema.release || !rd->schema.format || strcmp(rd->schema.format, "+s") != 0 ||
-        rd->schema.n_children < 0) {
-        gsq_buf m = {0};
-        gsq_arrow_describe_format(&m, rd->schema.format ? rd->schema.format : "");
-        gsq_run_fail(r, "interface '%s': an Arrow stream of record batches (struct arrays, "
-                        "format '+s') is needed, not format %s", s->iface, gsq_buf_str(&m));
-        gsq_buf_free(&m);
-        return -1;
-    }
-    nc = rd->schema.n_children;
-    rd->cols = calloc((size_t)(nc ? nc : 1), sizeof *rd->cols);
-    rd->used = calloc((size_t)(nc ? nc : 1), 1);
     rd->slot_col = calloc(rd->cs.n ? rd->cs.n : 1, sizeof *rd->slot_col);
-    if (!rd->cols || !rd->used || !rd->slot_col)
+    if (!rd->slot_col)
         goto oom;
     return match_columns(r, s, rd);
 oom:
