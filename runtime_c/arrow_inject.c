@@ -52,19 +52,6 @@ typedef struct inject_reader {
 /* The heartbeat flag column, as a pseudo column of the stream. */
 static const gsq_column hb_column = {"__heartbeat", GSQ_T_BOOL, 0};
 
-static uint32_t col_size(int type)
-{
-    switch (type) {
-    case GSQ_T_BOOL: return 1;
-    case GSQ_T_USHORT: return 2;
-    case GSQ_T_UINT: case GSQ_T_INT: case GSQ_T_IP: return 4;
-    case GSQ_T_ULLONG: case GSQ_T_LLONG: case GSQ_T_FLOAT: return 8;
-    case GSQ_T_IPV6: return 16;
-    case GSQ_T_STRING: return (uint32_t)sizeof(gsq_strref);
-    default: return 0;
-    }
-}
-
 static int match_columns(gsq_run *r, gsq_inject *in, inject_reader *rd)
 {
     const gsq_stream_desc *d = &r->qs->streams[in->stream];
@@ -82,7 +69,7 @@ static int match_columns(gsq_run *r, gsq_inject *in, inject_reader *rd)
     for (i = 0; i < d->n_cols; i++) {
         const gsq_column *c = &d->cols[i];
         gsq_buf m = {0};
-        uint32_t sz = col_size(c->type);
+        uint32_t sz = gsq_type_size(c->type);
         if (sz == 0 || c->offset > d->fixed_size || sz > d->fixed_size - c->offset) {
             gsq_run_fail(r, "internal error: column %s of stream %s lies outside its %u bytes",
                          c->name, d->name, (unsigned)d->fixed_size);

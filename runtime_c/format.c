@@ -25,7 +25,7 @@ const char *gsq_type_name(int type)
     }
 }
 
-static uint32_t type_size(int type)
+uint32_t gsq_type_size(int type)
 {
     switch (type) {
     case GSQ_T_BOOL: return 1;
@@ -41,7 +41,7 @@ static uint32_t type_size(int type)
 int gsq_read_col(const void *tup, uint32_t len, const gsq_column *c, gsq_val *v)
 {
     const uint8_t *p = (const uint8_t *)tup + c->offset;
-    uint32_t sz = type_size(c->type);
+    uint32_t sz = gsq_type_size(c->type);
     memset(v, 0, sizeof *v);
     if (sz == 0 || c->offset > len || sz > len - c->offset)
         return -1;

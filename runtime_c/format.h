@@ -26,6 +26,8 @@ typedef union gsq_val {
 int gsq_read_col(const void *tup, uint32_t len, const gsq_column *c, gsq_val *v);
 
 const char *gsq_type_name(int type);
+/* Bytes a column of this type takes in a stream's fixed struct (0: unknown). */
+uint32_t gsq_type_size(int type);
 
 /* Text form (pipe and CSV sinks). */
 void gsq_fmt_text(gsq_buf *b, int type, const gsq_val *v);
