@@ -252,6 +252,29 @@ static void put(uint8_t *p, int type, const gsq_csv_value *v)
     }
 }
 
+/* Convert column k of row rd->row as column `col` into *v.  1: converted;
+ * 0: the row is malformed (counted and described); -1: the run failed. */
+static int take_value(gsq_run *r, gsq_inject *in, inject_reader *rd, int row_null, int64_t k,
+                      const gsq_column *col, gsq_csv_value *v)
+{
+    const struct ArrowArray *a = &rd->batch;
+    int rc = row_null ? GSQ_AV_NULL
+                      : gsq_arrow_value(a->children[k], &rd->cols[k], a->offset + rd->row,
+                                        col->type, v);
+    if (rc == GSQ_AV_BROKEN) {
+        gsq_run_fail(r, "stream %s: column %lld of a record batch holds broken offsets or "
+                        "lacks a buffer", r->qs->streams[in->stream].name, (long long)k + 1);
+        return -1;
+    }
+    if (rc != GSQ_AV_OK) {
+        in->rows_read++;
+        in->rows_rejected++;
+        describe(rd, col, a->children[k], &rd->cols[k], a->offset + rd->row, rc);
+        return 0;
+    }
+    return 1;
+}
+
 /* Convert and dispatch row rd->row.  0, or -1 (run failed). */
 static int take_row(gsq_run *r, gsq_inject *in, inject_reader *rd)
 {
@@ -263,41 +286,17 @@ static int take_row(gsq_run *r, gsq_inject *in, inject_reader *rd)
     int kind = GSQ_DATA;
 
     if (rd->hb_col >= 0) {
-        int64_t k = rd->hb_col;
         gsq_csv_value hb;
-        int rc = row_null ? GSQ_AV_NULL
-                          : gsq_arrow_value(a->children[k], &rd->cols[k], a->offset + rd->row,
-                                            GSQ_T_BOOL, &hb);
-        if (rc == GSQ_AV_BROKEN) {
-            gsq_run_fail(r, "stream %s: column %lld of a record batch holds broken offsets or "
-                            "lacks a buffer", d->name, (long long)k + 1);
-            return -1;
-        }
-        if (rc != GSQ_AV_OK) {
-            in->rows_read++;
-            in->rows_rejected++;
-            describe(rd, &hb_column, a->children[k], &rd->cols[k], a->offset + rd->row, rc);
-            return 0;
-        }
+        int rc = take_value(r, in, rd, row_null, rd->hb_col, &hb_column, &hb);
+        if (rc <= 0)
+            return rc;
         if (hb.u)
             kind = GSQ_HEARTBEAT;
     }
     for (i = 0; i < d->n_cols; i++) {
-        int64_t k = rd->col_of[i];
-        int rc = row_null ? GSQ_AV_NULL
-                          : gsq_arrow_value(a->children[k], &rd->cols[k], a->offset + rd->row,
-                                            d->cols[i].type, &rd->vals[i]);
-        if (rc == GSQ_AV_BROKEN) {
-            gsq_run_fail(r, "stream %s: column %lld of a record batch holds broken offsets or "
-                            "lacks a buffer", d->name, (long long)k + 1);
-            return -1;
-        }
-        if (rc != GSQ_AV_OK) {
-            in->rows_read++;
-            in->rows_rejected++;
-            describe(rd, &d->cols[i], a->children[k], &rd->cols[k], a->offset + rd->row, rc);
-            return 0;
-        }
+        int rc = take_value(r, in, rd, row_null, rd->col_of[i], &d->cols[i], &rd->vals[i]);
+        if (rc <= 0)
+            return rc;
         if (d->cols[i].type == GSQ_T_STRING)
             total += rd->vals[i].s.len;
     }
