@@ -77,7 +77,7 @@ def main(argv=None) -> int:
         for f in (pcap, pcap.with_suffix(".parquet")):
             baselines.warm_cache(f)
         res = [run_gsqlc(query, pcap, args.repeat, args.packets)]
-        for engine in ("c", "duckdb1", "duckdb", "polars"):
+        for engine in ("c", "duckdb1", "duckdb", "polars", "gsqlc_arrow"):
             r = subprocess.run([sys.executable, str(HERE / "baselines.py"), engine, query, str(pcap)],
                                capture_output=True, text=True, check=True,
                                env={**__import__("os").environ, "GSQ_BENCH_REPEAT": str(args.repeat)})
@@ -94,7 +94,8 @@ def main(argv=None) -> int:
 
     names = {"gsqlc": "gsqlc (end to end, pcap)", "c": "hand-written C loop (pcap)",
              "duckdb1": "DuckDB, 1 thread (in memory)", "duckdb": "DuckDB, all threads (in memory)",
-             "polars": "Polars (in memory)"}
+             "polars": "Polars (in memory)",
+             "gsqlc_arrow": "gsqlc Python API over Arrow (in memory, 1 thread)"}
     qname = {"q1": "Q1 filter+project", "q2": "Q2 count per (src,dst) per 60 s"}
     lines = [f"{args.packets / 1e6:g} M packets, best of {args.repeat}; throughput ratio = "
              "C-loop seconds / engine seconds.", "",

@@ -333,6 +333,157 @@ int gsq_arrow_value(const struct ArrowArray *ch, const gsq_arrow_col *c, int64_t
     }
 }
 
+/* ---- columns ---------------------------------------------------------- */
+
+/* The range an integer read as GSQL type `type` must lie in (the rules of
+ * from_signed / from_unsigned); 0 for a type no integer converts to. */
+static int int_range(int type, int64_t *lo, uint64_t *hi)
+{
+    switch (type) {
+    case GSQ_T_BOOL: *lo = 0; *hi = 1; return 1;
+    case GSQ_T_USHORT: *lo = 0; *hi = UINT16_MAX; return 1;
+    case GSQ_T_UINT: case GSQ_T_IP: *lo = 0; *hi = UINT32_MAX; return 1;
+    case GSQ_T_INT: *lo = INT32_MIN; *hi = INT32_MAX; return 1;
+    case GSQ_T_ULLONG: *lo = 0; *hi = UINT64_MAX; return 1;
+    case GSQ_T_LLONG: *lo = INT64_MIN; *hi = INT64_MAX; return 1;
+    default: return 0;
+    }
+}
+
+#define OUT_VAL(j) ((gsq_csv_value *)(void *)(vals + (size_t)(j) * stride))
+#define OUT_VALID(j) (valid[(size_t)(j) * stride])
+
+/* The integer loops: one per (signedness, width) so the element read and
+ * the range check are straight-line code.  `nulls` is the validity bitmap
+ * or NULL. */
+#define INT_LOOP(CT, SIGNED)                                                          \
+    for (j = 0; j < m; j++) {                                                         \
+        gsq_csv_value *v = OUT_VAL(j);                                                \
+        CT x;                                                                         \
+        memset(v, 0, sizeof *v);                                                      \
+        if (nulls && !bit(nulls, i0 + j)) {                                           \
+            OUT_VALID(j) = 0;                                                         \
+            flags |= GSQ_AVS_NULL;                                                    \
+            continue;                                                                 \
+        }                                                                             \
+        memcpy(&x, (const uint8_t *)data + (i0 + j) * (int64_t)sizeof(CT), sizeof(CT)); \
+        OUT_VALID(j) = 1;                                                             \
+        if (to_float) {                                                               \
+            v->f = (double)x;                                                         \
+        } else if (SIGNED ? ((int64_t)x < lo || (x > 0 && (uint64_t)(int64_t)x > hi)) \
+                          : (uint64_t)x > hi) {                                       \
+            if (!rc[j])                                                               \
+                rc[j] = GSQ_AV_RANGE;                                                 \
+            flags |= GSQ_AVS_FAILED;                                                  \
+        } else {                                                                      \
+            v->u = (uint64_t)x;                                                       \
+        }                                                                             \
+    }
+
+static int int_column(const struct ArrowArray *ch, const gsq_arrow_col *c, int64_t i0, int64_t m,
+                      int type, uint8_t *vals, size_t stride, uint8_t *valid, uint8_t *rc)
+{
+    const void *data = ch->buffers[1];
+    const void *nulls = ch->null_count != 0 ? ch->buffers[0] : NULL;
+    int to_float = type == GSQ_T_FLOAT, flags = 0;
+    int64_t lo = 0, j;
+    uint64_t hi = 0;
+    if (!to_float && !int_range(type, &lo, &hi))
+        return -1;
+    if (c->cat == GSQ_AC_INT) {
+        switch (c->width) {
+        case 1: INT_LOOP(int8_t, 1) break;
+        case 2: INT_LOOP(int16_t, 1) break;
+        case 4: INT_LOOP(int32_t, 1) break;
+        default: INT_LOOP(int64_t, 1) break;
+        }
+    } else {
+        switch (c->width) {
+        case 1: INT_LOOP(uint8_t, 0) break;
+        case 2: INT_LOOP(uint16_t, 0) break;
+        case 4: INT_LOOP(uint32_t, 0) break;
+        default: INT_LOOP(uint64_t, 0) break;
+        }
+    }
+    return flags;
+}
+
+/* Strings read as GSQL strings: views into the array's buffers. */
+#define STR_LOOP(OT)                                                                  \
+    for (j = 0; j < m; j++) {                                                         \
+        gsq_csv_value *v = OUT_VAL(j);                                                \
+        OT a, b;                                                                      \
+        if (nulls && !bit(nulls, i0 + j)) {                                           \
+            v->s.p = "";                                                              \
+            v->s.len = 0;                                                             \
+            OUT_VALID(j) = 0;                                                         \
+            flags |= GSQ_AVS_NULL;                                                    \
+            continue;                                                                 \
+        }                                                                             \
+        memcpy(&a, (const uint8_t *)offs + (i0 + j) * (int64_t)sizeof(OT), sizeof(OT)); \
+        memcpy(&b, (const uint8_t *)offs + (i0 + j + 1) * (int64_t)sizeof(OT), sizeof(OT)); \
+        OUT_VALID(j) = 1;                                                             \
+        if (a < 0 || b < a || (b > a && !data)) {                                     \
+            v->s.p = "";                                                              \
+            v->s.len = 0;                                                             \
+            rc[j] = GSQ_AV_BROKEN;                                                    \
+            flags |= GSQ_AVS_FAILED;                                                  \
+        } else if ((int64_t)b - (int64_t)a > (int64_t)UINT32_MAX - 1) {               \
+            v->s.p = "";                                                              \
+            v->s.len = 0;                                                             \
+            if (!rc[j])                                                               \
+                rc[j] = GSQ_AV_LONG;                                                  \
+            flags |= GSQ_AVS_FAILED;                                                  \
+        } else {                                                                      \
+            v->s.p = b > a ? data + a : "";                                           \
+            v->s.len = (uint32_t)(b - a);                                             \
+        }                                                                             \
+    }
+
+static int str_column(const struct ArrowArray *ch, const gsq_arrow_col *c, int64_t i0, int64_t m,
+                      uint8_t *vals, size_t stride, uint8_t *valid, uint8_t *rc)
+{
+    const void *offs = ch->buffers[1];
+    const char *data = (const char *)ch->buffers[2];
+    const void *nulls = ch->null_count != 0 ? ch->buffers[0] : NULL;
+    int flags = 0;
+    int64_t j;
+    if (c->width == 4) {
+        STR_LOOP(int32_t)
+    } else {
+        STR_LOOP(int64_t)
+    }
+    return flags;
+}
+
+int gsq_arrow_values(const struct ArrowArray *ch, const gsq_arrow_col *c, int64_t idx, int64_t m,
+                     int type, uint8_t *vals, size_t stride, uint8_t *valid, uint8_t *rc)
+{
+    int64_t i0 = ch->offset + idx, j;
+    int flags = 0;
+    if ((c->cat == GSQ_AC_INT || c->cat == GSQ_AC_UINT) &&
+        (flags = int_column(ch, c, i0, m, type, vals, stride, valid, rc)) >= 0)
+        return flags;
+    if ((c->cat == GSQ_AC_UTF8 || c->cat == GSQ_AC_BIN) && type == GSQ_T_STRING)
+        return str_column(ch, c, i0, m, vals, stride, valid, rc);
+    flags = 0;
+    for (j = 0; j < m; j++) { /* the rarer conversions, a value at a time */
+        int r = gsq_arrow_value(ch, c, idx + j, type, OUT_VAL(j));
+        OUT_VALID(j) = r != GSQ_AV_NULL;
+        if (r == GSQ_AV_NULL) {
+            flags |= GSQ_AVS_NULL;
+        } else if (r != GSQ_AV_OK) {
+            if (!rc[j] || r == GSQ_AV_BROKEN)
+                rc[j] = (uint8_t)r;
+            flags |= GSQ_AVS_FAILED;
+        }
+    }
+    return flags;
+}
+
+#undef OUT_VAL
+#undef OUT_VALID
+
 void gsq_arrow_describe_value(gsq_buf *b, const struct ArrowArray *ch, const gsq_arrow_col *c,
                               int64_t idx)
 {

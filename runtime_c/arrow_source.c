@@ -41,6 +41,9 @@ typedef struct arrow_reader {
     uint8_t *used;
     uint32_t n_described;
     gsq_buf described;
+    uint8_t *rc;               /* per row of a run: its gsq_arrow_value_rc */
+    uint32_t *fail_slot;       /* per row of a run: the slot that failed, or
+                                * NO_SLOT (kept NO_SLOT between runs) */
 } arrow_reader;
 
 void gsq_arrow_stream_release(struct ArrowArrayStream **stream)
@@ -189,8 +192,11 @@ int gsq_arrow_open(gsq_run *r, gsq_source *s)
     if (gsq_csv_slots_build(&rd->cs, s) != 0)
         goto oom;
     rd->slot_col = calloc(rd->cs.n ? rd->cs.n : 1, sizeof *rd->slot_col);
-    if (!rd->slot_col)
+    rd->rc = malloc(s->ring.max_recs);
+    rd->fail_slot = malloc(s->ring.max_recs * sizeof *rd->fail_slot);
+    if (!rd->slot_col || !rd->rc || !rd->fail_slot)
         goto oom;
+    memset(rd->fail_slot, 0xff, s->ring.max_recs * sizeof *rd->fail_slot);
     return match_columns(r, s, rd);
 oom:
     gsq_run_fail(r, "out of memory");
@@ -207,6 +213,8 @@ void gsq_arrow_close(gsq_source *s)
             rd->schema.release(&rd->schema);
         gsq_csv_slots_free(&rd->cs);
         free(rd->slot_col);
+        free(rd->rc);
+        free(rd->fail_slot);
         free(rd->cols);
         free(rd->used);
         gsq_buf_free(&rd->name);
@@ -282,64 +290,87 @@ static void describe(arrow_reader *rd, uint64_t row, const struct ArrowSchema *c
 
 enum { ROW_DONE, ROW_FULL, ROW_ERR };
 
-/* Convert row rd->row of the batch into a ring record (or a rejection). */
-static int take_row(gsq_run *r, gsq_source *s, arrow_reader *rd)
+#define NO_SLOT UINT32_MAX
+
+/* Convert the next rows of the batch into a run of ring records, a column
+ * at a time (gsq_arrow_values); the rows a conversion rejects are counted
+ * and described in row order, and take no record. */
+static int take_rows(gsq_run *r, gsq_source *s, arrow_reader *rd)
 {
     const struct ArrowArray *a = &rd->batch;
-    uint32_t n = rd->cs.n, k;
+    uint32_t n = rd->cs.n, k, j, got = 0, kept = 0;
     size_t vals_sz = (size_t)n * sizeof(gsq_csv_value);
-    gsq_csv_value *vals;
-    uint8_t *valid, *mem;
+    size_t rec_sz = (vals_sz + n + 7u) & ~(size_t)7u;
+    int64_t left = a->length - rd->row;
+    int flags = 0, struct_nulls = a->null_count != 0 && a->buffers[0];
+    uint8_t *base, *rc = rd->rc;
     gsq_record *rec;
-    int any_null = 0, row_null;
 
-    mem = gsq_ring_reserve(&s->ring, vals_sz + n);
-    if (!mem) {
+    base = gsq_ring_reserve_run(&s->ring, vals_sz + n,
+                                left > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)left, &got);
+    if (!base) {
         if (s->ring.used == 0) {
             gsq_run_fail(r, "out of memory reading %s", gsq_buf_str(&rd->name));
             return ROW_ERR;
         }
         return ROW_FULL;
     }
-    vals = (gsq_csv_value *)(void *)mem;
-    valid = mem + vals_sz;
-    row_null = gsq_arrow_row_null(a, rd->row);
+    memset(rc, 0, got);
     for (k = 0; k < n; k++) {
         int64_t c = rd->slot_col[k];
-        int type = rd->cs.slot[k].type;
-        int rc;
-        if (row_null) {
-            memset(&vals[k], 0, sizeof vals[k]);
-            if (type == GSQ_T_STRING)
-                vals[k].s.p = "";
-            rc = GSQ_AV_NULL;
-        } else {
-            rc = gsq_arrow_value(a->children[c], &rd->cols[c], a->offset + rd->row, type,
-                                 &vals[k]);
-        }
-        if (rc == GSQ_AV_OK) {
-            valid[k] = 1;
-        } else if (rc == GSQ_AV_NULL) {
-            valid[k] = 0;
-            any_null = 1;
-        } else if (rc == GSQ_AV_BROKEN) {
-            gsq_run_fail(r, "interface '%s': column %lld of a record batch holds broken "
-                            "offsets or lacks a buffer", s->iface, (long long)c + 1);
-            return ROW_ERR;
-        } else {
-            s->records_read++;
-            s->rows_rejected++;
-            describe(rd, rd->row_no + 1, rd->schema.children[c], a->children[c], &rd->cols[c],
-                     a->offset + rd->row, type, rc);
-            return ROW_DONE; /* the reservation is simply not committed */
-        }
+        int f = gsq_arrow_values(a->children[c], &rd->cols[c], a->offset + rd->row, got,
+                                 rd->cs.slot[k].type, base + k * sizeof(gsq_csv_value), rec_sz,
+                                 base + vals_sz + k, rc);
+        if (f & GSQ_AVS_FAILED)
+            for (j = 0; j < got; j++)
+                if (rc[j] && rd->fail_slot[j] == NO_SLOT)
+                    rd->fail_slot[j] = k;
+        flags |= f;
     }
-    rec = gsq_ring_commit(&s->ring, vals_sz + n);
-    rec->kind = GSQ_SRC_CSV;
-    rec->vals = vals;
-    rec->layout = &rd->cs.layout;
-    rec->valid = any_null ? valid : NULL;
-    s->records_read++;
+    if (struct_nulls) /* a null row is a row of nulls, never a rejection */
+        for (j = 0; j < got; j++)
+            if (gsq_arrow_row_null(a, rd->row + j)) {
+                gsq_csv_value *v = (gsq_csv_value *)(void *)(base + j * rec_sz);
+                memset(v, 0, vals_sz);
+                memset(base + j * rec_sz + vals_sz, 0, n);
+                for (k = 0; k < n; k++)
+                    if (rd->cs.slot[k].type == GSQ_T_STRING)
+                        v[k].s.p = "";
+                rc[j] = 0;
+                rd->fail_slot[j] = NO_SLOT;
+                flags |= GSQ_AVS_NULL;
+            }
+    for (j = 0; j < got; j++)
+        kept += rc[j] == 0;
+    for (j = 0; j < got; j++)
+        if (rc[j] == GSQ_AV_BROKEN) {
+            gsq_run_fail(r, "interface '%s': column %lld of a record batch holds broken "
+                            "offsets or lacks a buffer",
+                         s->iface, (long long)rd->slot_col[rd->fail_slot[j]] + 1);
+            return ROW_ERR;
+        }
+    rec = gsq_ring_commit_run(&s->ring, (size_t)got * rec_sz, kept);
+    for (j = 0; j < got; j++) {
+        uint8_t *mem = base + j * rec_sz;
+        if (rc[j]) {
+            int64_t c = rd->slot_col[rd->fail_slot[j]];
+            s->rows_rejected++;
+            describe(rd, rd->row_no + j + 1, rd->schema.children[c], a->children[c],
+                     &rd->cols[c], a->offset + rd->row + j,
+                     rd->cs.slot[rd->fail_slot[j]].type, rc[j]);
+            rd->fail_slot[j] = NO_SLOT;
+            continue;
+        }
+        rec->kind = GSQ_SRC_CSV;
+        rec->vals = (const gsq_csv_value *)(void *)mem;
+        rec->layout = &rd->cs.layout;
+        rec->valid = (flags & GSQ_AVS_NULL) && memchr(mem + vals_sz, 0, n) ? mem + vals_sz
+                                                                           : NULL;
+        rec++;
+    }
+    s->records_read += got;
+    rd->row += got;
+    rd->row_no += got;
     return ROW_DONE;
 }
 
@@ -357,13 +388,11 @@ int gsq_arrow_read_batch(gsq_run *r, gsq_source *s)
                 return 0;
             continue;
         }
-        rc = take_row(r, s, rd);
+        rc = take_rows(r, s, rd);
         if (rc == ROW_ERR)
             return -1;
         if (rc == ROW_FULL)
             return 0;
-        rd->row++;
-        rd->row_no++;
     }
     return r->failed ? -1 : 0;
 }

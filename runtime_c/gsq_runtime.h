@@ -97,6 +97,12 @@ uint32_t gsq_clock_seconds(gsq_node *node);
  * time is below it and counts them as GSQ_CNT_SKEW_DROPPED. */
 int gsq_clock_bound_usec(gsq_node *node, uint64_t *out);
 
+/* n zeroed elements of `size` bytes for an operator's hash table (NULL if
+ * out of memory); large tables are backed by huge pages where the kernel
+ * allows (table_mem.c).  Free with gsq_table_free. */
+void *gsq_table_alloc(size_t n, size_t size);
+void gsq_table_free(void *p);
+
 /* Counters a node may bump; reported at the end of the run. */
 enum gsq_counter {
     GSQ_CNT_LATE_DROPPED = 0,   /* tuple older than the closed epoch */
@@ -187,6 +193,10 @@ typedef struct gsq_lfta_def {
      * final_heartbeat it is also called once at the end of input, before
      * finish(). */
     void (*heartbeat)(void *state, gsq_node *node);
+    /* May be NULL: a hint that rec will be accepted soon (the run loop
+     * calls it GSQ_PREFETCH_AHEAD records ahead); it must not change any
+     * state.  Aggregations start loading the table slot of rec's group. */
+    void (*prefetch)(void *state, gsq_node *node, const gsq_record *rec);
 } gsq_lfta_def;
 
 typedef struct gsq_hfta_def {

@@ -65,6 +65,36 @@ gsq_record *gsq_ring_commit(gsq_ring *r, size_t n)
     return rec;
 }
 
+void *gsq_ring_reserve_run(gsq_ring *r, size_t n, uint32_t want, uint32_t *got)
+{
+    size_t stride = ALIGN8(n ? n : 1), fit;
+    uint32_t k = want ? want : 1;
+    if (!gsq_ring_reserve(r, stride)) /* room for one, growing an empty ring */
+        return NULL;
+    fit = (r->cap - r->used) / stride;
+    if (k > r->max_recs - r->n_recs)
+        k = r->max_recs - r->n_recs;
+    if (k > fit)
+        k = (uint32_t)fit;
+    r->reserved = (size_t)k * stride;
+    *got = k;
+    return r->buf + r->used;
+}
+
+gsq_record *gsq_ring_commit_run(gsq_ring *r, size_t bytes, uint32_t k)
+{
+    gsq_record *first = &r->recs[r->n_recs];
+    if (bytes > r->reserved)
+        bytes = r->reserved;
+    r->used += bytes;
+    r->reserved = 0;
+    if (r->used > r->high_water)
+        r->high_water = r->used;
+    memset(first, 0, (size_t)k * sizeof *first);
+    r->n_recs += k;
+    return first;
+}
+
 void gsq_ring_release(gsq_ring *r)
 {
     r->used = 0;

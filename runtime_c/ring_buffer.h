@@ -45,6 +45,16 @@ void *gsq_ring_reserve(gsq_ring *r, size_t n);
  * reserved bytes.  Returns its descriptor (zeroed) for the reader to fill. */
 gsq_record *gsq_ring_commit(gsq_ring *r, size_t n);
 
+/* Space for a run of up to `want` records of n bytes each, back to back at
+ * a stride of n rounded up to 8: *got (>= 1) of them fit.  NULL as for
+ * gsq_ring_reserve.  For readers that convert a column at a time. */
+void *gsq_ring_reserve_run(gsq_ring *r, size_t n, uint32_t want, uint32_t *got);
+
+/* Commit a reserved run: its first `bytes` bytes stay in use (a rejected
+ * row's slot among them is simply never described) and k records take
+ * descriptors.  Returns the first of the k descriptors (zeroed). */
+gsq_record *gsq_ring_commit_run(gsq_ring *r, size_t bytes, uint32_t k);
+
 static inline int gsq_ring_batch_full(const gsq_ring *r)
 {
     return r->n_recs >= r->max_recs;

@@ -9,6 +9,8 @@ runtime's Arrow paths run sanitized end to end.
 from __future__ import annotations
 
 import json
+import random
+import re
 import sys
 from pathlib import Path
 
@@ -435,6 +437,59 @@ def scenario_heartbeats(lib, d: Path):
     return off, on, back
 
 
+def scenario_columnar(lib):
+    """The Arrow source converts a run of rows a column at a time: over
+    sliced batches of random rows with null values, null rows (of the struct
+    itself), out-of-range numbers and invalid addresses, the rows kept, the
+    rows rejected and the order they are described in are those a row at a
+    time reading gives."""
+    rng = random.Random(7)
+    n = 5000
+    ts, store, qty, price, client = [], [], [], [], []
+    for i in range(n):
+        ts.append(None if rng.random() < 0.01 else 1000 + i // 10)
+        store.append(None if rng.random() < 0.01 else f"s{rng.randrange(9)}")
+        q = rng.randrange(100)
+        bad_q = rng.random() < 0.02
+        qty.append(None if rng.random() < 0.01 else (rng.choice([-1, 2 ** 40]) if bad_q else q))
+        price.append(rng.random() * 10)
+        bad_c = rng.random() < 0.02
+        client.append("1.2.3" if bad_c else f"10.0.{rng.randrange(256)}.{rng.randrange(256)}")
+    struct_null = [rng.random() < 0.01 for _ in range(n)]
+    arrays = [pa.array(ts, pa.int64()), pa.array(store, pa.string()),
+              pa.array(["x"] * n, pa.large_string()), pa.array(qty, pa.int64()),
+              pa.array(price, pa.float64()), pa.array(client, pa.string())]
+    st = pa.StructArray.from_arrays(arrays, names=SALES_COLS, mask=pa.array(struct_null))
+    whole = pa.RecordBatch.from_struct_array(st)
+    cuts = sorted(rng.sample(range(1, n), 40))
+    batches = [whole.slice(a, b - a) for a, b in zip([0] + cuts, cuts + [n])]
+
+    rejected, kept = [], []
+    for i in range(n):
+        if struct_null[i]:
+            continue
+        if (qty[i] is not None and not 0 <= qty[i] < 2 ** 32) or client[i] == "1.2.3":
+            rejected.append(i + 1)
+        elif None not in (ts[i], store[i], qty[i]):
+            kept.append(i)
+
+    r = Run(lib)
+    r.arrow("default", pa.RecordBatchReader.from_batches(whole.schema, iter(batches)))
+    r.sink("sales_all")
+    res = r.run()
+    assert res.rc == 0, res
+    src = res.stats["sources"][0]
+    assert src["rows_read"] == n and src["rows_rejected"] == len(rejected)
+    described = [int(x) for x in re.findall(r"row (\d+): column", res.report)]
+    assert described == rejected[:10], res.report
+    out = res.table("sales_all")
+    assert out.column("ts").to_pylist() == [ts[i] for i in kept]
+    assert out.column("store").to_pylist() == [store[i].encode() for i in kept]
+    assert out.column("qty").to_pylist() == [qty[i] for i in kept]
+    assert out.column("price").to_pylist() == [price[i] for i in kept]
+    return res
+
+
 def main(lib_path: str, work_dir: str) -> None:
     lib = ffi.dlopen(lib_path)
     d = Path(work_dir)
@@ -443,6 +498,7 @@ def main(lib_path: str, work_dir: str) -> None:
     scenario_all_types(lib, d)
     scenario_nulls(lib)
     scenario_rejects(lib)
+    scenario_columnar(lib)
     scenario_cancel(lib)
     scenario_heartbeats(lib, d)
     print("ok")

@@ -193,3 +193,23 @@ def test_lfta_table_size_option_and_define_wins(tmp_path):
     assert "table of 4096 slots" in gsqlc.compile([d], schema=sch, lfta_table_size=1 << 20).explain()
     with pytest.raises(gsqlc.UsageError):
         gsqlc.compile([q], schema=sch, lfta_table_size=0)
+
+
+def test_lfta_table_ways_option_define_and_errors(tmp_path):
+    q = REPO / "bench" / "queries" / "spark_q2.gsql"
+    sch = REPO / "bench" / "queries" / "packets_columns.txt"
+    assert "direct-mapped sub-aggregate table" in gsqlc.compile([q], schema=sch).explain()
+    assert "4-way set-associative sub-aggregate table of 524288 slots" in gsqlc.compile(
+        [q], schema=sch, lfta_table_size=1 << 19, lfta_table_ways=4).explain()
+    body = q.read_text().split("\n", 2)[2]
+    d = tmp_path / "d.gsql"
+    d.write_text("DEFINE { lfta_table_ways '8'; }\n" + body)
+    assert "8-way" in gsqlc.compile([d], schema=sch, lfta_table_ways=2).explain()
+    for bad in (3, 0, 32, "4"):
+        with pytest.raises(gsqlc.UsageError, match="lfta_table_ways must be"):
+            gsqlc.compile([q], schema=sch, lfta_table_ways=bad)
+    d.write_text("DEFINE {\n  lfta_table_ways '3';\n}\n" + body)
+    with pytest.raises(gsqlc.QueryError) as e:
+        gsqlc.compile([d], schema=sch)
+    assert (e.value.line, e.value.rule) == (2, "bad-define"), str(e.value)
+    assert "lfta_table_ways must be one of 1, 2, 4, 8, 16, got '3'" in str(e.value)

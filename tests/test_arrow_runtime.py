@@ -398,3 +398,7 @@ def test_arrow_paths_under_sanitizers(work, tmp_path):
     ours = [b for b in leaks if "libgsqlc_queryset" in b or "runtime_c/" in b or " gsq_" in b]
     assert not ours, "\n\n".join(ours)
     assert p.returncode in (0, 99), err  # 99: leaks of the interpreter only
+
+
+def test_column_at_a_time_conversion_matches_a_row_reference(lib):
+    A.scenario_columnar(lib)

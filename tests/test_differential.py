@@ -326,6 +326,10 @@ CASES = [
     # --------------------------------------------- LFTA table size (sub/super split)
     Case("table_default", TABLE_Q, TABLE_DUCK),
     Case("table_16", "DEFINE { lfta_table_size 16; }\n" + TABLE_Q, TABLE_DUCK),
+    Case("table_16_4way", "DEFINE { lfta_table_size 16; lfta_table_ways 4; }\n" + TABLE_Q,
+         TABLE_DUCK),
+    Case("table_64_16way", "DEFINE { lfta_table_size 64; lfta_table_ways 16; }\n" + TABLE_Q,
+         TABLE_DUCK),
 ]
 
 CASE_BY_ID = {c.id: c for c in CASES}
@@ -509,6 +513,18 @@ def test_tiny_lfta_table_equals_default(runs):
     ej = lambda p: sum(n.get("lfta_ejections", 0) for n in _stats(p.err).get("nodes", []))
     assert ej(small) > 1000, _stats(small.err)
     assert ej(small) > 10 * ej(default)
+
+
+def test_set_associative_lfta_tables_equal_default(runs):
+    """In 4- and 16-way tables a group ejects another only when its whole
+    bucket is full: the same answer as the direct-mapped default, with
+    fewer ejections than a direct-mapped table of as many slots."""
+    default = _gsqlc_rows(runs.get("table_default"))
+    ej = lambda p: sum(n.get("lfta_ejections", 0) for n in _stats(p.err).get("nodes", []))
+    for case in ("table_16_4way", "table_64_16way"):
+        assert_same_multiset(_gsqlc_rows(runs.get(case)), default, f"{case} vs default")
+        assert ej(runs.get(case)) > 0, case
+    assert ej(runs.get("table_16_4way")) < ej(runs.get("table_16"))
 
 
 def _text(v) -> str:

@@ -4,6 +4,7 @@ clean and still gives the expected answers.  The stand-alone runner is used so
 no Python is in the sanitized process."""
 from __future__ import annotations
 
+import re
 import os
 import subprocess
 from collections import defaultdict
@@ -72,6 +73,32 @@ def test_packet_examples_under_sanitizers(gsqlc, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
     assert len(r.stdout.splitlines()) > 100
+
+
+def test_set_associative_lfta_table_under_sanitizers(gsqlc, tmp_path):
+    # A 4-way table of 16 slots over the capture's flows: buckets fill,
+    # groups are found past a bucket's first slot, full buckets eject; the
+    # prefetch hint runs on every record.  The HFTA completes the partials to
+    # the answer of the default table.  (`srcPort >= 0`, a tautology on an
+    # unsigned field, must not make the generated C warn.)
+    flows = ("select tb, srcIP, destIP, srcPort, destPort, count(*) as n from TCP\n"
+             "where srcPort >= 0 group by time/10 as tb, srcIP, destIP, srcPort, destPort;\n")
+    q = tmp_path / "q.gsql"
+    q.write_text("DEFINE { query_name 'flows4'; lfta_table_size 16; lfta_table_ways 4; }\n"
+                 + flows + "DEFINE { query_name 'flows1'; }\n" + flows)
+    out = tmp_path / "san"
+    p = gsqlc("compile", q, "-o", out, "--build", "--sanitize", "--werror")
+    assert p.returncode == 0, p.err
+    got = {}
+    for name in ("flows4", "flows1"):
+        r = _run(out / "build" / "gsqlc-run", "--source", f"default=pcap:{EX / 'trace.pcap'}",
+                 "--clock", "data", "--output", name, "--stats")
+        assert r.returncode == 0, r.stderr
+        assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
+        got[name] = (sorted(r.stdout.splitlines()),
+                     max(int(x) for x in re.findall(r'"lfta_ejections": *(\d+)', r.stderr)))
+    assert got["flows4"][0] == got["flows1"][0] and len(got["flows1"][0]) > 50
+    assert got["flows4"][1] > 0 and got["flows1"][1] == 0
 
 
 def test_interface_set_merge_under_sanitizers(gsqlc, tmp_path):

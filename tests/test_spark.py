@@ -194,8 +194,14 @@ def test_a_failing_partition_fails_the_job_with_the_runtime_message(spark, tmp_p
                                   "price double, client string")
     bad = sales.withColumn("client", sales["store"])     # 'north' is no IP address
     args = dict(schema=str(EX / "schema.txt"), sources={"sales": bad.repartition(3)})
-    # counted and skipped by default: no row survives, and none is invented
-    assert run_query(spark, [str(q)], **args).count() == 0
+    # counted and skipped by default: no row survives, and none is invented;
+    # the count and the partitions' reports reach the driver
+    out = run_query(spark, [str(q)], **args)
+    assert out.gsqlc.rows_rejected == 0 and out.gsqlc.report == ""
+    assert out.count() == 0
+    assert out.gsqlc.rows_rejected == sales.count() == 50
+    assert "rows rejected as malformed" in out.gsqlc.report
+    assert "'north' is not a valid IP" in out.gsqlc.report
     with pytest.raises(Exception) as e:
         run_query(spark, [str(q)], on_malformed="fail", **args).collect()
     assert "malformed" in str(e.value) and "north" in str(e.value)

@@ -28,6 +28,7 @@ from .codegen import GeneratedSet, generate
 from .diagnostics import UsageError
 from .driver import QuerySet, load_queryset
 from .interfaces import DEFAULT_IFACE, InterfaceError, Interfaces
+from .plan import check_table_ways
 from .interfaces import build as build_interfaces
 from .interfaces import check_skew as _skew_seconds
 from . import runner
@@ -280,13 +281,15 @@ class CompiledQuerySet:
 
     def __init__(self, files: list[str], schema: list[str], library_paths: list[str],
                  interfaces_file: Optional[str], sanitize: bool,
-                 lfta_table_size: Optional[int] = None):
+                 lfta_table_size: Optional[int] = None,
+                 lfta_table_ways: Optional[int] = None):
         self.files = files
         self.schema_files = schema
         self.library_paths = library_paths
         self.interfaces_file = interfaces_file
         self.sanitize = sanitize
         self.lfta_table_size = lfta_table_size
+        self.lfta_table_ways = lfta_table_ways
         self._builds: dict[tuple, _Build] = {}
         self._default = self._build(Interfaces() if interfaces_file is None
                                     else _interfaces({}, {}, interfaces_file)[0])
@@ -296,7 +299,7 @@ class CompiledQuerySet:
         b = self._builds.get(key)
         if b is None:
             qs = load_queryset(self.files, self.schema_files, self.library_paths, ifaces,
-                               self.lfta_table_size)
+                               self.lfta_table_size, self.lfta_table_ways)
             gen = generate(qs.plan)
             b = _Build(qs, gen, build(gen, sanitize=self.sanitize))
             self._builds[key] = b
@@ -407,22 +410,28 @@ class CompiledQuerySet:
 
 def compile(files: Union[PathLike, Sequence[PathLike]], schema=None, *,
             library_paths: Sequence[PathLike] = (), interfaces: Optional[PathLike] = None,
-            sanitize: bool = False, lfta_table_size: Optional[int] = None) -> CompiledQuerySet:
+            sanitize: bool = False, lfta_table_size: Optional[int] = None,
+            lfta_table_ways: Optional[int] = None) -> CompiledQuerySet:
     """Parse, analyze, plan, generate and build GSQL query files.  A query
     error raises gsqlc.QueryError (with .file, .line, .column and .rule).
     schema: schema file(s) with PROTOCOL declarations (default: the packet
     schema); interfaces: an interfaces file (TOML) declaring interface sets;
     lfta_table_size: slots of the LFTAs' aggregation tables (default 262,144;
-    a query's DEFINE lfta_table_size wins)."""
+    a query's DEFINE lfta_table_size wins); lfta_table_ways: the slots a
+    group may take in them (1, 2, 4, 8 or 16; default 1, direct-mapped;
+    DEFINE lfta_table_ways wins).  With more ways, groups that hash alike
+    share a bucket instead of ejecting each other."""
     files_l = _as_list(files)
     if not files_l:
         raise UsageError("compile() needs at least one query file")
     if lfta_table_size is not None and (not isinstance(lfta_table_size, int)
                                         or lfta_table_size < 1):
         raise UsageError(f"lfta_table_size must be a positive integer, got {lfta_table_size!r}")
+    if lfta_table_ways is not None and not check_table_ways(lfta_table_ways):
+        raise UsageError(f"lfta_table_ways must be 1, 2, 4, 8 or 16, got {lfta_table_ways!r}")
     return CompiledQuerySet(files_l, _as_list(schema), _as_list(library_paths),
                             os.fspath(interfaces) if interfaces else None, sanitize,
-                            lfta_table_size)
+                            lfta_table_size, lfta_table_ways)
 
 
 # ------------------------------------------------------------ runs

@@ -164,6 +164,14 @@ class CEmitter:
         ct = arithmetic_result(lt, rt) or lt
         if lt is Type.BOOL and rt is Type.BOOL:
             ct = Type.INT
+        if ct.is_integer and not ct.is_signed:
+            # an unsigned value against a literal 0 (`port >= 0`): the query's
+            # tautology, folded here so the C compiler has nothing to warn of
+            zero = lambda e: isinstance(e, ast.Literal) and e.value == 0  # noqa: E731
+            if zero(right) and cop in (">=", "<"):
+                return "((uint8_t)1)" if cop == ">=" else "((uint8_t)0)"
+            if zero(left) and cop in ("<=", ">"):
+                return "((uint8_t)1)" if cop == "<=" else "((uint8_t)0)"
         return f"((uint8_t)(({ct.c_type})({a}) {cop} ({ct.c_type})({b})))"
 
     def _InList(self, e: ast.InList) -> str:

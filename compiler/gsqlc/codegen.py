@@ -271,6 +271,27 @@ class Generator:
         # from the CSV record, so an Arrow source can match columns by name.
         csv_fields: dict[tuple, None] = {}
 
+        def read_step(name: str, skip: str) -> str:
+            """The statement reading field `name` into its variable; `skip`
+            runs when the field is unavailable."""
+            f = proto.fields[name]
+            var = field_var(name)
+            if f.source == "csv":
+                ct = f.csv_type or f.type
+                if ct == f.type:
+                    return f"if (gsq_csv_get_{_CSV_GET[ct]}(node, rec, {f.csv_pos}u, &{var})) {skip}"
+                return (f"{{ {ct.c_type} tmp_; if (gsq_csv_get_{_CSV_GET[ct]}(node, rec, "
+                        f"{f.csv_pos}u, &tmp_)) {skip} {var} = ({f.type.c_type})tmp_; }}")
+            if f.source == "system":
+                return (f"{{ uint32_t tmp_; gsq_acc_get_system_time(node, rec, &tmp_); "
+                        f"{var} = ({f.type.c_type})tmp_; }}")
+            from .schema import PACKET_ACCESSORS
+            at = PACKET_ACCESSORS[f.accessor]
+            if at == f.type:
+                return f"if (gsq_acc_{f.accessor}(node, rec, &{var})) {skip}"
+            return (f"{{ {at.c_type} tmp_; if (gsq_acc_{f.accessor}(node, rec, &tmp_)) "
+                    f"{skip} {var} = ({f.type.c_type})tmp_; }}")
+
         def unpack(name: str) -> None:
             if name in unpacked:
                 return
@@ -279,27 +300,10 @@ class Generator:
             var = field_var(name)
             decls.append(f"{f.type.c_type} {var};")
             uses.append(f"(void){var};")
-            skip = "return;" if f.required else \
-                "{ gsq_count(node, GSQ_CNT_FIELD_UNAVAILABLE, 1); return; }"
             if f.source == "csv":
-                ct = f.csv_type or f.type
-                csv_fields[(f.csv_pos, ct.code, name)] = None
-                if ct == f.type:
-                    steps.append(f"if (gsq_csv_get_{_CSV_GET[ct]}(node, rec, {f.csv_pos}u, &{var})) {skip}")
-                else:
-                    steps.append(f"{{ {ct.c_type} tmp_; if (gsq_csv_get_{_CSV_GET[ct]}(node, rec, "
-                                 f"{f.csv_pos}u, &tmp_)) {skip} {var} = ({f.type.c_type})tmp_; }}")
-            elif f.source == "system":
-                steps.append(f"{{ uint32_t tmp_; gsq_acc_get_system_time(node, rec, &tmp_); "
-                             f"{var} = ({f.type.c_type})tmp_; }}")
-            else:
-                from .schema import PACKET_ACCESSORS
-                at = PACKET_ACCESSORS[f.accessor]
-                if at == f.type:
-                    steps.append(f"if (gsq_acc_{f.accessor}(node, rec, &{var})) {skip}")
-                else:
-                    steps.append(f"{{ {at.c_type} tmp_; if (gsq_acc_{f.accessor}(node, rec, &tmp_)) "
-                                 f"{skip} {var} = ({f.type.c_type})tmp_; }}")
+                csv_fields[(f.csv_pos, (f.csv_type or f.type).code, name)] = None
+            steps.append(read_step(name, "return;" if f.required else
+                                   "{ gsq_count(node, GSQ_CNT_FIELD_UNAVAILABLE, 1); return; }"))
 
         def fields_of(e: ast.Expr) -> list[str]:
             return [x.name for x in walk(e) if isinstance(x, FieldRef)]
@@ -353,6 +357,17 @@ class Generator:
             for name in fields_of(e):
                 unpack(name)
 
+        # What an aggregation's prefetch reads: the group-by fields, with no
+        # counting (accept() reads them again and counts); only for group-by
+        # expressions of fields, constants and operators (no calls).
+        prefetch_reads: Optional[list[str]] = None
+        if n.kind == "aggregate" and not any(
+                isinstance(x, ast.Call) for _, e in n.group_by for x in walk(e)) and all(
+                proto.fields[nm].source != "system" for _, e in n.group_by for nm in fields_of(e)):
+            key_fields = list(dict.fromkeys(nm for _, e in n.group_by for nm in fields_of(e)))
+            prefetch_reads = [f"{proto.fields[nm].type.c_type} {field_var(nm)};"
+                              for nm in key_fields] + \
+                             [read_step(nm, "return;") for nm in key_fields]
         p_decls, p_init = param_inits(n.params, lambda p: f"st->p_{c_identifier(p)}")
         p_init = [s.replace("{FAIL}", "-1") for s in p_init]
         data = {
@@ -367,6 +382,7 @@ class Generator:
             "decls": decls, "steps": steps, "uses": uses,
             "query_comment": c_string(f"query {n.query.name}: {n.note}"),
             "hb_state": hb_state, "hb_body": hb_body, "has_heartbeat": bool(hb_body),
+            "prefetch_reads": prefetch_reads,
         }
         if n.kind == "select":
             assigns, strs = output_assignments(em, n.output, n.select, out_t)
@@ -406,7 +422,7 @@ class Generator:
         data.update(slot_members=slot_members, key_locals=key_locals,
                     key_eq=" && ".join(key_eq) or "1", hash_steps=hash_steps,
                     key_store=key_store, contrib=contrib, init=init, update=update,
-                    epoch=epoch, assigns=assigns, table_size=n.table_size,
+                    epoch=epoch, assigns=assigns, table_size=n.table_size, ways=n.table_ways,
                     constants=ctx.constants)
         return self.env.get_template("lfta/aggregate.c.j2").render(**data)
 

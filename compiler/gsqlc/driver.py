@@ -163,7 +163,8 @@ class _Resolver:
 
 def load_queryset(query_files: Sequence[str], schema_files: Sequence[str] = (),
                   library_paths: Sequence[str] = (), ifaces=None,
-                  lfta_table_size: Optional[int] = None) -> QuerySet:
+                  lfta_table_size: Optional[int] = None,
+                  lfta_table_ways: Optional[int] = None) -> QuerySet:
     schema = load_schema(schema_files)
     libs = [Path(p) for p in library_paths]
     libs += [Path(p) for p in os.environ.get("GSQLC_LIBRARY_PATH", "").split(os.pathsep) if p]
@@ -207,5 +208,5 @@ def load_queryset(query_files: Sequence[str], schema_files: Sequence[str] = (),
 
     for name in list(r.entries):
         visit(name)
-    plan = make_plan(order, ifaces, lfta_table_size)
+    plan = make_plan(order, ifaces, lfta_table_size, lfta_table_ways)
     return QuerySet(schema, order, plan, list(query_files))

@@ -21,8 +21,10 @@ def _operator(n: PlanNode) -> str:
     if n.kind == "merge":
         return "C++ HFTA, gsq::merge_op"
     if n.level == "lfta":
-        return ("C LFTA, direct-mapped sub-aggregate table of "
-                f"{n.table_size} slots") if n.kind == "aggregate" else "C LFTA, selection"
+        if n.kind != "aggregate":
+            return "C LFTA, selection"
+        shape = "direct-mapped" if n.table_ways == 1 else f"{n.table_ways}-way set-associative"
+        return f"C LFTA, {shape} sub-aggregate table of {n.table_size} slots"
     return "C++ HFTA, gsq::groupby_op (slow flush)" if n.kind == "aggregate" \
         else "C++ HFTA, gsq::selection_op"
 

@@ -8,7 +8,8 @@ and Aggregation Queries"):
     HFTA (C++) over the LFTA's output stream;
   * an aggregation whose WHERE, group-by keys and aggregate arguments are all
     LFTA-safe becomes an LFTA sub-aggregate in a fixed-size direct-mapped
-    table (a collision ejects the resident group as a partial) completed by an
+    table (a collision ejects the resident group as a partial; DEFINE
+    lfta_table_ways makes it set-associative) completed by an
     HFTA super-aggregate; otherwise the LFTA only selects and projects and the
     HFTA aggregates.
 Queries over streams (other queries) are HFTAs.
@@ -67,6 +68,7 @@ class PlanNode:
     protocol: Optional[Protocol] = None
     iface: str = ""
     table_size: int = DEFAULT_LFTA_TABLE
+    table_ways: int = 1      # slots a group may occupy (1: direct-mapped)
     # HFTA only
     inputs: list[str] = field(default_factory=list)
     input_defs: list[StreamDef] = field(default_factory=list)
@@ -186,6 +188,29 @@ def _lfta_table_size(q: AnalyzedQuery) -> int:
                             "bad-define", f"lfta_table_size must be an integer, got '{v}'")
         return _power_of_two(n)
     return DEFAULT_LFTA_TABLE
+
+
+MAX_LFTA_TABLE_WAYS = 16
+
+
+def _lfta_table_ways(q: AnalyzedQuery) -> int:
+    v = q.defines.get("lfta_table_ways")
+    if not v:
+        return 1
+    if not v.isdigit() or int(v) not in _WAYS:
+        from .diagnostics import GsqlError
+        raise GsqlError(q.query.defines.item_spans.get("lfta_table_ways", q.query.span),
+                        "bad-define", f"lfta_table_ways must be one of "
+                        f"{', '.join(map(str, _WAYS))}, got '{v}'")
+    return int(v)
+
+
+_WAYS = tuple(1 << i for i in range(MAX_LFTA_TABLE_WAYS.bit_length()))
+
+
+def check_table_ways(ways: int) -> bool:
+    """Whether `ways` is a valid associativity for an LFTA table."""
+    return isinstance(ways, int) and ways in _WAYS
 
 
 def _power_of_two(n: int) -> int:
@@ -338,9 +363,10 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef]) -> list[PlanNode
                                         else Temporal.NONE) for n, e in lselect])
         lfta = PlanNode(lname, "lfta", "aggregate", q, lout, q.where, lselect, gb,
                         accums, [], None, protocol=proto, iface=iface,
-                        table_size=_lfta_table_size(q), params=q.params,
-                        note="sub-aggregate in a direct-mapped table; a collision "
-                             "ejects the resident group as a partial")
+                        table_size=_lfta_table_size(q), table_ways=_lfta_table_ways(q),
+                        params=q.params,
+                        note="sub-aggregate in a hash table of fixed size; a collision "
+                             "ejects a resident group as a partial")
         hgb = []
         for n, e in gb:
             r = FieldRef(0, n)
@@ -420,9 +446,10 @@ def expand_interface_sets(nodes: list[PlanNode], ifaces: "Interfaces") -> list[P
 
 
 def make_plan(queries: list[AnalyzedQuery], ifaces: Optional["Interfaces"] = None,
-              lfta_table_size: Optional[int] = None) -> Plan:
-    """lfta_table_size: the default slot count of LFTA aggregation tables
-    (a query's DEFINE lfta_table_size still wins)."""
+              lfta_table_size: Optional[int] = None,
+              lfta_table_ways: Optional[int] = None) -> Plan:
+    """lfta_table_size, lfta_table_ways: the default slot count and
+    associativity of LFTA aggregation tables (a query's DEFINEs still win)."""
     from .interfaces import Interfaces
     nodes: list[PlanNode] = []
     streams: dict[str, StreamDef] = {}
@@ -431,6 +458,11 @@ def make_plan(queries: list[AnalyzedQuery], ifaces: Optional["Interfaces"] = Non
             if lfta_table_size and n.level == "lfta" and n.kind == "aggregate" and not (
                     q.defines.get("lfta_table_size") or q.defines.get("aggregate_slots")):
                 n.table_size = _power_of_two(lfta_table_size)
+            if lfta_table_ways and n.level == "lfta" and n.kind == "aggregate" and \
+                    not q.defines.get("lfta_table_ways"):
+                n.table_ways = lfta_table_ways
+            if n.level == "lfta" and n.kind == "aggregate":
+                n.table_size = max(n.table_size, n.table_ways)
             nodes.append(n)
             streams[n.name] = n.output
     return Plan(expand_interface_sets(nodes, ifaces or Interfaces()), queries)

@@ -40,6 +40,42 @@ from .types import Temporal, Type
 HEARTBEAT_COL = "__heartbeat"   # the runtime's flag column (option arrow_heartbeats)
 
 
+MAX_REPORTS = 10   # partitions' malformed-row reports the driver keeps
+
+
+class MalformedRows:
+    """What the tasks of a run_query result rejected as malformed, gathered
+    on the driver through Spark accumulators as its jobs run (the result
+    DataFrame's .gsqlc): rows_rejected, and the runtime's report of the
+    first MAX_REPORTS partitions that rejected any.  Like every accumulator
+    updated in a transformation, a re-executed task may count twice."""
+
+    def __init__(self, sc):
+        from pyspark.accumulators import AccumulatorParam
+
+        class _Reports(AccumulatorParam):
+            def zero(self, value):
+                return []
+
+            def addInPlace(self, a, b):
+                return (a + b)[:MAX_REPORTS]
+        self._rows = sc.accumulator(0)
+        self._reports = sc.accumulator([], _Reports())
+
+    @property
+    def rows_rejected(self) -> int:
+        return self._rows.value
+
+    @property
+    def report(self) -> str:
+        return "".join(self._reports.value)
+
+    def _add(self, rows: int, report: str) -> None:
+        """On an executor: one partition's count and report."""
+        self._rows.add(rows)
+        self._reports.add([report])
+
+
 class SparkQueryError(Exception):
     """A query or its sources do not suit a Spark run (raised on the driver,
     before any Spark job starts)."""
@@ -127,7 +163,8 @@ class _Stage:
                                     # the task (pyarrow's sort; partials are small)
     strings: str = "str"
     parquet_columns: Optional[list[str]] = None  # the partition lists Parquet row groups
-    on_malformed: str = "count"     # 'count': report on the executor's stderr; 'fail'
+    on_malformed: str = "count"     # 'count': gathered in `malformed`; 'fail'
+    malformed: Optional[MalformedRows] = None
 
     def __call__(self, batches):
         from .api import Run
@@ -150,6 +187,8 @@ class _Stage:
         if rejected and self.on_malformed == "fail":
             raise RuntimeError(f"gsqlc: query stream {self.output}: {rejected} malformed "
                                f"row(s) in this partition (on_malformed='fail'):\n{run.report}")
+        if rejected and self.malformed is not None:
+            self.malformed._add(rejected, f"gsqlc: query stream {self.output}: {run.report}")
         if run.report:
             print(f"gsqlc: {self.output}: {run.report}", file=sys.stderr)
 
@@ -341,14 +380,19 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
               library_paths: Sequence[str] = (), strings: str = "str",
               partitions: Optional[int] = None, heartbeat_interval="off",
               direct_files: bool = True, on_malformed: str = "count",
-              lfta_table_size: int = 1 << 20,
+              lfta_table_size: int = 1 << 19, lfta_table_ways: int = 4,
               compiled: Optional[CompiledQuerySet] = None):
     """Run GSQL queries over Spark DataFrames; returns the DataFrame of
     `output` (default: the only output query).  sources: {interface:
     DataFrame, or a list of DataFrames for an interface set}.  Columns are
     matched to the PROTOCOL's fields by name and type; a mismatch raises
     SparkQueryError before any job starts.  partitions: the shuffle's
-    partition count (default: spark.sql.shuffle.partitions)."""
+    partition count (default: as Spark's own aggregations, from
+    spark.sql.shuffle.partitions, coalesced by adaptive execution).
+    on_malformed: rows the runtime rejects (values out of range, bad
+    addresses) are counted -- the result's .gsqlc (MalformedRows) holds the
+    count and the first partitions' reports once its jobs ran -- or, with
+    'fail', fail the job."""
     from pyspark.sql import functions as F
     from . import api
     if strings not in ("str", "bytes"):
@@ -366,9 +410,13 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
         placeholder[name] = [object() for _ in vals] if isinstance(v, list) else object()
     ifaces, arrow_members = _interfaces(placeholder, {}, None)
     # A Spark task pre-aggregates a whole partition (millions of records):
-    # a larger direct-mapped table ejects far fewer partials into the shuffle.
+    # a larger, 4-way table ejects far fewer partials into the shuffle (on
+    # 65,536 groups a minute: 2^20 slots direct-mapped eject 2.2 partials per
+    # group and epoch, 2^19 slots 4-way 1.01) and, denser, misses the cache
+    # less.
     cqs = compiled or api.compile(files, schema, library_paths=library_paths,
-                                  lfta_table_size=lfta_table_size)
+                                  lfta_table_size=lfta_table_size,
+                                  lfta_table_ways=lfta_table_ways)
     b = cqs._build(ifaces)
     qs = b.queryset
     params = {k: str(v) for k, v in (params or {}).items()}
@@ -390,14 +438,24 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
         members = ifaces.members(name or ifaces.default) if isinstance(v, list) else [name]
         for m, df in zip(members, vals):
             member_df[m] = df
-    nparts = partitions or int(spark.conf.get("spark.sql.shuffle.partitions"))
 
+    def shuffle(d, cols: list[str]):
+        """d hash-partitioned on cols (one partition without keys): into
+        `partitions`, or else as Spark shuffles its own aggregations
+        (spark.sql.shuffle.partitions, which adaptive execution may coalesce
+        when the partials are small: a Python task less per partition)."""
+        if not cols:
+            return d.repartition(1)
+        keys = [F.col(c) for c in cols]
+        return d.repartition(partitions, *keys) if partitions else d.repartition(*keys)
+
+    malformed = MalformedRows(spark.sparkContext)
     frames: dict[str, Any] = {}   # stream name -> DataFrame
     with_hb: set[str] = set()     # streams whose frame carries heartbeat rows
 
     def stage(opts=None, **kw) -> _Stage:
         return _Stage(digest=digest, data=data, options=opts or options, params=params,
-                      strings=strings, on_malformed=on_malformed, **kw)
+                      strings=strings, on_malformed=on_malformed, malformed=malformed, **kw)
 
     def data_rows(stream: str):
         """A stream's frame without heartbeat rows (for consumers that only
@@ -477,7 +535,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                     f"query {n.query.name}: over a streaming DataFrame the aggregation must read "
                     "the partials of an LFTA (a query over a PROTOCOL); aggregating another "
                     "query's output is not supported yet in streaming mode")
-            d = d.repartition(nparts, *[F.col(c) for c in cols]) if cols else d.repartition(1)
+            d = shuffle(d, cols)
             frames[n.name] = d.mapInArrow(
                 stage(iface=None, streams=[n.inputs[0]], tag_col=None,
                       stream_cols=[[c.name for c in n.input_defs[0].columns]],
@@ -488,10 +546,12 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
             if streaming:
                 raise SparkQueryError(f"query {n.query.name}: joins over a streaming DataFrame "
                                       "are not supported yet by gsqlc.spark (run it in batch)")
-            frames[n.name] = _join(n, ins, nparts, stage, out_schema, out_schema_spark)
+            frames[n.name] = _join(n, ins, shuffle, stage, out_schema, out_schema_spark)
             continue
         raise SparkQueryError(f"query {n.query.name}: a {n.kind} node cannot run in Spark yet")
-    return data_rows(output)
+    out = data_rows(output)
+    out.gsqlc = malformed
+    return out
 
 
 def _needed_nodes(plan, output: str) -> set[str]:
@@ -505,7 +565,7 @@ def _needed_nodes(plan, output: str) -> set[str]:
     return need
 
 
-def _join(n, ins, nparts, stage, out_schema, out_schema_spark):
+def _join(n, ins, shuffle, stage, out_schema, out_schema_spark):
     """Both inputs as one tagged DataFrame (columns of side i renamed
     __i_<name>), hash-partitioned on the join keys, each partition ordered
     on the sides' temporal columns; the task splits it back into the two
@@ -532,7 +592,7 @@ def _join(n, ins, nparts, stage, out_schema, out_schema_spark):
         k = f"__k{j}"
         u = u.withColumn(k, F.coalesce(F.col(f"__0_{ln}"), F.col(f"__1_{rn}")))
         keycols.append(k)
-    u = u.repartition(nparts, *[F.col(k) for k in keycols]) if keycols else u.repartition(1)
+    u = shuffle(u, keycols)
     return u.mapInArrow(
         stage(iface=None, streams=list(n.inputs), tag_col=tag,
               stream_cols=[tuple(x) for x in names], output=n.name, out_schema=out_schema,

@@ -1,0 +1,42 @@
+/*
+ * table_mem.c -- memory for the operators' large hash tables.
+ *
+ * An aggregation table is read at random: one cache miss per record, and
+ * with 4 KiB pages a TLB miss as well once the table outgrows what the TLB
+ * maps (a few MiB).  Tables of 2 MiB or more are therefore allocated on a
+ * 2 MiB boundary and marked for transparent huge pages before they are
+ * first touched; where the kernel declines (THP off) they are ordinary
+ * memory.  Ownership: the caller owns the block and frees it with
+ * gsq_table_free.
+ */
+#define _DEFAULT_SOURCE
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "gsq_runtime.h"
+
+#define GSQ_HUGE_PAGE (2u << 20)
+
+void *gsq_table_alloc(size_t n, size_t size)
+{
+    size_t bytes;
+    void *p = NULL;
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    bytes = n * size;
+    if (bytes < GSQ_HUGE_PAGE)
+        return calloc(n ? n : 1, size ? size : 1);
+    if (posix_memalign(&p, GSQ_HUGE_PAGE, bytes) != 0)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, bytes, MADV_HUGEPAGE); /* a hint: failure leaves 4 KiB pages */
+#endif
+    memset(p, 0, bytes);
+    return p;
+}
+
+void gsq_table_free(void *p)
+{
+    free(p);
+}
