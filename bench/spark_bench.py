@@ -13,7 +13,7 @@ its whole result to Spark's `noop` sink; time is the best of --repeat runs
 of that action (session start-up and compilation untimed; the first run
 warms the page cache).  The results are checked equal before timing.
 
-    python bench/spark_bench.py [--rows 20000000] [--repeat 3] [--out bench/results_spark.md]
+    python bench/spark_bench.py [--rows 20000000] [--repeat 7] [--out bench/results_spark.md]
 """
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=20_000_000)
     ap.add_argument("--groups", type=int, default=65536)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--variants", default="gsqlc,sql,udf")
     ap.add_argument("--out", default=str(HERE / "results_spark.md"))
     ap.add_argument("--one", help=argparse.SUPPRESS)
