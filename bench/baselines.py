@@ -181,7 +181,7 @@ def run_one(engine, query, file, repeat=REPEAT):
         return run_c(pcap, query, repeat=repeat)
     table = load(parquet)
     rss_load = _rss_mb()
-    runs = []
+    runs, qs = [], None
     for _ in range(repeat):
         if engine == "duckdb1":
             runs.append(run_duckdb(table, query, threads=1))
@@ -190,7 +190,7 @@ def run_one(engine, query, file, repeat=REPEAT):
         elif engine == "polars":
             runs.append(run_polars(table, query))
         elif engine == "gsqlc_arrow":
-            qs = qs if runs else compile_gsqlc_arrow(query)
+            qs = qs or compile_gsqlc_arrow(query)
             runs.append(run_gsqlc_arrow(table, query, qs=qs))
         else:
             raise SystemExit(f"unknown engine {engine}")

@@ -44,6 +44,7 @@ typedef struct arrow_reader {
     uint8_t *rc;               /* per row of a run: its gsq_arrow_value_rc */
     uint32_t *fail_slot;       /* per row of a run: the slot that failed, or
                                 * NO_SLOT (kept NO_SLOT between runs) */
+    int batch_flushed;         /* batch is wholly read and its end signalled */
 } arrow_reader;
 
 void gsq_arrow_stream_release(struct ArrowArrayStream **stream)
@@ -382,6 +383,14 @@ int gsq_arrow_read_batch(gsq_run *r, gsq_source *s)
         if (!rd->batch.release || rd->row >= rd->batch.length) {
             if (s->ring.n_recs > 0)
                 return 0; /* its records point into this batch: process them first */
+            if (r->arrow_flush && rd->batch.release && !rd->batch_flushed) {
+                /* hand the batch's results over before awaiting the next
+                 * one, which a live producer may only send in response */
+                rd->batch_flushed = 1;
+                s->input_done = 1;
+                return 0;
+            }
+            rd->batch_flushed = 0;
             if (next_batch(r, s, rd) != 0)
                 return -1;
             if (s->at_eof)

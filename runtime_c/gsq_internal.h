@@ -163,6 +163,9 @@ struct gsq_source {
     uint64_t values_coerced;
     uint64_t bytes_read;
     int truncated;
+    int input_done;       /* Arrow: an input record batch was wholly processed
+                           * and the sinks not flushed since (the run loop
+                           * flushes before the next one is awaited) */
     void *impl;
     /* time-aligned replay (data clock, several pcap files): read only
      * records stamped <= limit_usec this round; UINT64_MAX: no limit */
@@ -229,6 +232,7 @@ struct gsq_run {
     char *trace_path;           /* NULL: no traces */
     int arrow_heartbeats;       /* Arrow sinks deliver heartbeat rows */
     int final_heartbeat;        /* one last heartbeat of every LFTA at the end */
+    int arrow_flush;            /* flush the sinks after each Arrow source batch */
     gsq_skew *skews;
     uint32_t n_skews;
     /* configuration */

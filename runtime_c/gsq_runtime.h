@@ -271,6 +271,11 @@ GSQ_EXPORT gsq_run *gsqlc_create(void);
  *     saw, those of records its predicate rejected included, reach the
  *     HFTAs and sinks even when no tick fired (a short run, the fixed
  *     clock, an Arrow source without record timestamps).
+ * "arrow_flush" ("0", the default, or "1"): after each record batch of an
+ * Arrow source (gsqlc_bind_arrow) is processed, the sinks are flushed
+ * before the next batch is asked for, so the results of a batch reach the
+ * consumer even when the producer sends the next one only later (a live
+ * feed); without it Arrow sinks hand over batch_rows rows at a time.
  * Return 0, or -1 with gsqlc_error() set. */
 GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value);
 GSQ_EXPORT int gsqlc_set_param(gsq_run *r, const char *name, const char *value);

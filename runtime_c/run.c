@@ -226,16 +226,19 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
             return -1;
         }
         r->csv_strict = b;
-    } else if (strcmp(key, "arrow_heartbeats") == 0 || strcmp(key, "final_heartbeat") == 0) {
+    } else if (strcmp(key, "arrow_heartbeats") == 0 || strcmp(key, "final_heartbeat") == 0 ||
+               strcmp(key, "arrow_flush") == 0) {
         uint8_t b;
         if (gsq_parse_bool(value, strlen(value), &b) != 0) {
             set_error(r, "%s must be 0 or 1, got '%s'", key, value);
             return -1;
         }
-        if (key[0] == 'a')
-            r->arrow_heartbeats = b;
-        else
+        if (key[0] == 'f')
             r->final_heartbeat = b;
+        else if (strcmp(key, "arrow_flush") == 0)
+            r->arrow_flush = b;
+        else
+            r->arrow_heartbeats = b;
     } else if (strcmp(key, "clock") == 0) {
         if (strcmp(value, "wall") == 0) {
             r->clock_mode = GSQ_CLOCK_WALL;
@@ -299,7 +302,7 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
     } else {
         set_error(r, "unknown option '%s' (known: csv_separator, csv_strict, clock, batch, "
                      "heartbeat_interval, max_skew:NAME, stall_intervals, trace, "
-                     "arrow_heartbeats, final_heartbeat)", key);
+                     "arrow_heartbeats, final_heartbeat, arrow_flush)", key);
         return -1;
     }
     return 0;
@@ -935,7 +938,7 @@ static void main_loop(gsq_run *r)
     uint32_t i;
     gsq_hb_after_batch(r, NULL, 0, 1); /* start the timer if the clock is known */
     for (;;) {
-        int active = 0;
+        int active = 0, input_done = 0;
         if (r->aligned && align_round(r) != 0)
             break;
         for (i = 0; i < r->n_sources && !r->failed; i++) {
@@ -954,6 +957,8 @@ static void main_loop(gsq_run *r)
             run_batch(r, s);
             gsq_drain(r);
             gsq_hb_after_batch(r, s, n, !r->aligned);
+            input_done |= s->input_done;
+            s->input_done = 0;
         }
         for (i = 0; i < r->n_injects && !r->failed; i++) {
             gsq_inject *in = &r->injects[i];
@@ -975,7 +980,7 @@ static void main_loop(gsq_run *r)
             for (i = 0; i < r->n_injects; i++)
                 gsq_inject_eof(r, &r->injects[i]);
         }
-        if (r->streaming)
+        if (r->streaming || input_done)
             flush_sinks(r);
     }
     if (stop_flag)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import threading
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -213,3 +212,31 @@ def test_lfta_table_ways_option_define_and_errors(tmp_path):
         gsqlc.compile([d], schema=sch)
     assert (e.value.line, e.value.rule) == (2, "bad-define"), str(e.value)
     assert "lfta_table_ways must be one of 1, 2, 4, 8, 16, got '3'" in str(e.value)
+
+
+def test_a_live_feed_gets_each_batchs_results_before_the_next_is_asked_for(tmp_path):
+    """An iterator source may be a live feed whose producer sends the next
+    batch only later: the results of each batch reach the consumer before
+    the runtime asks for the next one (option arrow_flush)."""
+    q = tmp_path / "big.gsql"
+    q.write_text("DEFINE { query_name 'big'; }\nSELECT ts, store, qty FROM SALES WHERE qty >= 1\n")
+    qs = gsqlc.compile([q], schema=SCHEMA)
+    t = sales_table()
+    answered = threading.Event()
+    asked = []
+
+    def feed():
+        for i in range(0, t.num_rows, 10):
+            asked.append(i)
+            yield t.slice(i, 10).to_batches()[0]
+            # a producer that only continues once the consumer saw results
+            assert answered.wait(20), f"no results of rows {i}..{i + 9} before the next ask"
+            answered.clear()
+
+    seen = []
+    for b in qs.run(sources={"sales": feed()}):
+        seen.append(b.num_rows)
+        answered.set()
+    assert sum(seen) == t.num_rows and len(seen) == len(asked) == 5
+    # in-memory data is handed over batch_rows at a time, as before
+    assert [b.num_rows for b in qs.run(sources={"sales": t}, batch_rows=20)] == [20, 20, 10]

@@ -187,6 +187,14 @@ def _warn(msg: str) -> None:
     print(f"gsqlc: warning: {msg}", file=sys.stderr)
 
 
+def _in_memory(obj: Any) -> bool:
+    """Whether an Arrow source is data at hand (not a reader or iterator
+    that may be a live feed)."""
+    import pyarrow as pa
+    return isinstance(obj, (pa.Table, pa.RecordBatch)) or \
+        (type(obj).__module__ or "").startswith("pandas")
+
+
 def as_record_batch_reader(obj: Any, name: str):
     """An Arrow source as a pyarrow.RecordBatchReader, without copying:
     a Table, a RecordBatch, a RecordBatchReader, a pandas DataFrame, anything
@@ -392,6 +400,10 @@ class CompiledQuerySet:
         for iface, uri in bindings:
             if uri == ARROW:
                 readers[iface] = as_record_batch_reader(arrow[iface], iface)
+                if not _in_memory(arrow[iface]):
+                    # an iterator or reader may be a live feed: hand over each
+                    # batch's results before awaiting the next
+                    opts["arrow_flush"] = "1"
         file_bindings = [(i, u) for i, u in bindings if u != ARROW]
         return Run(b.built.library, file_bindings, readers, [], names, opts, params,
                    batch_rows, strings, pairs)
