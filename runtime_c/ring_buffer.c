@@ -50,21 +50,6 @@ void *gsq_ring_reserve(gsq_ring *r, size_t n)
     return r->buf + r->used;
 }
 
-gsq_record *gsq_ring_commit(gsq_ring *r, size_t n)
-{
-    gsq_record *rec;
-    size_t take = ALIGN8(n ? n : 1);
-    if (take > r->reserved)
-        take = r->reserved;
-    r->used += take;
-    r->reserved = 0;
-    if (r->used > r->high_water)
-        r->high_water = r->used;
-    rec = &r->recs[r->n_recs++];
-    memset(rec, 0, sizeof *rec);
-    return rec;
-}
-
 void *gsq_ring_reserve_run(gsq_ring *r, size_t n, uint32_t want, uint32_t *got)
 {
     size_t stride = ALIGN8(n ? n : 1), fit;
@@ -93,6 +78,11 @@ gsq_record *gsq_ring_commit_run(gsq_ring *r, size_t bytes, uint32_t k)
     memset(first, 0, (size_t)k * sizeof *first);
     r->n_recs += k;
     return first;
+}
+
+gsq_record *gsq_ring_commit(gsq_ring *r, size_t n)
+{
+    return gsq_ring_commit_run(r, ALIGN8(n ? n : 1), 1);
 }
 
 void gsq_ring_release(gsq_ring *r)
