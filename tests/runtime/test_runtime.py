@@ -847,7 +847,8 @@ def test_heartbeat_option_errors(build, tmp_path):
              "1.0", "off", "0", "-0"]]
     opts += [["stall_intervals", v] for v in ["0", "x", "-1", "2"]]
     opts += [["max_skew:a", "-1"], ["max_skew:", "1"], ["max_skew:a", "one"],
-             ["max_skew:a", "0.25"], ["trace", ""], ["bogus", "1"]]
+             ["max_skew:a", "0.25"], ["trace", ""], ["arrow_flush", "yes"],
+             ["arrow_flush", "1"], ["bogus", "1"]]
     r = run(build, tmp_path, "hb", do_run=False, options=opts)
     errs = [e[1] for e in r.setup_errors]
     assert errs == [
@@ -873,9 +874,10 @@ def test_heartbeat_option_errors(build, tmp_path):
         "max_skew needs an interface name: max_skew:NAME",
         "max_skew:a must be a number of seconds >= 0 (e.g. 2 or 0.5), got 'one'",
         "trace needs a file path",
+        "arrow_flush must be 0 or 1, got 'yes'",
         "unknown option 'bogus' (known: csv_separator, csv_strict, clock, batch, "
         "heartbeat_interval, max_skew:NAME, stall_intervals, trace, arrow_heartbeats, "
-        "final_heartbeat)",
+        "final_heartbeat, arrow_flush)",
     ]
 
 
