@@ -266,3 +266,71 @@ def test_the_spark_example_runs(tmp_path):
     assert "equal to Spark SQL on minute/store/sales/units: True" in p.stdout
     assert "read_pcap: 1455 packets, 40 columns" in p.stdout
     assert "flows_from_pcap (top 10 by bytes)" in p.stdout
+
+
+STREAM_JOIN_Q = (
+    "DEFINE {query_name 'q1';}\n"
+    "select tb, srcIP, destIP, count(*) as c1, sum(len) as b1 from eth0.PKTS where len > 0\n"
+    "group by time/10 as tb, srcIP, destIP;\n"
+    "DEFINE {query_name 'q2';}\n"
+    "select tb, srcIP, destIP, count(*) as c2, sum(len) as b2 from eth1.PKTS where len > 0\n"
+    "group by time/10 as tb, srcIP, destIP;\n"
+    "DEFINE {query_name 'j';}\n"
+    "select A.tb, A.srcIP, A.destIP, A.c1, B.c2, B.b2 OUTER_JOIN from q1 A, q2 B\n"
+    "where A.tb = B.tb and A.srcIP = B.srcIP and A.destIP = B.destIP;")
+
+
+def test_structured_streaming_join_of_two_aggregations_runs_per_epoch(spark, tmp_path, files):
+    """Two streaming DataFrames (directories of CSV files, one file each per
+    micro-batch): the join of their per-epoch aggregations gathers both
+    LFTAs' partials per epoch under a watermark on each side, releases an
+    epoch once both moved past it and drops its state; the result equals
+    the batch answer (full outer join: unmatched groups of either side)."""
+    q = tmp_path / "sj.gsql"
+    q.write_text(STREAM_JOIN_Q)
+    sch = str(files / "schema.txt")
+    a, b = packets(3000, 5), packets(2000, 6)
+    want = rows(gsqlc.compile([q], schema=sch).table({"eth0": a, "eth1": b}, output="j"))
+    assert len(want) > 100
+    last = int(max(a.column("time").to_pylist() + b.column("time").to_pylist()))
+    dirs = {}
+    for name, t in (("eth0", a), ("eth1", b)):
+        recs = [f"{r['time']},{r['srcIP']},{r['destIP']},{r['len']}" for r in t.to_pylist()]
+        chunks = [recs[i:i + 600] for i in range(0, len(recs), 600)]
+        # a last row the WHERE rejects: its heartbeat closes the last epoch
+        chunks.append([f"{last + 30},{0x0A000000},{0x0B000000},0"])
+        _stream_files(tmp_path / name, chunks)
+        dirs[name] = tmp_path / name
+    schema = "time long, srcIP long, destIP long, len long"
+    batch = run_query(spark, [str(q)], schema=sch, output="j",
+                      sources={k: spark.read.csv(str(d), schema=schema) for k, d in dirs.items()})
+    assert rows(batch) == want
+    streams = {k: spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).csv(str(d))
+               for k, d in dirs.items()}
+    out = run_query(spark, [str(q)], schema=sch, output="j", sources=streams)
+    assert out.isStreaming
+    w = (out.writeStream.format("memory").queryName("gsqlc_stream_join").outputMode("append")
+         .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
+    w.awaitTermination(300)
+    assert w.exception() is None
+    assert rows(spark.table("gsqlc_stream_join")) == want
+    # epochs are released as the micro-batches go, and their state dropped:
+    # at the end at most the closing (heartbeat) epoch remains
+    removed = [s.get("numRowsRemoved", 0) for p in w.recentProgress for s in p["stateOperators"]]
+    assert sum(1 for r in removed if r > 0) >= 3, w.recentProgress
+    assert w.lastProgress["stateOperators"][-1]["numRowsTotal"] <= 2, w.lastProgress
+
+
+def test_streaming_join_that_cannot_run_per_epoch_is_refused_before_any_job(spark, files, tmp_path):
+    q = tmp_path / "band.gsql"
+    q.write_text("DEFINE {query_name 'r';}\nselect time, srcIP from eth0.PKTS;\n"
+                 "DEFINE {query_name 's';}\nselect time, srcIP from eth1.PKTS;\n"
+                 "DEFINE {query_name 'b';}\n"
+                 "select R.time, R.srcIP, S.time as t2 INNER_JOIN from r R, s S\n"
+                 "where R.srcIP = S.srcIP and R.time >= S.time - 5 and R.time <= S.time + 5;")
+    d = tmp_path / "in"
+    _stream_files(d, [["1000,1,2,3"]])
+    s = spark.readStream.schema("time long, srcIP long, destIP long, len long").csv(str(d))
+    with pytest.raises(SparkQueryError, match="only joins with a temporal equality"):
+        run_query(spark, [str(q)], schema=str(files / "schema.txt"), output="b",
+                  sources={"eth0": s, "eth1": s})

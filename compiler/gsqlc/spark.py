@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
 from .api import CompiledQuerySet, _interfaces, check_params, outputs_of, run_options
-from .bound import FieldRef
+from .bound import FieldRef, GroupRef
 from .diagnostics import UsageError
 from .types import Temporal, Type
 
@@ -544,14 +544,86 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
             continue
         if n.kind == "join":
             if streaming:
-                raise SparkQueryError(f"query {n.query.name}: joins over a streaming DataFrame "
-                                      "are not supported yet by gsqlc.spark (run it in batch)")
+                frames[n.name] = _streaming_join(n, qs.plan, frames, with_hb, stage, out_schema,
+                                                 out_schema_spark)
+                continue
             frames[n.name] = _join(n, ins, shuffle, stage, out_schema, out_schema_spark)
             continue
         raise SparkQueryError(f"query {n.query.name}: a {n.kind} node cannot run in Spark yet")
     out = data_rows(output)
     out.gsqlc = malformed
     return out
+
+
+def _epoch_source(plan, j, side: int, with_hb: set) -> tuple[Any, str]:
+    """For side `side` of streaming join j: the aggregation feeding it and
+    the temporal column of that aggregation's LFTA its epochs are, or a
+    SparkQueryError saying which condition fails."""
+    q = j.query.name
+    a = plan.node(j.inputs[side])
+    t = _plain(j.join.time[side])
+    why = None
+    if a.kind != "aggregate" or a.level != "hfta" or a.inputs[0] not in with_hb:
+        why = (f"its input {j.inputs[side]} is not an aggregation over a PROTOCOL's "
+               "stream")
+    else:
+        sel = dict(a.select)
+        g = sel.get(t) if t else None
+        key = a.group_by[g.index][1] if isinstance(g, GroupRef) else None
+        col = _plain(key) if key is not None else None
+        if col is None or not a.input_defs[0].get(col).temporal.is_temporal:
+            why = (f"its temporal predicate does not read a temporal GROUP BY key of "
+                   f"{j.inputs[side]} that is a column of its input")
+        else:
+            return a, col
+    raise SparkQueryError(
+        f"query {q}: over streaming DataFrames a join runs per epoch, so it must equate the "
+        f"temporal GROUP BY keys of two aggregations over PROTOCOL streams; {why} "
+        "(run it in batch)")
+
+
+def _streaming_join(n, plan, frames, with_hb, stage, out_schema, out_schema_spark):
+    """A join of two aggregations over streams, per epoch.  Both LFTAs'
+    partials (with their heartbeat rows) are gathered in Spark state per
+    epoch -- the common value of the temporal keys the join equates --
+    under a watermark on each side, so an epoch is released once both
+    sides have moved past it (data or heartbeats) and its state dropped.
+    One task then runs both aggregations and the join over the epoch's
+    partials, exactly as in batch mode (outer rows included)."""
+    from pyspark.sql import functions as F
+    q = n.query.name
+    if n.join.kind == "filter" or n.join.band_lo or n.join.band_hi:
+        raise SparkQueryError(f"query {q}: over streaming DataFrames only joins with a "
+                              "temporal equality run (run band and filter joins in batch)")
+    sides = [_epoch_source(plan, n, i, with_hb) for i in (0, 1)]
+    lftas = [a.inputs[0] for a, _ in sides]
+    if lftas[0] == lftas[1]:
+        raise SparkQueryError(f"query {q}: over streaming DataFrames the two sides of a join "
+                              "must read different streams (run a self-join in batch)")
+    tag, epoch = "__side", "__epoch"
+    parts, names = [], []
+    for i, ((a, tcol), lf) in enumerate(zip(sides, lftas)):
+        cols = [c.name for c in a.input_defs[0].columns]
+        renamed = [f"__{i}_{c}" for c in cols]
+        names.append((renamed, cols))
+        d = frames[lf]
+        parts.append(d.select(*[F.col(c).alias(r) for c, r in zip(cols, renamed)],
+                              F.col(HEARTBEAT_COL), F.lit(i).alias(tag),
+                              F.timestamp_seconds(F.col(tcol).cast("long")).alias(epoch))
+                      # one epoch behind the side's latest (see _streaming_aggregate);
+                      # the query's watermark is the smaller of the two sides'
+                      .withWatermark(epoch, "1 second"))
+    u = parts[0].unionByName(parts[1], allowMissingColumns=True)
+    keep = [c for r, _ in names for c in r] + [tag]
+    gathered = (u.groupBy(epoch)
+                 .agg(F.collect_list(F.when(~F.col(HEARTBEAT_COL),
+                                            F.struct(*[F.col(c) for c in keep])))
+                      .alias("__rows")))
+    released = gathered.select(F.explode("__rows").alias("__r")).select("__r.*")
+    return released.mapInArrow(
+        stage(iface=None, streams=lftas, tag_col=tag, stream_cols=[tuple(x) for x in names],
+              output=n.name, out_schema=out_schema,
+              sort_cols=[t for _, t in sides]), out_schema_spark)
 
 
 def _needed_nodes(plan, output: str) -> set[str]:
