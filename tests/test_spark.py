@@ -334,3 +334,37 @@ def test_streaming_join_that_cannot_run_per_epoch_is_refused_before_any_job(spar
     with pytest.raises(SparkQueryError, match="only joins with a temporal equality"):
         run_query(spark, [str(q)], schema=str(files / "schema.txt"), output="b",
                   sources={"eth0": s, "eth1": s})
+
+
+def test_structured_streaming_aggregation_over_an_interface_set_waits_for_the_lagging_member(
+        spark, tmp_path, files):
+    """An aggregation over [links].PKTS with two streaming members, one
+    delivering its rows in 6 micro-batches and the other in 2: each member's
+    LFTA partials come under their own watermark, so an epoch closes only
+    once both moved past it; the result equals the batch answer."""
+    q = tmp_path / "pm.gsql"
+    q.write_text("DEFINE {query_name 'pm';}\n"
+                 "select tb, srcIP, count(*) as c, sum(len) as b from [links].PKTS where len > 0\n"
+                 "group by time/10 as tb, srcIP\n")
+    sch = str(files / "schema.txt")
+    a, b = packets(3000, 7), packets(3000, 8)
+    want = rows(gsqlc.compile([q], schema=sch).table({"links": [a, b]}))
+    assert len(want) > 100
+    last = int(max(a.column("time").to_pylist() + b.column("time").to_pylist()))
+    dirs = []
+    for name, t, per_file in (("m0", a, 500), ("m1", b, 1500)):
+        recs = [f"{r['time']},{r['srcIP']},{r['destIP']},{r['len']}" for r in t.to_pylist()]
+        chunks = [recs[i:i + per_file] for i in range(0, len(recs), per_file)]
+        chunks.append([f"{last + 30},{0x0A000000},{0x0B000000},0"])   # rejected: closes
+        _stream_files(tmp_path / name, chunks)
+        dirs.append(tmp_path / name)
+    schema = "time long, srcIP long, destIP long, len long"
+    streams = [spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).csv(str(d))
+               for d in dirs]
+    out = run_query(spark, [str(q)], schema=sch, sources={"links": streams})
+    w = (out.writeStream.format("memory").queryName("gsqlc_stream_set").outputMode("append")
+         .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
+    w.awaitTermination(300)
+    assert w.exception() is None
+    assert rows(spark.table("gsqlc_stream_set")) == want
+    assert w.lastProgress["stateOperators"][-1]["numRowsTotal"] <= 2, w.lastProgress

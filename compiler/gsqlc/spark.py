@@ -38,6 +38,7 @@ from .types import Temporal, Type
 
 
 HEARTBEAT_COL = "__heartbeat"   # the runtime's flag column (option arrow_heartbeats)
+EPOCH_COL = "__epoch"           # streaming: the watermarked event time (an epoch, as seconds)
 
 
 MAX_REPORTS = 10   # partitions' malformed-row reports the driver keeps
@@ -461,7 +462,9 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
         """A stream's frame without heartbeat rows (for consumers that only
         take data)."""
         d = frames[stream]
-        return d.where(~F.col(HEARTBEAT_COL)).drop(HEARTBEAT_COL) if stream in with_hb else d
+        if stream not in with_hb:
+            return d
+        return d.where(~F.col(HEARTBEAT_COL)).drop(HEARTBEAT_COL, EPOCH_COL)
 
     needed = _needed_nodes(qs.plan, output)
     for n in qs.plan.nodes:
@@ -509,7 +512,12 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
         streaming = any(frames[s].isStreaming for s in n.inputs)
         if n.kind == "aggregate" and streaming and n.inputs[0] in with_hb:
             frames[n.name] = _streaming_aggregate(n, frames[n.inputs[0]], stage, out_schema,
-                                                  out_schema_spark)
+                                                  out_schema_spark,
+                                                  qs.plan.node(n.inputs[0]).merge)
+            continue
+        if n.kind == "merge" and streaming and all(s in with_hb for s in n.inputs):
+            frames[n.name] = _streaming_merge(n, [frames[s] for s in n.inputs])
+            with_hb.add(n.name)
             continue
         ins = [data_rows(s) for s in n.inputs]
         if n.kind == "merge":
@@ -555,6 +563,23 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
     return out
 
 
+def _streaming_merge(n, ins):
+    """A merge of streams (an interface set's LFTAs) per micro-batch: the
+    union of its inputs, heartbeat rows kept, each input under its own
+    watermark on the merge column, so the query's watermark -- the smallest
+    -- waits for the input that lags (a consumer's epoch closes only once
+    every member moved past it)."""
+    from pyspark.sql import functions as F
+    cols = [c.name for c in n.output.columns] + [HEARTBEAT_COL]
+    parts = [d.toDF(*cols)
+              .withColumn(EPOCH_COL, F.timestamp_seconds(F.col(n.merge.field).cast("long")))
+              .withWatermark(EPOCH_COL, "1 second") for d in ins]
+    u = parts[0]
+    for d in parts[1:]:
+        u = u.unionByName(d)
+    return u      # EPOCH_COL stays: the watermarked column an aggregation groups on
+
+
 def _epoch_source(plan, j, side: int, with_hb: set) -> tuple[Any, str]:
     """For side `side` of streaming join j: the aggregation feeding it and
     the temporal column of that aggregation's LFTA its epochs are, or a
@@ -563,9 +588,10 @@ def _epoch_source(plan, j, side: int, with_hb: set) -> tuple[Any, str]:
     a = plan.node(j.inputs[side])
     t = _plain(j.join.time[side])
     why = None
-    if a.kind != "aggregate" or a.level != "hfta" or a.inputs[0] not in with_hb:
-        why = (f"its input {j.inputs[side]} is not an aggregation over a PROTOCOL's "
-               "stream")
+    if a.kind != "aggregate" or a.level != "hfta" or a.inputs[0] not in with_hb or \
+            plan.node(a.inputs[0]).level != "lfta":
+        why = (f"its input {j.inputs[side]} is not an aggregation over a PROTOCOL of one "
+               "interface")
     else:
         sel = dict(a.select)
         g = sel.get(t) if t else None
@@ -600,7 +626,7 @@ def _streaming_join(n, plan, frames, with_hb, stage, out_schema, out_schema_spar
     if lftas[0] == lftas[1]:
         raise SparkQueryError(f"query {q}: over streaming DataFrames the two sides of a join "
                               "must read different streams (run a self-join in batch)")
-    tag, epoch = "__side", "__epoch"
+    tag, epoch = "__side", EPOCH_COL
     parts, names = [], []
     for i, ((a, tcol), lf) in enumerate(zip(sides, lftas)):
         cols = [c.name for c in a.input_defs[0].columns]
@@ -671,7 +697,7 @@ def _join(n, ins, shuffle, stage, out_schema, out_schema_spark):
               sort_cols=[_first_increasing(sd) for sd in n.input_defs]), out_schema_spark)
 
 
-def _streaming_aggregate(n, d, stage, out_schema, out_schema_spark):
+def _streaming_aggregate(n, d, stage, out_schema, out_schema_spark, merge=None):
     """An HFTA aggregation over a stream, per micro-batch.  Spark's stateful
     aggregation gathers the input rows of each (epoch, group key) with a
     watermark on the temporal key: a group is released, and its state
@@ -691,11 +717,21 @@ def _streaming_aggregate(n, d, stage, out_schema, out_schema_spark):
                               "temporal GROUP BY key that is a column of its input (its epochs "
                               "become the watermark)")
     live = ~F.col(HEARTBEAT_COL)
-    epoch = "__epoch"
-    gathered = (d.withColumn(epoch, F.timestamp_seconds(F.col(tkeys[0]).cast("long")))
-                 # one epoch (one unit of the key, as seconds) behind the
-                 # latest: Spark releases state at or below the watermark
-                 .withWatermark(epoch, "1 second")
+    epoch = EPOCH_COL
+    if EPOCH_COL in d.columns:
+        # a streaming merge's output: its inputs' watermarks (Spark lets no
+        # operator redefine them) are on the merge column's epochs
+        if merge is None or merge.field != tkeys[0]:
+            raise SparkQueryError(
+                f"query {q}: over a streaming merge the aggregation's temporal GROUP BY key "
+                f"must be the merge column {merge.field if merge else '?'} (got {tkeys[0]})")
+        marked = d
+    else:
+        marked = (d.withColumn(epoch, F.timestamp_seconds(F.col(tkeys[0]).cast("long")))
+                  # one epoch (one unit of the key, as seconds) behind the
+                  # latest: Spark releases state at or below the watermark
+                  .withWatermark(epoch, "1 second"))
+    gathered = (marked
                  .groupBy(epoch, *keys)
                  .agg(F.collect_list(F.when(live, F.struct(*[F.col(c) for c in cols])))
                       .alias("__rows")))
