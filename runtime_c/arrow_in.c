@@ -200,36 +200,42 @@ int gsq_arrow_row_null(const struct ArrowArray *a, int64_t row)
 
 /* ---- values ----------------------------------------------------------- */
 
-static int from_signed(int type, int64_t x, gsq_csv_value *v)
+/* The range an integer read as GSQL type `type` must lie in; 0 for a type
+ * no integer converts to (FLOAT takes any, as a double). */
+static int int_range(int type, int64_t *lo, uint64_t *hi)
 {
     switch (type) {
-    case GSQ_T_BOOL: if (x < 0 || x > 1) return GSQ_AV_RANGE; v->u = (uint64_t)x; break;
-    case GSQ_T_USHORT: if (x < 0 || x > UINT16_MAX) return GSQ_AV_RANGE; v->u = (uint64_t)x; break;
-    case GSQ_T_UINT: case GSQ_T_IP:
-        if (x < 0 || x > (int64_t)UINT32_MAX) return GSQ_AV_RANGE;
-        v->u = (uint64_t)x;
-        break;
-    case GSQ_T_INT: if (x < INT32_MIN || x > INT32_MAX) return GSQ_AV_RANGE; v->i = x; break;
-    case GSQ_T_ULLONG: if (x < 0) return GSQ_AV_RANGE; v->u = (uint64_t)x; break;
-    case GSQ_T_LLONG: v->i = x; break;
-    case GSQ_T_FLOAT: v->f = (double)x; break;
-    default: return GSQ_AV_BROKEN;
+    case GSQ_T_BOOL: *lo = 0; *hi = 1; return 1;
+    case GSQ_T_USHORT: *lo = 0; *hi = UINT16_MAX; return 1;
+    case GSQ_T_UINT: case GSQ_T_IP: *lo = 0; *hi = UINT32_MAX; return 1;
+    case GSQ_T_INT: *lo = INT32_MIN; *hi = INT32_MAX; return 1;
+    case GSQ_T_ULLONG: *lo = 0; *hi = UINT64_MAX; return 1;
+    case GSQ_T_LLONG: *lo = INT64_MIN; *hi = INT64_MAX; return 1;
+    default: return 0;
     }
-    return GSQ_AV_OK;
 }
 
-static int from_unsigned(int type, uint64_t x, gsq_csv_value *v)
+static inline int signed_out_of_range(int64_t x, int64_t lo, uint64_t hi)
 {
-    switch (type) {
-    case GSQ_T_BOOL: if (x > 1) return GSQ_AV_RANGE; v->u = x; break;
-    case GSQ_T_USHORT: if (x > UINT16_MAX) return GSQ_AV_RANGE; v->u = x; break;
-    case GSQ_T_UINT: case GSQ_T_IP: if (x > UINT32_MAX) return GSQ_AV_RANGE; v->u = x; break;
-    case GSQ_T_INT: if (x > INT32_MAX) return GSQ_AV_RANGE; v->i = (int64_t)x; break;
-    case GSQ_T_ULLONG: v->u = x; break;
-    case GSQ_T_LLONG: if (x > INT64_MAX) return GSQ_AV_RANGE; v->i = (int64_t)x; break;
-    case GSQ_T_FLOAT: v->f = (double)x; break;
-    default: return GSQ_AV_BROKEN;
+    return x < lo || (x > 0 && (uint64_t)x > hi);
+}
+
+/* An integer (x's bits; is_signed: read as int64_t) as GSQL type `type`
+ * (int_range's rules): its bits for the integer types (v->u and v->i
+ * alias), a double for FLOAT. */
+static int from_int(int type, int is_signed, uint64_t x, gsq_csv_value *v)
+{
+    int64_t lo;
+    uint64_t hi;
+    if (type == GSQ_T_FLOAT) {
+        v->f = is_signed ? (double)(int64_t)x : (double)x;
+        return GSQ_AV_OK;
     }
+    if (!int_range(type, &lo, &hi))
+        return GSQ_AV_BROKEN;
+    if (is_signed ? signed_out_of_range((int64_t)x, lo, hi) : x > hi)
+        return GSQ_AV_RANGE;
+    v->u = x;
     return GSQ_AV_OK;
 }
 
@@ -255,18 +261,10 @@ static uint64_t read_uint(const void *data, int width, int64_t i)
     }
 }
 
-/* The bytes of string element i: 0, or GSQ_AV_BROKEN / GSQ_AV_LONG. */
-static int str_at(const struct ArrowArray *ch, const gsq_arrow_col *c, int64_t i, gsq_str *s)
+/* The string between offsets a and b of `data`: 0, or GSQ_AV_BROKEN /
+ * GSQ_AV_LONG (*s untouched). */
+static inline int str_view(int64_t a, int64_t b, const char *data, gsq_str *s)
 {
-    int64_t a, b;
-    const char *data = (const char *)ch->buffers[2];
-    if (c->width == 4) {
-        a = read_int(ch->buffers[1], 4, i);
-        b = read_int(ch->buffers[1], 4, i + 1);
-    } else {
-        a = read_int(ch->buffers[1], 8, i);
-        b = read_int(ch->buffers[1], 8, i + 1);
-    }
     if (a < 0 || b < a || (b > a && !data))
         return GSQ_AV_BROKEN;
     if (b - a > (int64_t)UINT32_MAX - 1)
@@ -274,6 +272,14 @@ static int str_at(const struct ArrowArray *ch, const gsq_arrow_col *c, int64_t i
     s->p = b > a ? data + a : "";
     s->len = (uint32_t)(b - a);
     return GSQ_AV_OK;
+}
+
+/* The bytes of string element i: 0, or GSQ_AV_BROKEN / GSQ_AV_LONG. */
+static int str_at(const struct ArrowArray *ch, const gsq_arrow_col *c, int64_t i, gsq_str *s)
+{
+    return str_view(read_int(ch->buffers[1], c->width, i),
+                    read_int(ch->buffers[1], c->width, i + 1),
+                    (const char *)ch->buffers[2], s);
 }
 
 int gsq_arrow_value(const struct ArrowArray *ch, const gsq_arrow_col *c, int64_t idx, int type,
@@ -295,9 +301,9 @@ int gsq_arrow_value(const struct ArrowArray *ch, const gsq_arrow_col *c, int64_t
         v->u = (uint64_t)bit(ch->buffers[1], i);
         return GSQ_AV_OK;
     case GSQ_AC_INT:
-        return from_signed(type, read_int(ch->buffers[1], c->width, i), v);
+        return from_int(type, 1, (uint64_t)read_int(ch->buffers[1], c->width, i), v);
     case GSQ_AC_UINT:
-        return from_unsigned(type, read_uint(ch->buffers[1], c->width, i), v);
+        return from_int(type, 0, read_uint(ch->buffers[1], c->width, i), v);
     case GSQ_AC_F32: {
         float f;
         memcpy(&f, (const uint8_t *)ch->buffers[1] + i * 4, 4);
@@ -335,21 +341,6 @@ int gsq_arrow_value(const struct ArrowArray *ch, const gsq_arrow_col *c, int64_t
 
 /* ---- columns ---------------------------------------------------------- */
 
-/* The range an integer read as GSQL type `type` must lie in (the rules of
- * from_signed / from_unsigned); 0 for a type no integer converts to. */
-static int int_range(int type, int64_t *lo, uint64_t *hi)
-{
-    switch (type) {
-    case GSQ_T_BOOL: *lo = 0; *hi = 1; return 1;
-    case GSQ_T_USHORT: *lo = 0; *hi = UINT16_MAX; return 1;
-    case GSQ_T_UINT: case GSQ_T_IP: *lo = 0; *hi = UINT32_MAX; return 1;
-    case GSQ_T_INT: *lo = INT32_MIN; *hi = INT32_MAX; return 1;
-    case GSQ_T_ULLONG: *lo = 0; *hi = UINT64_MAX; return 1;
-    case GSQ_T_LLONG: *lo = INT64_MIN; *hi = INT64_MAX; return 1;
-    default: return 0;
-    }
-}
-
 #define OUT_VAL(j) ((gsq_csv_value *)(void *)(vals + (size_t)(j) * stride))
 #define OUT_VALID(j) (valid[(size_t)(j) * stride])
 
@@ -370,7 +361,7 @@ static int int_range(int type, int64_t *lo, uint64_t *hi)
         OUT_VALID(j) = 1;                                                             \
         if (to_float) {                                                               \
             v->f = (double)x;                                                         \
-        } else if (SIGNED ? ((int64_t)x < lo || (x > 0 && (uint64_t)(int64_t)x > hi)) \
+        } else if (SIGNED ? signed_out_of_range((int64_t)x, lo, hi)                  \
                           : (uint64_t)x > hi) {                                       \
             if (!rc[j])                                                               \
                 rc[j] = GSQ_AV_RANGE;                                                 \
@@ -413,9 +404,10 @@ static int int_column(const struct ArrowArray *ch, const gsq_arrow_col *c, int64
     for (j = 0; j < m; j++) {                                                         \
         gsq_csv_value *v = OUT_VAL(j);                                                \
         OT a, b;                                                                      \
+        int r;                                                                        \
+        v->s.p = "";                                                                  \
+        v->s.len = 0;                                                                 \
         if (nulls && !bit(nulls, i0 + j)) {                                           \
-            v->s.p = "";                                                              \
-            v->s.len = 0;                                                             \
             OUT_VALID(j) = 0;                                                         \
             flags |= GSQ_AVS_NULL;                                                    \
             continue;                                                                 \
@@ -423,20 +415,10 @@ static int int_column(const struct ArrowArray *ch, const gsq_arrow_col *c, int64
         memcpy(&a, (const uint8_t *)offs + (i0 + j) * (int64_t)sizeof(OT), sizeof(OT)); \
         memcpy(&b, (const uint8_t *)offs + (i0 + j + 1) * (int64_t)sizeof(OT), sizeof(OT)); \
         OUT_VALID(j) = 1;                                                             \
-        if (a < 0 || b < a || (b > a && !data)) {                                     \
-            v->s.p = "";                                                              \
-            v->s.len = 0;                                                             \
-            rc[j] = GSQ_AV_BROKEN;                                                    \
+        if ((r = str_view(a, b, data, &v->s)) != GSQ_AV_OK) {                         \
+            if (!rc[j] || r == GSQ_AV_BROKEN)                                         \
+                rc[j] = (uint8_t)r;                                                   \
             flags |= GSQ_AVS_FAILED;                                                  \
-        } else if ((int64_t)b - (int64_t)a > (int64_t)UINT32_MAX - 1) {               \
-            v->s.p = "";                                                              \
-            v->s.len = 0;                                                             \
-            if (!rc[j])                                                               \
-                rc[j] = GSQ_AV_LONG;                                                  \
-            flags |= GSQ_AVS_FAILED;                                                  \
-        } else {                                                                      \
-            v->s.p = b > a ? data + a : "";                                           \
-            v->s.len = (uint32_t)(b - a);                                             \
         }                                                                             \
     }
 

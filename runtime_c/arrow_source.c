@@ -341,15 +341,15 @@ static int take_rows(gsq_run *r, gsq_source *s, arrow_reader *rd)
                 rd->fail_slot[j] = NO_SLOT;
                 flags |= GSQ_AVS_NULL;
             }
-    for (j = 0; j < got; j++)
-        kept += rc[j] == 0;
-    for (j = 0; j < got; j++)
+    for (j = 0; j < got; j++) {
         if (rc[j] == GSQ_AV_BROKEN) {
             gsq_run_fail(r, "interface '%s': column %lld of a record batch holds broken "
                             "offsets or lacks a buffer",
                          s->iface, (long long)rd->slot_col[rd->fail_slot[j]] + 1);
             return ROW_ERR;
         }
+        kept += rc[j] == 0;
+    }
     rec = gsq_ring_commit_run(&s->ring, (size_t)got * rec_sz, kept);
     for (j = 0; j < got; j++) {
         uint8_t *mem = base + j * rec_sz;

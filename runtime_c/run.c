@@ -228,17 +228,15 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
         r->csv_strict = b;
     } else if (strcmp(key, "arrow_heartbeats") == 0 || strcmp(key, "final_heartbeat") == 0 ||
                strcmp(key, "arrow_flush") == 0) {
+        int *flag = strcmp(key, "arrow_heartbeats") == 0 ? &r->arrow_heartbeats
+                    : strcmp(key, "final_heartbeat") == 0 ? &r->final_heartbeat
+                                                          : &r->arrow_flush;
         uint8_t b;
         if (gsq_parse_bool(value, strlen(value), &b) != 0) {
             set_error(r, "%s must be 0 or 1, got '%s'", key, value);
             return -1;
         }
-        if (key[0] == 'f')
-            r->final_heartbeat = b;
-        else if (strcmp(key, "arrow_flush") == 0)
-            r->arrow_flush = b;
-        else
-            r->arrow_heartbeats = b;
+        *flag = b;
     } else if (strcmp(key, "clock") == 0) {
         if (strcmp(value, "wall") == 0) {
             r->clock_mode = GSQ_CLOCK_WALL;

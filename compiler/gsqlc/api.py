@@ -28,7 +28,7 @@ from .codegen import GeneratedSet, generate
 from .diagnostics import UsageError
 from .driver import QuerySet, load_queryset
 from .interfaces import DEFAULT_IFACE, InterfaceError, Interfaces
-from .plan import check_table_ways
+from .plan import TABLE_WAYS
 from .interfaces import build as build_interfaces
 from .interfaces import check_skew as _skew_seconds
 from . import runner
@@ -439,8 +439,10 @@ def compile(files: Union[PathLike, Sequence[PathLike]], schema=None, *,
     if lfta_table_size is not None and (not isinstance(lfta_table_size, int)
                                         or lfta_table_size < 1):
         raise UsageError(f"lfta_table_size must be a positive integer, got {lfta_table_size!r}")
-    if lfta_table_ways is not None and not check_table_ways(lfta_table_ways):
-        raise UsageError(f"lfta_table_ways must be 1, 2, 4, 8 or 16, got {lfta_table_ways!r}")
+    if lfta_table_ways is not None and (not isinstance(lfta_table_ways, int)
+                                        or lfta_table_ways not in TABLE_WAYS):
+        raise UsageError(f"lfta_table_ways must be one of {', '.join(map(str, TABLE_WAYS))}, "
+                         f"got {lfta_table_ways!r}")
     return CompiledQuerySet(files_l, _as_list(schema), _as_list(library_paths),
                             os.fspath(interfaces) if interfaces else None, sanitize,
                             lfta_table_size, lfta_table_ways)

@@ -190,27 +190,19 @@ def _lfta_table_size(q: AnalyzedQuery) -> int:
     return DEFAULT_LFTA_TABLE
 
 
-MAX_LFTA_TABLE_WAYS = 16
+TABLE_WAYS = (1, 2, 4, 8, 16)   # the associativities an LFTA table may have
 
 
 def _lfta_table_ways(q: AnalyzedQuery) -> int:
     v = q.defines.get("lfta_table_ways")
     if not v:
         return 1
-    if not v.isdigit() or int(v) not in _WAYS:
+    if not v.isdigit() or int(v) not in TABLE_WAYS:
         from .diagnostics import GsqlError
         raise GsqlError(q.query.defines.item_spans.get("lfta_table_ways", q.query.span),
                         "bad-define", f"lfta_table_ways must be one of "
-                        f"{', '.join(map(str, _WAYS))}, got '{v}'")
+                        f"{', '.join(map(str, TABLE_WAYS))}, got '{v}'")
     return int(v)
-
-
-_WAYS = tuple(1 << i for i in range(MAX_LFTA_TABLE_WAYS.bit_length()))
-
-
-def check_table_ways(ways: int) -> bool:
-    """Whether `ways` is a valid associativity for an LFTA table."""
-    return isinstance(ways, int) and ways in _WAYS
 
 
 def _power_of_two(n: int) -> int:

@@ -563,17 +563,44 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
     return out
 
 
+def _with_epoch(d, col: str):
+    """d with EPOCH_COL, the value of its temporal column `col` as seconds,
+    under a watermark one epoch (one unit of col) behind the latest seen:
+    Spark releases state at or below the watermark, so an epoch is released
+    once a later one was seen (data or heartbeat rows)."""
+    from pyspark.sql import functions as F
+    return d.withColumn(EPOCH_COL, F.timestamp_seconds(F.col(col).cast("long"))) \
+            .withWatermark(EPOCH_COL, "1 second")
+
+
+def _release_per_epoch(marked, group_cols: list, cols: list[str]):
+    """The data rows (columns `cols`) of a watermarked stream, gathered in
+    Spark state per group_cols (EPOCH_COL first) and released, once, when
+    the watermark passes their epoch; heartbeat rows only move the
+    watermark."""
+    from pyspark.sql import functions as F
+    gathered = (marked.groupBy(*group_cols)
+                .agg(F.collect_list(F.when(~F.col(HEARTBEAT_COL),
+                                           F.struct(*[F.col(c) for c in cols])))
+                     .alias("__rows")))
+    return gathered.select(F.explode("__rows").alias("__r")).select("__r.*")
+
+
+def _side_columns(i: int, sd) -> tuple[list[str], list[str]]:
+    """The columns of input i of a join in a tagged union (renamed
+    __i_<name>), and their names in the stream."""
+    cols = [c.name for c in sd.columns]
+    return [f"__{i}_{c}" for c in cols], cols
+
+
 def _streaming_merge(n, ins):
     """A merge of streams (an interface set's LFTAs) per micro-batch: the
     union of its inputs, heartbeat rows kept, each input under its own
     watermark on the merge column, so the query's watermark -- the smallest
     -- waits for the input that lags (a consumer's epoch closes only once
     every member moved past it)."""
-    from pyspark.sql import functions as F
     cols = [c.name for c in n.output.columns] + [HEARTBEAT_COL]
-    parts = [d.toDF(*cols)
-              .withColumn(EPOCH_COL, F.timestamp_seconds(F.col(n.merge.field).cast("long")))
-              .withWatermark(EPOCH_COL, "1 second") for d in ins]
+    parts = [_with_epoch(d.toDF(*cols), n.merge.field) for d in ins]
     u = parts[0]
     for d in parts[1:]:
         u = u.unionByName(d)
@@ -626,26 +653,17 @@ def _streaming_join(n, plan, frames, with_hb, stage, out_schema, out_schema_spar
     if lftas[0] == lftas[1]:
         raise SparkQueryError(f"query {q}: over streaming DataFrames the two sides of a join "
                               "must read different streams (run a self-join in batch)")
-    tag, epoch = "__side", EPOCH_COL
+    tag = "__side"
     parts, names = [], []
     for i, ((a, tcol), lf) in enumerate(zip(sides, lftas)):
-        cols = [c.name for c in a.input_defs[0].columns]
-        renamed = [f"__{i}_{c}" for c in cols]
+        renamed, cols = _side_columns(i, a.input_defs[0])
         names.append((renamed, cols))
-        d = frames[lf]
-        parts.append(d.select(*[F.col(c).alias(r) for c, r in zip(cols, renamed)],
-                              F.col(HEARTBEAT_COL), F.lit(i).alias(tag),
-                              F.timestamp_seconds(F.col(tcol).cast("long")).alias(epoch))
-                      # one epoch behind the side's latest (see _streaming_aggregate);
-                      # the query's watermark is the smaller of the two sides'
-                      .withWatermark(epoch, "1 second"))
+        side = frames[lf].select(*[F.col(c).alias(r) for c, r in zip(cols, renamed)],
+                                 F.col(HEARTBEAT_COL), F.lit(i).alias(tag))
+        # a watermark per side: the query's is the smaller of the two
+        parts.append(_with_epoch(side, f"__{i}_{tcol}"))
     u = parts[0].unionByName(parts[1], allowMissingColumns=True)
-    keep = [c for r, _ in names for c in r] + [tag]
-    gathered = (u.groupBy(epoch)
-                 .agg(F.collect_list(F.when(~F.col(HEARTBEAT_COL),
-                                            F.struct(*[F.col(c) for c in keep])))
-                      .alias("__rows")))
-    released = gathered.select(F.explode("__rows").alias("__r")).select("__r.*")
+    released = _release_per_epoch(u, [EPOCH_COL], [c for r, _ in names for c in r] + [tag])
     return released.mapInArrow(
         stage(iface=None, streams=lftas, tag_col=tag, stream_cols=[tuple(x) for x in names],
               output=n.name, out_schema=out_schema,
@@ -673,8 +691,7 @@ def _join(n, ins, shuffle, stage, out_schema, out_schema_spark):
     sides = []
     names = []
     for i, (d, sd) in enumerate(zip(ins, n.input_defs)):
-        cols = [c.name for c in sd.columns]
-        renamed = [f"__{i}_{c}" for c in cols]
+        renamed, cols = _side_columns(i, sd)
         names.append((renamed, cols))
         sides.append(d.toDF(*renamed).withColumn(tag, F.lit(i)))
     u = sides[0].unionByName(sides[1], allowMissingColumns=True)
@@ -706,7 +723,6 @@ def _streaming_aggregate(n, d, stage, out_schema, out_schema_spark, merge=None):
     the LFTA's predicate rejected still advance time).  The HFTA then runs
     over the released rows, ordered on the temporal key, and computes the
     groups exactly as in batch mode (its own folds, HAVING, SELECT)."""
-    from pyspark.sql import functions as F
     q = n.query.name
     in_def = n.input_defs[0]
     cols = [c.name for c in in_def.columns]
@@ -716,8 +732,6 @@ def _streaming_aggregate(n, d, stage, out_schema, out_schema_spark, merge=None):
         raise SparkQueryError(f"query {q}: aggregation over a streaming DataFrame needs a "
                               "temporal GROUP BY key that is a column of its input (its epochs "
                               "become the watermark)")
-    live = ~F.col(HEARTBEAT_COL)
-    epoch = EPOCH_COL
     if EPOCH_COL in d.columns:
         # a streaming merge's output: its inputs' watermarks (Spark lets no
         # operator redefine them) are on the merge column's epochs
@@ -727,15 +741,8 @@ def _streaming_aggregate(n, d, stage, out_schema, out_schema_spark, merge=None):
                 f"must be the merge column {merge.field if merge else '?'} (got {tkeys[0]})")
         marked = d
     else:
-        marked = (d.withColumn(epoch, F.timestamp_seconds(F.col(tkeys[0]).cast("long")))
-                  # one epoch (one unit of the key, as seconds) behind the
-                  # latest: Spark releases state at or below the watermark
-                  .withWatermark(epoch, "1 second"))
-    gathered = (marked
-                 .groupBy(epoch, *keys)
-                 .agg(F.collect_list(F.when(live, F.struct(*[F.col(c) for c in cols])))
-                      .alias("__rows")))
-    released = gathered.select(F.explode("__rows").alias("__r")).select("__r.*")
+        marked = _with_epoch(d, tkeys[0])
+    released = _release_per_epoch(marked, [EPOCH_COL, *keys], cols)
     return released.mapInArrow(
         stage(iface=None, streams=[n.inputs[0]], tag_col=None, stream_cols=[cols],
               output=n.name, out_schema=out_schema, sort_cols=[tkeys[0]]), out_schema_spark)
