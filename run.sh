@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One entry point for a fresh machine.
 #   ./run.sh demo   install everything, compile and run the flow query on the bundled capture
-#   ./run.sh test   install everything and run the whole test suite
+#   ./run.sh test   install everything, lint (ruff), type-check (mypy) and run the whole test suite
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
@@ -30,6 +30,11 @@ demo)
     ;;
 test)
     shift || true
+    # lint and type-check first: any ruff finding, or any mypy --strict error in
+    # the compiler's core stages (front end, semantics, planner, pipeline), fails the run
+    $PY -m ruff check tests bench compiler
+    (cd compiler && $PY -m mypy --strict --follow-imports=silent gsqlc/frontend gsqlc/semantics \
+        gsqlc/planner gsqlc/errors.py gsqlc/pipeline.py gsqlc/resources.py)
     exec $PY -m pytest -q "$@"
     ;;
 *)

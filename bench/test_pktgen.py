@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # benchmark tooling
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import baselines  # noqa: E402
 import pktgen  # noqa: E402
-
 
 # ---- a tiny independent pcap reader (struct only) --------------------------
 

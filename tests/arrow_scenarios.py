@@ -1,6 +1,6 @@
 """Driving a compiled query set's Arrow ABI (gsqlc_bind_arrow,
 gsqlc_bind_stream_arrow, gsqlc_add_arrow_sink) through cffi in ABI mode, as
-gsqlc.runner does, with pyarrow producing and consuming the record batches.
+gsqlc.runtime.runner does, with pyarrow producing and consuming the record batches.
 
 Used by test_arrow_runtime.py, and run as a script in a child process that
 preloads the ASan runtime (python arrow_scenarios.py LIB SCHEMA_DIR) so the
@@ -22,7 +22,7 @@ import pyarrow.csv as pacsv
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO / "compiler"))
-from gsqlc.runner import ABI_CDEF  # noqa: E402
+from gsqlc.runtime.runner import ABI_CDEF  # noqa: E402
 
 ffi = cffi.FFI()
 ffi.cdef(ABI_CDEF)
@@ -341,7 +341,7 @@ def scenario_cancel(lib):
     a.arrow("default", sales_table())
     a.sink("sales_all", batch_rows=4, cancel_after=2)
     ra = a.run()
-    assert ra.rc == 1
+    assert ra.rc == -1
     assert ra.error == "cancelled by the consumer of sales_all"
     assert ra.calls["sales_all"] == 2
     return ra

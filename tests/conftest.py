@@ -17,6 +17,54 @@ def shared_dir() -> Path:
     return Path(env) if env else REPO.parent / "shared"
 
 
+def shared_missing() -> str | None:
+    """Why the conformance data (../shared beside the clone, or $GSQLC_SHARED)
+    cannot be used, or None when it can."""
+    manifest = shared_dir() / "conformance" / "tigon" / "cases.tsv"
+    if manifest.is_file():
+        return None
+    return ("no ../shared beside the clone: conformance data absent; set GSQLC_SHARED "
+            f"(looked for {manifest})")
+
+
+def pytest_runtest_setup(item):
+    # Tests marked needs_shared skip without the conformance data, except in
+    # CI (CI=true), where its absence fails them.
+    if item.get_closest_marker("needs_shared") is None:
+        return
+    why = shared_missing()
+    if why is None:
+        return
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{why} (required under CI=true)", pytrace=False)
+    pytest.skip(why)
+
+
+def sanitizer_imports(path: Path) -> dict[str, list[str]]:
+    """The ASan and UBSan entry points a binary or shared library imports
+    (its undefined dynamic symbols): instrumented code calls
+    __asan_report_*/__asan_init and __ubsan_handle_*."""
+    p = subprocess.run(["nm", "-D", "--undefined-only", str(path)], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, check=True)
+    names = [line.split()[-1] for line in p.stdout.splitlines() if line.strip()]
+    return {"asan": sorted(n for n in names if n.startswith("__asan_")),
+            "ubsan": sorted(n for n in names if n.startswith("__ubsan_handle_"))}
+
+
+def assert_sanitized(path: Path) -> None:
+    """`path` was compiled with -fsanitize=address,undefined: it calls the
+    ASan checks of loads and stores and the UBSan handlers."""
+    imp = sanitizer_imports(path)
+    assert "__asan_init" in imp["asan"] and any(n.startswith("__asan_report_load")
+                                                 for n in imp["asan"]), (path, imp)
+    assert imp["ubsan"], (path, imp)
+
+
+def assert_not_sanitized(path: Path) -> None:
+    imp = sanitizer_imports(path)
+    assert imp == {"asan": [], "ubsan": []}, (path, imp)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _build_cache(tmp_path_factory):
     # Keep compiled query sets of one test session together (and away from

@@ -16,9 +16,9 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 import pyarrow.csv as pacsv  # noqa: E402
 
-from conftest import run_gsqlc  # noqa: E402
 import arrow_scenarios as A  # noqa: E402
 from arrow_scenarios import HB, HB_OPTIONS, Run, ffi, split_heartbeats  # noqa: E402
+from conftest import run_gsqlc  # noqa: E402
 
 LAST = max(A.REJECTED_TS)
 
@@ -43,6 +43,27 @@ def lib(work):
 def baseline(lib):
     """The run without the options."""
     return A.run_heartbeat_streams(lib, A.sales_with_rejected_tail(), {})
+
+
+def _text(v):
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def test_baseline_is_the_answer_of_duckdb(baseline):
+    """The run without the options, which the tests below compare against,
+    is the right answer: DuckDB over the same table."""
+    duckdb = pytest.importorskip("duckdb")
+    sales = A.sales_with_rejected_tail()  # noqa: F841 (read by DuckDB)
+    want = duckdb.sql("SELECT ts, store, qty FROM sales WHERE qty >= 3").fetchall()
+    assert len(want) >= 20
+    got = [(r["ts"], _text(r["store"]), r["qty"]) for r in baseline.rows("big_sales")]
+    assert got == want  # a selection keeps the order of its input
+    want = duckdb.sql("SELECT ts // 60 * 60, store, count(*), sum(qty) FROM sales "
+                      "WHERE qty >= 3 GROUP BY ALL ORDER BY 1, 2").fetchall()
+    got = [(r["minute"], _text(r["store"]), r["sales"], r["units"])
+           for r in baseline.rows("big_per_minute")]
+    assert [g[0] for g in got] == sorted(g[0] for g in got)  # minutes close in order
+    assert sorted(got) == want
 
 
 def test_final_heartbeat_row_carries_the_rejected_rows_time(lib, tmp_path):
@@ -166,7 +187,7 @@ def test_heartbeat_rows_round_trip_through_an_arrow_fed_stream(lib, tmp_path):
                                                  pa.array([str(x) for x in flags])))
     r.sink("big_per_minute")
     res = r.run()
-    assert res.rc == 1
+    assert res.rc == -1
     assert res.error.startswith("stream _fta_big_per_minute: the heartbeat flag column "
                                 "'__heartbeat' has format 'u' (utf8)"), res.error
 
@@ -194,7 +215,7 @@ def test_a_stream_column_named_like_the_flag(lib):
     r.sink("hb_clash")
     r.sink("big_sales")
     res = r.run()
-    assert res.rc == 1
+    assert res.rc == -1
     assert res.error == ("stream hb_clash has a column named __heartbeat: option "
                          "arrow_heartbeats adds a column of that name to its Arrow sinks; "
                          "rename it"), res.error

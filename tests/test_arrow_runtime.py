@@ -8,18 +8,18 @@ they also run in a sanitized child (ASan + UBSan)."""
 from __future__ import annotations
 
 import os
+import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 pa = pytest.importorskip("pyarrow")
 
-from conftest import run_gsqlc  # noqa: E402
 import arrow_scenarios as A  # noqa: E402
 from arrow_scenarios import Run, ffi  # noqa: E402
+from conftest import assert_sanitized, run_gsqlc  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -146,7 +146,7 @@ def test_missing_column_is_an_error_before_any_row(lib):
     r.arrow("default", t)
     r.sink("per_minute")
     res = r.run()
-    assert res.rc == 1
+    assert res.rc == -1
     assert res.error.startswith("interface 'default': the Arrow stream has no column for field "
                                 "'price' (float) of PROTOCOL SALES (its columns: ts, store, item, "
                                 "qty, client)"), res.error
@@ -162,7 +162,7 @@ def test_incompatible_type_is_an_error(lib):
     r.arrow("default", t)
     r.sink("per_minute")
     res = r.run()
-    assert res.rc == 1
+    assert res.rc == -1
     assert res.error == ("interface 'default': field 'qty' of PROTOCOL SALES is uint, but Arrow "
                          "column 'qty' has format 'u' (utf8); expected an integer type (int8 .. "
                          "int64, uint8 .. uint64)")
@@ -172,7 +172,7 @@ def test_incompatible_type_is_an_error(lib):
     r.arrow("default", t)
     r.sink("per_minute")
     res = r.run()
-    assert res.rc == 1 and "dictionary-encoded columns are not read" in res.error, res
+    assert res.rc == -1 and "dictionary-encoded columns are not read" in res.error, res
 
 
 def test_packet_protocol_cannot_read_arrow(lib):
@@ -180,7 +180,7 @@ def test_packet_protocol_cannot_read_arrow(lib):
     r.arrow("pk", A.sales_table())
     r.sink("pk_q")
     res = r.run()
-    assert res.rc == 1
+    assert res.rc == -1
     assert ("PROTOCOL TCP reads packets; an Arrow source feeds CSV-style PROTOCOLs "
             "(fields get_csv_*)") in res.error, res.error
 
@@ -196,7 +196,7 @@ def test_stream_error_fails_the_run(lib):
     r.arrow("default", pa.RecordBatchReader.from_batches(t.schema, gen()))
     r.sink("sales_all")
     res = r.run()
-    assert res.rc == 1
+    assert res.rc == -1
     assert res.error.startswith("interface 'default': the Arrow stream failed: "), res.error
     assert "the producer broke" in res.error
 
@@ -214,10 +214,17 @@ def test_empty_stream(lib):
 def test_streaming_run_delivers_after_each_batch(work, lib):
     """Reading csv:- (a streaming run), the Arrow sink hands over what each
     batch of input produced without waiting for batch_rows rows."""
-    script = ("import sys, arrow_scenarios as A\n"
+    # The child reports its sink's first delivery; we send the rest of the
+    # input only after it (no sleep: a loaded machine only makes it slower).
+    script = ("import sys, threading, time, arrow_scenarios as A\n"
               "r = A.Run(A.ffi.dlopen(sys.argv[1]))\n"
               "r.csv('default', '-')\n"
               "r.sink('sales_all', batch_rows=1000)\n"
+              "def watch():\n"
+              "    while r.calls['sales_all'] == 0:\n"
+              "        time.sleep(0.01)\n"
+              "    print('first', sum(b.num_rows for b in r.batches['sales_all']), flush=True)\n"
+              "threading.Thread(target=watch, daemon=True).start()\n"
               "res = r.run()\n"
               "print(res.rc, res.calls['sales_all'], res.table('sales_all').num_rows)\n")
     lines = A.SALES_CSV.read_bytes().splitlines(keepends=True)
@@ -227,10 +234,17 @@ def test_streaming_run_delivers_after_each_batch(work, lib):
                                                              "libgsqlc_queryset.so")],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          env=env)
-    p.stdin.write(b"".join(lines[:10]))
-    p.stdin.flush()
-    time.sleep(1.0)
-    out, err = p.communicate(b"".join(lines[10:]), timeout=60)
+    try:
+        p.stdin.write(b"".join(lines[:10]))
+        p.stdin.flush()
+        ready, _, _ = select.select([p.stdout], [], [], 120)
+        assert ready, "no delivery of the first 10 rows while the input stays open"
+        first = p.stdout.readline()
+        assert first == b"first 10\n", first
+        out, err = p.communicate(b"".join(lines[10:]), timeout=120)
+    finally:
+        p.kill()
+        p.wait()
     assert p.returncode == 0, err.decode()
     rc, calls, rows = out.decode().split()
     assert rc == "0" and rows == "50" and int(calls) >= 2, (out, err)
@@ -298,14 +312,14 @@ def test_injected_stream_schema_errors(lib):
     r.inject("_fta_per_minute", lt.drop_columns(["_e3"]))
     r.sink("per_minute")
     res = r.run()
-    assert res.rc == 1
+    assert res.rc == -1
     assert res.error.startswith("stream _fta_per_minute is fed from an Arrow stream that has no "
                                 "column '_e3' (float)"), res.error
     r = Run(lib)
     r.inject("_fta_per_minute", lt.set_column(0, "tb", lt.column("tb").cast(pa.float64())))
     r.sink("per_minute")
     res = r.run()
-    assert res.rc == 1
+    assert res.rc == -1
     assert res.error.startswith("stream _fta_per_minute: column 'tb' is uint, but its Arrow "
                                 "column has format 'g' (float64)"), res.error
 
@@ -331,7 +345,7 @@ def test_only_what_a_sink_needs_runs(lib):
     r.csv("default", A.SALES_CSV)
     r.sink("other_q")
     res = r.run()
-    assert res.rc == 1
+    assert res.rc == -1
     assert res.error.startswith("interface 'other' is not bound (used by LFTA other_q"), res.error
 
 
@@ -371,12 +385,14 @@ def test_bind_errors(lib):
 
 # ---------------------------------------------------------------- sanitizers
 
+@pytest.mark.slow
 def test_arrow_paths_under_sanitizers(work, tmp_path):
     """Every scenario again in a child that preloads ASan, against the query
     set built with --sanitize: no ASan/UBSan finding, and no leak of memory
     the runtime allocated (Python's and pyarrow's own allocations are not
     the runtime's business)."""
     lib = _build(work, "qsan", "--sanitize")
+    assert_sanitized(lib)
     libasan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True,
                              text=True).stdout.strip()
     supp = tmp_path / "lsan.supp"

@@ -184,6 +184,18 @@ def test_join_and_merge_rules(gsqlc, tmp_path, text, rule, needle):
     assert needle in p.err
 
 
+@pytest.mark.parametrize("command", ["run", "explain"])
+def test_regex_in_a_join_is_refused_by_analysis(gsqlc, tmp_path, command):
+    """A rule of analysis: explain refuses the query as run does."""
+    q = write(tmp_path, "q.gsql", "select A.time, B.store inner_join from SALES A, SALES B\n"
+                                  "where A.time = B.time and str_regex_match[A.store, 'a.*']")
+    extra = ("--source", f"csv={SALES}") if command == "run" else ()
+    p = gsqlc(command, q, "--schema", SCHEMA, *extra)
+    assert p.returncode == 2, p.out
+    assert f"{q}:1:1: error [not-supported-yet]" in p.err, p.err
+    assert "regular-expression functions inside a join are not supported yet" in p.err
+
+
 def test_merge_of_different_schemas_is_refused(gsqlc, tmp_path):
     a = write(tmp_path, "a.gsql", "DEFINE { query_name 'a'; } select time, store from SALES")
     b = write(tmp_path, "b.gsql", "DEFINE { query_name 'b'; } select time, qty from SALES")

@@ -28,8 +28,24 @@ def _id(c):
     return f"{c['case']}:{c['output']}"
 
 
+# Without the conformance data the parametrized tests still have one case,
+# which conftest skips (fails under CI=true) for the missing data.
+NO_DATA = pytest.param(None, id="no-conformance-data")
+
+
+def params(cases):
+    return cases or [NO_DATA]
+
+
+@pytest.mark.needs_shared
 def test_manifest_present():
-    assert CASES, f"conformance manifest not found under {TIGON}"
+    assert len(CASES) >= 20, f"conformance manifest under {TIGON} lists {len(CASES)} cases"
+    for c in CASES:
+        d = TIGON / c["case"]
+        for q in c["queries"].split(","):
+            assert (d / q).is_file(), (c, q)
+        assert (d / c["input"]).is_file() and (TIGON / c["schema"]).is_file(), c
+        assert c["expected"] == "-" or (d / c["expected"]).is_file(), c
 
 
 def _command(c, *extra):
@@ -52,7 +68,8 @@ _FORMS = {
 }
 
 
-@pytest.mark.parametrize("case", CASES, ids=_id)
+@pytest.mark.needs_shared
+@pytest.mark.parametrize("case", params(CASES), ids=_id)
 def test_case(case, gsqlc):
     p = gsqlc(*_command(case))
     assert p.returncode == 0, p.err

@@ -496,7 +496,17 @@ def assert_same_multiset(got: list[tuple], want: list[tuple], what: str = ""):
 # ---------------------------------------------------------------- tests
 
 
-@pytest.mark.parametrize("case_id", [c.id for c in CASES])
+def _ejections(p) -> int:
+    return sum(n.get("lfta_ejections", 0) for n in _stats(p.err).get("nodes", []))
+
+
+# The quick loop (-m "not slow") runs one case of each kind; the whole suite all.
+QUICK = {"filter_eq_ne", "arith_signed", "agg_every_aggregate_by_port",
+         "compose_select_then_aggregate"}
+
+
+@pytest.mark.parametrize("case_id", [
+    pytest.param(c.id, marks=() if c.id in QUICK else pytest.mark.slow) for c in CASES])
 def test_gsqlc_equals_duckdb(case_id, data, runs):
     case = CASE_BY_ID[case_id]
     want = data.con.sql(case.duck).fetchall()
@@ -505,26 +515,26 @@ def test_gsqlc_equals_duckdb(case_id, data, runs):
     assert_same_multiset(got, want, case_id)
 
 
+@pytest.mark.slow
 def test_tiny_lfta_table_equals_default(runs):
     """A 16-slot LFTA table ejects partials on most packets; the HFTA
     super-aggregate must complete them to the same answer."""
     small, default = runs.get("table_16"), runs.get("table_default")
     assert_same_multiset(_gsqlc_rows(small), _gsqlc_rows(default), "table_16 vs default")
-    ej = lambda p: sum(n.get("lfta_ejections", 0) for n in _stats(p.err).get("nodes", []))
-    assert ej(small) > 1000, _stats(small.err)
-    assert ej(small) > 10 * ej(default)
+    assert _ejections(small) > 1000, _stats(small.err)
+    assert _ejections(small) > 10 * _ejections(default)
 
 
+@pytest.mark.slow
 def test_set_associative_lfta_tables_equal_default(runs):
     """In 4- and 16-way tables a group ejects another only when its whole
     bucket is full: the same answer as the direct-mapped default, with
     fewer ejections than a direct-mapped table of as many slots."""
     default = _gsqlc_rows(runs.get("table_default"))
-    ej = lambda p: sum(n.get("lfta_ejections", 0) for n in _stats(p.err).get("nodes", []))
     for case in ("table_16_4way", "table_64_16way"):
         assert_same_multiset(_gsqlc_rows(runs.get(case)), default, f"{case} vs default")
-        assert ej(runs.get(case)) > 0, case
-    assert ej(runs.get("table_16_4way")) < ej(runs.get("table_16"))
+        assert _ejections(runs.get(case)) > 0, case
+    assert _ejections(runs.get("table_16_4way")) < _ejections(runs.get("table_16"))
 
 
 def _text(v) -> str:

@@ -28,6 +28,8 @@ import pytest
 duckdb = pytest.importorskip("duckdb")
 pytest.importorskip("pyarrow")
 
+pytestmark = pytest.mark.slow  # every run starts at once: many builds
+
 from conftest import run_gsqlc  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -2,12 +2,13 @@
 independent reference computed from the same capture."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, assert_not_sanitized
 
 EX = REPO / "examples"
 
@@ -33,6 +34,7 @@ def test_compile_and_build_the_flows_example(gsqlc, tmp_path):
     assert p.returncode == 0, p.err
     lib, runner = out / "build" / "libgsqlc_queryset.so", out / "build" / "gsqlc-run"
     assert lib.exists() and runner.exists()
+    assert_not_sanitized(lib)  # the instrumentation check of test_sanitizers.py discriminates
     # The stand-alone runner gives the same answer as `gsqlc run`.
     r = subprocess.run([str(runner), "--source", f"default=pcap:{EX / 'trace.pcap'}",
                         "--output", "flows"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -45,4 +47,21 @@ def test_csv_example(gsqlc):
               "--source", f"csv:{EX / 'csv' / 'sales.csv'}", "--format", "csv")
     assert p.returncode == 0, p.err
     lines = p.out.splitlines()
-    assert lines[0].count(",") >= 2 and len(lines) > 2
+    assert lines[0] == "minute,store,sales,units,revenue,max_price"
+    got = [line.split(",") for line in lines[1:]]
+    # minutes close in order of time
+    minutes = [int(r[0]) for r in got]
+    assert minutes == sorted(minutes)
+    # floats print with six decimals
+    assert all(re.fullmatch(r"-?\d+\.\d{6}", r[i]) for r in got for i in (4, 5)), got
+    # the answer of DuckDB over the same file
+    duckdb = pytest.importorskip("duckdb")
+    want = duckdb.sql(
+        "SELECT ts // 60 * 60, store, count(*), sum(qty), sum(qty * price), max(price) "
+        f"FROM read_csv('{EX / 'csv' / 'sales.csv'}', header = false, "
+        "columns = {'ts': 'UBIGINT', 'store': 'VARCHAR', 'item': 'VARCHAR', 'qty': 'UBIGINT', "
+        "'price': 'DOUBLE', 'client': 'VARCHAR'}) GROUP BY ALL ORDER BY 1, 2").fetchall()
+    assert len(want) >= 10
+    assert sorted((int(m), s, int(n), int(u), float(r), float(x)) for m, s, n, u, r, x in got) \
+        == [(m, s, n, u, pytest.approx(r, abs=5e-7), pytest.approx(x, abs=5e-7))
+            for m, s, n, u, r, x in want]

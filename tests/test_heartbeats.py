@@ -2,8 +2,10 @@
 `gsqlc run` on generated captures (seed 000)."""
 from __future__ import annotations
 
+import ipaddress
 import json
 import sys
+from collections import Counter
 
 import pyarrow as pa
 import pytest
@@ -20,6 +22,17 @@ def _trace(tmp_path, name, n, start, pps, seed=1):
     return path, truth
 
 
+def _per10(*truths) -> list[str]:
+    """The lines `tb|n` of count(*) per time/10 over the packets of `truths`
+    (pktgen's own record of what it wrote), in order of tb."""
+    n = Counter(t // 10 for truth in truths for t in truth["time"].to_pylist())
+    return [f"{tb}|{n[tb]}" for tb in sorted(n)]
+
+
+def _times(*truths) -> list[str]:
+    return sorted(str(t) for truth in truths for t in truth["time"].to_pylist())
+
+
 def _stats(err: str) -> dict:
     return json.loads(err[err.index("\n{") + 1:]) if "\n{" in err else json.loads(err[err.index("{"):])
 
@@ -29,7 +42,7 @@ def _streams(stats: dict) -> dict:
 
 
 def test_heartbeats_follow_the_data_clock(gsqlc, tmp_path):
-    pcap, _ = _trace(tmp_path, "a", 3000, 1_700_000_000, 25)   # 120 s of packets
+    pcap, truth = _trace(tmp_path, "a", 3000, 1_700_000_000, 25)   # 120 s of packets
     q = tmp_path / "q.gsql"
     q.write_text("DEFINE { query_name 'per10'; }\n"
                  "select tb, count(*) as n from IPV4 group by time/10 as tb")
@@ -41,7 +54,7 @@ def test_heartbeats_follow_the_data_clock(gsqlc, tmp_path):
         assert lo <= s["_fta_per10"]["heartbeats"] <= hi, s
         # The aggregation propagates them (its own temporal updates).
         assert s["per10"]["heartbeats"] > 0, s
-        assert sum(int(l.split("|")[1]) for l in p.out.splitlines()) == 3000
+        assert p.out.splitlines() == _per10(truth)
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -92,17 +105,18 @@ def test_interfaces_file_binds_a_set(gsqlc, tmp_path):
                  "select tb, count(*) as n from [links].IPV4 group by time/10 as tb")
     p = gsqlc("run", q, "--interfaces", _set_file(tmp_path, a, b), "--clock", "data")
     assert p.returncode == 0, p.err
-    assert sum(int(l.split("|")[1]) for l in p.out.splitlines()) == 300
+    assert p.out.splitlines() == _per10(ta, tb)
 
 
 def test_trace_file_and_plot(gsqlc, tmp_path):
-    pcap, _ = _trace(tmp_path, "a", 600, 1_700_000_000, 20)
+    pcap, truth = _trace(tmp_path, "a", 600, 1_700_000_000, 20)
     q = tmp_path / "q.gsql"
     q.write_text("DEFINE { query_name 'per10'; }\n"
                  "select tb, count(*) as n from IPV4 group by time/10 as tb")
     trace = tmp_path / "t.jsonl"
     p = gsqlc("run", q, "--source", f"eth0=pcap:{pcap}", "--clock", "data", "--trace", trace)
     assert p.returncode == 0, p.err
+    assert p.out.splitlines() == _per10(truth)  # tracing leaves the answer alone
     lines = [json.loads(l) for l in trace.read_text().splitlines()]
     assert len(lines) >= 25
     assert all(l["origin"] == "_fta_per10" for l in lines)
@@ -115,7 +129,7 @@ def test_trace_file_and_plot(gsqlc, tmp_path):
 
 def test_stalled_source_is_reported_and_recovers(gsqlc, tmp_path):
     # b has a 40-second gap in the middle while a keeps the clock going.
-    a, _ = _trace(tmp_path, "a", 1000, 1_700_000_000, 10, seed=5)
+    a, ta = _trace(tmp_path, "a", 1000, 1_700_000_000, 10, seed=5)
     b1, t1 = _trace(tmp_path, "b1", 50, 1_700_000_000, 5, seed=6)
     b2, t2 = _trace(tmp_path, "b2", 50, 1_700_000_050, 5, seed=7)
     b = tmp_path / "b.pcap"
@@ -126,6 +140,8 @@ def test_stalled_source_is_reported_and_recovers(gsqlc, tmp_path):
               "--clock", "data", "--stall-intervals", "5", "--output-file", tmp_path / "o")
     assert p.returncode == 0, p.err
     assert "stalled" in p.err and "recovered" in p.err, p.err
+    # every packet of both members, in order of time
+    assert (tmp_path / "o").read_text().splitlines() == _times(ta, t1, t2)
 
 
 def _merge_peak(stats: dict) -> int:
@@ -136,17 +152,26 @@ def test_idle_member_holds_the_merge_until_skew_heartbeats_advance_it(gsqlc, tmp
     # Seed 000 section 4.5: b is busy for 5 s and then idle; without a skew
     # bound its time cannot advance and the merge must hold a's tuples; with
     # --max-skew the idle member's heartbeats follow the clock.
-    a, _ = _trace(tmp_path, "a", 1000, 1_700_000_000, 10, seed=8)
-    b, _ = _trace(tmp_path, "b", 50, 1_700_000_000, 10, seed=9)
+    a, ta = _trace(tmp_path, "a", 1000, 1_700_000_000, 10, seed=8)
+    b, tb = _trace(tmp_path, "b", 50, 1_700_000_000, 10, seed=9)
     q = tmp_path / "q.gsql"
     q.write_text("DEFINE { query_name 'idle'; }\nselect time, srcIP from [links].IPV4")
     base = ["run", q, "--source", f"links=pcap:{a}", "--source", f"links=pcap:{b}",
             "--clock", "data", "--stats", "--output-file", tmp_path / "o"]
+    want = sorted((t, str(ipaddress.IPv4Address(ip))) for truth in (ta, tb)
+                  for t, ip in zip(truth["time"].to_pylist(), truth["srcIP"].to_pylist()))
+
+    def output():  # every packet of both members, in order of time
+        rows = [line.split("|") for line in (tmp_path / "o").read_text().splitlines()]
+        assert [int(t) for t, _ in rows] == sorted(int(t) for t, _ in rows)
+        return sorted((int(t), ip) for t, ip in rows)
+
     held = gsqlc(*base)
     assert held.returncode == 0, held.err
+    assert output() == want
     freed = gsqlc(*base, "--max-skew", "links=2")
     assert freed.returncode == 0, freed.err
-    assert (tmp_path / "o").read_text().count("\n") == 1050
+    assert output() == want
     peak_held, peak_freed = _merge_peak(_stats(held.err)), _merge_peak(_stats(freed.err))
     assert peak_held > 800, peak_held
     assert peak_freed < 100, peak_freed

@@ -4,10 +4,10 @@ a struct-based reader, tcpdump, bench/pktgen.py's ground truth and
 `gsqlc run` over the same capture.
 
 The native part is the built extension: after changing
-compiler/native/native_module.cpp or runtime_c/pkt_decode.c, run
+compiler/native/native_module.cpp or runtime_c/sources/pkt_decode.c, run
 `pip install .` before these tests.  A source checkout on PYTHONPATH has no
 extension beside its modules and uses the installed package's (or the
-scikit-build tree's), see gsqlc.packets.native; the tests fail, with that
+scikit-build tree's), see gsqlc.runtime.packets.native; the tests fail, with that
 advice, when there is none.
 """
 from __future__ import annotations
@@ -30,11 +30,11 @@ import pyarrow.compute as pc
 import pytest
 
 import gsqlc
-from gsqlc import packets
-from gsqlc.arrow_types import output_type
-from gsqlc.driver import load_schema
-from gsqlc.schema import PACKET_ACCESSORS
-from gsqlc.types import Temporal
+from gsqlc.runtime import packets
+from gsqlc.runtime.arrow_types import output_type
+from gsqlc.semantics.resolve import load_schema
+from gsqlc.semantics.schema import PACKET_ACCESSORS
+from gsqlc.semantics.types import Temporal
 
 REPO = Path(__file__).resolve().parents[1]
 TRACE = REPO / "examples" / "trace.pcap"
@@ -402,7 +402,8 @@ def test_mixed_headers(tmp_path):
     assert r[0]["eth_src"] == 0x020000000001 and r[0]["eth_dst"] == 0x0200000000FF
     assert (r[0]["srcIP"], r[0]["destIP"]) == (ip4("10.0.0.1"), ip4("10.0.0.2"))
     assert (r[0]["srcPort"], r[0]["destPort"], r[0]["tos"]) == (1234, 80, 0x10)
-    assert (r[0]["flags"], r[0]["fin"], r[0]["psh"], r[0]["ack"], r[0]["syn"]) == (0x19, True, True, True, False)
+    assert (r[0]["flags"], r[0]["fin"], r[0]["psh"], r[0]["ack"], r[0]["syn"]) == \
+        (0x19, True, True, True, False)
     assert r[0]["TCP_data"] == b"GET / HTTP/1.0\r\n" and r[0]["data_length"] == 16
     assert r[0]["udp_length"] is None and r[0]["UDP_data"] is None and r[0]["icmp_type"] is None
     # 1: UDP, DF
@@ -586,7 +587,7 @@ def test_gil_released_while_decoding(tmp_path):
 # ---- a read_pcap table as the Arrow input of a query over PACKETS ------------
 
 def _arrow_input_available() -> bool:
-    from gsqlc import runner
+    from gsqlc.runtime import runner
     return "arrow_sources" in inspect.signature(runner.run_library).parameters
 
 

@@ -15,6 +15,8 @@ import gsqlc
 from conftest import REPO
 
 pyspark = pytest.importorskip("pyspark")   # installed by ./run.sh (the test extra)
+
+pytestmark = pytest.mark.slow  # a JVM and local Spark jobs
 from gsqlc.spark import SparkQueryError, _load_on_executor, _Stage, run_query  # noqa: E402
 
 EX = REPO / "examples" / "csv"

@@ -1,7 +1,10 @@
-"""The gsqlc command line: compile, run, explain.
+"""The gsqlc command line: compile, run, explain, trace.
 
-Exit status: 0 ok, 2 query or usage error (message names file:line:col),
-1 run-time failure.
+A thin face over the pipeline (compile_queries / plan_queries) and the
+runtime (bindings, runner).  Exit status: 0 ok, 2 query or usage error
+(a query error names file:line:col), 1 run-time failure or internal error
+(a bug in gsqlc: "internal error", the traceback kept in a file for a bug
+report).
 """
 from __future__ import annotations
 
@@ -11,15 +14,22 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from . import __version__
-from .build import BuildError, build
-from .codegen import generate
-from .api import (URI_SCHEMES, check_params, check_skew, check_uri, normalize_uri,
-                  outputs_of, resolve_bindings, run_options)
-from .diagnostics import GsqlError, UsageError
-from .driver import load_queryset
-from .interfaces import DEFAULT_IFACE, InterfaceError, Interfaces
-from .interfaces import build as build_interfaces
-from .runner import RunError, SetupError, run_library
+from .errors import BuildError, GsqlcError, InternalError, QueryError, UsageError
+from .pipeline import CompileOptions, compile_planned, compile_queries, plan_queries
+from .runtime.bindings import (
+    URI_SCHEMES,
+    check_params,
+    check_skew,
+    check_uri,
+    normalize_uri,
+    outputs_of,
+    resolve_bindings,
+    run_options,
+    skew_options,
+)
+from .runtime.interfaces import DEFAULT_IFACE, Interfaces
+from .runtime.interfaces import build as build_interfaces
+from .runtime.runner import run_library
 
 EXIT_OK, EXIT_RUNTIME, EXIT_USAGE = 0, 1, 2
 
@@ -127,41 +137,42 @@ def _usage(fn, *a):
 
 
 def _interfaces(args, sources=(), skews=()) -> Interfaces:
-    try:
-        return build_interfaces(list(sources), list(skews), args.interfaces)
-    except InterfaceError as e:
-        raise UsageError(str(e)) from None
+    return build_interfaces(list(sources), list(skews), args.interfaces)
+
+
+def _options(args, **extra) -> CompileOptions:
+    return CompileOptions(tuple(args.schema), tuple(args.library), **extra)
 
 
 def cmd_compile(args) -> int:
-    qs = load_queryset(args.files, args.schema, args.library, _interfaces(args))
-    gen = generate(qs.plan)
     out = Path(args.output_dir)
+    if args.build:
+        c = compile_queries(args.files, _options(args, sanitize=args.sanitize, werror=args.werror or None),
+                            _interfaces(args), out_dir=out)
+        print(f"gsqlc: wrote {len(c.generated.files)} files to {out}", file=sys.stderr)
+        print(f"gsqlc: built {c.built.library} and {c.built.runner}", file=sys.stderr)
+        return EXIT_OK
+    from .backend.codegen import generate
+    gen = generate(plan_queries(args.files, _options(args), _interfaces(args)).plan)
     gen.write(out)
     print(f"gsqlc: wrote {len(gen.files)} files to {out}", file=sys.stderr)
-    if args.build:
-        res = build(gen, out, sanitize=args.sanitize, werror=args.werror)
-        print(f"gsqlc: built {res.library} and {res.runner}", file=sys.stderr)
     return EXIT_OK
 
 
 def cmd_explain(args) -> int:
-    from .explain import explain_dot, explain_text
-    qs = load_queryset(args.files, args.schema, args.library, _interfaces(args))
-    sys.stdout.write(explain_dot(qs) if args.format == "dot" else explain_text(qs))
+    from .planner.explain import explain_dot, explain_text
+    qs = plan_queries(args.files, _options(args), _interfaces(args))
+    sys.stdout.write(explain_dot(qs.plan) if args.format == "dot" else explain_text(qs.plan))
     return EXIT_OK
 
 
 def cmd_trace(args) -> int:
-    from .trace import TraceError, load, plot, summary
-    try:
-        per_node = load(args.file)
-        sys.stdout.write(summary(per_node))
-        if args.plot:
-            plot(per_node, args.plot)
-            print(f"gsqlc: wrote {args.plot}", file=sys.stderr)
-    except TraceError as e:
-        raise UsageError(str(e)) from None
+    from .runtime.trace import load, plot, summary
+    per_node = load(args.file)
+    sys.stdout.write(summary(per_node))
+    if args.plot:
+        plot(per_node, args.plot)
+        print(f"gsqlc: wrote {args.plot}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -184,20 +195,14 @@ def cmd_run(args) -> int:
         if name not in ifaces.sources and name not in ifaces.sets:
             raise UsageError(f"--max-skew {name}: no --source binds an interface '{name}'")
     params = dict(_split_binding(p, "--param") for p in args.param)
-    qs = load_queryset(args.files, args.schema, args.library, ifaces)
-    _usage(check_params, qs, params)
-    bindings = _usage(resolve_bindings, qs, ifaces)
-    outputs = _usage(outputs_of, qs, args.output)
-    gen = generate(qs.plan)
-    res = build(gen, sanitize=args.sanitize)
-    for iface, skew in ifaces.skews.items():
-        if any(iface == b for b, _ in bindings):
-            options[f"max_skew:{iface}"] = repr(skew)
+    qs = plan_queries(args.files, _options(args, sanitize=args.sanitize), ifaces)
+    _usage(check_params, qs.plan, params)
+    bindings = _usage(resolve_bindings, qs.plan, ifaces)
+    outputs = _usage(outputs_of, qs.plan, args.output)
+    res = compile_planned(qs, _options(args, sanitize=args.sanitize))
+    options.update(skew_options(ifaces, bindings))
     sinks = [(q, args.format, args.output_file) for q in outputs]
-    try:
-        result = run_library(res.library, bindings, sinks, options, params)
-    except SetupError as e:
-        raise UsageError(str(e)) from None
+    result = run_library(res.library, bindings, sinks, options, params, handle_signals=True)
     if result.report:
         sys.stderr.write(result.report if result.report.endswith("\n") else result.report + "\n")
     if args.stats:
@@ -209,25 +214,46 @@ def cmd_run(args) -> int:
     return EXIT_OK
 
 
+def _internal_error(exc: BaseException) -> int:
+    """A bug in gsqlc: say so, and keep the traceback for a bug report."""
+    import tempfile
+    import traceback
+    text = "".join(traceback.format_exception(exc))
+    try:
+        fd, path = tempfile.mkstemp(prefix="gsqlc-internal-error-", suffix=".txt")
+        with open(fd, "w") as f:
+            f.write(f"gsqlc {__version__}\nargv: {sys.argv!r}\n\n{text}")
+        where = f"the traceback is in {path}"
+    except OSError:
+        where = "traceback:\n" + text
+    print(f"gsqlc: internal error: {type(exc).__name__}: {exc}\n"
+          f"gsqlc: this is a bug in gsqlc, not in your query; {where} "
+          "(please attach it to a bug report)", file=sys.stderr)
+    return EXIT_RUNTIME
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = make_parser().parse_args(argv)
     try:
         return {"compile": cmd_compile, "run": cmd_run, "explain": cmd_explain,
                 "trace": cmd_trace}[args.command](args)
-    except GsqlError as e:
+    except QueryError as e:
         print(str(e), file=sys.stderr)
-        return EXIT_USAGE
-    except UsageError as e:
-        print(f"gsqlc: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return e.exit_status
     except BuildError as e:
         print(f"gsqlc: internal error: the generated code failed to build:\n{e}", file=sys.stderr)
-        return EXIT_RUNTIME
-    except RunError as e:
+        return e.exit_status
+    except InternalError as e:
+        return _internal_error(e)
+    except GsqlcError as e:   # usage errors (exit 2) and run-time failures (exit 1)
         print(f"gsqlc: error: {e}", file=sys.stderr)
-        return EXIT_RUNTIME
+        return e.exit_status
     except BrokenPipeError:
         return EXIT_OK
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # noqa: BLE001 - anything else is a bug in gsqlc
+        return _internal_error(e)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ them there); a source checkout has them at the repository root.
 """
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -21,5 +22,17 @@ def resource_dir(name: str) -> Path:
         f"gsqlc resource directory '{name}' is missing: reinstall gsqlc (pip install .)")
 
 
+def data_path(name: str) -> Path:
+    """A file shipped in the package's data/ folder."""
+    return _PKG / "data" / name
+
+
 def packet_schema_path() -> Path:
-    return _PKG / "data" / "packet_schema.txt"
+    return data_path("packet_schema.txt")
+
+
+def cache_root() -> Path:
+    env = os.environ.get("GSQLC_CACHE_DIR")
+    if env:
+        return Path(env)
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gsqlc"

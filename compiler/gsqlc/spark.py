@@ -27,15 +27,16 @@ import os
 import re
 import sys
 import tempfile
-from urllib.parse import unquote, urlparse
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
+from urllib.parse import unquote, urlparse
 
-from .api import CompiledQuerySet, _interfaces, check_params, outputs_of, run_options
-from .bound import FieldRef, GroupRef
-from .diagnostics import UsageError
-from .types import Temporal, Type
-
+from .api import CompiledQuerySet
+from .errors import SparkQueryError, UsageError
+from .planner.nodes import HftaAggregate, HftaFilterJoin, HftaJoin, HftaMerge, HftaSelect, LftaNode
+from .runtime.bindings import check_params, interfaces_of, outputs_of, run_options
+from .semantics.bound import FieldRef, GroupRef
+from .semantics.types import Temporal, Type
 
 HEARTBEAT_COL = "__heartbeat"   # the runtime's flag column (option arrow_heartbeats)
 EPOCH_COL = "__epoch"           # streaming: the watermarked event time (an epoch, as seconds)
@@ -75,11 +76,6 @@ class MalformedRows:
         """On an executor: one partition's count and report."""
         self._rows.add(rows)
         self._reports.add([report])
-
-
-class SparkQueryError(Exception):
-    """A query or its sources do not suit a Spark run (raised on the driver,
-    before any Spark job starts)."""
 
 
 # ------------------------------------------------------------ types
@@ -125,7 +121,7 @@ def _to_spark_arrow(batch, target):
 
 def _load_on_executor(digest: str, data: bytes):
     """Write the shipped library once per executor host and load it."""
-    from .runner import RunError, load_library
+    from .runtime.runner import RunError, load_library
     d = os.path.join(tempfile.gettempdir(), f"gsqlc-{os.getuid()}")
     os.makedirs(d, exist_ok=True)
     path = os.path.join(d, f"{digest}.so")
@@ -169,7 +165,7 @@ class _Stage:
 
     def __call__(self, batches):
         from .api import Run
-        from .runner import RunError
+        from .runtime.runner import RunError
         path, _ = _load_on_executor(self.digest, self.data)
         it = iter(batches)
         first = next(it, None)
@@ -234,7 +230,7 @@ class _Stage:
 
 def _read_pcap_task(target):
     def task(batches):
-        from .packets import read_pcap as read_one
+        from .runtime.packets import read_pcap as read_one
         for b in batches:
             for path in b.column("path").to_pylist():
                 for rb in read_one(path).to_batches():
@@ -250,7 +246,8 @@ def read_pcap(spark, paths: Sequence) -> Any:
     IPV6 and payload strings BinaryType (Spark has no unsigned types).
     Query it with PROTOCOL PACKETS of gsqlc.PACKET_TABLE_SCHEMA."""
     from pyspark.sql import types as T
-    from .packets import packet_columns
+
+    from .runtime.packets import packet_columns
     paths = [os.fspath(p) for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths)]
     if not paths:
         raise UsageError("read_pcap needs at least one capture path")
@@ -354,7 +351,7 @@ def _dry_run(library, node, arrow_schema, options, params) -> None:
     driver: the runtime checks the columns against the PROTOCOL fields it
     reads (by name and type) exactly as it will on the executors, so a
     mismatch is raised here, before any Spark job starts."""
-    from .runner import run_library
+    from .runtime.runner import run_library
     res = run_library(library, [], [], options, params,
                       arrow_sources={node.iface: arrow_schema.empty_table().to_reader()},
                       arrow_sinks=[(node.name, lambda s, b: True)])
@@ -370,6 +367,11 @@ def _first_increasing(stream) -> Optional[str]:
         if c.temporal.is_temporal:
             return c.name
     return None
+
+
+def _merge_info(node):
+    """The MergeInfo of a merge node, None for any other node."""
+    return node.merge if isinstance(node, HftaMerge) else None
 
 
 def _plain(e) -> Optional[str]:
@@ -395,6 +397,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
     count and the first partitions' reports once its jobs ran -- or, with
     'fail', fail the job."""
     from pyspark.sql import functions as F
+
     from . import api
     if strings not in ("str", "bytes"):
         raise UsageError(f"strings must be 'str' or 'bytes', got {strings!r}")
@@ -409,7 +412,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                 raise SparkQueryError(f"source {name}: expected a pyspark DataFrame, got "
                                       f"{type(df).__name__}")
         placeholder[name] = [object() for _ in vals] if isinstance(v, list) else object()
-    ifaces, arrow_members = _interfaces(placeholder, {}, None)
+    ifaces, arrow_members = interfaces_of(placeholder, {}, None)
     # A Spark task pre-aggregates a whole partition (millions of records):
     # a larger, 4-way table ejects far fewer partials into the shuffle (on
     # 65,536 groups a minute: 2^20 slots direct-mapped eject 2.2 partials per
@@ -418,10 +421,10 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
     cqs = compiled or api.compile(files, schema, library_paths=library_paths,
                                   lfta_table_size=lfta_table_size,
                                   lfta_table_ways=lfta_table_ways)
-    b = cqs._build(ifaces)
+    b = cqs.compiled_for(ifaces)
     qs = b.queryset
     params = {k: str(v) for k, v in (params or {}).items()}
-    check_params(qs, params)
+    check_params(qs.plan, params)
     if output is None:
         leaves = qs.leaves()
         if len(leaves) != 1:
@@ -429,9 +432,9 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                              f"({', '.join(leaves)}): name one with output=")
         output = leaves[0]
     else:
-        outputs_of(qs, [output])
+        outputs_of(qs.plan, [output])
     options = run_options(clock="data", heartbeat_interval=heartbeat_interval)
-    data = b.built.library.read_bytes()
+    data = b.library.read_bytes()
     digest = hashlib.sha256(data).hexdigest()[:24]
     member_df = {}
     for name, v in sources.items():
@@ -473,7 +476,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
         out_schema_spark = spark_schema(n.output, strings)
         out_schema = _arrow_schema_of(out_schema_spark)
         streaming = False
-        if n.level == "lfta":
+        if isinstance(n, LftaNode):
             df = member_df.get(n.iface)
             if df is None:
                 raise SparkQueryError(
@@ -484,7 +487,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                     f"query {n.query.name} reads PROTOCOL {n.protocol.name}, whose fields come "
                     "from packets; in Spark, read captures with gsqlc.read_pcap and query them "
                     "through PROTOCOL PACKETS of gsqlc.PACKET_TABLE_SCHEMA")
-            _dry_run(b.built.library, n, _arrow_schema_of(df.schema), options, params)
+            _dry_run(b.library, n, _arrow_schema_of(df.schema), options, params)
             lfta = dict(iface=n.iface, streams=[], tag_col=None, stream_cols=[], output=n.name,
                         out_schema=out_schema, sort_cols=None)
             files = parquet_scan(df) if direct_files else None
@@ -510,30 +513,30 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                 frames[n.name] = df.mapInArrow(stage(**lfta), out_schema_spark)
             continue
         streaming = any(frames[s].isStreaming for s in n.inputs)
-        if n.kind == "aggregate" and streaming and n.inputs[0] in with_hb:
+        if isinstance(n, HftaAggregate) and streaming and n.inputs[0] in with_hb:
             frames[n.name] = _streaming_aggregate(n, frames[n.inputs[0]], stage, out_schema,
                                                   out_schema_spark,
-                                                  qs.plan.node(n.inputs[0]).merge)
+                                                  _merge_info(qs.plan.node(n.inputs[0])))
             continue
-        if n.kind == "merge" and streaming and all(s in with_hb for s in n.inputs):
+        if isinstance(n, HftaMerge) and streaming and all(s in with_hb for s in n.inputs):
             frames[n.name] = _streaming_merge(n, [frames[s] for s in n.inputs])
             with_hb.add(n.name)
             continue
         ins = [data_rows(s) for s in n.inputs]
-        if n.kind == "merge":
+        if isinstance(n, HftaMerge):
             u = ins[0]
             cols = [c.name for c in n.output.columns]
             for d in ins[1:]:
                 u = u.unionByName(d.toDF(*cols)) if d.columns != cols else u.unionByName(d)
             frames[n.name] = u.toDF(*cols)
             continue
-        if n.kind == "select":
+        if isinstance(n, HftaSelect):
             frames[n.name] = ins[0].mapInArrow(
                 stage(iface=None, streams=[n.inputs[0]], tag_col=None,
                       stream_cols=[[c.name for c in n.input_defs[0].columns]],
                       output=n.name, out_schema=out_schema, sort_cols=None), out_schema_spark)
             continue
-        if n.kind == "aggregate":
+        if isinstance(n, HftaAggregate):
             d = ins[0]
             keys = [_plain(e) for _, e in n.group_by]
             cols = [k for k in keys if k is not None]
@@ -550,7 +553,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                       output=n.name, out_schema=out_schema,
                       sort_cols=[tcol] if tcol else None), out_schema_spark)
             continue
-        if n.kind == "join":
+        if isinstance(n, HftaJoin):
             if streaming:
                 frames[n.name] = _streaming_join(n, qs.plan, frames, with_hb, stage, out_schema,
                                                  out_schema_spark)
@@ -615,8 +618,8 @@ def _epoch_source(plan, j, side: int, with_hb: set) -> tuple[Any, str]:
     a = plan.node(j.inputs[side])
     t = _plain(j.join.time[side])
     why = None
-    if a.kind != "aggregate" or a.level != "hfta" or a.inputs[0] not in with_hb or \
-            plan.node(a.inputs[0]).level != "lfta":
+    if not isinstance(a, HftaAggregate) or a.inputs[0] not in with_hb or \
+            not isinstance(plan.node(a.inputs[0]), LftaNode):
         why = (f"its input {j.inputs[side]} is not an aggregation over a PROTOCOL of one "
                "interface")
     else:
@@ -645,7 +648,7 @@ def _streaming_join(n, plan, frames, with_hb, stage, out_schema, out_schema_spar
     partials, exactly as in batch mode (outer rows included)."""
     from pyspark.sql import functions as F
     q = n.query.name
-    if n.join.kind == "filter" or n.join.band_lo or n.join.band_hi:
+    if isinstance(n, HftaFilterJoin) or n.join.band_lo or n.join.band_hi:
         raise SparkQueryError(f"query {q}: over streaming DataFrames only joins with a "
                               "temporal equality run (run band and filter joins in batch)")
     sides = [_epoch_source(plan, n, i, with_hb) for i in (0, 1)]

@@ -2,13 +2,13 @@
 // code shared by the Python API: the libpcap in use, and read_pcap, which
 // decodes a capture with the C runtime's packet decoder (pkt_decode.c) and
 // field accessors (gsq_packet.h) into Arrow record batches (Arrow C data
-// interface, runtime_c/arrow_abi.h).
+// interface, runtime_c/include/arrow_abi.h).
 //
 // read_pcap(path, columns, batch_rows) -> dict
 //   path     bytes (os.fsencode) of a pcap / pcapng file
 //   columns  [(name, accessor, gsql_type)], e.g. ("srcIP", "get_ipv4_src", "IP");
 //            the accessor names a packet accessor of kAccessors below and the
-//            type must be the one the accessor gives.  gsqlc.packets passes
+//            type must be the one the accessor gives.  gsqlc.runtime.packets passes
 //            the fields of the packet schema (compiler/gsqlc/data/packet_schema.txt).
 //   returns  {"schema": capsule "arrow_schema",
 //             "batches": [(capsule "arrow_schema", capsule "arrow_array")],
@@ -54,7 +54,7 @@ namespace py = pybind11;
 
 namespace {
 
-// Bumped whenever read_pcap's signature or result changes: gsqlc.packets
+// Bumped whenever read_pcap's signature or result changes: gsqlc.runtime.packets
 // refuses an extension built from older sources.
 constexpr int kReadPcapAbi = 1;
 
@@ -794,7 +794,7 @@ PYBIND11_MODULE(_native, m)
           "the version string of the libpcap gsqlc links");
     m.def("read_pcap", &read_pcap, py::arg("path"), py::arg("columns"), py::arg("batch_rows") = 65536,
           "Decode a pcap capture (path as bytes) into Arrow record batches of the given\n"
-          "(name, accessor, gsql_type) columns; see gsqlc.packets.read_pcap.");
+          "(name, accessor, gsql_type) columns; see gsqlc.runtime.packets.read_pcap.");
     m.def("packet_accessors", &packet_accessors,
           "[(accessor, gsql type)] of the packet accessors read_pcap knows");
 }

@@ -9,12 +9,41 @@
  * (gsqlc_create ... gsqlc_run), so a compiled query set runs without Python,
  * e.g. under a debugger or the sanitizers.  Exit status: 0 ok, 2 usage
  * error, 1 run-time failure.
+ *
+ * Signals are the program's business, not the library's: SIGINT and SIGTERM
+ * end the run gracefully through gsqlc_cancel (groups flushed, output
+ * written), and a second one acts as usual (SA_RESETHAND).
  */
+#define _POSIX_C_SOURCE 200809L
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gsq_runtime.h"
+
+/* The run a signal cancels: set once before gsqlc_run, read by the handler
+ * (gsqlc_cancel is async-signal-safe). */
+static gsq_run *volatile the_run;
+
+static void on_stop_signal(int sig)
+{
+    (void)sig;
+    if (the_run)
+        gsqlc_cancel(the_run);
+}
+
+static void handle_stop_signals(gsq_run *r)
+{
+    struct sigaction sa;
+    the_run = r;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = (int)SA_RESETHAND;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
 
 static int usage(const char *msg)
 {
@@ -105,7 +134,9 @@ int main(int argc, char **argv)
             goto out;
         }
     }
+    handle_stop_signals(r);
     rc = gsqlc_run(r) ? 1 : 0;
+    the_run = NULL; /* a late signal must not reach a destroyed run */
     fputs(gsqlc_report(r), stderr);
     if (rc)
         fprintf(stderr, "gsqlc-run: error: %s\n", gsqlc_error(r));

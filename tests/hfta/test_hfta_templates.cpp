@@ -25,6 +25,7 @@
 #include "hash_table.hpp"
 #include "join_op.hpp"
 #include "merge_op.hpp"
+#include "regex.hpp"
 #include "selection_op.hpp"
 
 // ---- tiny check harness -------------------------------------------------
@@ -2142,8 +2143,66 @@ static void test_sat_arith()
     CHECK_EQ(gsq::sat_sub<double>(1.5, 2.0), -0.5);
 }
 
+// gsq::regex: compiled once, owned, moved by hand-over, errors reported as
+// the node's failure.
+static bool regex_matches(const gsq::regex &re, const char *s)
+{
+    return gsq_fn_str_regex_match(re.get(), gsq_str_lit(s, (uint32_t)std::strlen(s))) != 0;
+}
+
+static void test_regex()
+{
+    gsq_node node;
+    gsq::regex empty;
+    CHECK(!empty && empty.get() == nullptr);
+
+    gsq::regex a;
+    static const char pat[] = "ab+c";
+    CHECK(a.compile(&node, pat, sizeof pat - 1));
+    CHECK(static_cast<bool>(a) && !node.failed);
+    CHECK(regex_matches(a, "xxabbbc") && !regex_matches(a, "ac"));
+    gsq_str got = gsq_fn_str_extract_regex(a.get(), gsq_str_lit("xxabbcyy", 8u));
+    CHECK_EQ(std::string(got.p, got.len), std::string("abbc"));
+
+    gsq_regex *handle = a.get();
+    gsq::regex b(std::move(a)); // the same compiled expression, a left empty
+    CHECK(b.get() == handle && !a && regex_matches(b, "abc"));
+    gsq::regex c;
+    CHECK(c.compile(&node, "x", 1));
+    c = std::move(b); // c's own expression is released first
+    CHECK(c.get() == handle && !b && regex_matches(c, "abc") && !regex_matches(c, "x"));
+    gsq::regex &same = c;
+    c = std::move(same); // self-move keeps it
+    CHECK(c.get() == handle);
+    a = std::move(c); // moved-from objects are assignable
+    CHECK(a.get() == handle && !c);
+
+    // a pattern with a NUL: the length, not the NUL, ends it
+    gsq::regex n;
+    CHECK(n.compile(&node, "a\0b", 1) && regex_matches(n, "a"));
+    CHECK(!node.failed);
+}
+
+static void test_regex_error()
+{
+    gsq_node node;
+    gsq::regex bad;
+    static const char pat[] = "a(b";
+    CHECK(!bad.compile(&node, pat, sizeof pat - 1));
+    CHECK(!bad && node.failed);
+    CHECK(node.failure.rfind("bad regular expression a(b: ", 0) == 0);
+    CHECK(node.failure.size() > std::strlen("bad regular expression a(b: "));
+    // a failed compile empties a regex that held one
+    gsq_node ok;
+    gsq::regex r;
+    CHECK(r.compile(&ok, "a", 1) && r);
+    CHECK(!r.compile(&ok, "(", 1) && !r && ok.failed);
+}
+
 int main()
 {
+    test_regex();
+    test_regex_error();
     test_hash_many_inserts();
     test_hash_iteration();
     test_hash_bad_hash();

@@ -1,7 +1,7 @@
 """Builds and runs the C++ tests of the HFTA operator templates.
 
 The program (test_hfta_templates.cpp) links against a fake runtime of its own,
-so only the headers in hfta_templates/ and runtime_c/ are needed.
+so only the headers in hfta_templates/ and runtime_c/include/ are needed.
 """
 
 import re
@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from conftest import assert_not_sanitized, assert_sanitized
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 SOURCE = HERE / "test_hfta_templates.cpp"
-INCLUDES = [ROOT / "hfta_templates", ROOT / "runtime_c"]
+INCLUDES = [ROOT / "hfta_templates", ROOT / "runtime_c" / "include"]
 
 WARNINGS = ["-std=c++17", "-Wall", "-Wextra", "-Werror"]
 BUILDS = {
@@ -25,12 +27,15 @@ BUILDS = {
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not installed")
 
 
-@pytest.mark.parametrize("build", sorted(BUILDS))
+@pytest.mark.parametrize("build", [pytest.param(b, marks=pytest.mark.slow) if b == "sanitized"
+                                   else b for b in sorted(BUILDS)])
 def test_hfta_templates(build, tmp_path):
     exe = tmp_path / f"test_hfta_templates_{build}"
     cmd = ["g++", *WARNINGS, *BUILDS[build], *(f"-I{p}" for p in INCLUDES), str(SOURCE), "-o", str(exe)]
     built = subprocess.run(cmd, capture_output=True, text=True)
     assert built.returncode == 0, f"build failed:\n{' '.join(cmd)}\n{built.stderr}"
+    # a clean run of the sanitized build proves something only if it is instrumented
+    (assert_sanitized if build == "sanitized" else assert_not_sanitized)(exe)
 
     ran = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
     summary = re.search(r"^(\d+) passed, (\d+) failed$", ran.stdout, re.MULTILINE)

@@ -19,13 +19,18 @@ from pathlib import Path
 
 import pytest
 
+from conftest import assert_sanitized
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 RUNTIME = ROOT / "runtime_c"
+# the runtime's layout (runtime_c/README.md): generated code sees PUBLIC only
+PUBLIC = [RUNTIME / "include", RUNTIME / "lfta"]
+OWN = [RUNTIME / d for d in ("core", "sources", "sinks", "run")]
 
 SAN = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
 CFLAGS = ["-std=c11", "-O1", "-g", "-fPIC", "-Wall", "-Wextra", "-Werror", *SAN,
-          f"-I{RUNTIME}", f"-I{HERE}"]
+          *(f"-I{d}" for d in PUBLIC + OWN), f"-I{HERE}"]
 CXXFLAGS = ["-std=c++17", *CFLAGS[1:]]
 HEADERS = ["gsq_types.h", "gsq_runtime.h", "gsq_record.h", "gsq_packet.h", "gsq_funcs.h"]
 
@@ -47,7 +52,7 @@ def build(tmp_path_factory):
     out = tmp_path_factory.mktemp("build")
     jobs = []
     runtime_objs = []
-    for src in sorted(RUNTIME.glob("*.c")):
+    for src in sorted(p for d in OWN for p in d.glob("*.c")):
         obj = out / (src.name + ".o")
         runtime_objs.append(obj)
         jobs.append(["gcc", *CFLAGS, "-c", str(src), "-o", str(obj)])
@@ -95,18 +100,26 @@ class Result:
         return f"Result(rc={self.rc}, error={self.error!r}, report={self.report!r})"
 
 
+def san_env(build):
+    """The environment of a sanitized child: ASan preloaded (exit code 99 on
+    a finding or a leak), UBSan halting on the first finding."""
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = build["libasan"]
+    env["ASAN_OPTIONS"] = "detect_leaks=1:abort_on_error=0:exitcode=99"
+    env["LSAN_OPTIONS"] = f"suppressions={build['supp']}:print_suppressions=0"
+    env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
+    return env
+
+
 def _start_driver(build, tmp_path, spec):
     """The driver in a sanitized child, reading its CSV from our pipe."""
     (tmp_path / "spec.json").write_text(json.dumps(spec))
-    env = dict(os.environ, LD_PRELOAD=build["libasan"],
-               ASAN_OPTIONS="detect_leaks=1:exitcode=99",
-               LSAN_OPTIONS=f"suppressions={build['supp']}:print_suppressions=0")
     return subprocess.Popen([sys.executable, str(HERE / "driver.py"), str(tmp_path / "spec.json")],
-                            env=env, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+                            env=san_env(build), stdin=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def run(build, tmp_path, lib, binds=(), sinks=(), options=None, params=None, stdin=None,
-        do_run=True):
+        do_run=True, **extra):
     """Run a scenario; sinks are (query, format, name) with name None for
     stdout; returns a Result whose .out maps name -> bytes written."""
     tmp_path.mkdir(parents=True, exist_ok=True)
@@ -117,15 +130,11 @@ def run(build, tmp_path, lib, binds=(), sinks=(), options=None, params=None, std
     result_path = tmp_path / "result.json"
     spec = {"lib": str(build["libs"][lib]), "options": options or {}, "params": params or {},
             "binds": [list(b) for b in binds], "sinks": sink_specs,
-            "result": str(result_path), "run": do_run}
+            "result": str(result_path), "run": do_run, **extra}
     spec_path = tmp_path / "spec.json"
     spec_path.write_text(json.dumps(spec))
-    env = dict(os.environ)
-    env["LD_PRELOAD"] = build["libasan"]
-    env["ASAN_OPTIONS"] = "detect_leaks=1:abort_on_error=0:exitcode=99"
-    env["LSAN_OPTIONS"] = f"suppressions={build['supp']}:print_suppressions=0"
-    env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
-    proc = subprocess.run([sys.executable, str(HERE / "driver.py"), str(spec_path)], env=env,
+    proc = subprocess.run([sys.executable, str(HERE / "driver.py"), str(spec_path)],
+                          env=san_env(build),
                           input=stdin, capture_output=True, timeout=60)
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     assert b"runtime error" not in proc.stderr, proc.stderr.decode(errors="replace")
@@ -169,12 +178,29 @@ int use(gsq_node *n, const gsq_record *r)
 }
 """
     src.write_text(body)
-    sh(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-pedantic", f"-I{RUNTIME}",
+    sh(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-pedantic", *(f"-I{d}" for d in PUBLIC),
         "-c", str(src), "-o", str(tmp_path / "h.o")])
     csrc = tmp_path / "h.c"
     csrc.write_text(body)
-    sh(["gcc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", f"-I{RUNTIME}",
+    sh(["gcc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", *(f"-I{d}" for d in PUBLIC),
         "-c", str(csrc), "-o", str(tmp_path / "hc.o")])
+
+
+def test_libraries_are_sanitized(build):
+    # The clean runs below prove something only if the code under test is
+    # instrumented and the child really preloads the ASan runtime.
+    for lib in [*build["libs"].values(), build["unit"]]:
+        assert_sanitized(lib)
+    assert Path(build["libasan"]).is_absolute() and Path(build["libasan"]).is_file(), \
+        build["libasan"]
+    # A probe in a child of the drivers' environment: the preloaded ASan
+    # runtime catches a heap overflow.
+    probe = ("import ctypes; m = ctypes.CDLL(None).malloc; m.restype = ctypes.c_void_p; "
+             "p = m(8); ctypes.memset(p + 8, 0, 1); print('not caught')")
+    p = subprocess.run([sys.executable, "-c", probe], env=san_env(build), capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 99 and "AddressSanitizer: heap-buffer-overflow" in p.stderr, \
+        (p.returncode, p.stdout, p.stderr)
 
 
 def test_unit_parse_format_funcs_queues(build):
@@ -406,6 +432,27 @@ def test_many_rows_and_small_batches(build, tmp_path):
     assert 1 <= nodes["csv_all"]["queue_high_water_entries"] <= 7
 
 
+def test_runs_of_one_library_at_once_and_gsqlc_cancel(build, tmp_path):
+    """Three runs of one library on three threads (sanitized): each writes
+    its own complete output; gsqlc_cancel before the run ends it at its
+    first round as at end of input (EOF, flushed), status 0."""
+    rows = "".join(f"1,{i % 65536},{i},4,5,6,7,1.1.1.1,::,r{i}\n" for i in range(20000))
+    r, _ = csv_run(build, tmp_path / "twins", rows, options={"batch": "64"},
+                   sinks=[("csv_regex", "pipe", "rx")], twins=2)
+    assert r.rc == 0 and r.raw["twin_rc"] == [0, 0], r
+    for k in (1, 2):
+        assert (tmp_path / "twins" / f"rx.{k}").read_bytes() == r.out["rx"]
+        assert json.loads(r.raw["twin_stats"][k - 1])["interrupted"] is False
+    assert r.out["rx"].endswith(b"20000|19999|TRUE\n20000|END|FALSE\n")
+    assert r.raw["cancel_null"] == -1
+    c, _ = csv_run(build, tmp_path / "cancel", rows, options={"batch": "64"},
+                   sinks=[("csv_regex", "pipe", "rx")], cancel_first=True)
+    assert c.rc == 0 and c.raw["cancel"] == 0, c
+    assert c.stats["interrupted"] is True and c.stats["sources"][0]["rows_read"] == 64
+    assert c.out["rx"].count(b"\n") == 65 and c.out["rx"].endswith(b"64|63|TRUE\n64|END|FALSE\n")
+    assert c.report == "gsqlc: interrupted; the input read so far was processed and flushed\n"
+
+
 def test_hfta_regex_eof_and_heartbeats_not_in_sinks(build, tmp_path):
     text = ("1,2,3,4,5,6,7,1.1.1.1,::,abc 123 def 45\n"
             "1,2,3,4,5,6,7,1.1.1.1,::,__heartbeat__\n"
@@ -424,15 +471,15 @@ def test_params_and_init_failure(build, tmp_path):
     r, _ = csv_run(build, tmp_path, text, params={"min_ui": "10"})
     assert r.rc == 0 and r.out["out.txt"].endswith(b"|b\n") and r.out["out.txt"].count(b"\n") == 1
     r, _ = csv_run(build, tmp_path / "2", text, params={"$min_ui": "ten"})
-    assert r.rc == 1 and r.error == "csv_all: parameter $min_ui: 'ten' is not a uint"
+    assert r.rc == -1 and r.error == "csv_all: parameter $min_ui: 'ten' is not a uint"
     r, _ = csv_run(build, tmp_path / "3", text, params={"fail_init": "1"})
-    assert r.rc == 1 and r.error == "csv_all: parameter $fail_init is set"
-    assert r.raw["rc2"] == 1 and "already executed" in r.raw["error2"]
+    assert r.rc == -1 and r.error == "csv_all: parameter $fail_init is set"
+    assert r.raw["rc2"] == -1 and "already executed" in r.raw["error2"]
 
 
 def test_unbound_interface(build, tmp_path):
     r = run(build, tmp_path, "csv", sinks=[("csv_all", "pipe", "o")])
-    assert r.rc == 1
+    assert r.rc == -1
     assert r.error == ("interface 'csv' is not bound (used by LFTA csv_all reading PROTOCOL "
                        "CSV_ALL); bind it with --source csv=URI")
     assert "o" not in r.out  # outputs are not created when the run cannot start
@@ -440,25 +487,25 @@ def test_unbound_interface(build, tmp_path):
 
 def test_interface_set_not_supported(build, tmp_path):
     r = run(build, tmp_path, "csv", binds=[("csv", "csv:/a"), ("csv", "csv:/b")])
-    assert r.rc == 1
+    assert r.rc == -1
     assert "interface 'csv' is bound to more than one source" in r.error
     assert "not supported yet" in r.error
 
 
 def test_nonexistent_inputs(build, tmp_path):
     r = run(build, tmp_path, "csv", binds=[("csv", f"csv:{tmp_path}/nope.csv")])
-    assert r.rc == 1 and r.error == f"cannot open {tmp_path}/nope.csv: No such file or directory"
+    assert r.rc == -1 and r.error == f"cannot open {tmp_path}/nope.csv: No such file or directory"
     r = run(build, tmp_path, "pkt", binds=[("pkt", f"pcap:{tmp_path}/nope.pcap")])
-    assert r.rc == 1 and r.error == f"cannot open {tmp_path}/nope.pcap: No such file or directory"
+    assert r.rc == -1 and r.error == f"cannot open {tmp_path}/nope.pcap: No such file or directory"
     bad = tmp_path / "bad.pcap"
     bad.write_bytes(b"this is not a capture file at all")
     r = run(build, tmp_path, "pkt", binds=[("pkt", f"pcap:{bad}")])
-    assert r.rc == 1 and r.error.startswith(f"cannot open {bad}: ")
+    assert r.rc == -1 and r.error.startswith(f"cannot open {bad}: ")
 
 
 def test_source_kind_mismatch(build, tmp_path):
     r = run(build, tmp_path, "pkt", binds=[("pkt", "csv:/dev/null")])
-    assert r.rc == 1
+    assert r.rc == -1
     assert r.error == ("LFTA pkt_all reads PROTOCOL PKT_ALL from pcap records, but interface "
                        "'pkt' is bound to csv:/dev/null")
 
@@ -484,7 +531,7 @@ def test_write_error_fails_the_run(build, tmp_path):
         pytest.skip("no /dev/full")
     rows = "".join(f"1,2,{i},4,5,6,7,1.1.1.1,::,x\n" for i in range(10))
     r, _ = csv_run(build, tmp_path, rows, sinks=[("csv_all", "pipe", "/dev/full")])
-    assert r.rc == 1
+    assert r.rc == -1
     assert r.error == "cannot write to /dev/full: No space left on device"
     assert r.stats["ok"] is False
 
@@ -753,7 +800,10 @@ def test_sigint_ends_the_run_like_end_of_input(build, tmp_path):
             assert time.time() < deadline and p.poll() is None
             time.sleep(0.05)
         p.send_signal(signal.SIGINT)
-        _, err = p.communicate(timeout=20)  # stdin stays open until here
+        # the cancel alone must end the run: stdin stays open until it has
+        # (closing it first would race the signal with end of input)
+        p.wait(timeout=20)
+        _, err = p.communicate(timeout=20)
     finally:
         if p.poll() is None:
             p.kill()
@@ -979,19 +1029,19 @@ def test_trace_lines(build, tmp_path):
         assert all(h["clock_usec"] == t["clock_usec"] for h in t["hops"])
     if os.path.exists("/dev/full"):
         r = hb_run(build, tmp_path / "full", a, options={"trace": "/dev/full"})
-        assert r.rc == 1
+        assert r.rc == -1
         assert r.error == "cannot write trace file /dev/full: No space left on device"
     r = hb_run(build, tmp_path / "nodir", a, options={"trace": str(tmp_path / "no/such")})
-    assert r.rc == 1 and r.error.startswith(f"cannot open trace file {tmp_path}/no/such: ")
+    assert r.rc == -1 and r.error.startswith(f"cannot open trace file {tmp_path}/no/such: ")
 
 
 def test_emit_raw_rejects_broken_tuples(build, tmp_path):
     a = span(1000, 1001, SEC)
     r = hb_run(build, tmp_path, a, params={"bad_raw": "short"})
-    assert r.rc == 1
+    assert r.rc == -1
     assert r.error == "hb_merge: internal error: raw emit of 39 bytes on stream hb_out of 40 bytes"
     r = hb_run(build, tmp_path / "s", a, params={"bad_raw": "strref"})
-    assert r.rc == 1
+    assert r.rc == -1
     assert r.error.startswith("hb_merge: internal error: raw emit on stream hb_out: string "
                               "column payload (offset ")
     assert r.error.endswith(") outside the tuple of 43 bytes")  # 40 + "a" + "a0"
@@ -1020,6 +1070,7 @@ def test_idle_stdin_ticks_and_stalls_on_the_wall_clock(build, tmp_path):
         p.stdin.flush()
         wait_rows(2)
         p.send_signal(signal.SIGINT)
+        p.wait(timeout=20)   # ended by the cancel, stdin still open
         _, err = p.communicate(timeout=20)
     finally:
         if p.poll() is None:

@@ -1,0 +1,765 @@
+"""Code generation: Plan -> GeneratedSet (source files: C LFTAs, C++ HFTA
+functors, the query set's tables, a CMake project).
+
+generate(plan) renders one file per plan node, chosen by the node's class.
+
+Python decides everything here and hands the jinja2 templates in templates/
+plain data (declarations, statements, expressions as strings); templates only
+lay the code out.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import jinja2
+
+from ..frontend import ast
+from ..planner.nodes import (
+    HftaAggregate,
+    HftaFilterJoin,
+    HftaJoin,
+    HftaMerge,
+    HftaNode,
+    HftaSelect,
+    LftaAggregate,
+    LftaNode,
+    LftaSelect,
+    PlanNode,
+)
+from ..planner.plan import Plan, describe_expr
+from ..resources import resource_dir
+from ..semantics.analyze import StreamDef
+from ..semantics.bound import AccumRef, AggRef, FieldRef, GroupRef, key, walk
+from ..semantics.types import Temporal, Type
+from .cescape import c_comment, c_identifier, c_string
+from .cexpr import CEmitter, EmitContext, field_member
+
+_PARSE_FN = {
+    Type.BOOL: "gsq_parse_bool", Type.USHORT: "gsq_parse_ushort",
+    Type.UINT: "gsq_parse_uint", Type.INT: "gsq_parse_int",
+    Type.ULLONG: "gsq_parse_ullong", Type.LLONG: "gsq_parse_llong",
+    Type.FLOAT: "gsq_parse_float", Type.IP: "gsq_parse_ip",
+    Type.IPV6: "gsq_parse_ipv6",
+}
+# Accessors whose value follows the capture clock, and the divisor from
+# microseconds to their unit: an idle source's heartbeat may advance them from
+# the run's clock less the interface's maximum skew.
+_CLOCK_DIVISOR = {"get_time": 1000000, "get_timestamp": 1, "get_system_time": 1000000}
+
+_CSV_GET = {
+    Type.BOOL: "bool", Type.USHORT: "ushort", Type.UINT: "uint", Type.INT: "int",
+    Type.ULLONG: "ullong", Type.LLONG: "llong", Type.FLOAT: "float", Type.IP: "ip",
+    Type.IPV6: "ipv6", Type.STRING: "string",
+}
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
+        autoescape=False, keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
+        trim_blocks=True, lstrip_blocks=True)
+
+
+def struct_member_type(t: Type) -> str:
+    return "gsq_strref" if t is Type.STRING else t.c_type
+
+
+@dataclass
+class GeneratedSet:
+    files: dict[str, str]                 # file name -> content
+    lftas: list[str] = field(default_factory=list)
+    hftas: list[str] = field(default_factory=list)
+
+    def digest(self) -> str:
+        h = hashlib.sha256()
+        for name in sorted(self.files):
+            h.update(name.encode() + b"\0" + self.files[name].encode() + b"\0")
+        return h.hexdigest()
+
+    def write(self, out_dir: Path) -> None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for name, text in self.files.items():
+            p = out_dir / name
+            if not p.exists() or p.read_text() != text:
+                p.write_text(text)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def param_inits(params: dict, ref, on_fail: str) -> tuple[list[str], list[str]]:
+    """Declarations and init statements that read run-time parameters.
+    `ref(name)` is the lvalue of the parameter's variable; `on_fail` the
+    statement leaving the init function once gsq_node_fail has reported a
+    missing or bad value."""
+    decls, stmts = [], []
+    for name, t in sorted(params.items()):
+        var = ref(name)
+        decls.append((f"{t.c_type} {var.split('->')[-1].split('.')[-1]};"))
+        lit = c_string(name)
+        stmts.append(f"{{ const char *v = gsq_param(node, {lit});")
+        stmts.append("  if (!v) { gsq_node_fail(node, \"parameter $%s is not set: pass --param %s=VALUE\", "
+                     f"{lit}, {lit}); {on_fail} }}")
+        if t is Type.STRING:
+            stmts.append(f"  {var} = gsq_str_lit(v, (uint32_t)strlen(v)); }}")
+        else:
+            stmts.append(f"  if ({_PARSE_FN[t]}(v, strlen(v), &{var}) != 0) {{ "
+                         f"gsq_node_fail(node, \"parameter $%s: '%s' is not a valid %s\", {lit}, v, "
+                         f"{c_string(str(t))}); {on_fail} }} }}")
+    return decls, stmts
+
+
+def fold(op: str, t: Type, target: str, value: str, init: bool, cxx: bool) -> list[str]:
+    """Statements folding `value` into accumulator `target` of type t."""
+    if t is Type.STRING:
+        assert cxx
+        if init:
+            return [f"{{ gsq_str v_ = {value}; {target}.assign(v_.p, v_.len); }}"]
+        cmp = "<" if op == "min" else ">"
+        return [f"{{ gsq_str v_ = {value}; if (gsq_str_cmp(v_, gsq_str_lit({target}.data(), "
+                f"(uint32_t){target}.size())) {cmp} 0) {target}.assign(v_.p, v_.len); }}"]
+    if init:
+        if t is Type.IPV6:
+            return [f"{target} = {value};"]
+        return [f"{target} = ({t.c_type})({value});"]
+    if t is Type.IPV6:
+        cmp = "<" if op == "min" else ">"
+        return [f"{{ gsq_ipv6 v_ = {value}; if (gsq_ipv6_cmp(v_, {target}) {cmp} 0) {target} = v_; }}"]
+    if op == "sum":
+        if t is Type.FLOAT:
+            return [f"{target} += (double)({value});"]
+        if t is Type.LLONG:
+            return [f"{target} = (int64_t)((uint64_t){target} + (uint64_t)({value}));"]
+        return [f"{target} = ({t.c_type})({target} + ({t.c_type})({value}));"]
+    if op in ("min", "max"):
+        cmp = "<" if op == "min" else ">"
+        return [f"{{ {t.c_type} v_ = ({t.c_type})({value}); if (v_ {cmp} {target}) {target} = v_; }}"]
+    sym = {"and": "&", "or": "|", "xor": "^"}[op]
+    return [f"{target} = ({t.c_type})({target} {sym} ({t.c_type})({value}));"]
+
+
+def key_equal(t: Type, a: str, b: str) -> str:
+    """C/C++ equality of two group-key values (a string key is a std::string;
+    floats compare by bits, as they hash)."""
+    if t is Type.IPV6:
+        return f"gsq_ipv6_eq({a}, {b})"
+    if t is Type.FLOAT:
+        return f"gsq_double_bits({a}) == gsq_double_bits({b})"
+    return f"{a} == {b}"
+
+
+def key_hash_step(t: Type, v: str) -> str:
+    """The statement mixing group-key value v into the running hash h."""
+    if t is Type.STRING:
+        return f"h = gsq_hash_bytes(h, {v}.data(), (uint32_t){v}.size());"
+    if t is Type.IPV6:
+        return f"h = gsq_hash_bytes(h, {v}.b, 16);"
+    if t is Type.FLOAT:
+        return f"h = gsq_hash_add(h, gsq_double_bits({v}));"
+    return f"h = gsq_hash_add(h, (uint64_t){v});"
+
+
+def output_assignments(em: CEmitter, out: StreamDef, select: list[tuple[str, ast.Expr]],
+                       tup_type: str) -> tuple[list[str], list[str]]:
+    """Statements filling a local `t` of the output struct; string fields as
+    gsq_str_field initialisers."""
+    assigns, strs = [], []
+    for col, (_, e) in zip(out.columns, select):
+        m = field_member(col.name)
+        if col.type is Type.STRING:
+            strs.append(f"{{(uint32_t)offsetof({tup_type}, {m}), {em.expr(e)}}}")
+        else:
+            assigns.append(f"t.{m} = {em.as_type(e, col.type)};")
+    return assigns, strs
+
+
+def _regex_data(ctx: EmitContext) -> list[dict]:
+    return [{"var": r.var, "pattern_c": c_string(r.pattern)} for r in ctx.regexes]
+
+
+def _expr_comment(e: ast.Expr, node: PlanNode) -> str:
+    return c_comment(describe_expr(e, node))
+
+
+def _hfta_param(p: str) -> str:
+    """The C++ member holding query parameter p in an HFTA functor."""
+    return f"p_{c_identifier(p)}"
+
+
+# ---------------------------------------------------------------- generator
+
+
+class Generator:
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.env = _env()
+        self.stream_index = {n.name: i for i, n in enumerate(plan.nodes)}
+        self.idents: dict[str, str] = {}
+        used: set[str] = set()
+        for n in plan.nodes:
+            base = c_identifier(n.name)
+            ident, k = base, 2
+            while ident in used:
+                ident = f"{base}_{k}"
+                k += 1
+            used.add(ident)
+            self.idents[n.name] = ident
+
+    def tup(self, stream: str) -> str:
+        return "tup_" + self.idents[stream]
+
+    def generate(self, build_opts: Optional[dict] = None) -> GeneratedSet:
+        files: dict[str, str] = {}
+        gs = GeneratedSet(files)
+        files["streams.h"] = self.env.get_template("streams.h.j2").render(
+            streams=[self._stream_data(n.output) for n in self.plan.nodes])
+        for i, n in enumerate(self.plan.nodes):
+            ident = self.idents[n.name]
+            text = _RENDERERS[type(n)](self, n)
+            if isinstance(n, LftaNode):
+                fname = f"lfta_{i:02d}_{ident}.c"
+                gs.lftas.append(fname)
+            else:
+                fname = f"hfta_{i:02d}_{ident}.cpp"
+                gs.hftas.append(fname)
+            files[fname] = text
+        files["queryset.c"] = self._queryset()
+        files["CMakeLists.txt"] = self.env.get_template("CMakeLists.txt.j2").render(
+            lftas=gs.lftas, hftas=gs.hftas)
+        return gs
+
+    # -------------------------------------------------------------- streams
+    def _stream_data(self, s: StreamDef) -> dict:
+        return {
+            "name": s.name, "type": self.tup(s.name),
+            "comment": c_comment(s.name),
+            "members": [f"{struct_member_type(c.type)} {field_member(c.name)};"
+                        + (f"  /* {c.temporal} */" if c.temporal.is_temporal else "")
+                        for c in s.columns],
+        }
+
+    def _queryset(self) -> str:
+        streams, lftas, hftas = [], [], []
+        for n in self.plan.nodes:
+            t = self.tup(n.name)
+            streams.append({
+                "ident": self.idents[n.name], "name": c_string(n.name), "type": t,
+                "cols": [{"name": c_string(c.name), "type": c.type.code,
+                          "member": field_member(c.name)} for c in n.output.columns],
+            })
+            lfta = isinstance(n, LftaNode)
+            (lftas if lfta else hftas).append(
+                ("lfta_" if lfta else "hfta_") + self.idents[n.name] + "_def")
+        return self.env.get_template("queryset.c.j2").render(
+            streams=streams, lftas=lftas, hftas=hftas)
+
+    # -------------------------------------------------------------- LFTA
+    def _lfta(self, n: LftaNode) -> str:
+        proto = n.protocol
+        fn = "lfta_" + self.idents[n.name]
+        state_t = fn + "_state"
+        out_t = self.tup(n.name)
+
+        def field_var(name: str) -> str:
+            return "f_" + c_identifier(name)
+
+        def resolve(e: ast.Expr) -> Optional[str]:
+            if isinstance(e, FieldRef):
+                return field_var(e.name)
+            if isinstance(e, GroupRef):
+                return f"s->k{e.index}"
+            if isinstance(e, AccumRef):
+                return f"s->a{e.index}"
+            return None
+
+        ctx = EmitContext(resolve, lambda p: f"st->p_{c_identifier(p)}",
+                          const_prefix=fn + "_k")
+        em = CEmitter(ctx)
+
+        # Field unpacking, lazily in the order predicates need them.
+        unpacked: set[str] = set()
+        decls: list[str] = []
+        uses: list[str] = []   # required fields may be read only to admit the record
+        steps: list[str] = []
+        # (position, type code, field name): one entry per PROTOCOL field read
+        # from the CSV record, so an Arrow source can match columns by name.
+        csv_fields: dict[tuple, None] = {}
+
+        def read_step(name: str, skip: str) -> str:
+            """The statement reading field `name` into its variable; `skip`
+            runs when the field is unavailable."""
+            f = proto.fields[name]
+            var = field_var(name)
+            if f.source == "csv":
+                ct = f.csv_type or f.type
+                if ct == f.type:
+                    return f"if (gsq_csv_get_{_CSV_GET[ct]}(node, rec, {f.csv_pos}u, &{var})) {skip}"
+                return (f"{{ {ct.c_type} tmp_; if (gsq_csv_get_{_CSV_GET[ct]}(node, rec, "
+                        f"{f.csv_pos}u, &tmp_)) {skip} {var} = ({f.type.c_type})tmp_; }}")
+            if f.source == "system":
+                return (f"{{ uint32_t tmp_; gsq_acc_get_system_time(node, rec, &tmp_); "
+                        f"{var} = ({f.type.c_type})tmp_; }}")
+            from ..semantics.schema import PACKET_ACCESSORS
+            at = PACKET_ACCESSORS[f.accessor]
+            if at == f.type:
+                return f"if (gsq_acc_{f.accessor}(node, rec, &{var})) {skip}"
+            return (f"{{ {at.c_type} tmp_; if (gsq_acc_{f.accessor}(node, rec, &tmp_)) "
+                    f"{skip} {var} = ({f.type.c_type})tmp_; }}")
+
+        def unpack(name: str) -> None:
+            if name in unpacked:
+                return
+            unpacked.add(name)
+            f = proto.fields[name]
+            var = field_var(name)
+            decls.append(f"{f.type.c_type} {var};")
+            uses.append(f"(void){var};")
+            if f.source == "csv":
+                csv_fields[(f.csv_pos, (f.csv_type or f.type).code, name)] = None
+            steps.append(read_step(name, "return;" if f.required else
+                                   "{ gsq_count(node, GSQ_CNT_FIELD_UNAVAILABLE, 1); return; }"))
+
+        def fields_of(e: ast.Expr) -> list[str]:
+            return [x.name for x in walk(e) if isinstance(x, FieldRef)]
+
+        for name, f in proto.fields.items():
+            if f.required:
+                unpack(name)
+        # Heartbeats (seed 000 4.3-4.5): the temporal fields behind the
+        # temporal output are unpacked and saved before the predicate, so a
+        # rejected record still advances time.
+        hb_exprs = ([e for i, (_, e) in enumerate(n.group_by) if i in n.epoch_indices]
+                    if isinstance(n, LftaAggregate) else
+                    [e for col, (_, e) in zip(n.output.columns, n.select) if col.temporal.is_temporal])
+        hb_fields: list[str] = []
+        for e in hb_exprs:
+            for name in fields_of(e):
+                if name not in hb_fields and proto.fields[name].temporal is Temporal.INCREASING \
+                        and proto.fields[name].type.is_numeric:
+                    hb_fields.append(name)
+        hb_state, hb_body = [], []
+        if hb_exprs and all(nm in hb_fields for e in hb_exprs for nm in fields_of(e)):
+            for name in hb_fields:
+                unpack(name)
+                f = proto.fields[name]
+                ct, var, sfx = f.type.c_type, field_var(name), c_identifier(name)
+                hb_state += [f"{ct} hb_last_{sfx};", f"{ct} hb_bound_{sfx};",
+                             f"uint8_t hb_seen_{sfx};", f"uint8_t hb_promised_{sfx};"]
+                steps.append(f"if (st->hb_promised_{sfx} && {var} < st->hb_bound_{sfx}) "
+                             "{ gsq_count(node, GSQ_CNT_SKEW_DROPPED, 1); return; }")
+                steps.append(f"if (!st->hb_seen_{sfx} || {var} > st->hb_last_{sfx}) "
+                             f"{{ st->hb_last_{sfx} = {var}; st->hb_seen_{sfx} = 1; }}")
+                hb_body.append(f"{ct} {var};")
+                div = _CLOCK_DIVISOR.get(f.accessor.lower() if f.accessor else "")
+                if div is not None:
+                    hb_body.append(
+                        f"if (have_bound) {{ {ct} b_ = ({ct})(bound_usec / {div}u); "
+                        f"if (!st->hb_seen_{sfx} || b_ > st->hb_last_{sfx}) "
+                        f"{{ st->hb_last_{sfx} = b_; st->hb_seen_{sfx} = 1; }} "
+                        f"if (!st->hb_promised_{sfx} || b_ > st->hb_bound_{sfx}) "
+                        f"{{ st->hb_bound_{sfx} = b_; st->hb_promised_{sfx} = 1; }} }}")
+                hb_body.append(f"if (!st->hb_seen_{sfx}) return;")
+                hb_body.append(f"{var} = st->hb_last_{sfx};")
+        for c in n.where:
+            for name in fields_of(c):
+                unpack(name)
+            steps.append(f"if (!{em.expr(c)}) return;  {_expr_comment(c, n)}")
+        if isinstance(n, LftaAggregate):
+            value_exprs = [e for _, e in n.group_by] + [a.expr for a in n.accums
+                                                        if a.expr is not None]
+        else:
+            value_exprs = [e for _, e in n.select]
+        for e in value_exprs:
+            for name in fields_of(e):
+                unpack(name)
+
+        # What an aggregation's prefetch reads: the group-by fields, with no
+        # counting (accept() reads them again and counts); only for group-by
+        # expressions of fields, constants and operators (no calls).
+        prefetch_reads: Optional[list[str]] = None
+        if isinstance(n, LftaAggregate) and not any(
+                isinstance(x, ast.Call) for _, e in n.group_by for x in walk(e)) and all(
+                proto.fields[nm].source != "system" for _, e in n.group_by for nm in fields_of(e)):
+            key_fields = list(dict.fromkeys(nm for _, e in n.group_by for nm in fields_of(e)))
+            prefetch_reads = [f"{proto.fields[nm].type.c_type} {field_var(nm)};"
+                              for nm in key_fields] + \
+                             [read_step(nm, "return;") for nm in key_fields]
+        p_decls, p_init = param_inits(n.params, lambda p: f"st->p_{c_identifier(p)}",
+                                      "return -1;")
+        data = {
+            "fn": fn, "state_t": state_t, "out_t": out_t, "name": c_string(n.name),
+            "iface": c_string(n.iface or "default"), "protocol": c_string(proto.name),
+            "source_kind": "GSQ_SRC_PCAP" if proto.source_kind == "pcap" else "GSQ_SRC_CSV",
+            "is_pcap": proto.source_kind == "pcap",
+            "out_stream": self.stream_index[n.name],
+            "csv_fields": [f"{{{pos}u, {code}, {c_string(fname)}}}"
+                           for pos, code, fname in csv_fields],
+            "param_decls": p_decls, "param_init": p_init,
+            "decls": decls, "steps": steps, "uses": uses,
+            "query_comment": c_string(f"query {n.query.name}: {n.note}"),
+            "hb_state": hb_state, "hb_body": hb_body, "has_heartbeat": bool(hb_body),
+            "prefetch_reads": prefetch_reads,
+        }
+        if isinstance(n, LftaSelect):
+            assigns, strs = output_assignments(em, n.output, n.select, out_t)
+            hb_assigns = [f"t.{field_member(col.name)} = {em.as_type(e, col.type)};"
+                          for col, (_, e) in zip(n.output.columns, n.select)
+                          if col.temporal.is_temporal]
+            data.update(assigns=assigns, strs=strs, constants=ctx.constants,
+                        hb_assigns=hb_assigns)
+            return self.env.get_template("lfta/select.c.j2").render(**data)
+        return self._lfta_aggregate(n, em, ctx, data)
+
+    def _lfta_aggregate(self, n: LftaAggregate, em: CEmitter, ctx: EmitContext, data: dict) -> str:
+        """The shape of an aggregation LFTA's gsq_agg_table: a record enters
+        it as a one-record group `g` (its keys, and accumulators holding its
+        contribution), which fold() adds to a resident group `s`."""
+        out_t = data["out_t"]
+        slot_members, key_locals, key_eq, hash_steps, group_fill = [], [], [], [], []
+        for i, (_, e) in enumerate(n.group_by):
+            t = e.info.type
+            slot_members.append(f"{t.c_type} k{i};")
+            key_locals.append(f"{t.c_type} kv{i} = {em.as_type(e, t)};")
+            group_fill.append(f"g.k{i} = kv{i};")
+            key_eq.append(key_equal(t, f"a->k{i}", f"b->k{i}"))
+            hash_steps.append(key_hash_step(t, f"kv{i}"))
+        fold_stmts = []
+        for j, a in enumerate(n.accums):
+            slot_members.append(f"{a.type.c_type} a{j};")
+            val = "1" if a.expr is None else em.as_type(a.expr, a.type)
+            group_fill += fold(a.op, a.type, f"g.a{j}", val, True, False)
+            fold_stmts += fold(a.op, a.type, f"s->a{j}", f"g->a{j}", False, False)
+        epoch = []
+        for i in n.epoch_indices:
+            e = n.group_by[i][1]
+            inc = e.info.temporal is Temporal.INCREASING
+            epoch.append({"i": i, "later": ">" if inc else "<",
+                          "infer": em.as_type(e, e.info.type)})
+        assigns, strs = output_assignments(em, n.output, n.select, out_t)
+        assert not strs
+        data.update(slot_members=slot_members, key_locals=key_locals,
+                    key_eq=" && ".join(key_eq) or "1", hash_steps=hash_steps,
+                    group_fill=group_fill, fold=fold_stmts,
+                    epoch=epoch, assigns=assigns, table_size=n.table_size, ways=n.table_ways,
+                    constants=ctx.constants)
+        return self.env.get_template("lfta/aggregate.c.j2").render(**data)
+
+    # -------------------------------------------------------------- HFTA
+    def _hfta_common(self, n: HftaNode, functor: str) -> dict:
+        ident = self.idents[n.name]
+        return {
+            "functor": functor, "out_t": self.tup(n.name), "ident": ident,
+            "def_name": f"hfta_{ident}_def", "name": c_string(n.name),
+            "in_streams": ", ".join(str(self.stream_index[s]) for s in n.inputs),
+            "out_stream": self.stream_index[n.name],
+            "query_comment": c_string(f"query {n.query.name}: {n.note}"),
+        }
+
+    def _hfta_merge(self, n: HftaMerge) -> str:
+        ident = self.idents[n.name]
+        col = n.output.get(n.merge.field)
+        data = self._hfta_common(n, f"{ident}_functor")
+        data.update(n_inputs=len(n.inputs), time_t=col.type.c_type,
+                    increasing="true" if col.temporal is Temporal.INCREASING else "false",
+                    in_t=self.tup(n.inputs[0]), member=field_member(col.name),
+                    slack=f"(({col.type.c_type})({n.merge.slack!r}))")
+        return self.env.get_template("hfta/merge.cpp.j2").render(**data)
+
+    def _join_sides(self, n: HftaJoin, ident: str) -> tuple:
+        """What a join and a filter join share.  Returns access(var, side,
+        name), the C++ reading field `name` of input `side` through the
+        tuple pointer `var`; an emitter per input over its tuple `in`; and
+        the template data built with them: the input types, each input's
+        WHERE filters, the key struct with the code filling it from either
+        input, and the query parameters."""
+        from ..semantics.types import arithmetic_result
+
+        def access(var: str, side: int, name: str) -> str:
+            col = n.input_defs[side].get(name)
+            m = field_member(name)
+            return f"gsq_tuple_str({var}, {var}->{m})" if col.type is Type.STRING else f"{var}->{m}"
+
+        def side_emitter(side: int) -> CEmitter:
+            def resolve(e):
+                if isinstance(e, FieldRef):
+                    assert e.source == side
+                    return access("in", side, e.name)
+                return None
+            return CEmitter(EmitContext(resolve, _hfta_param, const_prefix=f"{ident}_k{side}"))
+
+        j = n.join
+        lem, rem = side_emitter(0), side_emitter(1)
+        key_members, key_eq, key_hash, lkeys, rkeys = [], [], [], [], []
+        for i, (le, re_) in enumerate(j.keys):
+            lt, rt = le.info.type, re_.info.type
+            t = lt if lt == rt or not (lt.is_numeric and rt.is_numeric) else arithmetic_result(lt, rt)
+            if t is Type.BOOL:
+                t = Type.INT
+            if t is Type.STRING:
+                key_members.append(f"std::string k{i};")
+                lkeys.append(f"{{ gsq_str v_ = {lem.expr(le)}; k.k{i}.assign(v_.p, v_.len); }}")
+                rkeys.append(f"{{ gsq_str v_ = {rem.expr(re_)}; k.k{i}.assign(v_.p, v_.len); }}")
+            else:
+                key_members.append(f"{t.c_type} k{i}{{}};")
+                lkeys.append(f"k.k{i} = {lem.as_type(le, t)};")
+                rkeys.append(f"k.k{i} = {rem.as_type(re_, t)};")
+            key_eq.append(key_equal(t, f"a.k{i}", f"b.k{i}"))
+            key_hash.append(key_hash_step(t, f"k.k{i}"))
+        lwhere = [f"if (!{lem.expr(c)}) return false;  {_expr_comment(c, n)}" for c in j.filters[0]]
+        rwhere = [f"if (!{rem.expr(c)}) return false;  {_expr_comment(c, n)}" for c in j.filters[1]]
+        p_decls, p_init = param_inits(n.params, _hfta_param, "return;")
+        data = dict(
+            key_members=key_members, key_eq=" && ".join(key_eq) or "true", key_hash=key_hash,
+            left_t=self.tup(n.inputs[0]), right_t=self.tup(n.inputs[1]),
+            left_where=lwhere, right_where=rwhere, left_keys=lkeys, right_keys=rkeys,
+            param_decls=p_decls, param_init=p_init)
+        return access, lem, rem, data
+
+    def _hfta_join(self, n: HftaJoin) -> str:
+        from ..semantics.types import arithmetic_result
+        j = n.join
+        ident = self.idents[n.name]
+        data = self._hfta_common(n, f"{ident}_functor")
+        access, lem, rem, sides = self._join_sides(n, ident)
+
+        def default(t: Type) -> str:
+            if t is Type.STRING:
+                return 'gsq_str_lit("", 0u)'
+            if t is Type.IPV6:
+                return "gsq_ipv6{}"
+            return f"(({t.c_type})0)"
+
+        def out_resolve(e):
+            if not isinstance(e, FieldRef):
+                return None
+            var, ovar = ("l", "r") if e.source == 0 else ("r", "l")
+            t = e.info.type
+            present = access(var, e.source, e.name)
+            fill = j.fill.get((e.source, e.name))
+            if fill is not None:
+                other = access(ovar, fill[0], fill[1])
+                if t not in (Type.STRING, Type.IPV6):
+                    other = f"(({t.c_type})({other}))"
+                return f"({var} ? {present} : {other})"
+            return f"({var} ? {present} : {default(t)})"
+
+        octx = EmitContext(out_resolve, _hfta_param, const_prefix=ident + "_ko")
+        oem = CEmitter(octx)
+        time_t = arithmetic_result(j.time[0].info.type, j.time[1].info.type) or j.time[0].info.type
+        assigns, strs = output_assignments(oem, n.output, n.select, data["out_t"])
+        time_keys = {key(j.time[0]), key(j.time[1])}
+        hb_assigns = [f"t.{field_member(col.name)} = ({col.type.c_type})tm;"
+                      for col, (_, e) in zip(n.output.columns, n.select)
+                      if key(e) in time_keys and col.type.is_numeric]
+        data.update(
+            sides,
+            join_kind={"inner": "inner", "left": "left_outer", "right": "right_outer",
+                       "full": "full_outer"}[j.kind],
+            time_t=time_t.c_type,
+            left_time=lem.as_type(j.time[0], time_t), right_time=rem.as_type(j.time[1], time_t),
+            band_lo=f"(({time_t.c_type})({j.band_lo!r}))", band_hi=f"(({time_t.c_type})({j.band_hi!r}))",
+            assigns=assigns, strs=strs, hb_assigns=hb_assigns,
+            constants=lem.ctx.constants + rem.ctx.constants + octx.constants)
+        return self.env.get_template("hfta/join.cpp.j2").render(**data)
+
+    def _hfta_filter_join(self, n: HftaFilterJoin) -> str:
+        """FILTER_JOIN: a gsq::filter_join_op functor.  Input 0 (R) gives
+        keys and times only; the output row is computed from the S tuple,
+        a key field of R reading the S field WHERE equates it with."""
+        from ..semantics.types import arithmetic_result
+        j = n.join
+        ident = self.idents[n.name]
+        data = self._hfta_common(n, f"{ident}_functor")
+        access, lem, rem, sides = self._join_sides(n, ident)
+
+        def out_resolve(e):
+            if not isinstance(e, FieldRef):
+                return None
+            if e.source == 1:
+                return access("s", 1, e.name)
+            _, sname = j.fill[(0, e.name)]   # analysis admits only key fields of R
+            v = access("s", 1, sname)
+            t = e.info.type
+            return v if t in (Type.STRING, Type.IPV6) else f"(({t.c_type})({v}))"
+
+        octx = EmitContext(out_resolve, _hfta_param, const_prefix=ident + "_ko")
+        oem = CEmitter(octx)
+        col, s_time = j.time
+        tt = arithmetic_result(col.info.type, s_time.info.type) or col.info.type
+        assigns, strs = output_assignments(oem, n.output, n.select, data["out_t"])
+
+        # The output heartbeat at S time tm: a temporal column over S's time
+        # field alone is evaluated at tm; any other temporal column gets the
+        # bound that promises nothing (the lowest value if increasing).
+        s_field = s_time.name if isinstance(s_time, FieldRef) else None
+
+        def hb_resolve(e):
+            if isinstance(e, FieldRef):
+                return f"(({e.info.type.c_type})tm)"
+            return None
+        hem = CEmitter(EmitContext(hb_resolve, _hfta_param, const_prefix=ident + "_kh"))
+        hb_assigns = []
+        for ocol, (_, e) in zip(n.output.columns, n.select):
+            if not ocol.temporal.is_temporal or not ocol.type.is_numeric:
+                continue
+            m, ct = field_member(ocol.name), ocol.type.c_type
+            refs = [x for x in walk(e) if isinstance(x, FieldRef)]
+            if key(e) == key(s_time):
+                hb_assigns.append(f"t.{m} = ({ct})tm;")
+            elif s_field is not None and refs and all(x.source == 1 and x.name == s_field
+                                                      for x in refs):
+                hb_assigns.append(f"t.{m} = {hem.as_type(e, ocol.type)};")
+            else:
+                bound = "lowest" if ocol.temporal is Temporal.INCREASING else "max"
+                hb_assigns.append(f"t.{m} = std::numeric_limits<{ct}>::{bound}();")
+        if tt.is_integer:
+            hi = (1 << (tt.bits - 1)) - 1 if tt.is_signed else (1 << tt.bits) - 1
+            window_back = f"(({tt.c_type})({min(j.window - 1, hi)}ULL))"
+        else:
+            window_back = f"(({tt.c_type})({j.window - 1}.0))"
+        data.update(
+            sides,
+            time_t=tt.c_type,
+            left_time=lem.as_type(col, tt), right_time=rem.as_type(s_time, tt),
+            window=j.window, window_back=window_back,
+            assigns=assigns, strs=strs, hb_assigns=hb_assigns,
+            constants=lem.ctx.constants + rem.ctx.constants + octx.constants
+            + hem.ctx.constants)
+        return self.env.get_template("hfta/filter_join.cpp.j2").render(**data)
+
+    def _hfta(self, n: "HftaSelect | HftaAggregate") -> str:
+        ident = self.idents[n.name]
+        functor = f"{ident}_functor"
+        out_t = self.tup(n.name)
+        in_t = self.tup(n.inputs[0])
+        in_def = n.input_defs[0]
+
+        def in_field(name: str) -> str:
+            col = in_def.get(name)
+            assert col is not None, name
+            m = field_member(name)
+            if col.type is Type.STRING:
+                return f"gsq_tuple_str(in, in->{m})"
+            return f"in->{m}"
+
+        def key_ref(i: int) -> str:
+            t = n.group_by[i][1].info.type
+            if t is Type.STRING:
+                return f"gsq_str_lit(k.k{i}.data(), (uint32_t)k.k{i}.size())"
+            return f"k.k{i}"
+
+        def accum_ref(j: int) -> str:
+            t = n.accums[j].type
+            if t is Type.STRING:
+                return f"gsq_str_lit(s.a{j}.data(), (uint32_t)s.a{j}.size())"
+            return f"s.a{j}"
+
+        def resolve(e: ast.Expr) -> Optional[str]:
+            if isinstance(e, FieldRef):
+                return in_field(e.name)
+            if isinstance(e, GroupRef):
+                return key_ref(e.index)
+            if isinstance(e, AggRef):
+                ap = n.aggs[e.index]
+                if ap.final == "avg":
+                    return f"((double)s.a{ap.accums[0]} / (double)s.a{ap.accums[1]})"
+                return accum_ref(ap.accums[0])
+            return None
+
+        ctx = EmitContext(resolve, lambda p: f"p_{c_identifier(p)}",
+                          regex_ref=lambda v: f"{v}.get()",   # a gsq::regex member
+                          const_prefix=ident + "_k")
+        em = CEmitter(ctx)
+        p_decls, p_init = param_inits(n.params, lambda p: f"p_{c_identifier(p)}", "return;")
+        data = {
+            "functor": functor, "out_t": out_t, "in_t": in_t,
+            "def_name": f"hfta_{ident}_def", "name": c_string(n.name),
+            "ident": ident,
+            "in_streams": ", ".join(str(self.stream_index[s]) for s in n.inputs),
+            "out_stream": self.stream_index[n.name],
+            "param_decls": p_decls, "param_init": p_init,
+            "query_comment": c_string(f"query {n.query.name}: {n.note}"),
+        }
+        # WHERE, emitted first (the order numbers regexes and constants);
+        # where(reject) gives the checks, `reject` leaving on a failed one
+        conds = [(em.expr(c), _expr_comment(c, n)) for c in n.where]
+
+        def where(reject: str) -> list[str]:
+            return [f"if (!{c}) {reject}  {comment}" for c, comment in conds]
+
+        if isinstance(n, HftaSelect):
+            assigns, strs = output_assignments(em, n.output, n.select, out_t)
+            data["hb_assigns"] = [f"t.{field_member(col.name)} = {em.as_type(e, col.type)};"
+                                  for col, (_, e) in zip(n.output.columns, n.select)
+                                  if col.temporal.is_temporal]
+            data.update(where=where("return;"), assigns=assigns,
+                        strs=strs, regexes=_regex_data(ctx), constants=ctx.constants)
+            return self.env.get_template("hfta/select.cpp.j2").render(**data)
+
+        key_members, key_eq, key_hash, extract = [], [], [], []
+        for i, (_, e) in enumerate(n.group_by):
+            t = e.info.type
+            if t is Type.STRING:
+                key_members.append(f"std::string k{i};")
+                extract.append(f"{{ gsq_str v_ = {em.expr(e)}; k.k{i}.assign(v_.p, v_.len); }}")
+            else:
+                key_members.append(f"{t.c_type} k{i}{{}};")
+                extract.append(f"k.k{i} = {em.as_type(e, t)};")
+            key_eq.append(key_equal(t, f"a.k{i}", f"b.k{i}"))
+            key_hash.append(key_hash_step(t, f"k.k{i}"))
+        state_members, init, update = [], [], []
+        for j, a in enumerate(n.accums):
+            if a.type is Type.STRING:
+                state_members.append(f"std::string a{j};")
+            else:
+                state_members.append(f"{a.type.c_type} a{j}{{}};")
+            val = "1" if a.expr is None else (em.expr(a.expr) if a.type in (Type.STRING, Type.IPV6)
+                                              else em.as_type(a.expr, a.type))
+            init += fold(a.op, a.type, f"s.a{j}", val, True, True)
+            update += fold(a.op, a.type, f"s.a{j}", val, False, True)
+        epoch = []
+        for i in n.epoch_indices:
+            e = n.group_by[i][1]
+            epoch.append({"i": i, "ctype": e.info.type.c_type,
+                          "later": ">" if e.info.temporal is Temporal.INCREASING else "<",
+                          "infer": em.as_type(e, e.info.type)})
+        # The output heartbeat: temporal columns from the epoch's values.
+        epoch_set = set(n.epoch_indices)
+
+        def hb_resolve(e: ast.Expr) -> Optional[str]:
+            if isinstance(e, GroupRef):
+                return f"e.e{e.index}" if e.index in epoch_set else "0"
+            if isinstance(e, AggRef):
+                return "0"
+            return None
+        hem = CEmitter(EmitContext(hb_resolve, lambda p: f"p_{c_identifier(p)}",
+                                   const_prefix=ident + "_kh"))
+        data["hb_assigns"] = [f"t.{field_member(col.name)} = {hem.as_type(e, col.type)};"
+                              for col, (_, e) in zip(n.output.columns, n.select)
+                              if col.temporal.is_temporal]
+        having = None
+        if n.having is not None:
+            having = f"if (!{em.expr(n.having)}) return;  {_expr_comment(n.having, n)}"
+        assigns, strs = output_assignments(em, n.output, n.select, out_t)
+        data.update(where=where("return false;"),
+                    key_members=key_members, key_eq=" && ".join(key_eq) or "true",
+                    key_hash=key_hash, extract=extract, state_members=state_members,
+                    init=init, update=update, epoch=epoch, having=having,
+                    assigns=assigns, strs=strs, regexes=_regex_data(ctx), constants=ctx.constants)
+        return self.env.get_template("hfta/aggregate.cpp.j2").render(**data)
+
+
+# The Generator method rendering each kind of node.
+_RENDERERS: dict[type, Callable[[Generator, Any], str]] = {
+    LftaSelect: Generator._lfta, LftaAggregate: Generator._lfta,
+    HftaSelect: Generator._hfta, HftaAggregate: Generator._hfta,
+    HftaMerge: Generator._hfta_merge, HftaJoin: Generator._hfta_join,
+    HftaFilterJoin: Generator._hfta_filter_join,
+}
+
+
+def generate(plan: Plan) -> GeneratedSet:
+    return Generator(plan).generate()

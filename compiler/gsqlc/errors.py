@@ -1,0 +1,133 @@
+"""Every error gsqlc raises, under one root, and how a located one is shown.
+
+    GsqlcError                 root: `except gsqlc.GsqlcError` catches them all
+      QueryError               a query or schema breaks a rule (located; exit 2)
+      UsageError               a bad option, binding or argument (exit 2)
+        InterfaceError         a bad interfaces file or binding
+        SetupError             the runtime refused an option, source or sink
+        TraceError             an unreadable trace file
+        SparkQueryError        a query or its sources do not suit a Spark run
+      RunError                 a run-time failure reported by the library (exit 1)
+      InternalError            a bug in gsqlc (exit 1, "internal error")
+        BuildError             the generated code failed to build
+
+`QueryError` is raised by every compiler pass; `render` prints it the way a
+user sees it:
+
+    flows.gsql:3:9: error [unknown-field]: no field 'srcIp' in protocol TCP
+        select srcIp, count(*)
+               ^~~~~
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from .frontend.ast import NO_SPAN, Span
+
+# Source text of every file the compiler has read, for rendering carets.
+_SOURCES: dict[str, str] = {}
+
+
+def register_source(path: str, text: str) -> None:
+    _SOURCES[path] = text
+
+
+class GsqlcError(Exception):
+    """Root of gsqlc's errors.  `exit_status` is what the CLI exits with."""
+    exit_status = 1
+
+
+class QueryError(GsqlcError):
+    """A query, schema or usage error, located at `span`.
+
+    `rule` is a short stable identifier of the rule broken (used in tests and
+    by users searching the docs), e.g. 'syntax', 'unknown-field',
+    'type-mismatch', 'temporal-group-by', 'unknown-function',
+    'not-supported-yet'."""
+    exit_status = 2
+
+    def __init__(self, span: Optional[Span], rule: str, message: str,
+                 notes: Optional[list[tuple[Span, str]]] = None):
+        super().__init__(message)
+        self.span = span or NO_SPAN
+        self.rule = rule
+        self.message = message
+        self.notes = notes or []
+
+    @property
+    def file(self) -> str:
+        return self.span.file
+
+    @property
+    def line(self) -> int:
+        return self.span.line
+
+    @property
+    def column(self) -> int:
+        return self.span.column
+
+    def __str__(self) -> str:
+        return render(self)
+
+
+def _caret_block(span: Span) -> str:
+    text = _SOURCES.get(span.file)
+    if text is None or span.line <= 0:
+        return ""
+    lines = text.splitlines()
+    if span.line > len(lines):
+        return ""
+    src = lines[span.line - 1].expandtabs(4)
+    raw = lines[span.line - 1]
+    # column is 1-based in the raw line; account for tabs expanded before it
+    col = len(raw[: max(span.column - 1, 0)].expandtabs(4)) + 1
+    width = 1
+    if span.end_line == span.line and span.end_column > span.column:
+        width = span.end_column - span.column
+    caret = " " * (col - 1) + "^" + "~" * (width - 1)
+    return f"    {src}\n    {caret}\n"
+
+
+def render(err: QueryError) -> str:
+    out = f"{err.span}: error [{err.rule}]: {err.message}\n"
+    out += _caret_block(err.span)
+    for span, note in err.notes:
+        out += f"{span}: note: {note}\n"
+        out += _caret_block(span)
+    return out.rstrip("\n")
+
+
+class UsageError(GsqlcError):
+    """A bad option, binding or argument (not located in a query file)."""
+    exit_status = 2
+
+
+class InterfaceError(UsageError):
+    """A bad interfaces file or binding."""
+
+
+class SetupError(UsageError):
+    """The runtime refused an option, a binding or a sink."""
+
+
+class TraceError(UsageError):
+    """A trace file that cannot be read."""
+
+
+class SparkQueryError(UsageError):
+    """A query or its sources do not suit a Spark run (raised on the driver,
+    before any Spark job starts)."""
+
+
+class RunError(GsqlcError):
+    """A run-time failure reported by the library (exit status 1)."""
+
+
+class InternalError(GsqlcError):
+    """A bug in gsqlc (not in the user's query): exit status 1, reported as
+    "internal error" with the traceback kept for a bug report."""
+
+
+class BuildError(InternalError):
+    """The generated C/C++ failed to build: a bug in gsqlc or a broken
+    toolchain."""

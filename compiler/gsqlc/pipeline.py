@@ -1,0 +1,113 @@
+"""The compile pipeline, the only place where the stages are chained:
+
+    query files ──parse, resolve, analyze──► AnalyzedSet      (semantics.resolve)
+                ──plan──────────────────────► Plan             (planner.plan)
+                ──generate──────────────────► GeneratedSet     (backend.codegen)
+                ──build─────────────────────► BuildResult      (backend.build)
+
+`plan_queries` stops after planning (what `gsqlc explain` needs);
+`compile_queries` goes on to the built library and returns one `Compiled`
+(`compile_planned` does the second half for a QuerySet at hand).
+The CLI, the Python API and Spark call these two and nothing in between.
+
+    compiled = compile_queries(["flows.gsql"], CompileOptions(schema=("schema.txt",)))
+    compiled.library            # the query set's shared library
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional, Sequence
+
+from .backend.build import BuildResult, build
+from .backend.codegen import GeneratedSet, generate
+from .planner.nodes import LftaNode
+from .planner.plan import Plan, make_plan
+from .runtime.interfaces import DEFAULT_IFACE
+from .semantics.analyze import AnalyzedQuery
+from .semantics.resolve import leaves, resolve_files
+from .semantics.schema import Schema
+
+if TYPE_CHECKING:
+    from .runtime.interfaces import Interfaces
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """What a compilation depends on besides the query files."""
+    schema: tuple[str, ...] = ()           # schema files (default: the packet schema)
+    library_paths: tuple[str, ...] = ()    # directories of query libraries (FROM LIB/q)
+    lfta_table_size: Optional[int] = None  # default LFTA table slots (a DEFINE wins)
+    lfta_table_ways: Optional[int] = None  # default LFTA table associativity (a DEFINE wins)
+    sanitize: bool = False                 # build with ASan and UBSan
+    werror: Optional[bool] = None          # warnings as errors (None: GSQLC_WERROR decides)
+
+
+@dataclass(frozen=True)
+class QuerySet:
+    """Analyzed and planned queries."""
+    schema: Schema
+    queries: tuple[AnalyzedQuery, ...]
+    plan: Plan
+    files: tuple[str, ...]
+
+    def query(self, name: str) -> AnalyzedQuery:
+        for q in self.queries:
+            if q.name == name:
+                return q
+        raise KeyError(name)
+
+    def leaves(self) -> list[str]:
+        """Queries whose output no other query reads."""
+        return leaves(self.queries)
+
+    def interfaces(self) -> list[str]:
+        """Interface names the LFTAs read."""
+        out: list[str] = []
+        for n in self.plan.nodes:
+            if isinstance(n, LftaNode) and n.iface not in out:
+                out.append(n.iface)
+        return out
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A query set carried through every stage: its plan, generated code and
+    built library."""
+    queryset: QuerySet
+    generated: GeneratedSet
+    built: BuildResult
+
+    @property
+    def library(self) -> Path:
+        return self.built.library
+
+
+def plan_queries(files: Sequence[str], options: CompileOptions = CompileOptions(),
+                 ifaces: Optional["Interfaces"] = None) -> QuerySet:
+    """Parse, resolve, analyze and plan `files`; raises QueryError."""
+    aset = resolve_files(files, options.schema, options.library_paths)
+    plan = make_plan(list(aset.queries), ifaces.sets if ifaces else None,
+                     ifaces.default if ifaces else DEFAULT_IFACE,
+                     options.lfta_table_size, options.lfta_table_ways)
+    return QuerySet(aset.schema, aset.queries, plan, aset.files)
+
+
+def compile_queries(files: Sequence[str], options: CompileOptions = CompileOptions(),
+                    ifaces: Optional["Interfaces"] = None,
+                    out_dir: "Optional[os.PathLike[str]]" = None) -> Compiled:
+    """Every stage up to the built library.  Without out_dir the build is
+    cached by content (the same queries build once); with it the sources and
+    the build go there."""
+    return compile_planned(plan_queries(files, options, ifaces), options, out_dir)
+
+
+def compile_planned(qs: QuerySet, options: CompileOptions = CompileOptions(),
+                    out_dir: "Optional[os.PathLike[str]]" = None) -> Compiled:
+    """Generate and build an already planned query set (a face that checks
+    the plan against the user's bindings first builds only when they fit)."""
+    gen = generate(qs.plan)
+    built = build(gen, Path(out_dir) if out_dir is not None else None,
+                  sanitize=options.sanitize, werror=options.werror)
+    return Compiled(qs, gen, built)

@@ -1,0 +1,160 @@
+"""`gsqlc explain`: the plan, the LFTA/HFTA split and each column's temporal
+property, as text or Graphviz DOT."""
+from __future__ import annotations
+
+from ..semantics.resolve import leaves
+from .nodes import (
+    FILTERING,
+    GROUPING,
+    PROJECTING,
+    HftaAggregate,
+    HftaFilterJoin,
+    HftaJoin,
+    HftaMerge,
+    HftaSelect,
+    LftaAggregate,
+    LftaNode,
+    LftaSelect,
+    PlanNode,
+)
+from .plan import Plan, describe_expr
+
+
+def _reads(n: PlanNode) -> str:
+    if isinstance(n, LftaNode):
+        iface = n.iface or "<default>"
+        return f"interface {iface}, PROTOCOL {n.protocol.name}"
+    return "stream " + ", ".join(n.inputs)
+
+
+def _operator(n: PlanNode) -> str:
+    if isinstance(n, HftaFilterJoin):
+        return "C++ HFTA, gsq::filter_join_op (windowed semi-join, FILTER_JOIN)"
+    if isinstance(n, HftaJoin):
+        return f"C++ HFTA, gsq::join_op ({n.join.kind} join)"
+    if isinstance(n, HftaMerge):
+        return "C++ HFTA, gsq::merge_op"
+    if isinstance(n, LftaSelect):
+        return "C LFTA, selection"
+    if isinstance(n, LftaAggregate):
+        shape = "direct-mapped" if n.table_ways == 1 else f"{n.table_ways}-way set-associative"
+        return f"C LFTA, {shape} sub-aggregate table of {n.table_size} slots"
+    if isinstance(n, HftaAggregate):
+        return "C++ HFTA, gsq::groupby_op (slow flush)"
+    assert isinstance(n, HftaSelect), type(n).__name__
+    return "C++ HFTA, gsq::selection_op"
+
+
+def _join_lines(n: HftaJoin) -> list[str]:
+    j = n.join
+    lines = []
+    if isinstance(n, HftaFilterJoin):
+        st = describe_expr(j.time[1], n)
+        lines.append(f"    FILTER_JOIN({describe_expr(j.time[0], n)}, {j.window}): "
+                     f"passes a tuple of {n.query.sources[1].alias} when a tuple of "
+                     f"{n.query.sources[0].alias} with equal keys had "
+                     f"{describe_expr(j.time[0], n)} in [{st} - {j.window - 1}, {st}]")
+    else:
+        lines.append(f"    JOIN     {describe_expr(j.time[1], n)} in "
+                     f"[{describe_expr(j.time[0], n)} - {j.band_lo:g}, "
+                     f"{describe_expr(j.time[0], n)} + {j.band_hi:g}]")
+    for le, re_ in j.keys:
+        lines.append(f"             AND {describe_expr(le, n)} = {describe_expr(re_, n)}")
+    for i in (0, 1):
+        for c in j.filters[i]:
+            lines.append(f"    FILTER   {n.inputs[i]}: {describe_expr(c, n)}")
+    return lines
+
+
+def _node_lines(n: PlanNode) -> list[str]:
+    lines = [f"[{n.level.upper()}] {n.name}    reads {_reads(n)}",
+             f"    operator: {_operator(n)}",
+             f"    split:    {n.note}"]
+    if isinstance(n, FILTERING) and n.where:
+        lines.append("    WHERE    " + "\n             AND ".join(describe_expr(c, n) for c in n.where))
+    if isinstance(n, HftaJoin):
+        lines += _join_lines(n)
+    if isinstance(n, HftaMerge):
+        lines.append(f"    MERGE    on {n.merge.field}"
+                     + (f" SLACK {n.merge.slack:g}" if n.merge.slack else ""))
+    if isinstance(n, GROUPING) and n.group_by:
+        gbs = []
+        for name, e in n.group_by:
+            tmp = f"  [{e.info.temporal}]" if e.info.temporal.is_temporal else ""
+            gbs.append(f"{name} := {describe_expr(e, n)}{tmp}")
+        lines.append("    GROUP BY " + "\n             ".join(gbs))
+    if isinstance(n, HftaAggregate) and n.accums:
+        lines.append("    AGGREGATES " + ", ".join(a.text for a in n.aggs))
+    if isinstance(n, HftaAggregate) and n.having is not None:
+        lines.append("    HAVING   " + describe_expr(n.having, n))
+    cols = []
+    select = n.select if isinstance(n, PROJECTING) else ()
+    exprs = [describe_expr(e, n) for _, e in select] if select else \
+        [f"input.{c.name}" for c in n.output.columns]
+    for col, text in zip(n.output.columns, exprs):
+        tmp = str(col.temporal) if col.temporal.is_temporal else "not temporal"
+        cols.append(f"{col.name} {col.type} [{tmp}] := {text}")
+    lines.append("    OUTPUT   " + "\n             ".join(cols))
+    return lines
+
+
+def explain_text(plan: Plan) -> str:
+    out = []
+    lftas = sum(1 for n in plan.nodes if isinstance(n, LftaNode))
+    hftas = len(plan.nodes) - lftas
+    out.append(f"query set: {len(plan.queries)} queries -> {lftas} LFTA(s), {hftas} HFTA(s)")
+    for q in plan.queries:
+        out.append(f"query {q.name} ({q.file})")
+        for c in q.output.columns:
+            tmp = str(c.temporal) if c.temporal.is_temporal else "not temporal"
+            out.append(f"    {c.name}: {c.type}, {tmp}")
+    out.append("")
+    out.append("plan (producers first):")
+    for n in plan.nodes:
+        out.extend(_node_lines(n))
+        out.append("")
+    out.append("outputs: " + ", ".join(leaves(plan.queries)))
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _dot_escape(s: str) -> str:
+    out = []
+    for ch in s:
+        if ch in '"\\{}<>|':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\l")
+        elif ord(ch) < 0x20:
+            out.append(" ")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def explain_dot(plan: Plan) -> str:
+    out = ["digraph gsqlc_plan {", "  rankdir=BT;",
+           '  node [shape=box, fontname="monospace", fontsize=10];']
+    ids = {n.name: f"n{i}" for i, n in enumerate(plan.nodes)}
+    ifaces: dict[str, str] = {}
+    for n in plan.nodes:
+        if isinstance(n, LftaNode):
+            iface = n.iface or "<default>"
+            if iface not in ifaces:
+                ifaces[iface] = f"i{len(ifaces)}"
+                out.append(f'  {ifaces[iface]} [shape=ellipse, label="interface {_dot_escape(iface)}"];')
+    for n in plan.nodes:
+        label = "\n".join(line.strip() for line in _node_lines(n)) + "\n"
+        style = 'style=filled, fillcolor="#dbe9f6"' if isinstance(n, LftaNode) else \
+            'style=filled, fillcolor="#f6e7d2"'
+        out.append(f'  {ids[n.name]} [{style}, label="{_dot_escape(label)}"];')
+    for n in plan.nodes:
+        if isinstance(n, LftaNode):
+            out.append(f'  {ifaces[n.iface or "<default>"]} -> {ids[n.name]} '
+                       f'[label="{_dot_escape(n.protocol.name)}"];')
+        for s in n.inputs:
+            out.append(f"  {ids[s]} -> {ids[n.name]};")
+    for name in leaves(plan.queries):
+        out.append(f'  out_{ids[name]} [shape=plaintext, label="output {_dot_escape(name)}"];')
+        out.append(f"  {ids[name]} -> out_{ids[name]};")
+    out.append("}")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,455 @@
+"""Planning: AnalyzedQuerys (dependency order) -> Plan.
+
+make_plan takes the analyzed queries of a query set and returns a Plan: its
+nodes (planner/nodes.py, one class per operator kind and level) in
+topological order, producers first.
+
+Every query over a source interface is split (seed 003, "Splitting Selection
+and Aggregation Queries"):
+  * LFTA-safe, cheap WHERE conjuncts and the maximal LFTA-safe, cheap
+    sub-expressions of the projection run in the LFTA (C, on the ring buffer);
+  * the rest -- expensive functions such as str_extract_regex -- runs in an
+    HFTA (C++) over the LFTA's output stream;
+  * an aggregation whose WHERE, group-by keys and aggregate arguments are all
+    LFTA-safe becomes an LFTA sub-aggregate in a fixed-size direct-mapped
+    table (a collision ejects the resident group as a partial; DEFINE
+    lfta_table_ways makes it set-associative) completed by an
+    HFTA super-aggregate; otherwise the LFTA only selects and projects and the
+    HFTA aggregates.
+Queries over streams (other queries) are HFTAs.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional
+
+from ..frontend import ast
+from ..semantics.analyze import AggCall, AnalyzedQuery, Column, MergeInfo, StreamDef
+from ..semantics.bound import AccumRef, AggRef, ExprInfo, FieldRef, GroupRef, key, rebuild, to_text, walk
+from ..semantics.types import Temporal, Type
+from .nodes import (
+    DEFAULT_LFTA_TABLE,
+    Accum,
+    AggPlan,
+    HftaAggregate,
+    HftaFilterJoin,
+    HftaJoin,
+    HftaMerge,
+    HftaSelect,
+    LftaAggregate,
+    LftaNode,
+    LftaSelect,
+    Named,
+    PlanNode,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+__all__ = ["Accum", "AggPlan", "DEFAULT_LFTA_TABLE", "Plan", "PlanNode", "TABLE_WAYS",
+           "describe_expr", "expand_interface_sets", "make_plan", "plan_query"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    nodes: list[PlanNode]            # topological order: producers first
+    queries: list[AnalyzedQuery]
+
+    def node(self, name: str) -> PlanNode:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(name)
+
+    def consumers(self, stream: str) -> list[PlanNode]:
+        return [n for n in self.nodes if stream in n.inputs]
+
+
+def _lfta_safe(e: ast.Expr) -> bool:
+    return bool(e.info.lfta_ok and e.info.cheap)
+
+
+def _fixed_size(t: Type) -> bool:
+    return t is not Type.STRING
+
+
+def _column(name: str, info: ExprInfo) -> Column:
+    """An output column of expression info `info` (temporal or not)."""
+    return Column(name, info.type, info.temporal if info.temporal.is_temporal else Temporal.NONE)
+
+
+class _Pushdown:
+    """Collects the LFTA output columns an HFTA needs and rewrites the HFTA's
+    expressions to read them."""
+
+    def __init__(self, q: AnalyzedQuery):
+        self.q = q
+        self.cols: list[Named] = []
+        self._by_key: dict[tuple[object, ...], str] = {}
+        self._names: set[str] = set()
+
+    def column_for(self, e: ast.Expr, preferred: Optional[str] = None) -> str:
+        k = key(e)
+        if k in self._by_key:
+            return self._by_key[k]
+        if isinstance(e, FieldRef):
+            name = e.name
+        else:
+            name = preferred or f"_e{len(self.cols)}"
+        base, n = name, 2
+        while name in self._names:
+            name = f"{base}_{n}"
+            n += 1
+        self._names.add(name)
+        self._by_key[k] = name
+        self.cols.append((name, e))
+        return name
+
+    def push(self, e: ast.Expr, preferred: Optional[str] = None) -> ast.Expr:
+        """Rewrite e for the HFTA: maximal LFTA-safe non-constant subtrees are
+        computed by the LFTA and read back as columns of its output."""
+        def fn(n: ast.Expr) -> Optional[ast.Expr]:
+            if isinstance(n, (GroupRef, AggRef, AccumRef)):
+                return n
+            if n.info is not None and _lfta_safe(n) and not n.info.constant:
+                col = self.column_for(n, preferred if n is e else None)
+                return FieldRef(0, col, info=ExprInfo(n.info.type, n.info.temporal), span=n.span)
+            return None
+        return rebuild(e, fn)
+
+    def stream(self, name: str) -> StreamDef:
+        return StreamDef(name, [_column(n, e.info) for n, e in self.cols])
+
+
+def _accums_for(aggs: list[AggCall]) -> tuple[list[Accum], list[AggPlan]]:
+    accums: list[Accum] = []
+    plans: list[AggPlan] = []
+    for i, a in enumerate(aggs):
+        idx = []
+        for comp in a.func.components:
+            if comp.arg == "one":
+                acc = Accum(comp.op, Type.ULLONG, None, f"_a{i}_cnt")
+            elif comp.arg == "arg_float":
+                acc = Accum(comp.op, Type.FLOAT, a.arg, f"_a{i}_sum")
+            else:
+                t = a.type
+                acc = Accum(comp.op, t, a.arg, f"_a{i}")
+            accums.append(acc)
+            idx.append(len(accums) - 1)
+        plans.append(AggPlan(a.func.final, tuple(idx), a.type, a.text))
+    return accums, plans
+
+
+def _lfta_table_size(q: AnalyzedQuery, default: Optional[int]) -> int:
+    v = q.defines.get("lfta_table_size") or q.defines.get("aggregate_slots")
+    if v:
+        try:
+            n = int(v)
+        except ValueError:
+            from ..errors import QueryError
+            raise QueryError(q.query.defines.item_spans.get("lfta_table_size", q.query.span),
+                             "bad-define", f"lfta_table_size must be an integer, got '{v}'")
+        return _power_of_two(n)
+    return _power_of_two(default) if default else DEFAULT_LFTA_TABLE
+
+
+TABLE_WAYS = (1, 2, 4, 8, 16)   # the associativities an LFTA table may have
+
+
+def _lfta_table_ways(q: AnalyzedQuery, default: Optional[int]) -> int:
+    v = q.defines.get("lfta_table_ways")
+    if not v:
+        return default or 1
+    if not v.isdigit() or int(v) not in TABLE_WAYS:
+        from ..errors import QueryError
+        raise QueryError(q.query.defines.item_spans.get("lfta_table_ways", q.query.span),
+                         "bad-define", f"lfta_table_ways must be one of "
+                         f"{', '.join(map(str, TABLE_WAYS))}, got '{v}'")
+    return int(v)
+
+
+def _power_of_two(n: int) -> int:
+    size = 1
+    while size < max(n, 16):
+        size *= 2
+    return size
+
+
+def _protocol_lfta(q: AnalyzedQuery, side: int, fields: list[str],
+                   where: list[ast.Expr], name: str) -> LftaSelect:
+    """An LFTA that reads one FROM source of a multi-input query: it applies
+    the LFTA-safe single-source conjuncts and projects the fields the HFTA
+    needs, under their own names."""
+    src = q.sources[side]
+    proto = src.protocol
+    assert proto is not None
+    select: list[Named] = []
+    for f in fields:
+        fd = proto.fields[f]
+        select.append((f, FieldRef(side, f, info=ExprInfo(fd.type, fd.temporal))))
+    out = StreamDef(name, [Column(f, e.info.type, e.info.temporal) for f, e in select])
+    return LftaSelect(name=name, query=q, output=out, where=tuple(where), select=tuple(select),
+                      protocol=proto, iface=src.iface, params=q.params,
+                      note=f"reads FROM source '{src.alias}' for the HFTA")
+
+
+def _side_inputs(q: AnalyzedQuery, needed: list[list[str]], pushed: list[list[ast.Expr]]
+                 ) -> tuple[list[PlanNode], tuple[str, ...], tuple[StreamDef, ...]]:
+    lftas: list[PlanNode] = []
+    names: list[str] = []
+    defs: list[StreamDef] = []
+    for i, src in enumerate(q.sources):
+        if src.stream is not None:
+            names.append(src.stream.name)
+            defs.append(src.stream)
+            continue
+        lname = f"_fta_{q.name}_{i}_{src.alias}"
+        node = _protocol_lfta(q, i, needed[i], pushed[i], lname)
+        lftas.append(node)
+        names.append(lname)
+        defs.append(node.output)
+    return lftas, tuple(names), tuple(defs)
+
+
+def _plan_merge(q: AnalyzedQuery, merge: MergeInfo) -> list[PlanNode]:
+    needed = [src.column_names() for src in q.sources]
+    lftas, names, defs = _side_inputs(q, needed, [[] for _ in q.sources])
+    node = HftaMerge(name=q.name, query=q, output=q.output, inputs=names, input_defs=defs,
+                     params=q.params, merge=merge,
+                     note=f"order-preserving merge on {merge.field}")
+    return lftas + [node]
+
+
+def _plan_join(q: AnalyzedQuery) -> list[PlanNode]:
+    j = q.join
+    assert j is not None
+    exprs: list[ast.Expr] = [e for _, e in q.select] + list(j.time)
+    exprs += [e for pair in j.keys for e in pair] + j.filters[0] + j.filters[1]
+    needed: list[list[str]] = [[], []]
+    for e in exprs:
+        for n in walk(e):
+            if isinstance(n, FieldRef) and n.name not in needed[n.source]:
+                needed[n.source].append(n.name)
+    for (side, name), (other, oname) in j.fill.items():
+        for s_, n_ in ((side, name), (other, oname)):
+            if n_ not in needed[s_]:
+                needed[s_].append(n_)
+    pushed: list[list[ast.Expr]] = [[], []]
+    kept: list[list[ast.Expr]] = [[], []]
+    for side in (0, 1):
+        for c in j.filters[side]:
+            if q.sources[side].kind == "protocol" and _lfta_safe(c):
+                pushed[side].append(c)
+            else:
+                kept[side].append(c)
+    lftas, names, defs = _side_inputs(q, needed, pushed)
+    info = dataclasses.replace(j, filters=(kept[0], kept[1]))
+    cls: type[HftaJoin]
+    if j.kind == "filter":
+        cls = HftaFilterJoin
+        t0 = j.time[0]
+        assert isinstance(t0, FieldRef)
+        note = (f"filter join: '{q.sources[1].alias}' tuples whose keys "
+                f"'{q.sources[0].alias}' had within {j.window} of "
+                f"{q.sources[0].alias}.{t0.name}")
+    else:
+        cls = HftaJoin
+        note = (f"{j.kind} join on a temporal "
+                f"{'equality' if j.band_lo == 0 and j.band_hi == 0 else 'band'}")
+    node = cls(name=q.name, query=q, output=q.output, select=tuple(q.select), inputs=names,
+               input_defs=defs, params=q.params, join=info, note=note)
+    return lftas + [node]
+
+
+def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
+               lfta_table_size: Optional[int] = None,
+               lfta_table_ways: Optional[int] = None) -> list[PlanNode]:
+    """The nodes of one query; lfta_table_size/ways: the defaults of an LFTA
+    aggregation table (the query's DEFINEs win)."""
+    if q.merge is not None:
+        return _plan_merge(q, q.merge)
+    if q.join is not None:
+        return _plan_join(q)
+    src = q.sources[0]
+    accums, aggplans = _accums_for(q.aggs)
+    gb: list[Named] = [(g.name, g.expr) for g in q.group_by]
+
+    if src.stream is not None:
+        if q.is_aggregate:
+            return [HftaAggregate(name=q.name, query=q, output=q.output, where=tuple(q.where),
+                                  select=tuple(q.select), group_by=tuple(gb),
+                                  accums=tuple(accums), aggs=tuple(aggplans), having=q.having,
+                                  inputs=(src.stream.name,), input_defs=(src.stream,),
+                                  params=q.params,
+                                  note="reads a stream: runs entirely as an HFTA")]
+        return [HftaSelect(name=q.name, query=q, output=q.output, where=tuple(q.where),
+                           select=tuple(q.select), inputs=(src.stream.name,),
+                           input_defs=(src.stream,), params=q.params,
+                           note="reads a stream: runs entirely as an HFTA")]
+
+    # A query over a source interface.
+    proto = src.protocol
+    assert proto is not None
+    iface = src.iface
+    lname = f"_fta_{q.name}"
+    if not q.is_aggregate:
+        if all(_lfta_safe(c) for c in q.where) and all(_lfta_safe(e) for _, e in q.select):
+            return [LftaSelect(name=q.name, query=q, output=q.output, where=tuple(q.where),
+                               select=tuple(q.select), protocol=proto, iface=iface,
+                               params=q.params,
+                               note="every predicate and projection is LFTA-safe: "
+                                    "runs entirely in the LFTA")]
+        pd = _Pushdown(q)
+        lfta_where = [c for c in q.where if _lfta_safe(c)]
+        hfta_where = [pd.push(c) for c in q.where if not _lfta_safe(c)]
+        hfta_select = [(n, pd.push(e, n)) for n, e in q.select]
+        lout = pd.stream(lname)
+        lfta = LftaSelect(name=lname, query=q, output=lout, where=tuple(lfta_where),
+                          select=tuple(pd.cols), protocol=proto, iface=iface, params=q.params,
+                          note="cheap LFTA-safe predicates and projections")
+        hfta = HftaSelect(name=q.name, query=q, output=q.output, where=tuple(hfta_where),
+                          select=tuple(hfta_select), inputs=(lname,), input_defs=(lout,),
+                          params=q.params,
+                          note="expensive or HFTA-only functions: " +
+                               ", ".join(sorted(_hfta_only_functions(q))))
+        return [lfta, hfta]
+
+    # Aggregation over an interface.
+    can_split = (all(_lfta_safe(c) for c in q.where)
+                 and all(_lfta_safe(e) and _fixed_size(e.info.type) for _, e in gb)
+                 and all(a.arg is None or (_lfta_safe(a.arg) and _fixed_size(a.arg.info.type))
+                         for a in q.aggs)
+                 and all(a.func.lfta_legal for a in q.aggs))
+    if can_split:
+        # LFTA sub-aggregate: emits group keys and accumulators (partials).
+        lselect: list[Named] = []
+        for i, (n, e) in enumerate(gb):
+            lselect.append((n, GroupRef(i, info=ExprInfo(e.info.type, e.info.temporal))))
+        for j, acc in enumerate(accums):
+            lselect.append((acc.name, AccumRef(j, info=ExprInfo(acc.type))))
+        lout = StreamDef(lname, [_column(n, e.info) for n, e in lselect])
+        size = _lfta_table_size(q, lfta_table_size)
+        ways = _lfta_table_ways(q, lfta_table_ways)
+        size = max(size, ways)
+        lagg = LftaAggregate(name=lname, query=q, output=lout, where=tuple(q.where),
+                             select=tuple(lselect), group_by=tuple(gb), accums=tuple(accums),
+                             protocol=proto, iface=iface, table_size=size, table_ways=ways,
+                             params=q.params,
+                             note="sub-aggregate in a hash table of fixed size; a collision "
+                                  "ejects a resident group as a partial")
+        hgb: list[Named] = [(n, FieldRef(0, n, info=ExprInfo(e.info.type, e.info.temporal)))
+                            for n, e in gb]
+        haccums = [Accum(acc.op, acc.type, FieldRef(0, acc.name, info=ExprInfo(acc.type)),
+                         acc.name) for acc in accums]
+        hagg = HftaAggregate(name=q.name, query=q, output=q.output, select=tuple(q.select),
+                             group_by=tuple(hgb), accums=tuple(haccums), aggs=tuple(aggplans),
+                             having=q.having, inputs=(lname,), input_defs=(lout,),
+                             params=q.params, note="super-aggregate of the LFTA partials")
+        return [lagg, hagg]
+
+    pd = _Pushdown(q)
+    lfta_where = [c for c in q.where if _lfta_safe(c)]
+    hfta_where = [pd.push(c) for c in q.where if not _lfta_safe(c)]
+    hgb = [(n, pd.push(e, n)) for n, e in gb]
+    haccums = [Accum(a.op, a.type, pd.push(a.expr) if a.expr is not None else None, a.name)
+               for a in accums]
+    lout = pd.stream(lname)
+    lfta = LftaSelect(name=lname, query=q, output=lout, where=tuple(lfta_where),
+                      select=tuple(pd.cols), protocol=proto, iface=iface, params=q.params,
+                      note="selection and projection only: a group-by key, predicate or "
+                           "aggregate argument needs an HFTA-only or expensive function "
+                           "or a string")
+    hagg = HftaAggregate(name=q.name, query=q, output=q.output, where=tuple(hfta_where),
+                         select=tuple(q.select), group_by=tuple(hgb), accums=tuple(haccums),
+                         aggs=tuple(aggplans), having=q.having, inputs=(lname,),
+                         input_defs=(lout,), params=q.params, note="the whole aggregation")
+    return [lfta, hagg]
+
+
+def _hfta_only_functions(q: AnalyzedQuery) -> set[str]:
+    names = set()
+    exprs = list(q.where) + [e for _, e in q.select]
+    for e in exprs:
+        for n in walk(e):
+            if isinstance(n, ast.Call) and n.info is not None and not (n.info.lfta_ok and n.info.cheap):
+                names.add(n.name)
+    return names
+
+
+def expand_interface_sets(nodes: list[PlanNode], sets: "Mapping[str, Sequence[str]]",
+                          default_iface: str) -> list[PlanNode]:
+    """An LFTA over an interface set runs once per member; a merge HFTA on the
+    LFTA's temporal column joins their outputs into the stream the rest of
+    the plan reads (seed 000: FROM [main0_and_control].DataProtocol).  An
+    LFTA of the default interface is rebuilt naming it."""
+    out: list[PlanNode] = []
+    for n in nodes:
+        if not isinstance(n, LftaNode):
+            out.append(n)
+            continue
+        if not n.iface:
+            n = dataclasses.replace(n, iface=default_iface)
+        members = sets.get(n.iface)
+        if not members or len(members) < 2:
+            out.append(n)
+            continue
+        tcols = [c for c in n.output.columns if c.temporal.is_temporal]
+        if not tcols:
+            from ..errors import QueryError
+            raise QueryError(n.query.query.span, "interface-set",
+                             f"query {n.query.name} reads the interface set [{n.iface}], whose "
+                             "members' outputs are merged in temporal order, but its LFTA "
+                             "outputs no temporal column to merge on")
+        copies: list[LftaNode] = []
+        for m in members:
+            cname = f"{n.name}@{m}"
+            copies.append(dataclasses.replace(n, name=cname, iface=m,
+                                              output=StreamDef(cname, n.output.columns)))
+        merge = HftaMerge(name=n.name, query=n.query, output=n.output,
+                          inputs=tuple(c.name for c in copies),
+                          input_defs=tuple(c.output for c in copies),
+                          params=n.params, merge=MergeInfo(tcols[0].name, 0.0),
+                          note=f"merges the LFTAs of interface set [{n.iface}] "
+                               f"({', '.join(members)}) on {tcols[0].name}")
+        out += copies + [merge]
+    return out
+
+
+def make_plan(queries: list[AnalyzedQuery],
+              iface_sets: "Optional[Mapping[str, Sequence[str]]]" = None,
+              default_iface: str = "default",
+              lfta_table_size: Optional[int] = None,
+              lfta_table_ways: Optional[int] = None) -> Plan:
+    """Analyzed queries (dependency order) -> Plan.  lfta_table_size,
+    lfta_table_ways: the default slot count and associativity of LFTA
+    aggregation tables (a query's DEFINEs still win)."""
+    nodes: list[PlanNode] = []
+    streams: dict[str, StreamDef] = {}
+    for q in queries:
+        for n in plan_query(q, streams, lfta_table_size, lfta_table_ways):
+            nodes.append(n)
+            streams[n.name] = n.output
+    return Plan(expand_interface_sets(nodes, iface_sets or {}, default_iface), queries)
+
+
+def describe_expr(e: ast.Expr, node: PlanNode) -> str:
+    """GSQL-like text of e as node computes it: references to group-by keys,
+    aggregates and accumulators by what they are."""
+    group_by = node.group_by if isinstance(node, (LftaAggregate, HftaAggregate)) else ()
+    accums = node.accums if isinstance(node, (LftaAggregate, HftaAggregate)) else ()
+    aggs = node.aggs if isinstance(node, HftaAggregate) else ()
+
+    def names(x: ast.Expr) -> Optional[str]:
+        if isinstance(x, FieldRef) and isinstance(node, HftaJoin):
+            return f"{node.query.sources[x.source].alias}.{x.name}"
+        if isinstance(x, GroupRef):
+            return group_by[x.index][0] if group_by else f"group[{x.index}]"
+        if isinstance(x, AggRef):
+            return aggs[x.index].text if aggs else f"agg[{x.index}]"
+        if isinstance(x, AccumRef):
+            a = accums[x.index]
+            inner = to_text(a.expr) if a.expr is not None else "1"
+            return f"{a.op}({inner})"
+        return None
+    return to_text(e, names)

@@ -1,0 +1,251 @@
+"""Run-time bindings and options, shared by the faces (CLI, Python API,
+Spark): validated runtime options, source URIs, interface sets, query
+parameters and outputs, and Arrow sources as record-batch readers.
+
+Takes a Plan and what the user gave (URIs, Arrow data, option
+values); returns what runtime.runner hands to the library: (interface, URI)
+pairs, option and parameter dictionaries, record-batch readers.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+
+from ..errors import UsageError
+from ..planner.nodes import LftaNode
+from ..planner.plan import Plan
+from ..semantics.resolve import leaves
+from .interfaces import DEFAULT_IFACE, Interfaces
+from .interfaces import build as build_interfaces
+from .interfaces import check_skew as _skew_seconds
+
+URI_SCHEMES = {"csv": "csv", "pcap": "pcap", "pcap-live": "pcap"}
+_PCAP_MAGIC = {b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1",
+               b"\xa1\xb2\x3c\x4d", b"\x0a\x0d\x0d\x0a"}
+
+# ------------------------------------------------------------ options
+
+
+def run_options(*, clock: str = "wall", heartbeat_interval: Union[str, float] = "1",
+                csv_separator: str = ",", csv_strict: bool = False,
+                stall_intervals: int = 3, trace: Optional[str] = None) -> dict[str, str]:
+    """Validated runtime options (the CLI's flags and run()'s keywords)."""
+    hb = str(heartbeat_interval)
+    if hb != "off":
+        try:
+            v = float(hb)
+        except ValueError:
+            v = float("nan")
+        if not v > 0:
+            raise UsageError(f"the heartbeat interval must be positive seconds or off, got {hb}")
+    if len(csv_separator) != 1:
+        raise UsageError(f"the CSV separator must be one character, got '{csv_separator}'")
+    if not (clock in ("wall", "data") or (clock.startswith("fixed:") and clock[6:].isdigit())):
+        raise UsageError(f"clock {clock}: expected wall, data or fixed:SECONDS")
+    if not isinstance(stall_intervals, int) or stall_intervals < 1:
+        raise UsageError(f"the stall intervals must be an integer of at least 1, got {stall_intervals}")
+    opts = {"clock": clock, "csv_separator": csv_separator, "heartbeat_interval": hb,
+            "stall_intervals": str(stall_intervals)}
+    if trace:
+        opts["trace"] = str(trace)
+    if csv_strict:
+        opts["csv_strict"] = "1"
+    return opts
+
+
+def check_skew(name: str, value) -> float:
+    return _skew_seconds(f"max skew {name}={value}", value)
+
+
+def check_params(plan: Plan, params: Mapping[str, str]) -> None:
+    declared = {n for q in plan.queries for n in q.params}
+    for name in params:
+        if name not in declared:
+            raise UsageError(f"parameter {name}: no query declares it in a PARAM block"
+                             + (f" (declared: {', '.join(sorted(declared))})" if declared else ""))
+    for q in plan.queries:
+        for name in q.params:
+            if name not in params:
+                raise UsageError(f"query {q.name} needs parameter ${name}: pass --param "
+                                 f"{name}=VALUE (params={{'{name}': ...}} in Python)")
+
+
+def outputs_of(plan: Plan, wanted: Sequence[str]) -> list[str]:
+    names = [q.name for q in plan.queries]
+    if not wanted:
+        return leaves(plan.queries)
+    for w in wanted:
+        if w not in names:
+            import difflib
+            close = difflib.get_close_matches(w, names, n=3)
+            hint = ("; did you mean " + " or ".join(close) + "?") if close else ""
+            raise UsageError(f"output {w}: no query of that name (queries: "
+                             f"{', '.join(names)}){hint}")
+    return list(wanted)
+
+
+# ------------------------------------------------------------ sources
+
+
+def normalize_uri(uri: str) -> str:
+    """A bare path becomes csv:PATH, or pcap:PATH when the file starts with a
+    pcap/pcapng magic number."""
+    scheme, sep, _ = uri.partition(":")
+    if sep and scheme in URI_SCHEMES:
+        return uri
+    if uri == "-":
+        return "csv:-"
+    try:
+        with open(uri, "rb") as f:
+            if f.read(4) in _PCAP_MAGIC:
+                return "pcap:" + uri
+    except OSError:
+        pass
+    return "csv:" + uri
+
+
+def check_uri(name: str, uri: str) -> str:
+    """The source kind ('csv' or 'pcap') of a URI, or a UsageError."""
+    scheme, sep, rest = uri.partition(":")
+    if not sep or scheme not in URI_SCHEMES or not rest:
+        raise UsageError(f"source {name}={uri}: expected csv:PATH, csv:-, pcap:PATH or "
+                         "pcap-live:IFACE")
+    if scheme in ("csv", "pcap") and rest != "-":
+        p = Path(rest)
+        if not p.exists():
+            raise UsageError(f"source {name}={uri}: {rest}: no such file")
+        if p.is_dir():
+            raise UsageError(f"source {name}={uri}: {rest} is a directory")
+    return URI_SCHEMES[scheme]
+
+
+ARROW = "arrow"   # the source kind of an in-memory Arrow source
+
+
+def resolve_bindings(plan: Plan, ifaces: Interfaces,
+                     arrow: Iterable[str] = (), warn=None) -> list[tuple[str, str]]:
+    """The (interface, URI) pairs the run binds: every interface an LFTA
+    reads must be bound, by a source whose kind suits the LFTA's protocol.
+    Interfaces in `arrow` are bound to Arrow data (URI 'arrow')."""
+    arrow = set(arrow)
+    out: list[tuple[str, str]] = []
+    for n in plan.nodes:
+        if not isinstance(n, LftaNode) or any(i == n.iface for i, _ in out):
+            continue
+        pk = n.protocol.source_kind or "csv"
+        if n.iface in arrow:
+            if pk != "csv":
+                raise UsageError(
+                    f"source {n.iface}: query {n.query.name} reads PROTOCOL {n.protocol.name}, "
+                    "whose fields come from packets; Arrow data feeds PROTOCOLs of named "
+                    "columns (get_csv_* fields), e.g. PACKETS of gsqlc.PACKET_TABLE_SCHEMA "
+                    "for a table from gsqlc.read_pcap")
+            out.append((n.iface, ARROW))
+            continue
+        uri = ifaces.sources.get(n.iface)
+        if uri is None:
+            shown = f"[{n.iface}].{n.protocol.name}" if n.iface != ifaces.default else n.protocol.name
+            raise UsageError(
+                f"interface '{n.iface}' is not bound: query {n.query.name} reads {shown}; "
+                f"bind it with --source {n.iface}=URI (or in an --interfaces file), or "
+                f"sources={{'{n.iface}': ...}} in Python")
+        kind = check_uri(n.iface, uri)
+        if kind != pk:
+            wanted = ("packets (pcap:PATH or pcap-live:IFACE)" if pk == "pcap"
+                      else "CSV rows (csv:PATH) or Arrow data")
+            raise UsageError(f"source {n.iface}={uri}: query {n.query.name} reads PROTOCOL "
+                             f"{n.protocol.name}, whose fields come from {wanted}")
+        out.append((n.iface, uri))
+    used = {i for i, _ in out}
+    for name in sorted((set(ifaces.sources) | arrow) - used):
+        (warn or _warn)(f"interface {name} is bound but no query reads it")
+    return out
+
+
+def skew_options(ifaces: Interfaces, bindings: list[tuple[str, str]]) -> dict[str, str]:
+    """The runtime's max_skew options for the bound interfaces that have one."""
+    bound = {name for name, _ in bindings}
+    return {f"max_skew:{iface}": repr(skew) for iface, skew in ifaces.skews.items()
+            if iface in bound}
+
+
+def _warn(msg: str) -> None:
+    print(f"gsqlc: warning: {msg}", file=sys.stderr)
+
+
+def in_memory(obj: Any) -> bool:
+    """Whether an Arrow source is data at hand (not a reader or iterator
+    that may be a live feed)."""
+    import pyarrow as pa
+    return isinstance(obj, (pa.Table, pa.RecordBatch)) or \
+        (type(obj).__module__ or "").startswith("pandas")
+
+
+def as_record_batch_reader(obj: Any, name: str):
+    """An Arrow source as a pyarrow.RecordBatchReader, without copying:
+    a Table, a RecordBatch, a RecordBatchReader, a pandas DataFrame, anything
+    with __arrow_c_stream__, or an iterable of RecordBatches."""
+    import pyarrow as pa
+    if isinstance(obj, pa.RecordBatchReader):
+        return obj
+    if isinstance(obj, pa.Table):
+        return obj.to_reader()
+    if isinstance(obj, pa.RecordBatch):
+        return pa.RecordBatchReader.from_batches(obj.schema, [obj])
+    mod = type(obj).__module__ or ""
+    if mod.startswith("pandas"):
+        return pa.Table.from_pandas(obj, preserve_index=False).to_reader()
+    if hasattr(obj, "__arrow_c_stream__"):
+        return pa.RecordBatchReader.from_stream(obj)
+    if isinstance(obj, Iterable) and not isinstance(obj, (str, bytes)):
+        it = iter(obj)
+        try:
+            first = next(it)
+        except StopIteration:
+            raise UsageError(f"source {name}: the iterable of record batches is empty "
+                             "(give a pyarrow Table with a schema for no rows)") from None
+        if isinstance(first, pa.Table):
+            first_batches = first.to_batches()
+            schema = first.schema
+        elif isinstance(first, pa.RecordBatch):
+            first_batches, schema = [first], first.schema
+        else:
+            raise UsageError(f"source {name}: expected pyarrow RecordBatches, got {type(first).__name__}")
+
+        def batches():
+            yield from first_batches
+            for b in it:
+                if isinstance(b, pa.Table):
+                    yield from b.to_batches()
+                else:
+                    yield b
+        return pa.RecordBatchReader.from_batches(schema, batches())
+    raise UsageError(f"source {name}: expected a URI (csv:PATH, pcap:PATH), a pyarrow Table, "
+                     f"RecordBatch or RecordBatchReader, a pandas DataFrame or an iterable of "
+                     f"record batches, got {type(obj).__name__}")
+
+
+# ------------------------------------------------------------ interfaces
+
+
+def interfaces_of(sources: Mapping[str, Any], skews: Mapping[str, float],
+                  interfaces_file: Optional[str]) -> tuple[Interfaces, dict[str, list]]:
+    """Interfaces from run()'s sources: a URI binds an interface, a list binds
+    an interface set (members NAME.0, NAME.1, ...); Arrow data is kept aside
+    (returned by member interface name)."""
+    pairs: list[tuple[str, str]] = []
+    arrow: dict[str, Any] = {}
+    for name, value in sources.items():
+        name = name or DEFAULT_IFACE
+        values = value if isinstance(value, list) else [value]
+        for i, v in enumerate(values):
+            if isinstance(v, (str, os.PathLike)):
+                pairs.append((name, normalize_uri(os.fspath(v))))
+            else:
+                # an Arrow member: a placeholder URI marks its place in the set
+                member = name if len(values) == 1 else f"{name}.{i}"
+                arrow[member] = v
+                pairs.append((name, f"{ARROW}:{member}"))
+    return build_interfaces(pairs, list(skews.items()), interfaces_file), arrow

@@ -1,0 +1,253 @@
+"""Driving a built query-set library through its C ABI, with cffi (ABI mode:
+no compiler is needed to load a library)."""
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import cffi
+
+from ..errors import RunError, SetupError
+
+ABI_CDEF = """
+struct ArrowSchema {
+    const char *format;
+    const char *name;
+    const char *metadata;
+    int64_t flags;
+    int64_t n_children;
+    struct ArrowSchema **children;
+    struct ArrowSchema *dictionary;
+    void (*release)(struct ArrowSchema *);
+    void *private_data;
+};
+struct ArrowArray {
+    int64_t length;
+    int64_t null_count;
+    int64_t offset;
+    int64_t n_buffers;
+    int64_t n_children;
+    const void **buffers;
+    struct ArrowArray **children;
+    struct ArrowArray *dictionary;
+    void (*release)(struct ArrowArray *);
+    void *private_data;
+};
+struct ArrowArrayStream {
+    int (*get_schema)(struct ArrowArrayStream *, struct ArrowSchema *out);
+    int (*get_next)(struct ArrowArrayStream *, struct ArrowArray *out);
+    const char *(*get_last_error)(struct ArrowArrayStream *);
+    void (*release)(struct ArrowArrayStream *);
+    void *private_data;
+};
+typedef struct gsq_run gsq_run;
+typedef int (*gsqlc_arrow_cb)(void *ctx, struct ArrowArray *array, struct ArrowSchema *schema);
+gsq_run *gsqlc_create(void);
+int gsqlc_set_option(gsq_run *r, const char *key, const char *value);
+int gsqlc_set_param(gsq_run *r, const char *name, const char *value);
+int gsqlc_bind_source(gsq_run *r, const char *iface, const char *uri);
+int gsqlc_add_sink(gsq_run *r, const char *query, const char *format, const char *path);
+int gsqlc_bind_arrow(gsq_run *r, const char *iface, struct ArrowArrayStream *stream);
+int gsqlc_bind_stream_arrow(gsq_run *r, const char *stream_name, struct ArrowArrayStream *stream);
+int gsqlc_add_arrow_sink(gsq_run *r, const char *stream_name, gsqlc_arrow_cb cb, void *ctx,
+                         uint32_t batch_rows);
+int gsqlc_run(gsq_run *r);
+int gsqlc_cancel(gsq_run *r);
+const char *gsqlc_stats_json(gsq_run *r);
+const char *gsqlc_report(gsq_run *r);
+const char *gsqlc_error(gsq_run *r);
+void gsqlc_destroy(gsq_run *r);
+"""
+
+_ffi = cffi.FFI()
+_ffi.cdef(ABI_CDEF)
+_libs: dict[str, object] = {}
+
+
+def load_library(path: Path):
+    key = str(Path(path).resolve())
+    lib = _libs.get(key)
+    if lib is None:
+        try:
+            lib = _ffi.dlopen(key)
+        except OSError as e:
+            raise RunError(f"cannot load the query-set library {key}: {e}") from None
+        _libs[key] = lib
+    return lib
+
+
+class RunHandle:
+    """Cancels a run of run_library from any thread (or a signal handler):
+    cancel() ends the run as at end of input -- open groups flushed, EOF
+    propagated, sinks flushed, stats "interrupted": true, status 0.  A
+    cancel() before the run starts ends it at its first round.  One handle
+    serves one run."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._cancelled = False
+        self._lib = None
+        self._run = None
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._cancelled = True
+            if self._run is not None:
+                self._lib.gsqlc_cancel(self._run)
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def _attach(self, lib, run) -> None:
+        with self._lock:
+            self._lib, self._run = lib, run
+            if self._cancelled:
+                lib.gsqlc_cancel(run)
+
+    def _detach(self) -> None:
+        with self._lock:
+            self._lib = self._run = None
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _run_with_signals(lib, r, handle: RunHandle) -> int:
+    """gsqlc_run on a worker thread while this (the main) thread waits and
+    turns SIGINT/SIGTERM into a cancel of the run; a second signal gets the
+    handler that was there before.  Raises what that handler raises (e.g.
+    KeyboardInterrupt) with the worker still running: the caller must not
+    destroy the run then."""
+    status: list[int] = []
+    old = {}
+
+    def on_signal(sig, frame):
+        handle.cancel()
+        for sg, h in old.items():          # a second signal acts as before
+            signal.signal(sg, h)
+
+    worker = threading.Thread(target=lambda: status.append(lib.gsqlc_run(r)),
+                              name="gsqlc-run", daemon=True)
+    for sg in _STOP_SIGNALS:
+        old[sg] = signal.signal(sg, on_signal)
+    try:
+        worker.start()
+        while worker.is_alive():
+            worker.join(0.1)
+    finally:
+        for sg, h in old.items():
+            if signal.getsignal(sg) is on_signal:
+                signal.signal(sg, h)
+    return status[0]
+
+
+@dataclass
+class RunResult:
+    status: int
+    error: str
+    report: str
+    stats: dict = field(default_factory=dict)
+
+
+def _s(x) -> bytes:
+    return x.encode("utf-8", "surrogateescape") if isinstance(x, str) else x
+
+
+def _ptr(x) -> int:
+    return int(_ffi.cast("uintptr_t", x))
+
+
+def run_library(library: Path, sources: list[tuple[str, str]],
+                sinks: list[tuple[str, str, Optional[str]]],
+                options: Optional[dict[str, str]] = None,
+                params: Optional[dict[str, str]] = None, *,
+                arrow_sources: Optional[dict] = None, arrow_streams: Optional[dict] = None,
+                arrow_sinks: Optional[list] = None, batch_rows: int = 0,
+                cancel: Optional[RunHandle] = None, handle_signals: bool = False) -> RunResult:
+    """Run to end of input.  sources: (iface, uri); sinks: (query, format,
+    path or None for stdout).  Arrow data (pyarrow RecordBatchReaders, read
+    in place through the Arrow C stream interface): arrow_sources binds
+    interfaces, arrow_streams feeds query-set streams (their producers do not
+    run).  arrow_sinks: (stream, fn) pairs; fn(stream, pyarrow.RecordBatch)
+    is called on the run's thread for every batch and returns False to
+    cancel the run.  An exception raised by fn stops the run and is
+    re-raised here.  cancel: a RunHandle whose cancel() (any thread) ends the
+    run as at end of input.  handle_signals: run the library on a worker
+    thread and turn SIGINT/SIGTERM into that cancel (the library installs
+    no signal handler; only from the main thread, as the CLI does).  status
+    is 0 on success (also when cancelled), nonzero on a run-time failure."""
+    lib = load_library(library)
+    r = lib.gsqlc_create()
+    if r == _ffi.NULL:
+        raise RunError("out of memory")
+    keep: list = []                  # C structs and callbacks the run points to
+    raised: list[BaseException] = []
+    handle = cancel if cancel is not None else RunHandle()
+    running = False                  # a worker thread may still be in gsqlc_run
+    try:
+        def check(rc: int, what: str) -> None:
+            if rc != 0:
+                msg = _ffi.string(lib.gsqlc_error(r)).decode("utf-8", "replace")
+                raise SetupError(f"{what}: {msg}")
+
+        def c_stream(reader):
+            st = _ffi.new("struct ArrowArrayStream *")
+            reader._export_to_c(_ptr(st))
+            keep.append(st)
+            return st
+        for k, v in (options or {}).items():
+            check(lib.gsqlc_set_option(r, _s(k), _s(v)), f"option {k}={v}")
+        for k, v in (params or {}).items():
+            check(lib.gsqlc_set_param(r, _s(k), _s(v)), f"parameter {k}")
+        for iface, uri in sources:
+            check(lib.gsqlc_bind_source(r, _s(iface), _s(uri)), f"source {iface or 'default'}={uri}")
+        for iface, reader in (arrow_sources or {}).items():
+            check(lib.gsqlc_bind_arrow(r, _s(iface), c_stream(reader)), f"source {iface or 'default'}")
+        for stream, reader in (arrow_streams or {}).items():
+            check(lib.gsqlc_bind_stream_arrow(r, _s(stream), c_stream(reader)), f"stream {stream}")
+        for query, fmt, path in sinks:
+            check(lib.gsqlc_add_sink(r, _s(query), _s(fmt), _s(path) if path else _ffi.NULL),
+                  f"output {query}")
+        for stream, fn in (arrow_sinks or []):
+            def deliver(ctx, arr, sch, stream=stream, fn=fn):
+                try:
+                    import pyarrow as pa
+                    batch = pa.RecordBatch._import_from_c(_ptr(arr), _ptr(sch))
+                    return 0 if fn(stream, batch) is not False else 1
+                except BaseException as e:  # noqa: BLE001 - re-raised after the run
+                    raised.append(e)
+                    return 1
+            cb = _ffi.callback("int(void *, struct ArrowArray *, struct ArrowSchema *)", deliver,
+                               onerror=lambda *exc: 1)
+            keep.append(cb)
+            check(lib.gsqlc_add_arrow_sink(r, _s(stream), cb, _ffi.NULL, batch_rows),
+                  f"output {stream}")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        handle._attach(lib, r)
+        if handle_signals and threading.current_thread() is threading.main_thread():
+            running = True
+            status = _run_with_signals(lib, r, handle)
+            running = False
+        else:
+            status = lib.gsqlc_run(r)
+        if raised:
+            raise raised[0]
+        err = _ffi.string(lib.gsqlc_error(r)).decode("utf-8", "replace") if status else ""
+        report = _ffi.string(lib.gsqlc_report(r)).decode("utf-8", "replace")
+        stats_text = _ffi.string(lib.gsqlc_stats_json(r)).decode("utf-8", "replace")
+        try:
+            stats = json.loads(stats_text) if stats_text else {}
+        except json.JSONDecodeError:
+            stats = {"raw": stats_text}
+        return RunResult(status, err, report, stats)
+    finally:
+        handle._detach()
+        if not running:    # else the process is going down under a second signal
+            lib.gsqlc_destroy(r)   # releases the streams; `keep` outlives it

@@ -1,0 +1,1009 @@
+"""Analysis: name resolution, types, temporal inference, legality rules.
+
+analyze_query: ast.Query (parsed) + its resolved FROM sources ->
+AnalyzedQuery.  semantics/resolve.py calls it once per query, in dependency
+order (a query comes after every query it reads).  The AnalyzedQuery holds
+bound expressions (see bound.py): new nodes, built here, each with its
+ExprInfo (type, temporal direction, LFTA-legality); the parser's AST is left
+as it was.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from dataclasses import dataclass, field
+from typing import Iterator, Optional
+
+from ..errors import QueryError
+from ..frontend import ast
+from . import catalog
+from .bound import (
+    BOUND_REFS,
+    AggRef,
+    ExprInfo,
+    FieldRef,
+    GroupRef,
+    children,
+    conjuncts,
+    key,
+    rebuild,
+    walk,
+    with_children,
+)
+from .schema import Protocol
+from .types import Temporal, Type, arithmetic_result, comparable, parse_type_name, unary_result
+
+# ---------------------------------------------------------------- model
+
+
+@dataclass
+class Column:
+    name: str
+    type: Type
+    temporal: Temporal = Temporal.NONE
+
+
+@dataclass
+class StreamDef:
+    """The schema of a stream: a query's output."""
+    name: str
+    columns: list[Column]
+
+    def get(self, name: str) -> Optional[Column]:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        return None
+
+
+@dataclass
+class Source:
+    """One FROM item, resolved."""
+    alias: str
+    ref: ast.TableRef
+    kind: str                          # 'protocol' | 'stream'
+    protocol: Optional[Protocol] = None
+    stream: Optional[StreamDef] = None
+    iface: str = ""                    # interface name ('' = the default one)
+    iface_set: bool = False
+
+    def column(self, name: str) -> Optional[Column]:
+        if self.protocol is not None:
+            f = self.protocol.fields.get(name)
+            return Column(f.name, f.type, f.temporal) if f else None
+        assert self.stream is not None
+        return self.stream.get(name)
+
+    def columns(self) -> list[Column]:
+        if self.protocol is not None:
+            return [Column(n, f.type, f.temporal) for n, f in self.protocol.fields.items()]
+        assert self.stream is not None
+        return list(self.stream.columns)
+
+    def column_names(self) -> list[str]:
+        if self.protocol is not None:
+            return list(self.protocol.fields)
+        assert self.stream is not None
+        return [c.name for c in self.stream.columns]
+
+
+@dataclass
+class GroupItem:
+    name: str
+    expr: ast.Expr
+    span: ast.Span
+
+
+@dataclass
+class AggCall:
+    func: catalog.Aggregate
+    arg: Optional[ast.Expr]            # bound; None for count(*)
+    type: Type
+    span: ast.Span
+    text: str
+
+
+@dataclass
+class JoinInfo:
+    """A two-input join: input 0 is the left (R), 1 the right (S)."""
+    kind: str                              # inner | left | right | full
+    time: tuple[ast.Expr, ast.Expr]        # temporal join expressions (left, right)
+    band_lo: float                         # right time in [left - band_lo, left + band_hi]
+    band_hi: float
+    keys: list[tuple[ast.Expr, ast.Expr]]  # equality keys (left expr, right expr)
+    filters: tuple[list[ast.Expr], list[ast.Expr]]  # single-side conjuncts
+    # key-fill rule of GSQL.md: (side, field) -> (other side, field) equated by
+    # the join predicate, read from the present side on an unmatched row
+    fill: dict[tuple[int, str], tuple[int, str]]
+    span: ast.Span = ast.NO_SPAN
+    # FILTER_JOIN(R.col, N) (kind 'filter'): N, the window in units of R.col;
+    # time = (R.col, the S expression WHERE relates it to)
+    window: int = 0
+
+
+@dataclass
+class MergeInfo:
+    field: str                             # the merge column (same in every input)
+    slack: float
+    span: ast.Span = ast.NO_SPAN
+
+
+@dataclass
+class AnalyzedQuery:
+    query: ast.Query
+    name: str
+    file: str
+    params: dict[str, Type]
+    sources: list[Source]
+    where: list[ast.Expr]
+    group_by: list[GroupItem]
+    aggs: list[AggCall]
+    having: Optional[ast.Expr]
+    select: list[tuple[str, ast.Expr]]
+    output: StreamDef
+    defines: dict[str, str] = field(default_factory=dict)
+    join: Optional[JoinInfo] = None
+    merge: Optional[MergeInfo] = None
+
+    @property
+    def is_aggregate(self) -> bool:
+        return bool(self.group_by) or bool(self.aggs)
+
+
+def not_supported(span: ast.Span, what: str) -> QueryError:
+    return QueryError(span, "not-supported-yet",
+                     f"{what} is not supported yet by gsqlc")
+
+
+# ---------------------------------------------------------------- checks of
+# syntax that parses but does not execute yet
+
+
+def check_supported(q: ast.Query) -> None:
+    if not q.is_merge and len(q.from_) > 2:
+        raise not_supported(q.from_[2].span, "a join of more than two FROM sources")
+    if not q.is_merge and len(q.from_) == 2 and (q.group_by or q.having is not None):
+        raise not_supported(q.group_by_span or q.span, "aggregation over a join in one query "
+                            "(write the join as a query and aggregate FROM it)")
+    for clause, what in ((q.closing_when, "CLOSING_WHEN (running aggregation)"),
+                         (q.cleaning_when, "CLEANING_WHEN"),
+                         (q.cleaning_by, "CLEANING_BY")):
+        if clause is not None:
+            raise not_supported(clause.span, what)
+    if q.supergroup:
+        raise not_supported(q.supergroup_span or q.span, "SUPERGROUP")
+    for g in q.group_by:
+        if isinstance(g, ast.GroupingSets):
+            raise not_supported(g.span, g.kind.upper().replace("GROUPING_SETS", "GROUPING_SETS"))
+    exprs = [s.expr for s in q.select] + [x for x in (q.where, q.having) if x is not None]
+    exprs += [g.expr for g in q.group_by if isinstance(g, ast.GroupItem)]
+    for e in exprs:
+        for n in walk(e):
+            if isinstance(n, ast.Call) and n.superagg:
+                raise not_supported(n.span, f"the super-aggregate {n.name}$")
+            if isinstance(n, ast.IfaceParam):
+                raise not_supported(n.span, "the interface parameter @" + n.name)
+
+
+# ---------------------------------------------------------------- binding
+
+
+class _Scope:
+    def __init__(self, q: AnalyzedQuery):
+        self.q = q
+
+    def lookup(self, ref: ast.ColumnRef) -> FieldRef:
+        srcs = self.q.sources
+        if ref.table is not None:
+            for i, s in enumerate(srcs):
+                if s.alias == ref.table:
+                    col = s.column(ref.name)
+                    if col is None:
+                        raise _unknown_field(ref, s)
+                    return FieldRef(i, ref.name, info=_column_info(col), span=ref.span)
+            raise QueryError(ref.span, "unknown-table",
+                            f"no FROM source is named '{ref.table}'; sources: "
+                            + ", ".join(s.alias for s in srcs))
+        hits = [i for i, s in enumerate(srcs) if s.column(ref.name) is not None]
+        if not hits:
+            raise _unknown_field(ref, srcs[0] if len(srcs) == 1 else None, srcs)
+        if len(hits) > 1:
+            raise QueryError(ref.span, "ambiguous-field",
+                            f"field '{ref.name}' is in several FROM sources; "
+                            "qualify it (" + ", ".join(f"{srcs[i].alias}.{ref.name}" for i in hits) + ")")
+        col = srcs[hits[0]].column(ref.name)
+        assert col is not None
+        return FieldRef(hits[0], ref.name, info=_column_info(col), span=ref.span)
+
+
+def _column_info(col: Column) -> ExprInfo:
+    return ExprInfo(col.type, col.temporal)
+
+
+def _group_ref(q: AnalyzedQuery, i: int, span: ast.Span) -> GroupRef:
+    """A reference to group-by item i: its value, as the item's expression."""
+    g = q.group_by[i].expr.info
+    return GroupRef(i, info=ExprInfo(g.type, g.temporal, g.lfta_ok, g.cheap, g.constant),
+                    span=span)
+
+
+def _agg_ref(q: AnalyzedQuery, i: int, span: ast.Span) -> AggRef:
+    return AggRef(i, info=ExprInfo(q.aggs[i].type, Temporal.NONE), span=span)
+
+
+def _unknown_field(ref: ast.ColumnRef, src: Optional[Source],
+                   srcs: Optional[list[Source]] = None) -> QueryError:
+    names = src.column_names() if src else [n for s in (srcs or []) for n in s.column_names()]
+    where = (f"{'PROTOCOL' if src.kind == 'protocol' else 'stream'} "
+             f"{src.protocol.name if src.protocol else src.ref.name}") if src else "the FROM sources"
+    msg = f"no field '{ref.name}' in {where}"
+    close = difflib.get_close_matches(ref.name, names, n=3)
+    if close:
+        msg += "; did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
+    return QueryError(ref.span, "unknown-field", msg)
+
+
+def _literal_type(lit: ast.Literal) -> Type:
+    k = lit.kind
+    if k == "int":
+        v = lit.value
+        if v < 2**31:
+            return Type.INT
+        if v < 2**32:
+            return Type.UINT
+        if v < 2**63:
+            return Type.LLONG
+        return Type.ULLONG
+    return {
+        "uint": Type.UINT, "ullong": Type.ULLONG, "llong": Type.LLONG,
+        "float": Type.FLOAT, "string": Type.STRING, "bool": Type.BOOL,
+        "ip": Type.IP, "ipv6": Type.IPV6, "hex": Type.UINT, "lhex": Type.ULLONG,
+        "timeval": Type.ULLONG,
+    }[k]
+
+
+def _define_literal(name: str, q: AnalyzedQuery, span: ast.Span) -> ast.Literal:
+    if name not in q.defines:
+        raise QueryError(span, "unknown-define",
+                        f"#{name} is not set in the query's DEFINE block")
+    text = q.defines[name]
+    try:
+        v = int(text, 0)
+        return ast.Literal("int", v, text, span=span)
+    except ValueError:
+        pass
+    try:
+        return ast.Literal("float", float(text), text, span=span)
+    except ValueError:
+        return ast.Literal("string", text.encode(), "", span=span)
+
+
+class Binder:
+    """Binds and annotates the expressions of one query."""
+
+    def __init__(self, q: AnalyzedQuery):
+        self.q = q
+        self.scope = _Scope(q)
+
+    # -- field context: WHERE, GROUP BY, aggregate arguments, selections
+    def bind_fields(self, e: ast.Expr, where: str) -> ast.Expr:
+        def fn(n: ast.Expr) -> Optional[ast.Expr]:
+            if isinstance(n, ast.ColumnRef):
+                return self.scope.lookup(n)
+            if isinstance(n, ast.DefineRef):
+                return _define_literal(n.name, self.q, n.span)
+            if isinstance(n, ast.Call) and catalog.lookup_aggregate(n.name) and \
+                    not catalog.lookup_scalar(n.name):
+                raise QueryError(n.span, "aggregate-not-allowed",
+                                f"aggregate {n.name}() is not allowed in {where}")
+            return None
+        return annotate(rebuild(e, fn), self.q)
+
+    # -- aggregation context: SELECT and HAVING of an aggregation query
+    def bind_grouped(self, e: ast.Expr, where: str) -> ast.Expr:
+        q = self.q
+        gb_keys = [key(g.expr) for g in q.group_by]
+
+        def has_agg_or_alias(n: ast.Expr) -> bool:
+            for m in walk(n):
+                if isinstance(m, ast.Call) and _is_aggregate_call(m):
+                    return True
+                if isinstance(m, ast.ColumnRef) and m.table is None and \
+                        any(g.name == m.name for g in q.group_by):
+                    return True
+            return False
+
+        def go(n: ast.Expr) -> ast.Expr:
+            if isinstance(n, ast.ColumnRef) and n.table is None:
+                for i, g in enumerate(q.group_by):
+                    if g.name == n.name:
+                        return _group_ref(q, i, n.span)
+            if isinstance(n, ast.Call) and _is_aggregate_call(n):
+                return self.bind_aggregate(n)
+            if not has_agg_or_alias(n):
+                b = self.bind_fields(n, where)
+                k = key(b)
+                for i, gk in enumerate(gb_keys):
+                    if k == gk:
+                        return _group_ref(q, i, n.span)
+                if isinstance(b, FieldRef):
+                    raise QueryError(n.span, "not-grouped",
+                                    f"'{b.name}' must be in GROUP BY or inside an "
+                                    f"aggregate: {where} of an aggregation sees only "
+                                    "group-by values and aggregates")
+                if not children(n):
+                    return b
+            m = rebuild(n, lambda x: None if x is n else go(x))
+            return m
+
+        return annotate(go(e), self.q)
+
+    def bind_aggregate(self, c: ast.Call) -> AggRef:
+        agg = catalog.lookup_aggregate(c.name)
+        assert agg is not None
+        arg: Optional[ast.Expr] = None
+        if len(c.args) == 1 and isinstance(c.args[0], ast.Star):
+            if not agg.star_ok:
+                raise QueryError(c.span, "bad-arguments", f"{c.name}(*) is not allowed; only count(*)")
+        elif len(c.args) != 1:
+            raise QueryError(c.span, "bad-arguments",
+                            f"aggregate {c.name} takes one argument, got {len(c.args)}")
+        else:
+            for n in walk(c.args[0]):
+                if isinstance(n, ast.Call) and _is_aggregate_call(n):
+                    raise QueryError(n.span, "nested-aggregate",
+                                    f"aggregate {n.name}() inside aggregate {c.name}()")
+            arg = self.bind_fields(c.args[0], f"the argument of {c.name}")
+        at = arg.info.type if arg is not None else None
+        rt = agg.result(at) if (arg is not None or agg.star_ok) else None
+        if agg.name == "count":
+            rt = Type.ULLONG
+        if rt is None:
+            raise QueryError(c.span, "type-mismatch",
+                            f"aggregate {c.name} cannot take an argument of type {at}")
+        from .bound import to_text
+        text = to_text(c)
+        k = (agg.name, key(arg) if arg is not None else None)
+        for i, a in enumerate(self.q.aggs):
+            if (a.func.name, key(a.arg) if a.arg is not None else None) == k:
+                return _agg_ref(self.q, i, c.span)
+        self.q.aggs.append(AggCall(agg, arg, rt, c.span, text))
+        return _agg_ref(self.q, len(self.q.aggs) - 1, c.span)
+
+
+def _is_aggregate_call(c: ast.Call) -> bool:
+    return catalog.lookup_aggregate(c.name) is not None and not c.predicate
+
+
+# ---------------------------------------------------------------- typing
+
+
+def _err_type(e: ast.Expr, msg: str) -> QueryError:
+    return QueryError(e.span, "type-mismatch", msg)
+
+
+def _nonneg_const(e: ast.Expr) -> bool:
+    if isinstance(e, ast.Literal) and e.kind in ("int", "uint", "ullong", "llong", "hex", "lhex"):
+        return bool(e.value >= 0)
+    return bool(e.info and e.info.constant and not e.info.type.is_signed)
+
+
+def annotate(e: ast.Expr, q: AnalyzedQuery) -> ast.Expr:
+    """A copy of e whose every node has its info (type, temporal, lfta_ok,
+    cheap, constant), computed bottom-up; bound references keep theirs."""
+    if isinstance(e, BOUND_REFS):
+        return e
+    n = with_children(e, [annotate(c, q) for c in children(e)])
+    return dataclasses.replace(n, info=_infer(n, q))
+
+
+def _infer(e: ast.Expr, q: AnalyzedQuery) -> ExprInfo:
+    if isinstance(e, ast.Literal):
+        return ExprInfo(_literal_type(e), Temporal.CONSTANT, constant=True)
+    if isinstance(e, ast.Param):
+        t = q.params.get(e.name)
+        if t is None:
+            raise QueryError(e.span, "unknown-param",
+                            f"parameter ${e.name} is not declared in the query's PARAM block")
+        return ExprInfo(t, Temporal.CONSTANT, constant=True)
+    if isinstance(e, ast.Star):
+        raise QueryError(e.span, "syntax", "'*' is only allowed in count(*)")
+    if isinstance(e, ast.Unary):
+        return _infer_unary(e)
+    if isinstance(e, ast.Binary):
+        return _infer_binary(e)
+    if isinstance(e, ast.InList):
+        return _infer_in(e)
+    if isinstance(e, ast.Call):
+        return _infer_call(e, q)
+    raise QueryError(e.span, "internal", f"unexpected expression {type(e).__name__}")
+
+
+def _merge_flags(info: ExprInfo, *subs: ast.Expr) -> ExprInfo:
+    return dataclasses.replace(info, lfta_ok=all(s.info.lfta_ok for s in subs),
+                               cheap=all(s.info.cheap for s in subs),
+                               constant=all(s.info.constant for s in subs))
+
+
+def _infer_unary(e: ast.Unary) -> ExprInfo:
+    t = e.operand.info.type
+    op = e.op.lower()
+    if op == "not":
+        if t is not Type.BOOL:
+            raise _err_type(e, f"NOT needs a bool, got {t}")
+        return _merge_flags(ExprInfo(Type.BOOL), e.operand)
+    if op == "!":
+        if not (t is Type.BOOL or t.is_integer):
+            raise _err_type(e, f"! needs a bool or an integer, got {t}")
+        return _merge_flags(ExprInfo(Type.BOOL), e.operand)
+    if op == "~":
+        if not t.is_integer:
+            raise _err_type(e, f"~ needs an integer, got {t}")
+        return _merge_flags(ExprInfo(unary_result(t) or t), e.operand)
+    if op == "-":
+        r = unary_result(t)
+        if r is None:
+            raise _err_type(e, f"unary - needs a number, got {t}")
+        tmp = e.operand.info.temporal
+        info = ExprInfo(r, tmp.flipped() if tmp.is_temporal else tmp)
+        return _merge_flags(info, e.operand)
+    raise _err_type(e, f"unknown operator {e.op}")
+
+
+_ARITH = {"+", "-", "*", "/", "%"}
+_BITS = {"&", "|", "<<", ">>"}
+_CMP = {"=", "<>", "!=", "<", ">", "<=", ">="}
+
+
+def _infer_binary(e: ast.Binary) -> ExprInfo:
+    op = e.op.lower()
+    lt, rt = e.left.info.type, e.right.info.type
+    if op in ("and", "or"):
+        for side in (e.left, e.right):
+            if side.info.type is not Type.BOOL:
+                raise _err_type(side, f"{op.upper()} needs bool operands, got {side.info.type}")
+        return _merge_flags(ExprInfo(Type.BOOL), e.left, e.right)
+    if op in _CMP:
+        if not comparable(lt, rt):
+            raise _err_type(e, f"cannot compare {lt} with {rt}")
+        if lt.is_string and op not in ("=", "<>", "!=", "<", ">", "<=", ">="):
+            raise _err_type(e, f"operator {op} does not apply to strings")
+        return _merge_flags(ExprInfo(Type.BOOL), e.left, e.right)
+    if op in _ARITH:
+        r = arithmetic_result(lt, rt)
+        if r is None:
+            raise _err_type(e, f"operator {e.op} needs numbers, got {lt} and {rt}")
+        if op == "%" and r is Type.FLOAT:
+            raise _err_type(e, "operator % needs integers, got float")
+        if lt is Type.IP and rt is Type.IP and op in ("+", "*", "/", "%"):
+            raise _err_type(e, f"operator {e.op} does not apply to two IP addresses")
+        return _merge_flags(ExprInfo(r, _temporal_arith(op, e)), e.left, e.right)
+    if op in _BITS:
+        if not (lt.is_integer and rt.is_integer):
+            raise _err_type(e, f"operator {e.op} needs integers, got {lt} and {rt}")
+        if op in ("<<", ">>"):
+            r = unary_result(lt) or lt
+            if lt is Type.IP:
+                r = Type.UINT
+        else:
+            r = arithmetic_result(lt, rt) or lt
+            if Type.IP in (lt, rt) and r is Type.UINT:
+                r = Type.IP
+        return _merge_flags(ExprInfo(r), e.left, e.right)
+    raise _err_type(e, f"unknown operator {e.op}")
+
+
+def _temporal_arith(op: str, e: ast.Binary) -> Temporal:
+    lt: Temporal = e.left.info.temporal
+    rt: Temporal = e.right.info.temporal
+    C = Temporal.CONSTANT
+    if lt == C and rt == C:
+        return C
+    if op == "+":
+        if rt == C and lt.is_temporal:
+            return lt
+        if lt == C and rt.is_temporal:
+            return rt
+        if lt.is_temporal and lt == rt:
+            return lt
+        return Temporal.NONE
+    if op == "-":
+        if rt == C and lt.is_temporal:
+            return lt
+        if lt == C and rt.is_temporal:
+            return rt.flipped()
+        if lt.is_temporal and rt.is_temporal and lt != rt:
+            return lt  # increasing - decreasing is increasing
+        return Temporal.NONE
+    if op in ("*", "/"):
+        x, c = (e.left, e.right) if rt == C else (e.right, e.left)
+        xt: Temporal = x.info.temporal
+        if c.info.temporal != C or not xt.is_temporal:
+            return Temporal.NONE
+        if op == "/" and x is e.right:
+            return Temporal.NONE  # c / x reverses and is not linear
+        if _is_negative_const(c):
+            return xt.flipped()
+        if x.info.type.is_signed and x.info.type is not Type.FLOAT:
+            return Temporal.NONE
+        if _nonneg_const(c) or not c.info.type.is_signed:
+            return xt
+        return Temporal.NONE
+    return Temporal.NONE
+
+
+def _is_negative_const(e: ast.Expr) -> bool:
+    if isinstance(e, ast.Unary) and e.op == "-" and isinstance(e.operand, ast.Literal):
+        return isinstance(e.operand.value, (int, float)) and e.operand.value > 0
+    return False
+
+
+def _infer_in(e: ast.InList) -> ExprInfo:
+    t = e.expr.info.type
+    for item in e.items:
+        if not item.info.constant:
+            raise QueryError(item.span, "constant-required", "IN lists hold constants only")
+        if not comparable(t, item.info.type):
+            raise _err_type(item, f"IN list item of type {item.info.type} cannot be compared with {t}")
+    return _merge_flags(ExprInfo(Type.BOOL), e.expr, *e.items)
+
+
+def _arg_matches(want: object, t: Type) -> bool:
+    if want == catalog.ANY:
+        return True
+    if want == catalog.ANY_INT:
+        return t.is_integer
+    if want == catalog.ANY_NUM:
+        return t.is_numeric
+    if isinstance(want, Type):
+        if want == t:
+            return True
+        return want.is_integer and t.is_integer
+    return False
+
+
+def _infer_call(e: ast.Call, q: AnalyzedQuery) -> ExprInfo:
+    f = catalog.lookup_scalar(e.name)
+    if f is None:
+        if catalog.lookup_aggregate(e.name):
+            raise QueryError(e.span, "aggregate-not-allowed",
+                            f"aggregate {e.name}() is not allowed here")
+        close = difflib.get_close_matches(e.name, catalog.all_function_names(), n=3,
+                                          cutoff=0.6)
+        hint = ("; did you mean " + " or ".join(close) + "?") if close else ""
+        raise QueryError(e.span, "unknown-function", f"unknown function '{e.name}'{hint}")
+    if e.predicate and not f.predicate:
+        raise QueryError(e.span, "not-a-predicate",
+                        f"{f.name} is not a predicate; write {f.name}(...) not {f.name}[...]")
+    if len(e.args) != len(f.params):
+        raise QueryError(e.span, "bad-arguments",
+                        f"{f.name} takes {len(f.params)} argument(s), got {len(e.args)}")
+    types = []
+    for i, (want, a) in enumerate(zip(f.params, e.args)):
+        t = a.info.type
+        if not _arg_matches(want, t):
+            raise _err_type(a, f"argument {i + 1} of {f.name} must be {want}, got {t}")
+        if i in f.handle_args and not (isinstance(a, ast.Literal) and a.kind == "string"):
+            raise QueryError(a.span, "constant-required",
+                            f"argument {i + 1} of {f.name} must be a string literal "
+                            "(it is compiled once, when the query starts)")
+        types.append(t)
+    rt = f.result_type(types)
+    info = _merge_flags(ExprInfo(rt), *e.args)
+    info = dataclasses.replace(info, lfta_ok=info.lfta_ok and f.lfta_legal,
+                               cheap=info.cheap and f.cost == catalog.CHEAP)
+    if f.emit == "clock":
+        return dataclasses.replace(info, constant=False, temporal=Temporal.INCREASING)
+    if f.emit == "identity" and f.name == "non_temporal":
+        return dataclasses.replace(info, temporal=Temporal.NONE)
+    if f.emit == "cast":
+        x = e.args[0].info
+        widening = x.type.bits <= rt.bits and (rt is Type.FLOAT or not x.type.is_signed or rt.is_signed)
+        return dataclasses.replace(info, temporal=x.temporal if widening else (
+            Temporal.CONSTANT if x.constant else Temporal.NONE))
+    if info.constant:
+        return dataclasses.replace(info, temporal=Temporal.CONSTANT)
+    return info
+
+
+# ---------------------------------------------------------------- queries
+
+
+def _output_name(item: ast.SelectItem, bound: ast.Expr, used: set[str], i: int) -> str:
+    if item.alias:
+        name = item.alias
+    elif isinstance(item.expr, ast.ColumnRef):
+        name = item.expr.name
+    elif isinstance(item.expr, ast.Call):
+        parts = [item.expr.name]
+        for a in item.expr.args:
+            if isinstance(a, ast.ColumnRef):
+                parts.append(a.name)
+            elif isinstance(a, ast.Star):
+                pass
+        name = "_".join(parts)
+    else:
+        name = f"col{i}"
+    base, n = name, 2
+    while name in used:
+        name = f"{base}_{n}"
+        n += 1
+    used.add(name)
+    return name
+
+
+def analyze_query(q: ast.Query, name: str, file: str, sources: list[Source]) -> AnalyzedQuery:
+    check_supported(q)
+    params: dict[str, Type] = {}
+    for p in q.params:
+        t = parse_type_name(p.type_name)
+        if t is None:
+            raise QueryError(p.span, "unknown-type", f"unknown type '{p.type_name}' of parameter ${p.name}")
+        params[p.name] = t
+    aq = AnalyzedQuery(q, name, file, params, sources, [], [], [], None, [],
+                       StreamDef(name, []), defines=dict(q.defines.items))
+    b = Binder(aq)
+    if q.is_merge:
+        return _analyze_merge(aq, b)
+    # WHERE
+    for c in conjuncts(q.where):
+        bc = b.bind_fields(c, "WHERE")
+        if bc.info.type is not Type.BOOL:
+            raise _err_type(c, f"a WHERE condition must be bool, got {bc.info.type}")
+        aq.where.append(bc)
+    # GROUP BY
+    used_gb: set[str] = set()
+    for g in q.group_by:
+        assert isinstance(g, ast.GroupItem)
+        be = b.bind_fields(g.expr, "GROUP BY")
+        gname = g.alias or (g.expr.name if isinstance(g.expr, ast.ColumnRef) else None)
+        if gname is None:
+            gname = f"gb{len(aq.group_by)}"
+        if gname in used_gb:
+            raise QueryError(g.span, "duplicate-name", f"group-by name '{gname}' is used twice")
+        used_gb.add(gname)
+        aq.group_by.append(GroupItem(gname, be, g.span))
+    has_aggs = any(isinstance(n, ast.Call) and _is_aggregate_call(n)
+                   for s in q.select for n in walk(s.expr)) or \
+        (q.having is not None and any(isinstance(n, ast.Call) and _is_aggregate_call(n)
+                                      for n in walk(q.having)))
+    grouped = bool(aq.group_by) or has_aggs
+    if q.having is not None and not grouped:
+        raise QueryError(q.having.span, "having-without-group-by",
+                        "HAVING needs a GROUP BY")
+    used: set[str] = set()
+    for i, item in enumerate(q.select):
+        if grouped:
+            be = b.bind_grouped(item.expr, "SELECT")
+        else:
+            be = b.bind_fields(item.expr, "SELECT")
+        cname = _output_name(item, be, used, i)
+        aq.select.append((cname, be))
+    if q.join is not None and q.join.kind == "filter" and len(sources) != 2:
+        raise QueryError(q.join.span, "filter-join",
+                        "FILTER_JOIN needs two FROM sources: the filter R, then the "
+                        "filtered stream S (FROM R, S)")
+    if len(sources) == 2:
+        aq.join = _analyze_join(aq)
+        _check_join_without_regexes(aq, aq.join)
+    if q.having is not None:
+        hb = b.bind_grouped(q.having, "HAVING")
+        if hb.info.type is not Type.BOOL:
+            raise _err_type(q.having, f"HAVING must be bool, got {hb.info.type}")
+        aq.having = hb
+    if grouped:
+        temporal = [g for g in aq.group_by if g.expr.info.temporal.is_temporal]
+        if not temporal:
+            span = q.group_by_span or (q.group_by[0].span if q.group_by else q.span)
+            what = ("GROUP BY has no temporal expression" if aq.group_by
+                    else "an aggregation without GROUP BY has no temporal group-by")
+            raise QueryError(
+                span, "temporal-group-by",
+                f"{what}: an aggregation must group by at least one increasing or "
+                "decreasing expression (e.g. GROUP BY time/60 as tb), so that its "
+                "epochs close; fields declared increasing/decreasing in the schema "
+                "are temporal")
+    aq.output = StreamDef(name, [Column(n, e.info.type, e.info.temporal
+                                        if e.info.temporal.is_temporal else Temporal.NONE)
+                                 for n, e in aq.select])
+    return aq
+
+
+# ---------------------------------------------------------------- joins
+
+
+def _sides(e: ast.Expr) -> set[int]:
+    return {n.source for n in walk(e) if isinstance(n, FieldRef)}
+
+
+def _const_value(e: ast.Expr) -> Optional[float]:
+    """The value of a constant numeric expression (literals and + - * of
+    them), or None."""
+    if isinstance(e, ast.Literal) and isinstance(e.value, (int, float)) and \
+            not isinstance(e.value, bool):
+        return e.value
+    if isinstance(e, ast.Unary) and e.op == "-":
+        v = _const_value(e.operand)
+        return -v if v is not None else None
+    if isinstance(e, ast.Binary) and e.op in ("+", "-", "*"):
+        a, b2 = _const_value(e.left), _const_value(e.right)
+        if a is None or b2 is None:
+            return None
+        return a + b2 if e.op == "+" else (a - b2 if e.op == "-" else a * b2)
+    return None
+
+
+def _split_offset(e: ast.Expr) -> tuple[ast.Expr, float]:
+    """e = x + c or x - c with c constant: (x, +-c); otherwise (e, 0)."""
+    if isinstance(e, ast.Binary) and e.op in ("+", "-"):
+        c = _const_value(e.right)
+        if c is not None and _sides(e.left):
+            return e.left, (c if e.op == "+" else -c)
+    return e, 0
+
+
+_FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "=": "="}
+
+
+_Filters = tuple[list[ast.Expr], list[ast.Expr]]   # single-input conjuncts per input
+
+
+def _join_conditions(aq: AnalyzedQuery, filters: _Filters, other: str
+                     ) -> Iterator[tuple[ast.Expr, ast.Expr, str, ast.Expr]]:
+    """Sorts the WHERE conjuncts of a two-input query: one over a single
+    input goes to that input's list in `filters` (a constant one to the
+    first); each one relating the inputs is yielded as (c, left, op, right),
+    a comparison with `left` over input 0 and `right` over input 1.  `other`
+    names what is not supported, for any other condition between the inputs."""
+    for c in aq.where:
+        sides = _sides(c)
+        if len(sides) <= 1:
+            filters[next(iter(sides)) if sides else 0].append(c)
+            continue
+        if not (isinstance(c, ast.Binary) and c.op in ("=", "<", ">", "<=", ">=")):
+            raise not_supported(c.span, other)
+        left, right, op = c.left, c.right, c.op
+        if _sides(left) == {1} and _sides(right) == {0}:
+            left, right, op = right, left, _FLIP[op]
+        if _sides(left) != {0} or _sides(right) != {1}:
+            raise not_supported(c.span, "a join condition mixing both inputs on one side")
+        yield c, left, op, right
+
+
+def _analyze_join(aq: AnalyzedQuery) -> JoinInfo:
+    q = aq.query
+    if q.join is not None and q.join.kind == "filter":
+        return _analyze_filter_join(aq)
+    kind = {"inner": "inner", "left": "left", "right": "right", "outer": "full"}.get(
+        q.join.kind if q.join else "inner", "inner")
+    span = q.join.span if q.join else q.from_[1].span
+    filters: _Filters = ([], [])
+    keys: list[tuple[ast.Expr, ast.Expr]] = []
+    times: list[tuple[ast.Expr, ast.Expr]] = []
+    lo: Optional[float] = None
+    hi: Optional[float] = None
+    fill: dict[tuple[int, str], tuple[int, str]] = {}
+    for c, left, op, right in _join_conditions(
+            aq, filters, "a join condition other than equalities and a temporal band "
+            "between the two inputs"):
+        lt, rt = left.info.temporal, right.info.temporal
+        if op == "=" and not (lt.is_temporal and rt.is_temporal):
+            keys.append((left, right))
+            if isinstance(left, FieldRef) and isinstance(right, FieldRef):
+                fill[(1, right.name)] = (0, left.name)
+                fill[(0, left.name)] = (1, right.name)
+            continue
+        # A temporal relation: left_time OP right_time + offset.
+        rx, off = _split_offset(right)
+        lx, loff = _split_offset(left)
+        off -= loff
+        if not (lx.info.temporal.is_temporal and rx.info.temporal.is_temporal):
+            raise QueryError(c.span, "temporal-join",
+                            "a join inequality must relate temporal expressions of the two "
+                            "inputs (e.g. R.t >= S.t - 5 and R.t <= S.t + 5)")
+        if times and (key(times[0][0]), key(times[0][1])) != (key(lx), key(rx)):
+            raise not_supported(c.span, "a join on two different temporal relations")
+        times = [(lx, rx)]
+        integral = lx.info.type.is_integer and rx.info.type.is_integer
+        # l OP r + off; the band is r in [l - lo, l + hi].
+        if op == "=":
+            lo = off if lo is None else min(lo, off)
+            hi = -off if hi is None else min(hi, -off)
+            if isinstance(lx, FieldRef) and isinstance(rx, FieldRef) and off == 0:
+                fill[(1, rx.name)] = (0, lx.name)
+                fill[(0, lx.name)] = (1, rx.name)
+        elif op in (">=", ">"):      # r <= l - off  (strict: r <= l - off - 1)
+            v = -off - (1 if op == ">" and integral else 0)
+            hi = v if hi is None else min(hi, v)
+        else:                         # r >= l - off  (strict: r >= l - off + 1)
+            v = off - (1 if op == "<" and integral else 0)
+            lo = v if lo is None else min(lo, v)
+    if not times:
+        raise QueryError(span, "temporal-join",
+                        "a join must relate a temporal field of each input, by an equality "
+                        "(R.tb = S.tb) or a band (R.t >= S.t - 5 and R.t <= S.t + 5), so that "
+                        "its state can be purged as both inputs progress")
+    if lo is None or hi is None:
+        raise QueryError(span, "temporal-join",
+                        "the temporal join band is open on one side: bound it both ways "
+                        "(R.t >= S.t - a and R.t <= S.t + b)")
+    if lo + hi < 0:
+        raise QueryError(span, "temporal-join", "the temporal join band is empty")
+    lx, rx = times[0]
+    if lx.info.temporal != rx.info.temporal:
+        raise QueryError(span, "temporal-join",
+                        "the joined temporal expressions must run in the same direction")
+    if lx.info.temporal is Temporal.DECREASING:
+        raise not_supported(span, "a join on decreasing temporal fields")
+    return JoinInfo(kind, (lx, rx), lo, hi, keys, filters, fill, span)
+
+
+def _check_join_without_regexes(aq: AnalyzedQuery, j: JoinInfo) -> None:
+    """The join operators hold no compiled regular expressions: no function
+    taking a pattern may run inside a join (in its keys, time, filters or
+    output columns)."""
+    exprs = [e for _, e in aq.select] + list(j.time) + [e for pair in j.keys for e in pair]
+    for e in exprs + j.filters[0] + j.filters[1]:
+        for n in walk(e):
+            f = catalog.lookup_scalar(n.name) if isinstance(n, ast.Call) else None
+            if f is not None and f.handle_args:
+                raise QueryError(aq.query.span, "not-supported-yet",
+                                 "regular-expression functions inside a join are not "
+                                 "supported yet")
+
+
+# ---------------------------------------------------------------- filter join
+
+_INT_LITERAL_KINDS = ("int", "uint", "ullong", "llong", "hex", "lhex")
+
+
+def _analyze_filter_join(aq: AnalyzedQuery) -> JoinInfo:
+    """FILTER_JOIN(R.col, N) ... FROM R, S (README, "Filter join"): a windowed
+    semi-join.  R, the first source, fills a filter keyed on the WHERE's
+    equalities between the inputs; an S tuple passes when an R tuple of equal
+    keys had R.col in [s_t - N + 1, s_t], s_t being the expression of S that
+    WHERE relates R.col to (R.col = S.t, or a band on them)."""
+    q = aq.query
+    spec = q.join
+    assert spec is not None and len(spec.args) == 2
+    r_alias, s_alias = aq.sources[0].alias, aq.sources[1].alias
+    col_e, n_e = spec.args
+    if not isinstance(col_e, ast.ColumnRef):
+        raise QueryError(col_e.span, "filter-join",
+                        "the first argument of FILTER_JOIN must be a field of the first FROM "
+                        f"source '{r_alias}' that is declared increasing "
+                        f"(e.g. FILTER_JOIN({r_alias}.time, 10))")
+    col = _Scope(aq).lookup(col_e)
+    cname = f"{r_alias}.{col.name}"
+    if col.source != 0:
+        raise QueryError(col_e.span, "filter-join",
+                        f"FILTER_JOIN's column must be a field of the first FROM source "
+                        f"'{r_alias}', which fills the filter; '{col.name}' is a field of "
+                        f"'{s_alias}', the stream being filtered")
+    if col.info.temporal is not Temporal.INCREASING:
+        raise QueryError(col_e.span, "filter-join",
+                        f"FILTER_JOIN's column {cname} is not increasing: the window of N "
+                        f"epochs is measured on a temporal field of '{r_alias}' declared "
+                        "increasing")
+    n_lit = _define_literal(n_e.name, aq, n_e.span) if isinstance(n_e, ast.DefineRef) else n_e
+    if not (isinstance(n_lit, ast.Literal) and n_lit.kind in _INT_LITERAL_KINDS
+            and isinstance(n_lit.value, int) and n_lit.value >= 1):
+        raise QueryError(n_e.span, "filter-join",
+                        "FILTER_JOIN's window N must be a positive integer literal: an R "
+                        f"tuple passes S tuples for N units of {cname} "
+                        f"(FILTER_JOIN({cname}, 10))")
+    window = int(n_lit.value)
+
+    filters: _Filters = ([], [])
+    keys: list[tuple[ast.Expr, ast.Expr]] = []
+    fill: dict[tuple[int, str], tuple[int, str]] = {}
+    s_time: Optional[ast.Expr] = None
+    for c, left, op, right in _join_conditions(
+            aq, filters, "a FILTER_JOIN condition other than equalities and a temporal "
+            "relation between the two inputs"):
+        lx, _ = _split_offset(left)
+        rx, _ = _split_offset(right)
+        if isinstance(lx, FieldRef) and lx.name == col.name:
+            # Relates R.col to S: it only picks S's time (the window is N).
+            if rx.info.temporal is not Temporal.INCREASING:
+                raise QueryError(c.span, "temporal-join",
+                                f"{cname} must be related to an increasing temporal field of "
+                                f"'{s_alias}' (e.g. {cname} = {s_alias}.time): that field orders "
+                                f"'{s_alias}' against the FILTER_JOIN window")
+            if s_time is not None and key(s_time) != key(rx):
+                raise QueryError(c.span, "filter-join",
+                                f"{cname} is related to two different expressions of "
+                                f"'{s_alias}': relate it to one temporal field")
+            s_time = rx
+            continue
+        if op == "=":
+            keys.append((left, right))
+            if isinstance(left, FieldRef) and isinstance(right, FieldRef):
+                fill[(0, left.name)] = (1, right.name)
+            continue
+        raise QueryError(c.span, "filter-join",
+                        "a FILTER_JOIN condition between the inputs is an equality (a key) or "
+                        f"relates {cname} to a temporal field of '{s_alias}'; the window is "
+                        "FILTER_JOIN's N, not a band")
+    if s_time is None:
+        raise QueryError(spec.span, "temporal-join",
+                        f"a FILTER_JOIN must relate its column {cname} to an increasing "
+                        f"temporal field of '{s_alias}' in WHERE ({cname} = {s_alias}.time, "
+                        f"or a band): that field is the time of an '{s_alias}' tuple, in "
+                        f"the units of {cname}")
+    if not keys:
+        raise QueryError(spec.span, "filter-join",
+                        "a FILTER_JOIN needs at least one equality between the two inputs "
+                        f"in WHERE besides the temporal one ({r_alias}.k = {s_alias}.k): "
+                        "the keys the filter remembers")
+    # Only S tuples come out: a field of R is known only where WHERE equates
+    # it with a field of S.  Such a column is not temporal in the output,
+    # which follows S's order.
+    for i, (name, e) in enumerate(aq.select):
+        r_refs = [n for n in walk(e) if isinstance(n, FieldRef) and n.source == 0]
+        for n in r_refs:
+            if (0, n.name) not in fill:
+                raise QueryError(n.span, "filter-join",
+                                f"{r_alias}.{n.name} cannot be used in SELECT: a FILTER_JOIN "
+                                f"keeps no tuple of '{r_alias}', only its keys; use fields "
+                                f"of '{s_alias}', or fields of '{r_alias}' that WHERE equates "
+                                f"with fields of '{s_alias}'")
+        if r_refs and e.info.temporal.is_temporal:
+            aq.select[i] = (name, dataclasses.replace(
+                e, info=dataclasses.replace(e.info, temporal=Temporal.NONE)))
+    return JoinInfo("filter", (col, s_time), 0, window - 1, keys, filters, fill, spec.span,
+                    window=window)
+
+
+# ---------------------------------------------------------------- merge
+
+
+def _analyze_merge(aq: AnalyzedQuery, b: "Binder") -> AnalyzedQuery:
+    q = aq.query
+    srcs = aq.sources
+    if len(srcs) < 2:
+        raise QueryError(q.span, "merge", "MERGE needs at least two FROM sources")
+    if len(q.merge_fields) != len(srcs):
+        raise QueryError(q.span, "merge", f"MERGE names {len(q.merge_fields)} fields for "
+                        f"{len(srcs)} FROM sources: give one per source (R.t : S.t)")
+    first = [Column(c.name, c.type, Temporal.NONE) for c in srcs[0].columns()]
+    for s in srcs[1:]:
+        other = [(c.name, c.type) for c in s.columns()]
+        if [(c.name, c.type) for c in first] != other:
+            raise QueryError(s.ref.span, "merge-schema",
+                            f"MERGE inputs must have identical schemas: '{s.alias}' has "
+                            f"({', '.join(f'{n} {t}' for n, t in other)}) but "
+                            f"'{srcs[0].alias}' has "
+                            f"({', '.join(f'{c.name} {c.type}' for c in first)})")
+    names = []
+    direction: Optional[Temporal] = None
+    for i, ref in enumerate(q.merge_fields):
+        f = b.scope.lookup(ref)
+        if f.source != i:
+            raise QueryError(ref.span, "merge", f"merge field {i + 1} must belong to FROM "
+                            f"source '{srcs[i].alias}' (write {srcs[i].alias}.{ref.name})")
+        col = f.info
+        if not col.temporal.is_temporal:
+            raise QueryError(ref.span, "merge-temporal",
+                            f"merge field '{ref.name}' of '{srcs[i].alias}' is not temporal: "
+                            "MERGE preserves the order of an increasing or decreasing field")
+        if direction is not None and col.temporal != direction:
+            raise QueryError(ref.span, "merge-temporal",
+                            "merge fields must be temporal in the same direction on every input")
+        direction = col.temporal
+        names.append(f.name)
+    if len(set(names)) != 1:
+        raise QueryError(q.merge_fields[1].span, "merge",
+                        "the merge fields must be the same column of the (identical) schemas")
+    slack = 0.0
+    if q.merge_slack is not None:
+        v = _const_value(q.merge_slack)
+        if v is None or v < 0:
+            raise QueryError(q.merge_slack.span, "merge", "SLACK must be a non-negative constant")
+        slack = v
+    assert direction is not None
+    cols = [Column(c.name, c.type, direction if c.name == names[0] else Temporal.NONE)
+            for c in first]
+    aq.merge = MergeInfo(names[0], slack, q.span)
+    aq.output = StreamDef(aq.name, cols)
+    return aq

@@ -1,0 +1,201 @@
+"""Resolution: query and schema files -> analyzed queries.
+
+Takes the paths of query files, schema files and query-library directories;
+parses them (frontend), resolves every FROM item (a PROTOCOL of the schema,
+another query's output, a library query `LIB/q`), analyzes each query in
+dependency order (semantics.analyze) and returns an `AnalyzedSet`: the schema
+and the analyzed queries, producers before their readers.
+
+    aset = resolve_files(["flows.gsql"], ["schema.txt"])
+"""
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+from ..errors import QueryError
+from ..frontend import ast
+from ..frontend.parser import parse_query_file, parse_schema_file
+from ..resources import packet_schema_path
+from .analyze import AnalyzedQuery, Source, StreamDef, analyze_query
+from .schema import Schema, build_schema, protocol_problem
+
+
+@dataclass
+class _Entry:
+    query: ast.Query
+    name: str
+    file: str
+
+
+@dataclass(frozen=True)
+class AnalyzedSet:
+    """The analyzed queries of a query set, producers before readers."""
+    schema: Schema
+    queries: tuple[AnalyzedQuery, ...]
+    files: tuple[str, ...] = ()
+
+
+def leaves(queries: Sequence[AnalyzedQuery]) -> list[str]:
+    """The queries whose output no other query reads."""
+    read = {s.stream.name for q in queries for s in q.sources if s.stream}
+    return [q.name for q in queries if q.name not in read]
+
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="surrogateescape")
+    except FileNotFoundError:
+        raise QueryError(None, "no-such-file", f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise QueryError(None, "no-such-file", f"{path}: is a directory, not a file") from None
+    except OSError as e:
+        raise QueryError(None, "no-such-file", f"{path}: {e.strerror}") from None
+
+
+def load_schema(paths: Sequence[str]) -> Schema:
+    if not paths:
+        paths = [str(packet_schema_path())]
+    files = [parse_schema_file(p, _read(p)) for p in paths]
+    return build_schema(files)
+
+
+def _name_queries(qf: ast.QueryFile) -> list[_Entry]:
+    out = []
+    stem = Path(qf.path).stem
+    for i, q in enumerate(qf.queries):
+        name = q.name
+        if not name:
+            name = stem if len(qf.queries) == 1 else f"{stem}_{i + 1}"
+        out.append(_Entry(q, name, qf.path))
+    return out
+
+
+class _Resolver:
+    def __init__(self, schema: Schema, library_paths: list[Path]):
+        self.schema = schema
+        self.library_paths = library_paths
+        self.entries: dict[str, _Entry] = {}
+        self.loaded_files: set[str] = set()
+
+    def add_file(self, path: str) -> None:
+        rp = str(Path(path).resolve())
+        if rp in self.loaded_files:
+            return
+        self.loaded_files.add(rp)
+        qf = parse_query_file(path, _read(path))
+        for e in _name_queries(qf):
+            if e.name in self.entries:
+                prev = self.entries[e.name]
+                raise QueryError(e.query.span, "duplicate-query",
+                                f"query '{e.name}' is defined twice",
+                                notes=[(prev.query.span, "first defined here")])
+            if self.schema.get(e.name) is not None:
+                raise QueryError(e.query.span, "duplicate-query",
+                                f"query name '{e.name}' is also a PROTOCOL of the schema")
+            self.entries[e.name] = e
+
+    def library_query(self, ref: ast.TableRef) -> str:
+        """Load LIB/query from a library directory; returns the query name."""
+        lib, name = ref.library, ref.name
+        tried = []
+        for root in self.library_paths:
+            d = root / lib  # type: ignore[operator]
+            tried.append(str(d))
+            if not d.is_dir():
+                continue
+            cands = [d / f"{name}.gsql"] + sorted(p for p in d.glob("*.gsql"))
+            for f in cands:
+                if f.is_file():
+                    self.add_file(str(f))
+                    if name in self.entries:
+                        return name
+        raise QueryError(ref.span, "unknown-source",
+                        f"no query '{name}' in library '{lib}' (searched: "
+                        + (", ".join(tried) or "no library path") + ")")
+
+    def source(self, ref: ast.TableRef, streams: dict[str, StreamDef]) -> tuple[Source, Optional[str]]:
+        """Resolve one FROM item.  Returns the source and, for a stream, the
+        name of the query producing it."""
+        alias = ref.alias or ref.name
+        if ref.kind == "stream" or ref.library:
+            qname = self.library_query(ref) if ref.library else ref.name
+            return Source(alias, ref, "stream"), qname
+        if ref.kind == "name" and ref.name in self.entries:
+            return Source(alias, ref, "stream"), ref.name
+        proto = self.schema.get(ref.name)
+        if proto is None or proto.kind == "stream":
+            if proto is not None:
+                raise QueryError(ref.span, "not-supported-yet",
+                                f"reading the schema STREAM '{ref.name}' as a source is not supported "
+                                "yet by gsqlc; define it as a query or a PROTOCOL")
+            names = list(self.entries) + list(self.schema.protocols)
+            close = difflib.get_close_matches(ref.name, names, n=3)
+            hint = ("; did you mean " + " or ".join(f"'{c}'" for c in close) + "?") if close else ""
+            what = "PROTOCOL" if ref.kind == "protocol" else "query or PROTOCOL"
+            raise QueryError(ref.span, "unknown-source", f"no {what} named '{ref.name}'{hint}")
+        problem = protocol_problem(proto)
+        if problem is not None:
+            raise QueryError(ref.span, problem.rule,
+                            f"PROTOCOL '{proto.name}' cannot be read: {problem.message}",
+                            notes=[(problem.span, "declared here")])
+        if ref.host and ref.host not in ("localhost", "127.0.0.1"):
+            raise QueryError(ref.span, "not-supported-yet",
+                            f"reading interface {ref.iface} of remote host {ref.host} "
+                            "is not supported yet by gsqlc")
+        if proto.source_kind is None and not any(f.source == "system" for f in proto.fields.values()):
+            raise QueryError(ref.span, "unknown-source", f"PROTOCOL '{ref.name}' has no fields")
+        return Source(alias, ref, "protocol", protocol=proto, iface=ref.iface or "",
+                      iface_set=ref.iface_set), None
+
+
+def resolve_files(query_files: Sequence[str], schema_files: Sequence[str] = (),
+                  library_paths: Sequence[str] = ()) -> AnalyzedSet:
+    schema = load_schema(schema_files)
+    libs = [Path(p) for p in library_paths]
+    libs += [Path(p) for p in os.environ.get("GSQLC_LIBRARY_PATH", "").split(os.pathsep) if p]
+    for f in query_files:
+        d = Path(f).parent
+        if d not in libs:
+            libs.append(d)
+    r = _Resolver(schema, libs)
+    for f in query_files:
+        r.add_file(f)
+    if not r.entries:
+        raise QueryError(None, "no-queries", "the query files hold no query")
+
+    analyzed: dict[str, AnalyzedQuery] = {}
+    order: list[AnalyzedQuery] = []
+    visiting: list[str] = []
+
+    def visit(name: str, from_span: Optional[ast.Span] = None) -> AnalyzedQuery:
+        if name in analyzed:
+            return analyzed[name]
+        e = r.entries[name]
+        if name in visiting:
+            cycle = " -> ".join(visiting[visiting.index(name):] + [name])
+            raise QueryError(from_span or e.query.span, "cyclic-query",
+                            f"queries read each other in a cycle: {cycle}")
+        visiting.append(name)
+        streams: dict[str, StreamDef] = {}
+        sources = []
+        for ref in e.query.from_:
+            src, producer = r.source(ref, streams)
+            if producer is not None:
+                src.stream = visit(producer, ref.span).output
+            sources.append(src)
+        if not sources:
+            raise QueryError(e.query.span, "syntax", "a query needs a FROM clause")
+        aq = analyze_query(e.query, name, e.file, sources)
+        visiting.pop()
+        analyzed[name] = aq
+        order.append(aq)
+        return aq
+
+    for name in list(r.entries):
+        visit(name)
+    return AnalyzedSet(schema, tuple(order), tuple(query_files))

@@ -1,0 +1,193 @@
+"""Schema model: PROTOCOLs with inheritance resolved, STREAM declarations.
+
+A field's accessor decides where its value comes from:
+  get_csv_<type>_pos<N>  the N-th field of a CSV row         (source 'csv')
+  get_system_time        the run's clock in seconds          (source 'system')
+  get_<name>             a packet-header accessor             (source 'pcap')
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from ..errors import QueryError
+from ..frontend import ast
+from .types import Temporal, Type, parse_type_name
+
+_CSV_ACCESSOR = re.compile(r"^get_csv_([a-z0-9]+)_pos(\d+)$", re.IGNORECASE)
+
+# Accessors implemented by runtime_c/include/gsq_packet.h (gsq_acc_<name>).
+PACKET_ACCESSORS = {
+    "get_time": Type.UINT, "get_timestamp": Type.ULLONG,
+    "get_caplen": Type.UINT, "get_wire_len": Type.UINT,
+    "get_eth_src": Type.ULLONG, "get_eth_dst": Type.ULLONG,
+    "get_eth_type": Type.UINT, "get_vlan_id": Type.UINT,
+    "get_ip_version": Type.UINT, "get_ip_protocol": Type.UINT,
+    "get_ip_len": Type.UINT, "get_ip_hdr_length": Type.UINT,
+    "get_ip_ttl": Type.UINT, "get_ip_tos": Type.UINT, "get_ip_id": Type.UINT,
+    "get_ip_offset": Type.UINT, "get_ip_more_fragments": Type.BOOL,
+    "get_ip_dont_fragment": Type.BOOL,
+    "get_ipv4_src": Type.IP, "get_ipv4_dst": Type.IP,
+    "get_ipv6_src": Type.IPV6, "get_ipv6_dst": Type.IPV6,
+    "get_src_port": Type.UINT, "get_dst_port": Type.UINT,
+    "get_tcp_src_port": Type.UINT, "get_tcp_dst_port": Type.UINT,
+    "get_tcp_seq": Type.UINT, "get_tcp_ack": Type.UINT,
+    "get_tcp_flags": Type.UINT, "get_tcp_fin": Type.BOOL,
+    "get_tcp_syn": Type.BOOL, "get_tcp_rst": Type.BOOL,
+    "get_tcp_psh": Type.BOOL, "get_tcp_ackflag": Type.BOOL,
+    "get_tcp_urg": Type.BOOL, "get_tcp_window": Type.UINT,
+    "get_tcp_data_length": Type.UINT, "get_tcp_data": Type.STRING,
+    "get_udp_src_port": Type.UINT, "get_udp_dst_port": Type.UINT,
+    "get_udp_length": Type.UINT, "get_udp_data": Type.STRING,
+    "get_icmp_type": Type.UINT, "get_icmp_code": Type.UINT,
+}
+
+
+@dataclass
+class Field:
+    name: str
+    type: Type
+    accessor: Optional[str]
+    source: str                    # 'csv' | 'system' | 'pcap' | 'stream'
+    csv_pos: int = 0
+    csv_type: Optional[Type] = None  # type the CSV text is parsed as
+    temporal: Temporal = Temporal.NONE
+    required: bool = False
+    properties: dict[str, Any] = field(default_factory=dict)
+    span: ast.Span = ast.NO_SPAN
+    # Set when the accessor cannot be read; raised only if a query uses the
+    # protocol, so one exotic PROTOCOL does not break a whole schema file.
+    problem: Optional[QueryError] = None
+
+
+@dataclass
+class Protocol:
+    name: str
+    fields: dict[str, Field]
+    kind: str                      # 'protocol' | 'stream'
+    source_kind: Optional[str]     # 'csv' | 'pcap' | None (system fields only)
+    span: ast.Span = ast.NO_SPAN
+
+
+@dataclass
+class Schema:
+    protocols: dict[str, Protocol]
+    files: list[ast.SchemaFile]
+
+    def get(self, name: str) -> Optional[Protocol]:
+        return self.protocols.get(name)
+
+
+def protocol_problem(p: Protocol) -> Optional[QueryError]:
+    for f in p.fields.values():
+        if f.problem is not None:
+            return f.problem
+    return None
+
+
+def _field_from_decl(fd: ast.FieldDecl, kind: str) -> Field:
+    t = parse_type_name(fd.type_name)
+    if t is None:
+        raise QueryError(fd.span, "unknown-type",
+                        f"unknown type '{fd.type_name}' of field '{fd.name}'")
+    props = dict(fd.properties)
+    temporal = Temporal.NONE
+    if props.get("increasing"):
+        temporal = Temporal.INCREASING
+    if props.get("decreasing"):
+        if temporal is not Temporal.NONE:
+            raise QueryError(fd.span, "schema",
+                            f"field '{fd.name}' cannot be both increasing and decreasing")
+        temporal = Temporal.DECREASING
+    if temporal.is_temporal and not (t.is_integer or t is Type.FLOAT):
+        raise QueryError(fd.span, "schema",
+                        f"field '{fd.name}' of type {t} cannot be {temporal}")
+    f = Field(fd.name, t, fd.accessor, "stream", temporal=temporal,
+              required=bool(props.get("required")), properties=props,
+              span=fd.span)
+    if kind == "stream":
+        return f
+    acc = fd.accessor
+    if acc is None:
+        raise QueryError(fd.span, "schema",
+                        f"field '{fd.name}' of a PROTOCOL needs an accessor "
+                        "(get_csv_<type>_pos<N>, get_system_time or a packet accessor)")
+    m = _CSV_ACCESSOR.match(acc)
+    if m:
+        ct = parse_type_name(m.group(1))
+        if ct is None:
+            raise QueryError(fd.span, "schema", f"accessor '{acc}': unknown type '{m.group(1)}'")
+        pos = int(m.group(2))
+        if pos < 1:
+            raise QueryError(fd.span, "schema", f"accessor '{acc}': positions start at 1")
+        if ct.is_string != t.is_string or (ct is Type.IPV6) != (t is Type.IPV6):
+            raise QueryError(fd.span, "type-mismatch",
+                            f"field '{fd.name}' is {t} but its accessor reads {ct}")
+        f.source, f.csv_pos, f.csv_type = "csv", pos, ct
+    elif acc.lower() == "get_system_time":
+        if not t.is_integer:
+            raise QueryError(fd.span, "type-mismatch",
+                            f"get_system_time gives a uint, field '{fd.name}' is {t}")
+        f.source = "system"
+    elif acc in PACKET_ACCESSORS:
+        at = PACKET_ACCESSORS[acc]
+        if at != t and not (at.is_integer and t.is_integer):
+            raise QueryError(fd.span, "type-mismatch",
+                            f"field '{fd.name}' is {t} but accessor {acc} gives {at}")
+        f.source = "pcap"
+    elif acc.lower().startswith("get_gdat_"):
+        f.source = "unsupported"
+        f.problem = QueryError(fd.span, "not-supported-yet",
+                              f"field '{fd.name}': Tigon's gdat record format ({acc}) "
+                              "is not supported yet by gsqlc")
+    else:
+        f.source = "unsupported"
+        f.problem = QueryError(fd.span, "unknown-accessor",
+                              f"unknown accessor '{acc}' for field '{fd.name}': expected "
+                              "get_csv_<type>_pos<N>, get_system_time, or a packet accessor "
+                              "of gsqlc's packet schema")
+    return f
+
+
+def build_schema(files: list[ast.SchemaFile]) -> Schema:
+    decls: dict[str, ast.ProtocolDecl] = {}
+    for sf in files:
+        for pd in sf.protocols:
+            if pd.name in decls:
+                prev = decls[pd.name]
+                raise QueryError(pd.span, "duplicate-protocol",
+                                f"{pd.kind.upper()} '{pd.name}' is declared twice",
+                                notes=[(prev.span, "first declared here")])
+            decls[pd.name] = pd
+    protocols: dict[str, Protocol] = {}
+    visiting: set[str] = set()
+
+    def resolve(name: str, span: ast.Span) -> Protocol:
+        if name in protocols:
+            return protocols[name]
+        pd = decls.get(name)
+        if pd is None:
+            raise QueryError(span, "unknown-protocol", f"unknown parent PROTOCOL '{name}'")
+        if name in visiting:
+            raise QueryError(pd.span, "schema", f"PROTOCOL '{name}' inherits from itself")
+        visiting.add(name)
+        fields: dict[str, Field] = {}
+        for parent in pd.parents:
+            for fname, f in resolve(parent, pd.span).fields.items():
+                fields[fname] = f
+        for fd in pd.fields:
+            fields[fd.name] = _field_from_decl(fd, pd.kind)
+        visiting.discard(name)
+        sources = {f.source for f in fields.values()} - {"system", "stream", "unsupported"}
+        if len(sources) > 1:
+            raise QueryError(pd.span, "schema",
+                            f"PROTOCOL '{name}' mixes CSV and packet accessors")
+        kind = next(iter(sources)) if sources else None
+        p = Protocol(name, fields, pd.kind, kind, pd.span)
+        protocols[name] = p
+        return p
+
+    for name, pd in decls.items():
+        resolve(name, pd.span)
+    return Schema(protocols, files)

@@ -1,0 +1,391 @@
+/*
+ * gsq_internal.h -- the runtime's own structures (C only; generated code
+ * never includes this).
+ *
+ * Ownership tree: a gsq_run owns its options, params, bindings, sinks and,
+ * during/after gsqlc_run, its nodes, sources and per-stream subscriber
+ * tables.  Nothing is global: the library keeps no process-wide state and
+ * installs no signal handler, so runs on different threads are independent
+ * (the stand-alone runner, tools/, turns signals into gsqlc_cancel).
+ */
+#ifndef GSQ_INTERNAL_H
+#define GSQ_INTERNAL_H
+
+#include <stdatomic.h>
+
+#include "gsq_record.h"
+#include "ring_buffer.h"
+#include "strbuf.h"
+#include "tuple_queue.h"
+
+#define GSQ_MAX_LINE (1u << 20)     /* longer CSV records are malformed */
+#define GSQ_MAX_DESCRIBED 10        /* malformed rows described per source */
+#define GSQ_PCAP_MAX_CAPLEN 262144u /* libpcap's largest accepted capture */
+#define GSQ_RING_BYTES (8u << 20)   /* ring capacity per source */
+
+#define GSQ_ARROW_BATCH_ROWS 65536u /* default rows per Arrow sink batch */
+
+enum gsq_clock_mode { GSQ_CLOCK_WALL, GSQ_CLOCK_DATA, GSQ_CLOCK_FIXED };
+enum gsq_sink_format { GSQ_FMT_PIPE, GSQ_FMT_CSV, GSQ_FMT_JSONL, GSQ_FMT_ARROW };
+
+struct ArrowArrayStream;
+typedef struct gsq_arrow_sink gsq_arrow_sink; /* arrow_sink.c */
+
+typedef struct gsq_source gsq_source;
+typedef struct gsq_source_ops gsq_source_ops; /* sources/gsq_source_ops.h */
+typedef struct gsq_sink gsq_sink;
+
+/* One LFTA or HFTA instance.
+ * Invariants: exactly one of lfta/hfta is set; a node that is not `needed`
+ * (plan.c) is never created, fed or subscribed (state NULL, live 0); state is the LFTA's zeroed
+ * state (state_size bytes, owned) or the HFTA's operator (owned, released
+ * with hfta->destroy); queue is used by LFTAs only; pack is the HFTA's
+ * scratch for packing tuples before synchronous dispatch. */
+struct gsq_node {
+    gsq_run *run;
+    const gsq_lfta_def *lfta;
+    const gsq_hfta_def *hfta;
+    const char *name;
+    int out_stream;
+    void *state;
+    int needed;                   /* some sink depends on it: it runs */
+    int live;                     /* init/create succeeded: destroy at end */
+    int eof_inputs;               /* HFTA: inputs that delivered GSQ_EOF */
+    gsq_source *source;           /* LFTA: the source it reads */
+    gsq_tuple_queue queue;        /* LFTA: its output stream's queue */
+    uint8_t *pack;                /* HFTA: packing scratch (8-aligned) */
+    size_t pack_cap;
+    uint64_t counters[GSQ_CNT__COUNT];
+    uint64_t peaks[GSQ_PEAK__COUNT];    /* maxima given to gsq_peak */
+    /* LFTA, heartbeats (heartbeat.c) */
+    int has_skew;                 /* max_skew is set for its interface */
+    uint64_t skew_usec;
+    uint64_t seen_pushed;         /* queue.pushed when last observed */
+    uint64_t last_emit_usec;      /* clock when an emission was observed */
+    int stalled;
+    uint32_t trace_cursor;        /* run->traces: first not yet delivered */
+};
+
+/* A subscriber of a stream: an HFTA input or a sink. */
+typedef struct gsq_sub {
+    gsq_node *hfta;   /* NULL for a sink */
+    int input;
+    gsq_sink *sink;
+} gsq_sub;
+
+/* Run-time state of one stream.  Invariant: subs[0..n_subs) are the HFTA
+ * inputs reading it (in queryset order) then the sinks added for it. */
+typedef struct gsq_stream_rt {
+    gsq_sub *subs;
+    uint32_t n_subs;
+    uint64_t n_data, n_heartbeat, n_eof;
+} gsq_stream_rt;
+
+/* An output sink: a buffered file descriptor, or (GSQ_FMT_ARROW) column
+ * builders handed to a callback as record batches.
+ * Invariants: a file sink has fd >= 0 from gsq_sink_open until
+ * gsq_sink_close (arrow NULL); an Arrow sink has fd == -1 and arrow set
+ * between the same calls (arrow_sink.c; cb, cb_ctx, batch_rows given).
+ * heartbeats is set (at open) only for an Arrow sink of a run with option
+ * arrow_heartbeats: only such a sink is handed GSQ_HEARTBEAT tuples (rows
+ * with __heartbeat true); every other sink sees data tuples only.  tuples
+ * counts data rows, heartbeat_rows the heartbeat rows. */
+struct gsq_sink {
+    char *query;
+    int format;           /* enum gsq_sink_format */
+    char *path;           /* NULL: stdout */
+    int stream;
+    int fd;               /* -1 until opened */
+    int own_fd;
+    int failed;
+    gsq_buf out;
+    uint64_t tuples;
+    uint64_t bytes;
+    /* GSQ_FMT_ARROW */
+    int heartbeats;       /* heartbeat tuples are rows (__heartbeat column) */
+    uint64_t heartbeat_rows;
+    gsqlc_arrow_cb cb;
+    void *cb_ctx;
+    uint32_t batch_rows;
+    uint64_t batches;     /* record batches delivered */
+    gsq_arrow_sink *arrow;
+};
+
+/* An interface bound with gsqlc_bind_source, or with gsqlc_bind_arrow
+ * (then uri is "arrow" and arrow is the caller's stream struct, whose
+ * contents the run owns: released, and arrow set to NULL, by the source's
+ * close or by gsqlc_destroy). */
+typedef struct gsq_binding {
+    char *iface;
+    char *uri;
+    struct ArrowArrayStream *arrow;
+} gsq_binding;
+
+/* A stream fed from Arrow (gsqlc_bind_stream_arrow).  Invariants: stream
+ * is a valid stream index, distinct among the run's injections; arrow is
+ * the caller's struct (contents owned, released like a binding's); impl is
+ * arrow_inject.c's reader state while the run reads it; at_eof once the
+ * GSQ_EOF was dispatched. */
+typedef struct gsq_inject {
+    char *name;
+    int stream;
+    struct ArrowArrayStream *arrow;
+    void *impl;
+    int active;               /* some running node or sink reads the stream */
+    int at_eof;
+    uint64_t rows_read;
+    uint64_t rows_rejected;
+} gsq_inject;
+
+typedef struct gsq_param_kv {
+    char *name;
+    char *value;
+} gsq_param_kv;
+
+/* One opened source (one per bound interface that some LFTA reads).
+ * Invariants: ops is its kind, set with path before anything else, and the
+ * only way the run reaches the reader (gsq_source_ops.h); lftas[0..n_lftas)
+ * are the LFTAs bound to iface, in queryset order; ring holds the current
+ * batch; impl is the reader's state, owned; arrow (gsq_arrow_ops) is the
+ * stream taken from the binding, contents owned: released by its close. */
+struct gsq_source {
+    const char *iface;    /* the binding's */
+    const char *uri;      /* the binding's */
+    const char *path;     /* after the scheme ("" for Arrow) */
+    const gsq_source_ops *ops;
+    struct ArrowArrayStream *arrow;
+    gsq_node **lftas;
+    uint32_t n_lftas;
+    gsq_ring ring;
+    int at_eof;
+    uint64_t records_read;    /* rows (csv, non-blank) or packets */
+    uint64_t rows_rejected;
+    uint64_t values_coerced;
+    uint64_t bytes_read;
+    int truncated;
+    int input_done;       /* Arrow: an input record batch was wholly processed
+                           * and the sinks not flushed since (the run loop
+                           * flushes before the next one is awaited) */
+    void *impl;
+    /* time-aligned replay (data clock, several pcap files): read only
+     * records stamped <= limit_usec this round; UINT64_MAX: no limit */
+    int aligned;
+    uint64_t limit_usec;
+    /* stall detection (heartbeat.c) */
+    uint64_t last_rec_usec;   /* clock when it last delivered records */
+    int stalled;
+};
+
+/* A stall event (seed 000 6.1): a source that delivered no record, or an
+ * LFTA that emitted no tuple, for stall_intervals heartbeat intervals, and
+ * its recovery.  Exactly one of source/node is set; both point into the
+ * run's arrays (valid until gsqlc_destroy). */
+enum gsq_event_kind { GSQ_EV_STALLED, GSQ_EV_RECOVERED };
+typedef struct gsq_event {
+    int kind;
+    const gsq_source *source;
+    const gsq_node *node;
+    uint64_t clock_usec;
+    uint64_t intervals;       /* whole heartbeat intervals of silence */
+} gsq_event;
+#define GSQ_MAX_EVENTS 1000      /* kept per run; later ones are counted */
+#define GSQ_REPORTED_EVENTS 20   /* described in the report */
+
+/* One hop of a heartbeat trace: an HFTA received the heartbeat. */
+typedef struct gsq_hop {
+    uint32_t node;            /* index into run->nodes */
+    int clock_known;
+    uint64_t arrived_usec;    /* CLOCK_MONOTONIC */
+    uint64_t clock_usec;      /* the run's clock */
+} gsq_hop;
+
+/* A heartbeat emitted by an LFTA (seed 000 6.2), pending until the drain
+ * that delivers it.  Invariant: run->traces[0..n_traces) are in id order;
+ * delivered ones have been (or are being) dispatched. */
+typedef struct gsq_trace {
+    uint64_t id;
+    uint32_t origin;          /* index into run->nodes (an LFTA) */
+    int delivered;
+    int clock_known;
+    uint64_t emitted_usec;    /* CLOCK_MONOTONIC */
+    uint64_t clock_usec;
+    gsq_hop *hops;            /* owned */
+    uint32_t n_hops, cap_hops;
+} gsq_trace;
+
+/* max_skew:NAME */
+typedef struct gsq_skew {
+    char *iface;
+    uint64_t usec;
+} gsq_skew;
+
+struct gsq_run {
+    const gsq_queryset_def *qs;
+    /* options */
+    char csv_sep;
+    int csv_strict;
+    int clock_mode;
+    uint32_t clock_fixed;
+    uint32_t batch;
+    uint64_t hb_interval_usec;  /* 0: no heartbeat ticks */
+    uint32_t stall_intervals;
+    char *trace_path;           /* NULL: no traces */
+    int arrow_heartbeats;       /* Arrow sinks deliver heartbeat rows */
+    int final_heartbeat;        /* one last heartbeat of every LFTA at the end */
+    int arrow_flush;            /* flush the sinks after each Arrow source batch */
+    gsq_skew *skews;
+    uint32_t n_skews;
+    /* configuration */
+    gsq_param_kv *params;
+    uint32_t n_params;
+    gsq_binding *binds;
+    uint32_t n_binds;
+    gsq_sink **sinks;
+    uint32_t n_sinks;
+    gsq_inject *injects;
+    uint32_t n_injects;
+    /* run state */
+    int started;
+    int failed;
+    int interrupted;            /* ended early by gsqlc_cancel */
+    atomic_int cancel;          /* gsqlc_cancel: set from any thread or a
+                                 * signal handler, read by the run loop */
+    gsq_buf error;
+    gsq_node *nodes;        /* n_lftas LFTAs, then n_hftas HFTAs */
+    uint32_t n_nodes;
+    gsq_source *sources;
+    uint32_t n_sources;
+    gsq_stream_rt *streams;
+    uint64_t data_usec;     /* data clock: largest timestamp seen */
+    uint64_t data_first_usec; /* the first timestamp seen */
+    int data_seen;
+    int ts_sources;         /* sources with record timestamps (pcap) */
+    int aligned;            /* time-aligned replay of pcap files */
+    /* heartbeat timer (heartbeat.c); invariant once started: the clock has
+     * not reached hb_next since the last tick */
+    int hb_started;
+    uint64_t hb_next;
+    uint64_t hb_ticks;          /* ticks that called the LFTAs */
+    uint64_t hb_ticks_skipped;  /* due at once beyond GSQ_MAX_TICKS_AT_ONCE */
+    gsq_event *events;
+    uint32_t n_events, cap_events;
+    uint64_t events_dropped;
+    /* traces */
+    int trace_fd;               /* -1 when closed */
+    gsq_buf trace_out;
+    gsq_trace *traces;
+    uint32_t n_traces, cap_traces;
+    uint64_t next_trace_id;
+    int64_t cur_trace;          /* index being dispatched, -1: none */
+    uint64_t traces_written;
+    int streaming;          /* a source is stdin or live: flush per batch */
+    gsq_buf stats;
+    gsq_buf report;
+};
+
+/* Set the error message (the last one wins) without failing the run: for
+ * the configuration calls, whose failure is their return value (node.c). */
+void gsq_set_error(gsq_run *r, const char *fmt, ...)
+#ifdef __GNUC__
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Record the run's failure (the first message wins). */
+void gsq_run_fail(gsq_run *r, const char *fmt, ...)
+#ifdef __GNUC__
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Nonzero once gsqlc_cancel was called for the run (run/run.c). */
+int gsq_run_cancelled(gsq_run *r);
+
+/* Deliver one tuple of `stream` to its subscribers. */
+void gsq_dispatch(gsq_run *r, int stream, int kind, const void *tup, uint32_t len);
+
+/* Drain every LFTA queue into its stream's subscribers (run/loop.c). */
+void gsq_drain(gsq_run *r);
+
+/* The run's clock in microseconds: 0 and *out, or -1 while unknown (the
+ * data clock before the first timestamp, when a source has timestamps).
+ * wall: CLOCK_REALTIME; fixed:T: T; data: the largest record timestamp, or
+ * wall time when no source has timestamps (node.c). */
+int gsq_run_clock_usec(const gsq_run *r, uint64_t *out);
+uint64_t gsq_mono_usec(void);
+
+/* Heartbeats, stalls and traces (heartbeat.c). */
+#define GSQ_MAX_TICKS_AT_ONCE 4096
+int gsq_hb_open(gsq_run *r);    /* at run start: the trace file; 0 or -1 */
+/* After a source's batch was processed and drained (s NULL: none): note
+ * progress; if `fire`, fire the due ticks and detect stalls. */
+void gsq_hb_after_batch(gsq_run *r, gsq_source *s, uint32_t n_recs, int fire);
+void gsq_hb_close(gsq_run *r);  /* write out and close the trace file */
+/* End of input (option final_heartbeat): every running LFTA's heartbeat()
+ * once, then a drain -- a tick's path, whatever the clock and the timer. */
+void gsq_hb_final(gsq_run *r);
+/* How long an idle reader may wait for input: until the next tick of the
+ * wall clock, at most 100 ms. */
+int gsq_hb_wait_ms(const gsq_run *r);
+void gsq_hb_free(gsq_run *r);   /* release events and traces */
+void gsq_trace_emitted(gsq_run *r, gsq_node *lfta);        /* LFTA heartbeat */
+int64_t gsq_trace_take(gsq_run *r, gsq_node *lfta);         /* before dispatch */
+void gsq_trace_hop(gsq_run *r, gsq_node *hfta);             /* HFTA receives */
+void gsq_trace_write_pending(gsq_run *r);                   /* after a drain */
+
+/* Streams fed from Arrow (arrow_inject.c).  open: check the schema (0 or
+ * -1, run failed); step: dispatch up to a batch of rows, or the GSQ_EOF at
+ * the end (then at_eof); -1 on a fatal error; eof: dispatch GSQ_EOF now
+ * unless done (an interrupted run). */
+int gsq_inject_open(gsq_run *r, gsq_inject *in);
+int gsq_inject_step(gsq_run *r, gsq_inject *in);
+void gsq_inject_eof(gsq_run *r, gsq_inject *in);
+void gsq_inject_close(gsq_inject *in);
+void gsq_inject_report(const gsq_inject *in, gsq_buf *out);
+
+/* Release an Arrow stream the run owns (NULL or released: nothing). */
+void gsq_arrow_stream_release(struct ArrowArrayStream **stream);
+
+/* Which nodes run (plan.c): sets every node's `needed` and every
+ * injection's `active`.  0, or -1 (run failed: out of memory). */
+int gsq_plan(gsq_run *r);
+
+/* The value cache layout of a source of CSV records (csv_layout.c).
+ * Invariants after a successful build: slot[0..n) are the distinct
+ * (position, type) pairs the source's LFTAs declare, sorted by position
+ * then type; layout maps them (storage in maps). */
+typedef struct gsq_csv_slot {
+    uint32_t pos;
+    int type;
+} gsq_csv_slot;
+typedef struct gsq_csv_slots {
+    gsq_csv_slot *slot;
+    uint32_t n;
+    int32_t *maps;
+    gsq_csv_layout layout;
+} gsq_csv_slots;
+int gsq_csv_slots_build(gsq_csv_slots *cs, const gsq_source *s); /* 0, -1 oom */
+void gsq_csv_slots_free(gsq_csv_slots *cs);
+
+/* Fill pi from a frame of this link type (DLT_*). */
+void gsq_pkt_decode(gsq_pkt_info *pi, int linktype, const uint8_t *p, uint32_t caplen);
+
+/* Sinks.  The Arrow sink's part is in arrow_sink.c. */
+int gsq_arrow_sink_open(gsq_run *r, gsq_sink *k);
+int gsq_arrow_sink_write(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d, int kind,
+                         const void *tup, uint32_t len);
+int gsq_arrow_sink_flush(gsq_run *r, gsq_sink *k);
+void gsq_arrow_sink_close(gsq_sink *k);
+int gsq_sink_open(gsq_run *r, gsq_sink *k);
+/* Write one tuple of kind GSQ_DATA, or GSQ_HEARTBEAT to a sink with
+ * `heartbeats` set (a heartbeat given to another sink is ignored). */
+int gsq_sink_write(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d, int kind,
+                   const void *tup, uint32_t len);
+int gsq_sink_flush(gsq_run *r, gsq_sink *k);
+void gsq_sink_close(gsq_sink *k);
+
+/* Reports (report.c). */
+void gsq_build_stats(gsq_run *r);
+void gsq_build_report(gsq_run *r);
+
+#endif /* GSQ_INTERNAL_H */

@@ -1,0 +1,314 @@
+/*
+ * node.c -- the services generated code calls on its gsq_node: emitting
+ * tuples, parameters, failure, the clock and counters; and the dispatch of
+ * a stream's tuples to its subscribers.
+ *
+ * Every tuple leaving a node is packed into memory the runtime owns (the
+ * LFTA's queue, the HFTA's scratch) and checked against the stream index
+ * first, so generated code cannot make a subscriber read out of bounds.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gsq_internal.h"
+
+static void set_error_v(gsq_run *r, const char *fmt, va_list ap)
+{
+    char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    gsq_buf_reset(&r->error);
+    gsq_buf_adds(&r->error, msg);
+}
+
+void gsq_set_error(gsq_run *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    set_error_v(r, fmt, ap);
+    va_end(ap);
+}
+
+void gsq_run_fail(gsq_run *r, const char *fmt, ...)
+{
+    va_list ap;
+    if (r->failed)
+        return;
+    r->failed = 1;
+    va_start(ap, fmt);
+    set_error_v(r, fmt, ap);
+    va_end(ap);
+}
+
+void gsq_node_fail(gsq_node *node, const char *fmt, ...)
+{
+    va_list ap;
+    char msg[1024];
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    gsq_run_fail(node->run, "%s: %s", node->name, msg);
+}
+
+int gsq_node_failed(gsq_node *node)
+{
+    return node->run->failed;
+}
+
+const char *gsq_param(gsq_node *node, const char *name)
+{
+    gsq_run *r = node->run;
+    uint32_t i;
+    if (name && name[0] == '$')
+        name++;
+    for (i = 0; i < r->n_params; i++)
+        if (strcmp(r->params[i].name, name) == 0)
+            return r->params[i].value;
+    return NULL;
+}
+
+uint32_t gsq_clock_seconds(gsq_node *node)
+{
+    gsq_run *r = node->run;
+    switch (r->clock_mode) {
+    case GSQ_CLOCK_FIXED:
+        return r->clock_fixed;
+    case GSQ_CLOCK_DATA:
+        if (r->data_seen)
+            return (uint32_t)(r->data_usec / 1000000u);
+        return (uint32_t)time(NULL);
+    default:
+        return (uint32_t)time(NULL);
+    }
+}
+
+static uint64_t clock_usec(clockid_t id)
+{
+    struct timespec ts;
+    if (clock_gettime(id, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+uint64_t gsq_mono_usec(void)
+{
+    return clock_usec(CLOCK_MONOTONIC);
+}
+
+int gsq_run_clock_usec(const gsq_run *r, uint64_t *out)
+{
+    switch (r->clock_mode) {
+    case GSQ_CLOCK_FIXED:
+        *out = (uint64_t)r->clock_fixed * 1000000u;
+        return 0;
+    case GSQ_CLOCK_DATA:
+        if (r->data_seen) {
+            *out = r->data_usec;
+            return 0;
+        }
+        if (r->ts_sources)
+            return -1; /* not before the first timestamp */
+        *out = clock_usec(CLOCK_REALTIME);
+        return 0;
+    default:
+        *out = clock_usec(CLOCK_REALTIME);
+        return 0;
+    }
+}
+
+int gsq_clock_bound_usec(gsq_node *node, uint64_t *out)
+{
+    uint64_t now;
+    if (!node->lfta || !node->has_skew || gsq_run_clock_usec(node->run, &now) != 0)
+        return 1;
+    *out = now > node->skew_usec ? now - node->skew_usec : 0;
+    return 0;
+}
+
+void gsq_count(gsq_node *node, int counter, uint64_t n)
+{
+    if (counter >= 0 && counter < GSQ_CNT__COUNT)
+        node->counters[counter] += n;
+}
+
+void gsq_peak(gsq_node *node, int which, uint64_t value)
+{
+    if (which >= 0 && which < GSQ_PEAK__COUNT && value > node->peaks[which])
+        node->peaks[which] = value;
+}
+
+/* Space for an outgoing tuple of `total` bytes (8-aligned): the LFTA's
+ * queue or the HFTA's packing scratch.  NULL after failing the run. */
+static uint8_t *out_reserve(gsq_node *node, uint64_t total)
+{
+    uint8_t *dst;
+    if (total > UINT32_MAX / 2) {
+        gsq_node_fail(node, "tuple of %llu bytes is too large", (unsigned long long)total);
+        return NULL;
+    }
+    if (node->lfta) {
+        dst = gsq_tq_reserve(&node->queue, (uint32_t)total);
+    } else {
+        if (node->pack_cap < total || !node->pack) {
+            size_t ncap = node->pack_cap ? node->pack_cap : 256;
+            uint8_t *nb;
+            while (ncap < total)
+                ncap *= 2;
+            nb = realloc(node->pack, ncap);
+            if (nb) {
+                node->pack = nb;
+                node->pack_cap = ncap;
+            }
+        }
+        dst = node->pack_cap >= total ? node->pack : NULL;
+    }
+    if (!dst)
+        gsq_node_fail(node, "out of memory");
+    return dst;
+}
+
+/* Send the tuple packed at dst (from out_reserve): queue it (LFTA) or
+ * dispatch it at once (HFTA). */
+static void out_commit(gsq_node *node, int kind, const uint8_t *dst, uint32_t total)
+{
+    gsq_run *r = node->run;
+    if (node->lfta) {
+        gsq_tq_commit(&node->queue, kind, total);
+        if (kind == GSQ_HEARTBEAT && r->trace_path)
+            gsq_trace_emitted(r, node);
+    } else {
+        gsq_dispatch(r, node->out_stream, kind, kind == GSQ_EOF ? NULL : dst, total);
+    }
+}
+
+static int check_kind(gsq_node *node, int kind)
+{
+    if (kind != GSQ_DATA && kind != GSQ_HEARTBEAT && kind != GSQ_EOF) {
+        gsq_node_fail(node, "internal error: emit of tuple kind %d", kind);
+        return -1;
+    }
+    return 0;
+}
+
+void gsq_emit(gsq_node *node, int kind, const void *fixed, uint32_t fixed_size,
+              const gsq_str_field *strs, uint32_t n_strs)
+{
+    gsq_run *r = node->run;
+    const gsq_stream_desc *d;
+    uint64_t total;
+    uint32_t i, off;
+    uint8_t *dst;
+
+    if (r->failed || check_kind(node, kind) != 0)
+        return;
+    d = &r->qs->streams[node->out_stream];
+    if (kind == GSQ_EOF) {
+        fixed_size = 0;
+        n_strs = 0;
+    } else if (!fixed || fixed_size != d->fixed_size) {
+        gsq_node_fail(node, "internal error: emit of %u bytes on stream %s of %u bytes",
+                      (unsigned)fixed_size, d->name, (unsigned)d->fixed_size);
+        return;
+    }
+    total = fixed_size;
+    for (i = 0; i < n_strs; i++) {
+        if (strs[i].field_off > fixed_size ||
+            fixed_size - strs[i].field_off < sizeof(gsq_strref)) {
+            gsq_node_fail(node, "internal error: string field at offset %u outside the tuple",
+                          (unsigned)strs[i].field_off);
+            return;
+        }
+        total += strs[i].s.len;
+    }
+    dst = out_reserve(node, total);
+    if (!dst)
+        return;
+    if (fixed_size)
+        memcpy(dst, fixed, fixed_size);
+    off = fixed_size;
+    for (i = 0; i < n_strs; i++) {
+        gsq_strref ref;
+        ref.off = off;
+        ref.len = strs[i].s.len;
+        memcpy(dst + strs[i].field_off, &ref, sizeof ref);
+        if (ref.len)
+            memcpy(dst + off, strs[i].s.p, ref.len);
+        off += ref.len;
+    }
+    out_commit(node, kind, dst, (uint32_t)total);
+}
+
+void gsq_emit_raw(gsq_node *node, int kind, const void *tup, uint32_t len)
+{
+    gsq_run *r = node->run;
+    const gsq_stream_desc *d;
+    uint32_t i;
+    uint8_t *dst;
+
+    if (r->failed || check_kind(node, kind) != 0)
+        return;
+    if (kind == GSQ_EOF) {
+        gsq_emit(node, GSQ_EOF, NULL, 0, NULL, 0);
+        return;
+    }
+    d = &r->qs->streams[node->out_stream];
+    if (!tup || len < d->fixed_size) {
+        gsq_node_fail(node, "internal error: raw emit of %u bytes on stream %s of %u bytes",
+                      (unsigned)len, d->name, (unsigned)d->fixed_size);
+        return;
+    }
+    for (i = 0; i < d->n_cols; i++) {
+        const gsq_column *c = &d->cols[i];
+        gsq_strref ref;
+        if (c->type != GSQ_T_STRING)
+            continue;
+        if (c->offset > d->fixed_size || d->fixed_size - c->offset < sizeof ref) {
+            gsq_node_fail(node, "internal error: column %s of stream %s lies outside its "
+                                "%u bytes", c->name, d->name, (unsigned)d->fixed_size);
+            return;
+        }
+        memcpy(&ref, (const uint8_t *)tup + c->offset, sizeof ref);
+        if ((uint64_t)ref.off + ref.len > len) {
+            gsq_node_fail(node, "internal error: raw emit on stream %s: string column %s "
+                                "(offset %u, length %u) outside the tuple of %u bytes",
+                          d->name, c->name, (unsigned)ref.off, (unsigned)ref.len,
+                          (unsigned)len);
+            return;
+        }
+    }
+    dst = out_reserve(node, len);
+    if (!dst)
+        return;
+    memcpy(dst, tup, len);
+    out_commit(node, kind, dst, len);
+}
+
+void gsq_dispatch(gsq_run *r, int stream, int kind, const void *tup, uint32_t len)
+{
+    gsq_stream_rt *st = &r->streams[stream];
+    uint32_t i;
+    if (kind == GSQ_DATA)
+        st->n_data++;
+    else if (kind == GSQ_HEARTBEAT)
+        st->n_heartbeat++;
+    else
+        st->n_eof++;
+    for (i = 0; i < st->n_subs && !r->failed; i++) {
+        gsq_sub *s = &st->subs[i];
+        if (s->hfta) {
+            gsq_node *h = s->hfta;
+            if (kind == GSQ_EOF)
+                h->eof_inputs++;
+            else if (kind == GSQ_HEARTBEAT && r->cur_trace >= 0)
+                gsq_trace_hop(r, h);
+            h->hfta->accept(h->state, h, s->input, kind, tup, len);
+        } else if (kind == GSQ_DATA || (kind == GSQ_HEARTBEAT && s->sink->heartbeats)) {
+            /* LFTA streams come here from the drain, HFTA streams at emit:
+             * a sink sees the heartbeats of either kind of stream */
+            gsq_sink_write(r, s->sink, &r->qs->streams[stream], kind, tup, len);
+        }
+    }
+}

@@ -1,0 +1,398 @@
+/*
+ * gsq_runtime.h -- the contract between the C runtime and generated code.
+ *
+ * A compiled query set is one shared library made of
+ *   - the runtime sources in runtime_c/ (this header and its siblings),
+ *   - one generated C file per LFTA, one generated C++ file per HFTA,
+ *   - a generated queryset.c that defines `gsq_queryset` (a gsq_queryset_def)
+ *     listing the streams, LFTAs and HFTAs.
+ *
+ * Data flow of a run (single-threaded, batch at a time):
+ *
+ *   source reader --records--> ring_buffer --> every LFTA bound to that
+ *   interface (accept) --gsq_emit--> tuple_queue of the LFTA's output stream
+ *   --drained after each batch--> subscribers of the stream (HFTAs, sinks)
+ *   HFTA --gsq_emit--> synchronous dispatch to its subscribers.
+ *
+ * Heartbeat timer: whenever the run's clock (wall, data or fixed) passed the
+ * next tick (every heartbeat_interval seconds from the first clock value),
+ * the runtime calls every LFTA's heartbeat() in query-set order and drains
+ * the queues, so temporal updates reach the HFTAs even without traffic.
+ * Option final_heartbeat adds one such round at the end of input.
+ *
+ * Ownership: the runtime owns every node state, every queue, every sink.
+ * A tuple handed to accept() is valid only during that call: an operator
+ * that keeps anything (a group key string, a buffered tuple) copies it.
+ *
+ * Streams are numbered 0..n_streams-1 in gsq_queryset_def.streams.
+ */
+#ifndef GSQ_RUNTIME_H
+#define GSQ_RUNTIME_H
+
+#include "gsq_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- records: what an LFTA reads from the ring buffer ------------------ */
+
+typedef struct gsq_record gsq_record; /* defined in gsq_record.h */
+
+/* ---- the per-node context handed to generated code --------------------- */
+
+typedef struct gsq_node gsq_node; /* opaque: one per LFTA / HFTA instance */
+
+/* Emit one tuple on the node's output stream.  `fixed` is the stream's
+ * fixed-layout struct (fixed_size bytes); string columns are given as
+ * (field offset, view) pairs, the runtime packs their bytes into the tail and
+ * writes the gsq_strref at each field offset.  For GSQ_EOF pass fixed=NULL.
+ * The runtime copies everything: the caller's buffers may be reused at once. */
+typedef struct gsq_str_field {
+    uint32_t field_off;
+    gsq_str s;
+} gsq_str_field;
+
+void gsq_emit(gsq_node *node, int kind, const void *fixed, uint32_t fixed_size,
+              const gsq_str_field *strs, uint32_t n_strs);
+
+/* Emit an already packed tuple unchanged on the node's output stream: the
+ * fixed struct followed by its string tail, exactly as an HFTA received it
+ * (merge and join operators pass tuples through).  The runtime checks that
+ * len >= the stream's fixed_size and that every string column's reference
+ * lies inside len (otherwise the run fails with an "internal error"), and
+ * copies the bytes: `tup` may be reused at once.  For GSQ_EOF, tup and len
+ * are ignored (same as gsq_emit). */
+void gsq_emit_raw(gsq_node *node, int kind, const void *tup, uint32_t len);
+
+/* Run-time parameters ($name).  Returns the text given with --param, or NULL
+ * if unset.  Generated init code parses it with the gsq_parse_* helpers and
+ * fails init (gsq_node_fail) with a clear message if it is missing or bad. */
+const char *gsq_param(gsq_node *node, const char *name);
+
+/* Record an error that stops the run (init failures, impossible states).
+ * printf-style; gsqlc_run then returns -1 with this message. */
+void gsq_node_fail(gsq_node *node, const char *fmt, ...)
+#ifdef __GNUC__
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Nonzero once gsq_node_fail was called on this node (or any node: a
+ * failure stops the whole run). */
+int gsq_node_failed(gsq_node *node);
+
+/* The run's clock in seconds (wall: time(NULL); fixed:T: T; data: the
+ * largest source timestamp seen so far, or wall time for sources without
+ * timestamps).  Used by get_system_time and the function of that name. */
+uint32_t gsq_clock_seconds(gsq_node *node);
+
+/* The time bound an idle source can promise from the clock (seed 000 4.5).
+ * For an LFTA whose interface has a maximum skew (option max_skew:NAME) and
+ * while the run's clock is known: *out = clock in microseconds - skew
+ * (0 if the skew is larger) and the result is 0.  Otherwise (no skew for the
+ * interface, an HFTA, or the data clock before the first timestamp) the
+ * result is nonzero and *out is untouched: no clock-based inference.
+ * An LFTA that promised a bound in a heartbeat discards later records whose
+ * time is below it and counts them as GSQ_CNT_SKEW_DROPPED. */
+int gsq_clock_bound_usec(gsq_node *node, uint64_t *out);
+
+/* n zeroed elements of `size` bytes for an operator's hash table (NULL if
+ * out of memory); large tables are backed by huge pages where the kernel
+ * allows (table_mem.c).  Free with gsq_table_free. */
+void *gsq_table_alloc(size_t n, size_t size);
+void gsq_table_free(void *p);
+
+/* Counters a node may bump; reported at the end of the run. */
+enum gsq_counter {
+    GSQ_CNT_LATE_DROPPED = 0,   /* tuple older than the closed epoch */
+    GSQ_CNT_LFTA_EJECTIONS,     /* LFTA hash-table collisions */
+    GSQ_CNT_FIELD_UNAVAILABLE,  /* record lacked a referenced field */
+    GSQ_CNT_SKEW_DROPPED,       /* record older than a bound an LFTA had
+                                 * already promised in a heartbeat */
+    GSQ_CNT__COUNT
+};
+void gsq_count(gsq_node *node, int counter, uint64_t n);
+
+/* High-water marks of what an operator holds (a merge's buffers, a join's
+ * state, an aggregation's groups); the run's stats report each node's peak. */
+enum gsq_peak {
+    GSQ_PEAK_HELD_TUPLES = 0,   /* tuples or groups held */
+    GSQ_PEAK_HELD_BYTES,        /* bytes of the tuples held */
+    GSQ_PEAK__COUNT
+};
+void gsq_peak(gsq_node *node, int which, uint64_t value);
+
+/* ---- text parsing helpers (also used by the CSV reader) ---------------- */
+/* Each returns 0 when the whole text is a valid value of the type, 1 when a
+ * value was read from a valid prefix or the text was empty (Tigon's strtoul
+ * semantics: *out still set), -1 when nothing usable (then *out = 0). */
+int gsq_parse_bool(const char *p, size_t n, uint8_t *out);
+int gsq_parse_ushort(const char *p, size_t n, uint16_t *out);
+int gsq_parse_uint(const char *p, size_t n, uint32_t *out);
+int gsq_parse_int(const char *p, size_t n, int32_t *out);
+int gsq_parse_ullong(const char *p, size_t n, uint64_t *out);
+int gsq_parse_llong(const char *p, size_t n, int64_t *out);
+int gsq_parse_float(const char *p, size_t n, double *out);
+int gsq_parse_ip(const char *p, size_t n, uint32_t *out);
+int gsq_parse_ipv6(const char *p, size_t n, gsq_ipv6 *out);
+
+/* ---- descriptions emitted by the compiler ------------------------------ */
+
+typedef struct gsq_column {
+    const char *name;
+    int type;        /* enum gsq_type */
+    uint32_t offset; /* offsetof in the stream struct */
+} gsq_column;
+
+typedef struct gsq_stream_desc {
+    const char *name;       /* query name, e.g. "flows" or "_lfta_flows" */
+    uint32_t fixed_size;    /* sizeof the stream struct */
+    uint32_t n_cols;
+    const gsq_column *cols;
+} gsq_stream_desc;
+
+/* Source kinds an LFTA can read. */
+enum gsq_source_kind {
+    GSQ_SRC_CSV = 1,
+    GSQ_SRC_PCAP = 2
+};
+
+/* One CSV position a protocol reads, for validation and counting at ingest,
+ * and the name of the PROTOCOL field read there: an Arrow source (see
+ * gsqlc_bind_arrow) finds the column of a position by that name.  Several
+ * entries may share a position (fields of different names or types at the
+ * same position); name may be NULL in hand-written query sets, which then
+ * cannot read Arrow sources. */
+typedef struct gsq_csv_field {
+    uint32_t pos;      /* 1-based */
+    int type;          /* enum gsq_type */
+    const char *name;  /* the PROTOCOL field's name, or NULL */
+} gsq_csv_field;
+
+typedef struct gsq_lfta_def {
+    const char *name;     /* node name, e.g. "_lfta_flows" */
+    const char *iface;    /* interface or interface-set name bound by --source */
+    const char *protocol; /* PROTOCOL name, for messages */
+    int source_kind;      /* enum gsq_source_kind */
+    int out_stream;       /* index into gsq_queryset_def.streams */
+    uint32_t n_csv_fields;            /* CSV positions read (CSV only) */
+    const gsq_csv_field *csv_fields;
+    size_t state_size;    /* runtime allocates this many zeroed bytes */
+    /* 0 on success; on failure call gsq_node_fail and return -1. */
+    int (*init)(void *state, gsq_node *node);
+    void (*accept)(void *state, gsq_node *node, const gsq_record *rec);
+    /* end of input: emit every open group; the runtime sends GSQ_EOF after */
+    void (*finish)(void *state, gsq_node *node);
+    void (*destroy)(void *state); /* release what init acquired; may be NULL */
+    /* Called on every heartbeat tick of the run's clock (may be NULL): emit
+     * a GSQ_HEARTBEAT tuple through gsq_emit when the temporal values are
+     * known (the last seen ones, or gsq_clock_bound_usec's).  Heartbeats
+     * flow through the queue and reach HFTAs like data; sinks ignore them
+     * (except Arrow sinks under option arrow_heartbeats).  With option
+     * final_heartbeat it is also called once at the end of input, before
+     * finish(). */
+    void (*heartbeat)(void *state, gsq_node *node);
+    /* May be NULL: a hint that rec will be accepted soon (the run loop
+     * calls it GSQ_PREFETCH_AHEAD records ahead); it must not change any
+     * state.  Aggregations start loading the table slot of rec's group. */
+    void (*prefetch)(void *state, gsq_node *node, const gsq_record *rec);
+} gsq_lfta_def;
+
+typedef struct gsq_hfta_def {
+    const char *name;
+    int n_inputs;
+    const int *in_streams; /* stream index of each input */
+    int out_stream;
+    /* Returns the operator (owned by the runtime from then on) or NULL after
+     * gsq_node_fail. */
+    void *(*create)(gsq_node *node);
+    /* One tuple on input `input` (0-based).  On GSQ_EOF of every input the
+     * operator flushes its state and emits GSQ_EOF itself. */
+    void (*accept)(void *op, gsq_node *node, int input, int kind,
+                   const void *tup, uint32_t len);
+    void (*destroy)(void *op);
+} gsq_hfta_def;
+
+typedef struct gsq_queryset_def {
+    uint32_t n_streams;
+    const gsq_stream_desc *streams;
+    uint32_t n_lftas;
+    const gsq_lfta_def *const *lftas;
+    uint32_t n_hftas;
+    const gsq_hfta_def *const *hftas; /* in topological order */
+} gsq_queryset_def;
+
+/* Defined by the generated queryset.c. */
+extern const gsq_queryset_def gsq_queryset;
+
+/* ---- the exported ABI (cffi / CLI / Spark drive a query set through it) - */
+
+typedef struct gsq_run gsq_run;
+
+/* The Arrow C data / stream interface structures (arrow_abi.h defines them
+ * as the Arrow specification does). */
+struct ArrowSchema;
+struct ArrowArray;
+struct ArrowArrayStream;
+
+#if defined(__GNUC__)
+#define GSQ_EXPORT __attribute__((visibility("default")))
+#else
+#define GSQ_EXPORT
+#endif
+
+/* The exported ABI.  Return convention, for every call returning int:
+ * 0 on success, -1 on failure with gsqlc_error() set.  Runs share nothing:
+ * several may be created and run at once on different threads (each run
+ * used by one thread at a time, except gsqlc_cancel).  The library
+ * installs no signal handler; a program that wants Ctrl-C to end a run
+ * calls gsqlc_cancel from its handler (tools/gsqlc_run_main.c does).
+ *
+ * Create a run of this library's query set. Never NULL unless out of memory.*/
+GSQ_EXPORT gsq_run *gsqlc_create(void);
+/* Options: "csv_separator" (one char), "csv_strict" ("0"/"1"),
+ * "clock" ("wall" | "data" | "fixed:T"), "batch" (records per batch),
+ * "heartbeat_interval" (seconds > 0 of the run's clock between heartbeat
+ * ticks, e.g. "1" or "0.5"; "0" or "off" disables them; default 1),
+ * "max_skew:NAME" (seconds >= 0 that interface NAME's timestamps may lag the
+ * clock; enables gsq_clock_bound_usec for its LFTAs), "stall_intervals"
+ * (integer >= 1, default 3: a source or LFTA silent that many intervals is
+ * reported stalled), "trace" (a file: one JSON line per heartbeat trace),
+ * "arrow_heartbeats" and "final_heartbeat" ("0", the default, or "1"; they
+ * let a consumer of Arrow batches, e.g. a micro-batch engine, see temporal
+ * progress):
+ *   arrow_heartbeats=1: every Arrow sink of the run (gsqlc_add_arrow_sink)
+ *     has one more, last column "__heartbeat" (boolean "b", not nullable),
+ *     false on data rows, and also delivers a row, with it true, for every
+ *     GSQ_HEARTBEAT tuple of its stream (LFTA or HFTA output): the tuple's
+ *     columns as the heartbeat carries them -- temporal columns set, the
+ *     others as the tuple holds them (zero, empty strings).  File sinks
+ *     (gsqlc_add_sink) never get heartbeat rows.  A stream with a column
+ *     named __heartbeat cannot have an Arrow sink then (a run error).
+ *   final_heartbeat=1: at the end of input (also after an interruption),
+ *     before any EOF and before the LFTAs' finish(), every running LFTA's
+ *     heartbeat() is called once and the queues are drained, as on a timer
+ *     tick (traces included; not counted in heartbeat_ticks), whatever the
+ *     clock and heartbeat_interval: the last temporal values each LFTA
+ *     saw, those of records its predicate rejected included, reach the
+ *     HFTAs and sinks even when no tick fired (a short run, the fixed
+ *     clock, an Arrow source without record timestamps).
+ * "arrow_flush" ("0", the default, or "1"): after each record batch of an
+ * Arrow source (gsqlc_bind_arrow) is processed, the sinks are flushed
+ * before the next batch is asked for, so the results of a batch reach the
+ * consumer even when the producer sends the next one only later (a live
+ * feed); without it Arrow sinks hand over batch_rows rows at a time.
+ * Return 0, or -1 with gsqlc_error() set. */
+GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value);
+GSQ_EXPORT int gsqlc_set_param(gsq_run *r, const char *name, const char *value);
+/* Bind interface NAME ("" is "default", the default interface) to a source
+ * URI: csv:PATH, csv:-, pcap:PATH, pcap-live:IFACE.  May be called more than
+ * once per name (interface set). */
+GSQ_EXPORT int gsqlc_bind_source(gsq_run *r, const char *iface, const char *uri);
+/* Subscribe a sink to the output stream of query `query` (or any stream of
+ * the query set by its name, e.g. an LFTA's "_fta_q").  format: "pipe",
+ * "csv", "jsonl"; path NULL or "-" for stdout. */
+GSQ_EXPORT int gsqlc_add_sink(gsq_run *r, const char *query, const char *format,
+                              const char *path);
+
+/* ---- Arrow input and output (arrow_source.c, arrow_inject.c, arrow_sink.c)
+ *
+ * Ownership of an ArrowArrayStream passed in: from the call on -- whatever
+ * its result -- the run owns the stream's contents and calls its release
+ * (when the run is done with it, at the latest in gsqlc_destroy); the
+ * struct's memory stays the caller's and must stay alive (and unmoved)
+ * until gsqlc_destroy.
+ *
+ * Conversions (Arrow format -> GSQL type; anything else is a run error at
+ * start naming the field, the GSQL type and the Arrow format found):
+ *   bool          <- boolean "b", any integer (0 or 1)
+ *   ushort, uint, int, ullong, llong
+ *                 <- any integer "c" "C" "s" "S" "i" "I" "l" "L"
+ *   float         <- "f", "g", any integer
+ *   IP            <- any integer (0 .. 2^32-1), utf8 "u" / "U" dotted quad
+ *   IPV6          <- fixed_size_binary(16) "w:16", utf8 "u" / "U" text
+ *   string        <- utf8 "u" / "U", binary "z" / "Z" (views into the
+ *                    Arrow buffers, no copy)
+ * A value outside the GSQL type's range, or text that is not a valid
+ * address, makes the row malformed: rejected, counted in rows_rejected, the
+ * first GSQ_MAX_DESCRIBED described in the report (like malformed CSV
+ * rows).  Dictionary-encoded columns are not supported (an error). */
+
+/* Bind interface iface ("" or "default": the default interface) to an
+ * Arrow stream of record batches.  It feeds the LFTAs of CSV-kind
+ * PROTOCOLs (fields get_csv_*) of that interface: every field they read is
+ * matched BY NAME to a column of the stream's schema (exactly, else
+ * ignoring case; extra columns are ignored), on the schema from
+ * get_schema, before any row is read.  A null value is an unavailable
+ * field (as an absent packet header: the LFTA skips the row and counts
+ * field_unavailable).  A packet PROTOCOL's LFTA bound to an Arrow source is
+ * a run error.  One binding per interface name (as gsqlc_bind_source);
+ * -1 with gsqlc_error() set. */
+GSQ_EXPORT int gsqlc_bind_arrow(gsq_run *r, const char *iface, struct ArrowArrayStream *stream);
+
+/* Feed stream `stream_name` of the query set (a query's output or an LFTA
+ * stream such as "_fta_q") from an Arrow stream instead of from the node
+ * that produces it: that node (and whatever only it needs) is not run.
+ * Columns are matched by name to the stream's columns (as above; every
+ * column of the stream must be present); each row is dispatched as one
+ * tuple to the stream's subscribers, then one GSQ_EOF when the Arrow stream
+ * ends.  A row with a null value is malformed.  A column "__heartbeat"
+ * (boolean, or integer 0 / 1) that is not one of the stream's makes the
+ * rows where it is true GSQ_HEARTBEAT tuples.  What gsqlc_add_arrow_sink
+ * produces round-trips exactly (heartbeat rows included).  -1 with
+ * gsqlc_error() set. */
+GSQ_EXPORT int gsqlc_bind_stream_arrow(gsq_run *r, const char *stream_name,
+                                       struct ArrowArrayStream *stream);
+
+/* Receives one record batch: a struct array (format "+s") and its schema.
+ * The callee owns both contents and calls their release callbacks (after
+ * moving the structs out: they are the caller's).  Nonzero stops the run:
+ * gsqlc_run returns -1, error "cancelled by the consumer of S". */
+typedef int (*gsqlc_arrow_cb)(void *ctx, struct ArrowArray *array, struct ArrowSchema *schema);
+
+/* Subscribe an in-memory sink to stream `stream_name` (a query's output or
+ * any stream of the query set).  Tuples are gathered column-wise (64-byte
+ * aligned buffers) and handed to cb as a record batch every batch_rows rows
+ * (0: 65536), at the end of the run (the last, partial batch) and, when the
+ * run is streaming (a source is stdin or a live interface), after each
+ * batch of input.  Columns are named after the stream's; types: bool "b",
+ * ushort "S", uint "I", int "i", ullong "L", llong "l", float "g", IP "I"
+ * (host order value), IPV6 "w:16", string "z" (binary).  No nulls (the
+ * fields are not nullable).  Only data tuples are rows, unless option
+ * arrow_heartbeats is set: then the last column is "__heartbeat" (boolean)
+ * and heartbeat tuples are rows too, flagged true (see gsqlc_set_option);
+ * a batch may then hold heartbeat rows only.  No batch is
+ * delivered after the run failed.  array and schema are valid during the
+ * call only: the callee moves them (e.g. pyarrow's _import_from_c) or
+ * releases them; the sink releases whatever is left in them after it. */
+GSQ_EXPORT int gsqlc_add_arrow_sink(gsq_run *r, const char *stream_name, gsqlc_arrow_cb cb,
+                                    void *ctx, uint32_t batch_rows);
+/* Run to end of input: every open group is flushed, EOF propagates, sinks
+ * are flushed.  0 on success (also when cancelled), -1 on a run-time
+ * failure (gsqlc_error()); a run runs once (a second call fails).
+ * Only the nodes some sink depends on run (streams fed by
+ * gsqlc_bind_stream_arrow cut the dependency), and only the interfaces
+ * their LFTAs read are opened; without any sink, every node whose output
+ * nobody reads counts as having one. */
+GSQ_EXPORT int gsqlc_run(gsq_run *r);
+/* End the run as at end of input: the sources stop reading (an idle wait
+ * of a pipe or live interface ends within 100 ms), open groups are flushed,
+ * EOF propagates and the sinks are flushed; gsqlc_run then returns 0 and
+ * the stats say "interrupted": true.  Thread-safe and async-signal-safe (it
+ * only sets an atomic flag): call it from another thread or a signal
+ * handler, before or during gsqlc_run, never after gsqlc_destroy.
+ * 0, or -1 when r is NULL. */
+GSQ_EXPORT int gsqlc_cancel(gsq_run *r);
+/* Counters of the last run as a JSON object (owned by the run). */
+GSQ_EXPORT const char *gsqlc_stats_json(gsq_run *r);
+/* Human-readable end-of-run report for stderr (malformed rows, drops). */
+GSQ_EXPORT const char *gsqlc_report(gsq_run *r);
+GSQ_EXPORT const char *gsqlc_error(gsq_run *r);
+GSQ_EXPORT void gsqlc_destroy(gsq_run *r);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GSQ_RUNTIME_H */

@@ -1,0 +1,33 @@
+/*
+ * gsq_run_steps.h -- the steps of gsqlc_run, shared by the files of run/:
+ *
+ *   gsq_setup_nodes   allocate the nodes (n_lftas LFTAs then the HFTAs)
+ *                     and link them to their definitions; -1 out of memory
+ *                     (error set, run failed)
+ *   gsq_setup_graph   plan the nodes that run, bindings -> sources (opened
+ *                     through their ops), subscriber tables, Arrow-fed
+ *                     streams; 0, or -1 with the run failed
+ *   gsq_start_nodes   open the sinks and the trace file, init/create every
+ *                     running node in queryset order; 0, or -1 (failed)
+ *   gsq_main_loop     read to the end (or gsqlc_cancel), then EOF (loop.c)
+ *   gsq_flush_sinks   flush every open sink
+ *   gsq_teardown      destroy the nodes, close the sinks and sources
+ *
+ * Each step runs at most once per run, in this order; gsq_teardown runs
+ * whatever the others did (every release is safe on what was never set).
+ */
+#ifndef GSQ_RUN_STEPS_H
+#define GSQ_RUN_STEPS_H
+
+#include "gsq_internal.h"
+
+#define GSQ_DEFAULT_IFACE "default"
+
+int gsq_setup_nodes(gsq_run *r);
+int gsq_setup_graph(gsq_run *r);
+int gsq_start_nodes(gsq_run *r);
+void gsq_main_loop(gsq_run *r);
+void gsq_flush_sinks(gsq_run *r);
+void gsq_teardown(gsq_run *r);
+
+#endif /* GSQ_RUN_STEPS_H */

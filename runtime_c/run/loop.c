@@ -1,0 +1,178 @@
+/*
+ * loop.c -- the run loop.  Each round: per source, read a batch into its
+ * ring (through its ops), run every LFTA bound to it over each record,
+ * release the batch, drain the LFTA queues into the streams' subscribers,
+ * fire due heartbeat ticks; per Arrow-fed stream, dispatch a batch of its
+ * rows (or its GSQ_EOF).  Until every source and Arrow-fed stream is at
+ * its end, or the run is cancelled (gsqlc_cancel: every source is then at
+ * its end).  Then, with option final_heartbeat, one last heartbeat of every
+ * LFTA and a drain; LFTA finish + GSQ_EOF, and a drain.
+ */
+#include <stdint.h>
+
+#include "gsq_run_steps.h"
+#include "gsq_source_ops.h"
+
+
+/* A heartbeat popped from an LFTA queue carries its trace (if tracing)
+ * while it is dispatched: every HFTA it reaches, directly or through
+ * heartbeats emitted on the way, becomes a hop of that trace. */
+void gsq_drain(gsq_run *r)
+{
+    uint32_t i;
+    for (i = 0; i < r->qs->n_lftas && !r->failed; i++) {
+        gsq_node *n = &r->nodes[i];
+        int kind;
+        const void *tup;
+        uint32_t len;
+        while (!r->failed && gsq_tq_pop(&n->queue, &kind, &tup, &len)) {
+            if (kind == GSQ_HEARTBEAT && r->trace_path)
+                r->cur_trace = gsq_trace_take(r, n);
+            gsq_dispatch(r, n->out_stream, kind, kind == GSQ_EOF ? NULL : tup, len);
+            r->cur_trace = -1;
+        }
+    }
+    if (r->trace_path)
+        gsq_trace_write_pending(r);
+}
+
+/* Records ahead of accept() that an LFTA's prefetch hint is given: enough
+ * to cover a memory access at ~10-20 ns of work per record. */
+#define GSQ_PREFETCH_AHEAD 8u
+
+static void prefetch_record(gsq_source *s, uint32_t i)
+{
+    uint32_t j;
+    for (j = 0; j < s->n_lftas; j++) {
+        gsq_node *n = s->lftas[j];
+        if (n->lfta->prefetch)
+            n->lfta->prefetch(n->state, n, &s->ring.recs[i]);
+    }
+}
+
+static void run_batch(gsq_run *r, gsq_source *s)
+{
+    uint32_t i, j;
+    int data_clock = r->clock_mode == GSQ_CLOCK_DATA && s->ops->timestamps;
+    for (i = 0; i < GSQ_PREFETCH_AHEAD && i < s->ring.n_recs; i++)
+        prefetch_record(s, i);
+    for (i = 0; i < s->ring.n_recs && !r->failed; i++) {
+        const gsq_record *rec = &s->ring.recs[i];
+        if (i + GSQ_PREFETCH_AHEAD < s->ring.n_recs)
+            prefetch_record(s, i + GSQ_PREFETCH_AHEAD);
+        if (data_clock && (!r->data_seen || rec->pkt.ts_usec > r->data_usec)) {
+            if (!r->data_seen)
+                r->data_first_usec = rec->pkt.ts_usec;
+            r->data_usec = rec->pkt.ts_usec;
+            r->data_seen = 1;
+        }
+        for (j = 0; j < s->n_lftas && !r->failed; j++) {
+            gsq_node *n = s->lftas[j];
+            n->lfta->accept(n->state, n, rec);
+        }
+    }
+    gsq_ring_release(&s->ring);
+}
+
+void gsq_flush_sinks(gsq_run *r)
+{
+    uint32_t i;
+    for (i = 0; i < r->n_sinks; i++)
+        if (r->sinks[i]->fd >= 0 || r->sinks[i]->arrow)
+            gsq_sink_flush(r, r->sinks[i]);
+}
+
+/* Time-aligned replay: this round reads, from every pcap file, the records
+ * stamped up to the earliest next timestamp among them plus a quantum (the
+ * heartbeat interval, at most 1 s), so the files advance together on the
+ * data clock as live interfaces would, and an idle stretch of one of them
+ * shows (stalls, heartbeats from the clock) instead of being read ahead. */
+static int align_round(gsq_run *r)
+{
+    uint64_t min = UINT64_MAX, ts, limit, q;
+    uint32_t i;
+    q = r->hb_interval_usec && r->hb_interval_usec < 1000000u ? r->hb_interval_usec : 1000000u;
+    for (i = 0; i < r->n_sources; i++) {
+        gsq_source *s = &r->sources[i];
+        int rc;
+        if (!s->aligned || s->at_eof)
+            continue;
+        rc = s->ops->peek(r, s, &ts);
+        if (rc < 0)
+            return -1;
+        if (rc > 0 && ts < min)
+            min = ts;
+    }
+    limit = min > UINT64_MAX - q ? UINT64_MAX : min + q;
+    for (i = 0; i < r->n_sources; i++)
+        if (r->sources[i].aligned)
+            r->sources[i].limit_usec = limit;
+    return 0;
+}
+
+void gsq_main_loop(gsq_run *r)
+{
+    uint32_t i;
+    gsq_hb_after_batch(r, NULL, 0, 1); /* start the timer if the clock is known */
+    for (;;) {
+        int active = 0, input_done = 0;
+        if (r->aligned && align_round(r) != 0)
+            break;
+        for (i = 0; i < r->n_sources && !r->failed; i++) {
+            gsq_source *s = &r->sources[i];
+            uint32_t n;
+            int rc;
+            if (s->at_eof)
+                continue;
+            active = 1;
+            rc = s->ops->read_batch(r, s);
+            if (rc < 0)
+                break;
+            n = s->ring.n_recs;
+            run_batch(r, s);
+            gsq_drain(r);
+            gsq_hb_after_batch(r, s, n, !r->aligned);
+            input_done |= s->input_done;
+            s->input_done = 0;
+        }
+        for (i = 0; i < r->n_injects && !r->failed; i++) {
+            gsq_inject *in = &r->injects[i];
+            if (!in->active || in->at_eof)
+                continue;
+            active = 1;
+            if (gsq_inject_step(r, in) < 0)
+                break;
+            gsq_hb_after_batch(r, NULL, 0, !r->aligned);
+        }
+        if (r->aligned)
+            gsq_hb_after_batch(r, NULL, 0, 1); /* the round is complete */
+        if (r->failed || !active)
+            break;
+        if (gsq_run_cancelled(r)) {
+            r->interrupted = 1;
+            for (i = 0; i < r->n_sources; i++)
+                r->sources[i].at_eof = 1;
+            for (i = 0; i < r->n_injects; i++)
+                gsq_inject_eof(r, &r->injects[i]);
+        }
+        if (r->streaming || input_done)
+            gsq_flush_sinks(r);
+    }
+    if (gsq_run_cancelled(r))
+        r->interrupted = 1;
+    if (r->failed)
+        return;
+    if (r->final_heartbeat)
+        gsq_hb_final(r); /* before any EOF: the inputs of the HFTAs are open */
+    for (i = 0; i < r->n_injects && !r->failed; i++)
+        gsq_inject_eof(r, &r->injects[i]);
+    for (i = 0; i < r->qs->n_lftas && !r->failed; i++) {
+        gsq_node *n = &r->nodes[i];
+        if (!n->live)
+            continue;
+        if (n->lfta->finish)
+            n->lfta->finish(n->state, n);
+        gsq_emit(n, GSQ_EOF, NULL, 0, NULL, 0);
+    }
+    gsq_drain(r);
+}

@@ -1,0 +1,275 @@
+/*
+ * options.c -- gsqlc_set_option and gsqlc_set_param: the run's settings,
+ * checked and stored in the run before it starts.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gsq_run_steps.h"
+
+static int parse_u32(const char *s, uint32_t *out)
+{
+    uint32_t v;
+    return (s && *s && gsq_parse_uint(s, strlen(s), &v) == 0) ? (*out = v, 0) : -1;
+}
+
+#define GSQ_MAX_SECONDS_USEC 1000000000000000ull /* 10^9 seconds */
+
+/* A number of seconds ("2", "0.5", "1e-3", "+1.0") to microseconds, rounded
+ * to the nearest.  0 on success; -1 not a number, -2 negative, -3 more
+ * than 10^9 seconds, -4 positive but below half a microsecond.  Written out
+ * rather than strtod so that the locale's decimal point cannot matter. */
+static int parse_seconds(const char *s, uint64_t *usec)
+{
+    const char *p = s;
+    uint64_t m = 0;
+    int e = 0, digits = 0, sig = 0, neg = 0;
+    if (*p == '+' || *p == '-')
+        neg = *p++ == '-';
+    for (; *p >= '0' && *p <= '9'; p++, digits++) {
+        if (sig < 18) {
+            m = m * 10 + (uint64_t)(*p - '0');
+            sig += m != 0;
+        } else {
+            e++;
+        }
+    }
+    if (*p == '.') {
+        for (p++; *p >= '0' && *p <= '9'; p++, digits++)
+            if (sig < 18) {
+                m = m * 10 + (uint64_t)(*p - '0');
+                sig += m != 0;
+                e--;
+            }
+    }
+    if (!digits)
+        return -1;
+    if (*p == 'e' || *p == 'E') {
+        int es = 1, ev = 0, ed = 0;
+        p++;
+        if (*p == '+' || *p == '-')
+            es = *p++ == '-' ? -1 : 1;
+        for (; *p >= '0' && *p <= '9'; p++, ed++)
+            if (ev < 10000)
+                ev = ev * 10 + (*p - '0');
+        if (!ed)
+            return -1;
+        e += es * ev;
+    }
+    if (*p)
+        return -1;
+    if (m == 0) {
+        *usec = 0;
+        return 0;
+    }
+    if (neg)
+        return -2;
+    e += 6; /* seconds -> microseconds */
+    for (; e > 0; e--) {
+        if (m > GSQ_MAX_SECONDS_USEC)
+            return -3;
+        m *= 10;
+    }
+    for (; e < -1 && m; e++)
+        m /= 10;
+    if (e == -1)
+        m = (m + 5) / 10;
+    if (m > GSQ_MAX_SECONDS_USEC)
+        return -3;
+    if (m == 0)
+        return -4;
+    *usec = m;
+    return 0;
+}
+
+static int set_skew(gsq_run *r, const char *iface, const char *value)
+{
+    uint64_t us;
+    uint32_t i;
+    gsq_skew *ns;
+    int rc = parse_seconds(value, &us);
+    if (!*iface) {
+        gsq_set_error(r, "max_skew needs an interface name: max_skew:NAME");
+        return -1;
+    }
+    if (rc == -2 || rc == -1) {
+        gsq_set_error(r, "max_skew:%s must be a number of seconds >= 0 (e.g. 2 or 0.5), got '%s'",
+                  iface, value);
+        return -1;
+    }
+    if (rc == -3) {
+        gsq_set_error(r, "max_skew:%s '%s' is too large (at most 1000000000 seconds)", iface, value);
+        return -1;
+    }
+    if (rc == -4)
+        us = 0; /* below a microsecond: no skew */
+    for (i = 0; i < r->n_skews; i++)
+        if (strcmp(r->skews[i].iface, iface) == 0) {
+            r->skews[i].usec = us;
+            return 0;
+        }
+    ns = realloc(r->skews, (r->n_skews + 1) * sizeof *ns);
+    if (!ns)
+        goto oom;
+    r->skews = ns;
+    ns[r->n_skews].iface = gsq_strdup(iface);
+    if (!ns[r->n_skews].iface)
+        goto oom;
+    ns[r->n_skews].usec = us;
+    r->n_skews++;
+    return 0;
+oom:
+    gsq_set_error(r, "out of memory");
+    return -1;
+}
+
+GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
+{
+    if (!key || !value) {
+        gsq_set_error(r, "option name and value must not be NULL");
+        return -1;
+    }
+    if (r->started) {
+        gsq_set_error(r, "option '%s' set after the run started", key);
+        return -1;
+    }
+    if (strcmp(key, "csv_separator") == 0) {
+        char c;
+        if (strcmp(value, "\\t") == 0 || strcmp(value, "tab") == 0)
+            c = '\t';
+        else if (strlen(value) == 1)
+            c = value[0];
+        else {
+            gsq_set_error(r, "csv_separator must be one character, got '%s'", value);
+            return -1;
+        }
+        if (c == '"' || c == '\n' || c == '\r') {
+            gsq_set_error(r, "csv_separator cannot be a quote or a line break");
+            return -1;
+        }
+        r->csv_sep = c;
+    } else if (strcmp(key, "csv_strict") == 0) {
+        uint8_t b;
+        if (gsq_parse_bool(value, strlen(value), &b) != 0) {
+            gsq_set_error(r, "csv_strict must be 0 or 1, got '%s'", value);
+            return -1;
+        }
+        r->csv_strict = b;
+    } else if (strcmp(key, "arrow_heartbeats") == 0 || strcmp(key, "final_heartbeat") == 0 ||
+               strcmp(key, "arrow_flush") == 0) {
+        int *flag = strcmp(key, "arrow_heartbeats") == 0 ? &r->arrow_heartbeats
+                    : strcmp(key, "final_heartbeat") == 0 ? &r->final_heartbeat
+                                                          : &r->arrow_flush;
+        uint8_t b;
+        if (gsq_parse_bool(value, strlen(value), &b) != 0) {
+            gsq_set_error(r, "%s must be 0 or 1, got '%s'", key, value);
+            return -1;
+        }
+        *flag = b;
+    } else if (strcmp(key, "clock") == 0) {
+        if (strcmp(value, "wall") == 0) {
+            r->clock_mode = GSQ_CLOCK_WALL;
+        } else if (strcmp(value, "data") == 0) {
+            r->clock_mode = GSQ_CLOCK_DATA;
+        } else if (strncmp(value, "fixed:", 6) == 0 &&
+                   parse_u32(value + 6, &r->clock_fixed) == 0) {
+            r->clock_mode = GSQ_CLOCK_FIXED;
+        } else {
+            gsq_set_error(r, "clock must be wall, data or fixed:SECONDS, got '%s'", value);
+            return -1;
+        }
+    } else if (strcmp(key, "batch") == 0) {
+        uint32_t b;
+        if (parse_u32(value, &b) != 0 || b == 0 || b > (1u << 20)) {
+            gsq_set_error(r, "batch must be an integer from 1 to 1048576, got '%s'", value);
+            return -1;
+        }
+        r->batch = b;
+    } else if (strcmp(key, "heartbeat_interval") == 0) {
+        uint64_t us = 0;
+        int rc = strcmp(value, "off") == 0 ? 0 : parse_seconds(value, &us);
+        if (rc == -1) {
+            gsq_set_error(r, "heartbeat_interval must be a number of seconds (e.g. 1 or 0.5), or 0 "
+                         "or off to disable heartbeats, got '%s'", value);
+            return -1;
+        }
+        if (rc == -2) {
+            gsq_set_error(r, "heartbeat_interval must not be negative, got '%s' (0 or off disables "
+                         "heartbeats)", value);
+            return -1;
+        }
+        if (rc == -3 || rc == -4) {
+            gsq_set_error(r, "heartbeat_interval '%s' is out of range (from 0.000001 to 1000000000 "
+                         "seconds; 0 or off disables heartbeats)", value);
+            return -1;
+        }
+        r->hb_interval_usec = us;
+    } else if (strncmp(key, "max_skew:", 9) == 0) {
+        return set_skew(r, key + 9, value);
+    } else if (strcmp(key, "stall_intervals") == 0) {
+        uint32_t n;
+        if (parse_u32(value, &n) != 0 || n == 0 || n > 1000000u) {
+            gsq_set_error(r, "stall_intervals must be an integer from 1 to 1000000, got '%s'", value);
+            return -1;
+        }
+        r->stall_intervals = n;
+    } else if (strcmp(key, "trace") == 0) {
+        char *p;
+        if (!*value) {
+            gsq_set_error(r, "trace needs a file path");
+            return -1;
+        }
+        p = gsq_strdup(value);
+        if (!p) {
+            gsq_set_error(r, "out of memory");
+            return -1;
+        }
+        free(r->trace_path);
+        r->trace_path = p;
+    } else {
+        gsq_set_error(r, "unknown option '%s' (known: csv_separator, csv_strict, clock, batch, "
+                     "heartbeat_interval, max_skew:NAME, stall_intervals, trace, "
+                     "arrow_heartbeats, final_heartbeat, arrow_flush)", key);
+        return -1;
+    }
+    return 0;
+}
+
+GSQ_EXPORT int gsqlc_set_param(gsq_run *r, const char *name, const char *value)
+{
+    uint32_t i;
+    char *v;
+    gsq_param_kv *np;
+    if (!name || !value || !*name) {
+        gsq_set_error(r, "parameter name and value must not be empty");
+        return -1;
+    }
+    if (name[0] == '$')
+        name++;
+    v = gsq_strdup(value);
+    if (!v)
+        goto oom;
+    for (i = 0; i < r->n_params; i++)
+        if (strcmp(r->params[i].name, name) == 0) {
+            free(r->params[i].value);
+            r->params[i].value = v;
+            return 0;
+        }
+    np = realloc(r->params, (r->n_params + 1) * sizeof *np);
+    if (!np) {
+        free(v);
+        goto oom;
+    }
+    r->params = np;
+    np[r->n_params].value = v;
+    np[r->n_params].name = gsq_strdup(name);
+    if (!np[r->n_params].name) {
+        free(v);
+        goto oom;
+    }
+    r->n_params++;
+    return 0;
+oom:
+    gsq_set_error(r, "out of memory");
+    return -1;
+}

@@ -1,0 +1,232 @@
+/*
+ * report.c -- end-of-run statistics (JSON) and the human report (stderr
+ * text, every line starting with "gsqlc: "; empty when there is nothing to
+ * say).  Both are built once at the end of gsqlc_run, before the nodes and
+ * sources are torn down, and cached in the run.
+ */
+#include <string.h>
+
+#include "format.h"
+#include "gsq_source_ops.h"
+
+static const char *const counter_key[GSQ_CNT__COUNT] = {
+    "late_dropped",
+    "lfta_ejections",
+    "field_unavailable",
+    "skew_dropped",
+};
+
+static void kv_u64(gsq_buf *b, const char *key, uint64_t v, int comma)
+{
+    gsq_buf_printf(b, "%s\"%s\":%llu", comma ? "," : "", key, (unsigned long long)v);
+}
+
+static void kv_str(gsq_buf *b, const char *key, const char *v, int comma)
+{
+    gsq_buf_printf(b, "%s\"%s\":", comma ? "," : "", key);
+    if (v)
+        gsq_buf_json_str(b, v, strlen(v));
+    else
+        gsq_buf_adds(b, "null");
+}
+
+static const char *clock_name(const gsq_run *r)
+{
+    return r->clock_mode == GSQ_CLOCK_DATA ? "data"
+           : r->clock_mode == GSQ_CLOCK_FIXED ? "fixed" : "wall";
+}
+
+void gsq_build_stats(gsq_run *r)
+{
+    gsq_buf *b = &r->stats;
+    uint32_t i, c;
+    uint64_t written = 0;
+
+    gsq_buf_reset(b);
+    gsq_buf_printf(b, "{\"ok\":%s,\"interrupted\":%s", r->started && !r->failed ? "true" : "false",
+                   r->interrupted ? "true" : "false");
+    kv_str(b, "clock", clock_name(r), 1);
+
+    gsq_buf_adds(b, ",\"sources\":[");
+    for (i = 0; i < r->n_sources; i++) {
+        const gsq_source *s = &r->sources[i];
+        gsq_buf_adds(b, i ? ",{" : "{");
+        kv_str(b, "iface", s->iface, 0);
+        kv_str(b, "uri", s->uri, 1);
+        kv_str(b, "kind", s->ops->name, 1);
+        kv_u64(b, "records_read", s->records_read, 1);
+        kv_u64(b, s->ops->records_key, s->records_read, 1);
+        kv_u64(b, "rows_rejected", s->rows_rejected, 1);
+        kv_u64(b, "values_coerced", s->values_coerced, 1);
+        kv_u64(b, "bytes_read", s->bytes_read, 1);
+        gsq_buf_printf(b, ",\"truncated\":%s", s->truncated ? "true" : "false");
+        kv_u64(b, "ring_high_water_bytes", s->ring.high_water, 1);
+        gsq_buf_addc(b, '}');
+    }
+
+    gsq_buf_adds(b, "],\"streams\":[");
+    for (i = 0; i < r->qs->n_streams; i++) {
+        const gsq_stream_rt *st = r->streams ? &r->streams[i] : NULL;
+        gsq_buf_adds(b, i ? ",{" : "{");
+        kv_str(b, "name", r->qs->streams[i].name, 0);
+        kv_u64(b, "tuples", st ? st->n_data : 0, 1);
+        kv_u64(b, "heartbeats", st ? st->n_heartbeat : 0, 1);
+        kv_u64(b, "eof", st ? st->n_eof : 0, 1);
+        gsq_buf_addc(b, '}');
+    }
+
+    gsq_buf_adds(b, "],\"nodes\":[");
+    for (i = 0; r->nodes && i < r->n_nodes; i++) {
+        const gsq_node *n = &r->nodes[i];
+        gsq_buf_adds(b, i ? ",{" : "{");
+        kv_str(b, "name", n->name, 0);
+        kv_str(b, "kind", n->lfta ? "lfta" : "hfta", 1);
+        kv_str(b, "output", r->qs->streams[n->out_stream].name, 1);
+        gsq_buf_printf(b, ",\"running\":%s", n->needed ? "true" : "false");
+        for (c = 0; c < GSQ_CNT__COUNT; c++)
+            kv_u64(b, counter_key[c], n->counters[c], 1);
+        kv_u64(b, "peak_held_tuples", n->peaks[GSQ_PEAK_HELD_TUPLES], 1);
+        kv_u64(b, "peak_held_bytes", n->peaks[GSQ_PEAK_HELD_BYTES], 1);
+        if (n->lfta) {
+            kv_u64(b, "queue_high_water_entries", n->queue.hw_entries, 1);
+            kv_u64(b, "queue_high_water_bytes", n->queue.hw_bytes, 1);
+        }
+        gsq_buf_addc(b, '}');
+    }
+
+    gsq_buf_adds(b, "],\"sinks\":[");
+    for (i = 0; i < r->n_sinks; i++) {
+        const gsq_sink *k = r->sinks[i];
+        gsq_buf_adds(b, i ? ",{" : "{");
+        kv_str(b, "query", k->query, 0);
+        kv_str(b, "format", k->format == GSQ_FMT_PIPE ? "pipe"
+                            : k->format == GSQ_FMT_CSV ? "csv"
+                            : k->format == GSQ_FMT_ARROW ? "arrow" : "jsonl", 1);
+        kv_str(b, "path", k->path, 1);
+        kv_u64(b, "tuples", k->tuples, 1);
+        kv_u64(b, "bytes", k->bytes, 1);
+        if (k->format == GSQ_FMT_ARROW)
+            kv_u64(b, "batches", k->batches, 1);
+        if (k->heartbeats)
+            kv_u64(b, "heartbeat_rows", k->heartbeat_rows, 1);
+        gsq_buf_addc(b, '}');
+        written += k->tuples;
+    }
+    gsq_buf_adds(b, "],\"injected\":[");
+    for (i = 0; i < r->n_injects; i++) {
+        const gsq_inject *in = &r->injects[i];
+        gsq_buf_adds(b, i ? ",{" : "{");
+        kv_str(b, "stream", r->qs->streams[in->stream].name, 0);
+        gsq_buf_printf(b, ",\"read\":%s", in->active ? "true" : "false");
+        kv_u64(b, "rows_read", in->rows_read, 1);
+        kv_u64(b, "rows_rejected", in->rows_rejected, 1);
+        gsq_buf_addc(b, '}');
+    }
+    gsq_buf_adds(b, "]");
+    kv_u64(b, "tuples_written", written, 1);
+    kv_u64(b, "heartbeat_interval_usec", r->hb_interval_usec, 1);
+    kv_u64(b, "heartbeat_ticks", r->hb_ticks, 1);
+    kv_u64(b, "heartbeat_ticks_skipped", r->hb_ticks_skipped, 1);
+    kv_u64(b, "stall_intervals", r->stall_intervals, 1);
+    gsq_buf_adds(b, ",\"events\":[");
+    for (i = 0; i < r->n_events; i++) {
+        const gsq_event *e = &r->events[i];
+        gsq_buf_adds(b, i ? ",{" : "{");
+        kv_str(b, "event", e->kind == GSQ_EV_STALLED ? "stalled" : "recovered", 0);
+        if (e->source) {
+            kv_str(b, "source", e->source->iface, 1);
+            kv_str(b, "uri", e->source->uri, 1);
+        } else {
+            kv_str(b, "node", e->node->name, 1);
+        }
+        kv_u64(b, "clock_usec", e->clock_usec, 1);
+        if (e->kind == GSQ_EV_STALLED)
+            kv_u64(b, "intervals", e->intervals, 1);
+        gsq_buf_addc(b, '}');
+    }
+    gsq_buf_adds(b, "]");
+    kv_u64(b, "events_dropped", r->events_dropped, 1);
+    kv_u64(b, "traces_written", r->traces_written, 1);
+    gsq_buf_adds(b, "}");
+}
+
+/* "gsqlc: source b (pcap:/x) stalled: ..." */
+static void report_event(gsq_buf *b, const gsq_event *e)
+{
+    unsigned long long sec = e->clock_usec / 1000000u, usec = e->clock_usec % 1000000u;
+    if (e->source)
+        gsq_buf_printf(b, "gsqlc: source %s (%s) ", e->source->iface, e->source->uri);
+    else
+        gsq_buf_printf(b, "gsqlc: node %s ", e->node->name);
+    if (e->kind == GSQ_EV_STALLED)
+        gsq_buf_printf(b, "stalled: no %s for %llu heartbeat intervals (clock %llu.%06llu)\n",
+                       e->source ? "records" : "tuples", (unsigned long long)e->intervals, sec,
+                       usec);
+    else
+        gsq_buf_printf(b, "recovered: %s again (clock %llu.%06llu)\n",
+                       e->source ? "records arrive" : "tuples flow", sec, usec);
+}
+
+void gsq_build_report(gsq_run *r)
+{
+    gsq_buf *b = &r->report;
+    uint32_t i, j;
+    uint64_t extra;
+
+    gsq_buf_reset(b);
+    for (i = 0; i < r->n_sources; i++) {
+        const gsq_source *s = &r->sources[i];
+        s->ops->report(s, b);
+    }
+    for (i = 0; i < r->n_injects; i++)
+        gsq_inject_report(&r->injects[i], b);
+    if (r->sources) {
+        /* a binding no query reads (not one whose LFTAs no sink needs) */
+        for (i = 0; i < r->n_binds; i++) {
+            int used = 0;
+            for (j = 0; j < r->n_sources; j++)
+                used |= r->sources[j].iface == r->binds[i].iface;
+            for (j = 0; j < r->qs->n_lftas && !used; j++)
+                used |= r->qs->lftas[j]->iface &&
+                        strcmp(r->qs->lftas[j]->iface, r->binds[i].iface) == 0;
+            if (!used)
+                gsq_buf_printf(b,
+                               "gsqlc: warning: interface '%s' is bound to %s but no query reads "
+                               "it\n",
+                               r->binds[i].iface, r->binds[i].uri);
+        }
+    }
+    for (i = 0; r->nodes && i < r->n_nodes; i++) {
+        const gsq_node *n = &r->nodes[i];
+        if (n->counters[GSQ_CNT_LATE_DROPPED])
+            gsq_buf_printf(b,
+                           "gsqlc: %s: %llu tuples arrived later than the closed epoch allows "
+                           "and were dropped\n",
+                           n->name, (unsigned long long)n->counters[GSQ_CNT_LATE_DROPPED]);
+        if (n->counters[GSQ_CNT_SKEW_DROPPED])
+            gsq_buf_printf(b,
+                           "gsqlc: %s: %llu tuples arrived later than the time its heartbeats "
+                           "had already promised (max_skew) and were discarded\n",
+                           n->name, (unsigned long long)n->counters[GSQ_CNT_SKEW_DROPPED]);
+    }
+    for (i = 0; r->nodes && i < r->n_skews; i++) {
+        int used = 0;
+        for (j = 0; j < r->qs->n_lftas; j++)
+            used |= r->qs->lftas[j]->iface && strcmp(r->qs->lftas[j]->iface,
+                                                     r->skews[i].iface) == 0;
+        if (!used)
+            gsq_buf_printf(b,
+                           "gsqlc: warning: max_skew is set for interface '%s', which no query "
+                           "reads\n",
+                           r->skews[i].iface);
+    }
+    for (i = 0; i < r->n_events && i < GSQ_REPORTED_EVENTS; i++)
+        report_event(b, &r->events[i]);
+    extra = (r->n_events > GSQ_REPORTED_EVENTS ? r->n_events - GSQ_REPORTED_EVENTS : 0) +
+            r->events_dropped;
+    if (extra)
+        gsq_buf_printf(b, "gsqlc: %llu more stall events (the stats list the first %u)\n",
+                       (unsigned long long)extra, (unsigned)GSQ_MAX_EVENTS);
+    if (r->interrupted)
+        gsq_buf_adds(b, "gsqlc: interrupted; the input read so far was processed and flushed\n");
+}

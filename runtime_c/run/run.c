@@ -1,0 +1,106 @@
+/*
+ * run.c -- a run's life: gsqlc_create, gsqlc_run (setup.c, loop.c,
+ * teardown.c do the work), gsqlc_cancel, and the results (error, stats,
+ * report).  The other exported calls configure a run: options.c, bind.c.
+ *
+ * The library keeps no process-wide state and changes no signal's
+ * disposition: a run ends early only through gsqlc_cancel (the stand-alone
+ * runner calls it from its SIGINT/SIGTERM handler), and SIGPIPE is blocked
+ * on the running thread only.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gsq_run_steps.h"
+
+GSQ_EXPORT gsq_run *gsqlc_create(void)
+{
+    gsq_run *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->qs = &gsq_queryset;
+    r->csv_sep = ',';
+    r->clock_mode = GSQ_CLOCK_WALL;
+    r->batch = 512;
+    r->hb_interval_usec = 1000000u;
+    r->stall_intervals = 3;
+    r->trace_fd = -1;
+    r->cur_trace = -1;
+    atomic_init(&r->cancel, 0);
+    return r;
+}
+
+GSQ_EXPORT int gsqlc_run(gsq_run *r)
+{
+    sigset_t pipe_set, old_mask;
+
+    if (r->started) {
+        gsq_set_error(r, "this run was already executed; create a new one");
+        return -1;
+    }
+    r->started = 1;
+    if (gsq_setup_nodes(r) != 0)
+        return -1;
+
+    /* SIGPIPE blocked on this thread only (a signal's disposition is the
+     * process's, not the run's): a closed output pipe is a write error
+     * (EPIPE), and the SIGPIPE the write raised is taken back below. */
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old_mask);
+
+    if (gsq_setup_graph(r) == 0) {
+        if (gsq_start_nodes(r) == 0) {
+            gsq_main_loop(r);
+            gsq_flush_sinks(r); /* also after a failure: what was produced */
+        }
+        gsq_hb_close(r);
+    }
+
+    if (!sigismember(&old_mask, SIGPIPE)) {
+        sigset_t pending;
+        const struct timespec now = {0, 0};
+        sigemptyset(&pending);
+        if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE))
+            (void)sigtimedwait(&pipe_set, NULL, &now);
+        pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+    }
+
+    gsq_build_stats(r);
+    gsq_build_report(r);
+    gsq_teardown(r);
+    return r->failed ? -1 : 0;
+}
+
+GSQ_EXPORT int gsqlc_cancel(gsq_run *r)
+{
+    if (!r)
+        return -1;
+    atomic_store(&r->cancel, 1);
+    return 0;
+}
+
+int gsq_run_cancelled(gsq_run *r)
+{
+    return atomic_load(&r->cancel) != 0;
+}
+
+GSQ_EXPORT const char *gsqlc_error(gsq_run *r)
+{
+    return gsq_buf_str(&r->error);
+}
+
+GSQ_EXPORT const char *gsqlc_stats_json(gsq_run *r)
+{
+    if (!r->stats.len)
+        gsq_build_stats(r);
+    return gsq_buf_str(&r->stats);
+}
+
+GSQ_EXPORT const char *gsqlc_report(gsq_run *r)
+{
+    return gsq_buf_str(&r->report);
+}

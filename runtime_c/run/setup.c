@@ -1,0 +1,265 @@
+/*
+ * setup.c -- from a configured run to one ready to loop: the nodes, which
+ * of them run (plan.c), the sources (bindings -> gsq_source, opened through
+ * their ops), the subscriber tables, the Arrow-fed streams, the sinks, the
+ * trace file, and the nodes' init/create (queryset order).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gsq_run_steps.h"
+#include "gsq_source_ops.h"
+
+
+/* Bindings -> sources; every LFTA that runs gets its source. */
+static int setup_sources(gsq_run *r)
+{
+    const gsq_queryset_def *qs = r->qs;
+    uint32_t i, j;
+
+    for (i = 0; i < r->n_binds; i++)
+        for (j = i + 1; j < r->n_binds; j++)
+            if (strcmp(r->binds[i].iface, r->binds[j].iface) == 0) {
+                gsq_run_fail(r,
+                             "interface '%s' is bound to more than one source (%s, %s): "
+                             "interface sets are not supported yet; bind each name once",
+                             r->binds[i].iface, r->binds[i].uri, r->binds[j].uri);
+                return -1;
+            }
+    r->sources = calloc(r->n_binds ? r->n_binds : 1, sizeof *r->sources);
+    if (!r->sources) {
+        gsq_run_fail(r, "out of memory");
+        return -1;
+    }
+    for (i = 0; i < qs->n_lftas; i++) {
+        const gsq_lfta_def *d = qs->lftas[i];
+        gsq_node *n = &r->nodes[i];
+        gsq_source *s = NULL;
+        gsq_binding *b = NULL;
+        if (!n->needed)
+            continue;
+        for (j = 0; j < r->n_binds; j++)
+            if (strcmp(r->binds[j].iface, d->iface) == 0)
+                b = &r->binds[j];
+        if (!b) {
+            gsq_run_fail(r,
+                         "interface '%s' is not bound (used by LFTA %s reading PROTOCOL %s); "
+                         "bind it with --source %s=URI",
+                         d->iface, d->name, d->protocol, d->iface);
+            return -1;
+        }
+        for (j = 0; j < r->n_sources; j++)
+            if (r->sources[j].iface == b->iface)
+                s = &r->sources[j];
+        if (!s) {
+            gsq_node **l;
+            s = &r->sources[r->n_sources++];
+            s->iface = b->iface;
+            s->uri = b->uri;
+            if (b->arrow) {
+                s->ops = &gsq_arrow_ops;
+                s->path = "";
+                s->arrow = b->arrow; /* the source owns it from now on */
+                b->arrow = NULL;
+            } else {
+                s->ops = gsq_source_ops_for_uri(b->uri, &s->path);
+            }
+            l = calloc(qs->n_lftas, sizeof *l);
+            if (!l) {
+                gsq_run_fail(r, "out of memory");
+                return -1;
+            }
+            s->lftas = l;
+        }
+        if (s->ops->check_lfta(r, s, d) != 0)
+            return -1;
+        s->lftas[s->n_lftas++] = n;
+        n->source = s;
+    }
+    return 0;
+}
+
+static int open_sources(gsq_run *r)
+{
+    uint32_t i;
+    for (i = 0; i < r->n_sources; i++) {
+        gsq_source *s = &r->sources[i];
+        if (gsq_ring_init(&s->ring, GSQ_RING_BYTES, r->batch) != 0) {
+            gsq_run_fail(r, "out of memory");
+            return -1;
+        }
+        if (s->ops->open(r, s) != 0)
+            return -1;
+        if (s->ops->streaming && s->ops->streaming(s))
+            r->streaming = 1;
+        s->limit_usec = UINT64_MAX;
+        if (s->ops->timestamps) {
+            r->ts_sources++;
+            if (r->clock_mode == GSQ_CLOCK_DATA && s->ops->peek) {
+                s->aligned = 1;
+                r->aligned++;
+            }
+        }
+    }
+    if (r->aligned < 2) { /* one file alone needs no alignment */
+        r->aligned = 0;
+        for (i = 0; i < r->n_sources; i++)
+            r->sources[i].aligned = 0;
+    }
+    return 0;
+}
+
+static int add_sub(gsq_stream_rt *st, gsq_node *h, int input, gsq_sink *k)
+{
+    gsq_sub *ns = realloc(st->subs, (st->n_subs + 1) * sizeof *ns);
+    if (!ns)
+        return -1;
+    st->subs = ns;
+    ns[st->n_subs].hfta = h;
+    ns[st->n_subs].input = input;
+    ns[st->n_subs].sink = k;
+    st->n_subs++;
+    return 0;
+}
+
+static int setup_streams(gsq_run *r)
+{
+    const gsq_queryset_def *qs = r->qs;
+    uint32_t i;
+    int j;
+    r->streams = calloc(qs->n_streams ? qs->n_streams : 1, sizeof *r->streams);
+    if (!r->streams)
+        goto oom;
+    for (i = 0; i < qs->n_hftas; i++) {
+        const gsq_hfta_def *d = qs->hftas[i];
+        if (!r->nodes[qs->n_lftas + i].needed)
+            continue;
+        for (j = 0; j < d->n_inputs; j++) {
+            int s = d->in_streams[j];
+            if (s < 0 || (uint32_t)s >= qs->n_streams) {
+                gsq_run_fail(r, "internal error: HFTA %s reads stream %d of %u", d->name, s,
+                             (unsigned)qs->n_streams);
+                return -1;
+            }
+            if (add_sub(&r->streams[s], &r->nodes[qs->n_lftas + i], j, NULL) != 0)
+                goto oom;
+        }
+    }
+    for (i = 0; i < r->n_sinks; i++)
+        if (add_sub(&r->streams[r->sinks[i]->stream], NULL, 0, r->sinks[i]) != 0)
+            goto oom;
+    return 0;
+oom:
+    gsq_run_fail(r, "out of memory");
+    return -1;
+}
+
+/* Check the schemas of the Arrow-fed streams that are read. */
+static int open_injects(gsq_run *r)
+{
+    uint32_t i;
+    for (i = 0; i < r->n_injects; i++)
+        if (r->injects[i].active && gsq_inject_open(r, &r->injects[i]) != 0)
+            return -1;
+    return 0;
+}
+
+static int check_queryset(gsq_run *r)
+{
+    const gsq_queryset_def *qs = r->qs;
+    uint32_t i;
+    for (i = 0; i < qs->n_lftas; i++)
+        if (qs->lftas[i]->out_stream < 0 || (uint32_t)qs->lftas[i]->out_stream >= qs->n_streams)
+            goto bad;
+    for (i = 0; i < qs->n_hftas; i++)
+        if (qs->hftas[i]->out_stream < 0 || (uint32_t)qs->hftas[i]->out_stream >= qs->n_streams)
+            goto bad;
+    return 0;
+bad:
+    gsq_run_fail(r, "internal error: the query set names a stream that does not exist");
+    return -1;
+}
+
+static int create_nodes(gsq_run *r)
+{
+    uint32_t i;
+    for (i = 0; i < r->n_nodes && !r->failed; i++) {
+        gsq_node *n = &r->nodes[i];
+        if (!n->needed)
+            continue;
+        if (n->lfta) {
+            n->state = calloc(1, n->lfta->state_size ? n->lfta->state_size : 1);
+            if (!n->state) {
+                gsq_run_fail(r, "out of memory");
+                return -1;
+            }
+            if (n->lfta->init && n->lfta->init(n->state, n) != 0) {
+                if (!r->failed)
+                    gsq_node_fail(n, "initialization failed");
+                return -1;
+            }
+            n->live = 1;
+        } else {
+            n->state = n->hfta->create(n);
+            if (!n->state) {
+                if (!r->failed)
+                    gsq_node_fail(n, "initialization failed");
+                return -1;
+            }
+            n->live = 1;
+        }
+    }
+    return r->failed ? -1 : 0;
+}
+
+int gsq_setup_nodes(gsq_run *r)
+{
+    const gsq_queryset_def *qs = r->qs;
+    uint32_t i;
+    r->n_nodes = qs->n_lftas + qs->n_hftas;
+    r->nodes = calloc(r->n_nodes ? r->n_nodes : 1, sizeof *r->nodes);
+    if (!r->nodes) {
+        gsq_set_error(r, "out of memory");
+        r->failed = 1;
+        return -1;
+    }
+    for (i = 0; i < r->n_nodes; i++) {
+        gsq_node *n = &r->nodes[i];
+        n->run = r;
+        if (i < qs->n_lftas) {
+            uint32_t k;
+            n->lfta = qs->lftas[i];
+            n->name = n->lfta->name;
+            n->out_stream = n->lfta->out_stream;
+            gsq_tq_init(&n->queue);
+            for (k = 0; k < r->n_skews; k++)
+                if (n->lfta->iface && strcmp(r->skews[k].iface, n->lfta->iface) == 0) {
+                    n->has_skew = 1;
+                    n->skew_usec = r->skews[k].usec;
+                }
+        } else {
+            n->hfta = qs->hftas[i - qs->n_lftas];
+            n->name = n->hfta->name;
+            n->out_stream = n->hfta->out_stream;
+        }
+    }
+    return 0;
+}
+
+int gsq_setup_graph(gsq_run *r)
+{
+    if (check_queryset(r) == 0 && gsq_plan(r) == 0 && setup_sources(r) == 0 &&
+        open_sources(r) == 0 && setup_streams(r) == 0 && open_injects(r) == 0)
+        return 0;
+    return -1;
+}
+
+int gsq_start_nodes(gsq_run *r)
+{
+    uint32_t i;
+    for (i = 0; i < r->n_sinks && !r->failed; i++)
+        gsq_sink_open(r, r->sinks[i]);
+    if (r->failed || gsq_hb_open(r) != 0)
+        return -1;
+    return create_nodes(r);
+}

@@ -1,0 +1,88 @@
+/*
+ * teardown.c -- releasing a run: gsq_teardown at the end of gsqlc_run (the
+ * nodes' destroy, sinks and sources closed: what only the running needs),
+ * gsqlc_destroy for the rest (configuration, results, the run itself).
+ */
+#include <stdlib.h>
+
+#include "gsq_run_steps.h"
+#include "gsq_source_ops.h"
+
+void gsq_teardown(gsq_run *r)
+{
+    uint32_t i;
+    for (i = 0; i < r->n_nodes; i++) {
+        gsq_node *n = &r->nodes[i];
+        if (n->lfta) {
+            if (n->live && n->lfta->destroy)
+                n->lfta->destroy(n->state);
+            free(n->state);
+        } else if (n->live && n->hfta->destroy) {
+            n->hfta->destroy(n->state);
+        }
+        n->state = NULL;
+        n->live = 0;
+        gsq_tq_free(&n->queue);
+        free(n->pack);
+        n->pack = NULL;
+        n->pack_cap = 0;
+    }
+    for (i = 0; i < r->n_sinks; i++)
+        gsq_sink_close(r->sinks[i]);
+    for (i = 0; i < r->n_sources; i++) {
+        gsq_source *s = &r->sources[i];
+        s->ops->close(s);
+        gsq_ring_free(&s->ring);
+    }
+    for (i = 0; i < r->n_injects; i++)
+        gsq_inject_close(&r->injects[i]);
+}
+
+GSQ_EXPORT void gsqlc_destroy(gsq_run *r)
+{
+    uint32_t i;
+    if (!r)
+        return;
+    for (i = 0; i < r->n_params; i++) {
+        free(r->params[i].name);
+        free(r->params[i].value);
+    }
+    free(r->params);
+    for (i = 0; i < r->n_binds; i++) {
+        gsq_arrow_stream_release(&r->binds[i].arrow);
+        free(r->binds[i].iface);
+        free(r->binds[i].uri);
+    }
+    free(r->binds);
+    for (i = 0; i < r->n_injects; i++) {
+        gsq_inject_close(&r->injects[i]);
+        free(r->injects[i].name);
+    }
+    free(r->injects);
+    for (i = 0; i < r->n_skews; i++)
+        free(r->skews[i].iface);
+    free(r->skews);
+    free(r->trace_path);
+    gsq_hb_free(r);
+    for (i = 0; i < r->n_sinks; i++) {
+        gsq_sink *k = r->sinks[i];
+        gsq_sink_close(k);
+        gsq_buf_free(&k->out);
+        free(k->query);
+        free(k->path);
+        free(k);
+    }
+    free(r->sinks);
+    for (i = 0; i < r->n_sources; i++)
+        free(r->sources[i].lftas);
+    free(r->sources);
+    if (r->streams)
+        for (i = 0; i < r->qs->n_streams; i++)
+            free(r->streams[i].subs);
+    free(r->streams);
+    free(r->nodes);
+    gsq_buf_free(&r->error);
+    gsq_buf_free(&r->stats);
+    gsq_buf_free(&r->report);
+    free(r);
+}

@@ -1,0 +1,445 @@
+/*
+ * arrow_source.c -- an interface bound to an Arrow stream of record batches
+ * (gsqlc_bind_arrow).  Its records are CSV records (kind GSQ_SRC_CSV): only
+ * the value cache is filled, so the LFTAs of CSV-kind PROTOCOLs read it
+ * through the gsq_csv_get_* accessors unchanged.
+ *
+ * At open, every (position, type) slot the LFTAs read is given a column of
+ * the stream's schema: the column named like a PROTOCOL field read at that
+ * position (arrow_in.h: exact name, else ignoring case); a missing column
+ * or one whose format cannot give the slot's type fails the run before any
+ * row is read.
+ *
+ * Row policy: a null value leaves its slot invalid (record->valid), which
+ * the accessors report as an unavailable field; a value out of its type's
+ * range, or an invalid address text, rejects the row (counted, the first
+ * GSQ_MAX_DESCRIBED described, like malformed CSV rows).
+ *
+ * Reader state invariants: batch is the current record batch (release !=
+ * NULL while held) and row the next of its rows to convert; a ring batch
+ * never spans two record batches, so the records of the ring (whose string
+ * values point into batch's buffers) are processed before batch is
+ * released.  schema is held from open to close.  slot_col[k] is the schema
+ * child of slot cs.slot[k]; used[i] marks the children some slot reads.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+
+#include "arrow_in.h"
+#include "format.h"
+#include "gsq_source_ops.h"
+
+typedef struct arrow_reader {
+    gsq_buf name;              /* "arrow:IFACE", for messages */
+    struct ArrowSchema schema;
+    struct ArrowArray batch;
+    int64_t row;
+    uint64_t row_no;           /* rows seen so far (1-based row numbers) */
+    gsq_csv_slots cs;
+    int64_t *slot_col;
+    gsq_arrow_col *cols;       /* schema.n_children */
+    uint8_t *used;
+    uint32_t n_described;
+    gsq_buf described;
+    uint8_t *rc;               /* per row of a run: its gsq_arrow_value_rc */
+    uint32_t *fail_slot;       /* per row of a run: the slot that failed, or
+                                * NO_SLOT (kept NO_SLOT between runs) */
+    int batch_flushed;         /* batch is wholly read and its end signalled */
+} arrow_reader;
+
+void gsq_arrow_stream_release(struct ArrowArrayStream **stream)
+{
+    struct ArrowArrayStream *st = *stream;
+    if (st && st->release)
+        st->release(st);
+    *stream = NULL;
+}
+
+/* ---- setup ------------------------------------------------------------ */
+
+/* The PROTOCOL field of an LFTA of s read at pos, preferring one of type
+ * `type`; the first name in query-set order. */
+static const gsq_csv_field *field_at(const gsq_source *s, uint32_t pos, int type,
+                                     const gsq_lfta_def **lfta)
+{
+    const gsq_csv_field *any = NULL;
+    uint32_t i, j;
+    for (i = 0; i < s->n_lftas; i++) {
+        const gsq_lfta_def *d = s->lftas[i]->lfta;
+        for (j = 0; j < d->n_csv_fields; j++) {
+            const gsq_csv_field *f = &d->csv_fields[j];
+            if (f->pos != pos || !f->name)
+                continue;
+            if (f->type == type) {
+                *lfta = d;
+                return f;
+            }
+            if (!any) {
+                any = f;
+                *lfta = d;
+            }
+        }
+    }
+    return any;
+}
+
+/* The column read at position pos: the first name of a field at pos that
+ * matches a column exactly, else the first that matches ignoring case. */
+static int64_t column_of(const gsq_source *s, const struct ArrowSchema *schema, uint32_t pos)
+{
+    int pass;
+    uint32_t i, j;
+    int64_t k;
+    for (pass = 0; pass < 2; pass++)
+        for (i = 0; i < s->n_lftas; i++) {
+            const gsq_lfta_def *d = s->lftas[i]->lfta;
+            for (j = 0; j < d->n_csv_fields; j++) {
+                const gsq_csv_field *f = &d->csv_fields[j];
+                if (f->pos != pos || !f->name)
+                    continue;
+                if (pass == 0) {
+                    for (k = 0; k < schema->n_children; k++)
+                        if (schema->children[k] && schema->children[k]->name &&
+                            strcmp(schema->children[k]->name, f->name) == 0)
+                            return k;
+                } else if ((k = gsq_arrow_find(schema, f->name)) >= 0) {
+                    return k;
+                }
+            }
+        }
+    return -1;
+}
+
+static int match_columns(gsq_run *r, gsq_source *s, arrow_reader *rd)
+{
+    const struct ArrowSchema *sc = &rd->schema;
+    uint32_t k;
+    int64_t i;
+    for (i = 0; i < sc->n_children; i++) {
+        if (!sc->children || !sc->children[i]) {
+            gsq_run_fail(r, "interface '%s': the Arrow stream's schema is broken (column %lld "
+                            "missing)", s->iface, (long long)i + 1);
+            return -1;
+        }
+        gsq_arrow_classify(sc->children[i], &rd->cols[i]);
+    }
+    for (k = 0; k < rd->cs.n; k++) {
+        uint32_t pos = rd->cs.slot[k].pos;
+        int type = rd->cs.slot[k].type;
+        const gsq_lfta_def *d = NULL;
+        const gsq_csv_field *f = field_at(s, pos, type, &d);
+        gsq_buf m = {0};
+        int64_t c;
+        if (!f) {
+            d = NULL;
+            for (i = 0; i < (int64_t)s->n_lftas && !d; i++) {
+                uint32_t j;
+                for (j = 0; j < s->lftas[i]->lfta->n_csv_fields; j++)
+                    if (s->lftas[i]->lfta->csv_fields[j].pos == pos)
+                        d = s->lftas[i]->lfta;
+            }
+            gsq_run_fail(r, "interface '%s' is bound to an Arrow stream, but LFTA %s (PROTOCOL "
+                            "%s) does not name the field it reads at CSV position %u: rebuild "
+                            "the query set with this gsqlc", s->iface, d ? d->name : "?",
+                         d ? d->protocol : "?", (unsigned)pos);
+            return -1;
+        }
+        c = column_of(s, sc, pos);
+        if (c < 0) {
+            gsq_arrow_list_columns(&m, sc);
+            gsq_run_fail(r, "interface '%s': the Arrow stream has no column for field '%s' "
+                            "(%s) of PROTOCOL %s (its columns: %s)",
+                         s->iface, f->name, gsq_type_name(type), d->protocol,
+                         gsq_buf_str(&m));
+            gsq_buf_free(&m);
+            return -1;
+        }
+        if (!gsq_arrow_compatible(type, &rd->cols[c])) {
+            const char *cn = sc->children[c]->name ? sc->children[c]->name : "";
+            gsq_arrow_describe_format(&m, rd->cols[c].format);
+            gsq_run_fail(r, "interface '%s': field '%s' of PROTOCOL %s is %s, but Arrow column "
+                            "'%s' has format %s; expected %s%s",
+                         s->iface, f->name, d->protocol, gsq_type_name(type), cn,
+                         gsq_buf_str(&m), gsq_arrow_expected(type),
+                         rd->cols[c].cat == GSQ_AC_DICT
+                             ? " (dictionary-encoded columns are not read: decode them first)"
+                             : "");
+            gsq_buf_free(&m);
+            return -1;
+        }
+        rd->slot_col[k] = c;
+        rd->used[c] = 1;
+    }
+    return 0;
+}
+
+static int arrow_open(gsq_run *r, gsq_source *s)
+{
+    arrow_reader *rd = calloc(1, sizeof *rd);
+    struct ArrowArrayStream *st = s->arrow;
+    gsq_buf who = {0};
+    int rc;
+    if (!rd) {
+        gsq_run_fail(r, "out of memory");
+        return -1;
+    }
+    s->impl = rd;
+    gsq_buf_printf(&rd->name, "arrow:%s", s->iface);
+    gsq_buf_printf(&who, "interface '%s'", s->iface);
+    rc = gsq_arrow_open_schema(r, gsq_buf_str(&who), st, &rd->schema, &rd->cols, &rd->used);
+    gsq_buf_free(&who);
+    if (rc != 0)
+        return -1;
+    if (gsq_csv_slots_build(&rd->cs, s) != 0)
+        goto oom;
+    rd->slot_col = calloc(rd->cs.n ? rd->cs.n : 1, sizeof *rd->slot_col);
+    rd->rc = malloc(s->ring.max_recs);
+    rd->fail_slot = malloc(s->ring.max_recs * sizeof *rd->fail_slot);
+    if (!rd->slot_col || !rd->rc || !rd->fail_slot)
+        goto oom;
+    memset(rd->fail_slot, 0xff, s->ring.max_recs * sizeof *rd->fail_slot);
+    return match_columns(r, s, rd);
+oom:
+    gsq_run_fail(r, "out of memory");
+    return -1;
+}
+
+static void arrow_close(gsq_source *s)
+{
+    arrow_reader *rd = s->impl;
+    if (rd) {
+        if (rd->batch.release)
+            rd->batch.release(&rd->batch);
+        if (rd->schema.release)
+            rd->schema.release(&rd->schema);
+        gsq_csv_slots_free(&rd->cs);
+        free(rd->slot_col);
+        free(rd->rc);
+        free(rd->fail_slot);
+        free(rd->cols);
+        free(rd->used);
+        gsq_buf_free(&rd->name);
+        gsq_buf_free(&rd->described);
+        free(rd);
+        s->impl = NULL;
+    }
+    gsq_arrow_stream_release(&s->arrow);
+}
+
+/* ---- rows ------------------------------------------------------------- */
+
+/* Release the current batch and take the next non-empty one; at the end of
+ * the stream set at_eof and release the stream.  0, or -1 (run failed). */
+static int next_batch(gsq_run *r, gsq_source *s, arrow_reader *rd)
+{
+    struct ArrowArrayStream *st = s->arrow;
+    char msg[256];
+    for (;;) {
+        int rc;
+        int64_t k;
+        if (rd->batch.release)
+            rd->batch.release(&rd->batch);
+        memset(&rd->batch, 0, sizeof rd->batch);
+        rd->row = 0;
+        rc = st->get_next(st, &rd->batch);
+        if (rc != 0) {
+            rd->batch.release = NULL;
+            gsq_run_fail(r, "interface '%s': the Arrow stream failed: %s", s->iface,
+                         gsq_arrow_stream_error(st, rc));
+            return -1;
+        }
+        if (!rd->batch.release) { /* end of stream */
+            s->at_eof = 1;
+            gsq_arrow_stream_release(&s->arrow);
+            return 0;
+        }
+        if (gsq_arrow_check_batch(&rd->batch, &rd->schema, rd->cols, rd->used, msg,
+                                  sizeof msg) != 0) {
+            gsq_run_fail(r, "interface '%s': %s", s->iface, msg);
+            return -1;
+        }
+        for (k = 0; k < rd->schema.n_children; k++)
+            if (rd->used[k])
+                s->bytes_read += gsq_arrow_bytes(rd->batch.children[k], &rd->cols[k],
+                                                 rd->batch.offset, rd->batch.length);
+        if (rd->batch.length > 0)
+            return 0;
+    }
+}
+
+static void describe(arrow_reader *rd, uint64_t row, const struct ArrowSchema *col,
+                     const struct ArrowArray *ch, const gsq_arrow_col *c, int64_t idx, int type,
+                     int why)
+{
+    gsq_buf *b = &rd->described;
+    const char *cn = col->name ? col->name : "";
+    if (rd->n_described >= GSQ_MAX_DESCRIBED)
+        return;
+    rd->n_described++;
+    gsq_buf_printf(b, "gsqlc: %s: row %llu: column '", gsq_buf_str(&rd->name),
+                   (unsigned long long)row);
+    gsq_buf_quote_text(b, cn, strlen(cn), 40);
+    gsq_buf_adds(b, "': ");
+    if (why == GSQ_AV_LONG) {
+        gsq_buf_adds(b, "a string of 4 GiB or more\n");
+        return;
+    }
+    gsq_arrow_describe_value(b, ch, c, idx);
+    gsq_buf_printf(b, why == GSQ_AV_RANGE ? " is out of range for %s\n" : " is not a valid %s\n",
+                   gsq_type_name(type));
+}
+
+enum { ROW_DONE, ROW_FULL, ROW_ERR };
+
+#define NO_SLOT UINT32_MAX
+
+/* Convert the next rows of the batch into a run of ring records, a column
+ * at a time (gsq_arrow_values); the rows a conversion rejects are counted
+ * and described in row order, and take no record. */
+static int take_rows(gsq_run *r, gsq_source *s, arrow_reader *rd)
+{
+    const struct ArrowArray *a = &rd->batch;
+    uint32_t n = rd->cs.n, k, j, got = 0, kept = 0;
+    size_t vals_sz = (size_t)n * sizeof(gsq_csv_value);
+    size_t rec_sz = (vals_sz + n + 7u) & ~(size_t)7u;
+    int64_t left = a->length - rd->row;
+    int flags = 0, struct_nulls = a->null_count != 0 && a->buffers[0];
+    uint8_t *base, *rc = rd->rc;
+    gsq_record *rec;
+
+    base = gsq_ring_reserve_run(&s->ring, vals_sz + n,
+                                left > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)left, &got);
+    if (!base) {
+        if (s->ring.used == 0) {
+            gsq_run_fail(r, "out of memory reading %s", gsq_buf_str(&rd->name));
+            return ROW_ERR;
+        }
+        return ROW_FULL;
+    }
+    memset(rc, 0, got);
+    for (k = 0; k < n; k++) {
+        int64_t c = rd->slot_col[k];
+        int f = gsq_arrow_values(a->children[c], &rd->cols[c], a->offset + rd->row, got,
+                                 rd->cs.slot[k].type, base + k * sizeof(gsq_csv_value), rec_sz,
+                                 base + vals_sz + k, rc);
+        if (f & GSQ_AVS_FAILED)
+            for (j = 0; j < got; j++)
+                if (rc[j] && rd->fail_slot[j] == NO_SLOT)
+                    rd->fail_slot[j] = k;
+        flags |= f;
+    }
+    if (struct_nulls) /* a null row is a row of nulls, never a rejection */
+        for (j = 0; j < got; j++)
+            if (gsq_arrow_row_null(a, rd->row + j)) {
+                gsq_csv_value *v = (gsq_csv_value *)(void *)(base + j * rec_sz);
+                memset(v, 0, vals_sz);
+                memset(base + j * rec_sz + vals_sz, 0, n);
+                for (k = 0; k < n; k++)
+                    if (rd->cs.slot[k].type == GSQ_T_STRING)
+                        v[k].s.p = "";
+                rc[j] = 0;
+                rd->fail_slot[j] = NO_SLOT;
+                flags |= GSQ_AVS_NULL;
+            }
+    for (j = 0; j < got; j++) {
+        if (rc[j] == GSQ_AV_BROKEN) {
+            gsq_run_fail(r, "interface '%s': column %lld of a record batch holds broken "
+                            "offsets or lacks a buffer",
+                         s->iface, (long long)rd->slot_col[rd->fail_slot[j]] + 1);
+            return ROW_ERR;
+        }
+        kept += rc[j] == 0;
+    }
+    rec = gsq_ring_commit_run(&s->ring, (size_t)got * rec_sz, kept);
+    for (j = 0; j < got; j++) {
+        uint8_t *mem = base + j * rec_sz;
+        if (rc[j]) {
+            int64_t c = rd->slot_col[rd->fail_slot[j]];
+            s->rows_rejected++;
+            describe(rd, rd->row_no + j + 1, rd->schema.children[c], a->children[c],
+                     &rd->cols[c], a->offset + rd->row + j,
+                     rd->cs.slot[rd->fail_slot[j]].type, rc[j]);
+            rd->fail_slot[j] = NO_SLOT;
+            continue;
+        }
+        rec->kind = GSQ_SRC_CSV;
+        rec->vals = (const gsq_csv_value *)(void *)mem;
+        rec->layout = &rd->cs.layout;
+        rec->valid = (flags & GSQ_AVS_NULL) && memchr(mem + vals_sz, 0, n) ? mem + vals_sz
+                                                                           : NULL;
+        rec++;
+    }
+    s->records_read += got;
+    rd->row += got;
+    rd->row_no += got;
+    return ROW_DONE;
+}
+
+static int arrow_read_batch(gsq_run *r, gsq_source *s)
+{
+    arrow_reader *rd = s->impl;
+    while (!gsq_ring_batch_full(&s->ring) && !r->failed) {
+        int rc;
+        if (!rd->batch.release || rd->row >= rd->batch.length) {
+            if (s->ring.n_recs > 0)
+                return 0; /* its records point into this batch: process them first */
+            if (r->arrow_flush && rd->batch.release && !rd->batch_flushed) {
+                /* hand the batch's results over before awaiting the next
+                 * one, which a live producer may only send in response */
+                rd->batch_flushed = 1;
+                s->input_done = 1;
+                return 0;
+            }
+            rd->batch_flushed = 0;
+            if (next_batch(r, s, rd) != 0)
+                return -1;
+            if (s->at_eof)
+                return 0;
+            continue;
+        }
+        rc = take_rows(r, s, rd);
+        if (rc == ROW_ERR)
+            return -1;
+        if (rc == ROW_FULL)
+            return 0;
+    }
+    return r->failed ? -1 : 0;
+}
+
+static void arrow_report(const gsq_source *s, gsq_buf *out)
+{
+    const arrow_reader *rd = s->impl;
+    if (!rd || !s->rows_rejected)
+        return;
+    gsq_buf_printf(out, "gsqlc: %s: %llu of %llu rows rejected as malformed%s\n",
+                   gsq_buf_str(&rd->name), (unsigned long long)s->rows_rejected,
+                   (unsigned long long)s->records_read,
+                   s->rows_rejected > rd->n_described ? "; the first ones:" : ":");
+    gsq_buf_add(out, rd->described.p, rd->described.len);
+}
+
+/* Its records are CSV records: LFTAs of CSV-kind PROTOCOLs read it. */
+static int arrow_check_lfta(gsq_run *r, const gsq_source *s, const gsq_lfta_def *d)
+{
+    (void)s;
+    if (d->source_kind == GSQ_SRC_CSV)
+        return 0;
+    gsq_run_fail(r,
+                 "LFTA %s: PROTOCOL %s reads packets; an Arrow source feeds CSV-style "
+                 "PROTOCOLs (fields get_csv_*), e.g. the one of gsqlc's packet table "
+                 "schema, but interface '%s' is bound to an Arrow stream",
+                 d->name, d->protocol, d->iface);
+    return -1;
+}
+
+const gsq_source_ops gsq_arrow_ops = {
+    .name = "arrow",
+    .records_key = "rows_read",
+    .lfta_kind = GSQ_SRC_CSV,
+    .check_lfta = arrow_check_lfta,
+    .open = arrow_open,
+    .read_batch = arrow_read_batch,
+    .close = arrow_close,
+    .report = arrow_report,
+};

@@ -1,0 +1,72 @@
+/*
+ * gsq_source_ops.h -- one operations table per source kind.
+ *
+ * Every interface the run reads is a gsq_source (gsq_internal.h) whose `ops`
+ * says what kind it is; the run loop, the set-up and the reports reach a
+ * source only through this table, never by testing its kind.  Each kind
+ * implements the table in its own file:
+ *
+ *   gsq_csv_ops        csv:PATH, csv:- (stdin)   sources/csv_source.c
+ *   gsq_pcap_ops       pcap:PATH                 sources/pcap_source.c
+ *   gsq_pcap_live_ops  pcap-live:IFACE           sources/pcap_source.c
+ *   gsq_arrow_ops      gsqlc_bind_arrow          sources/arrow_source.c
+ *
+ * (Streams fed from Arrow, gsqlc_bind_stream_arrow, are no interface: they
+ * feed a stream directly, sources/arrow_inject.c.)
+ *
+ * Contract, in the order the run calls it:
+ *   check_lfta  once per running LFTA bound to the source: 0 when the LFTA
+ *               can read its records, else -1 with the run failed (reason).
+ *   open        0, or -1 with the run failed.  s->ring is initialised; the
+ *               reader keeps its state in s->impl (owned: close frees it).
+ *   streaming   (NULL: never) nonzero when input arrives over time (a pipe,
+ *               a live interface): the sinks are flushed after every round.
+ *   peek        (NULL: the source cannot be replayed time-aligned) the
+ *               timestamp of the next record: 1 and *ts_usec, 0 at the end
+ *               (s->at_eof set), -1 on a fatal error.  Only for sources
+ *               with `timestamps`.
+ *   read_batch  fill s->ring with up to a batch of records (none is fine:
+ *               an idle input returns within gsq_hb_wait_ms), set
+ *               s->at_eof at the end; -1 on a fatal error (run failed).
+ *               An idle wait ends early, as at the end of input, once
+ *               gsq_run_cancelled(r).  Records stamped above s->limit_usec
+ *               are held back for a later round (time-aligned replay).
+ *   close       release s->impl and what the source owns (s->arrow); safe
+ *               after a failed or missing open, and twice.
+ *   report      append the source's "gsqlc: " report lines; called at the
+ *               end of the run before close (also after a failed open).
+ */
+#ifndef GSQ_SOURCE_OPS_H
+#define GSQ_SOURCE_OPS_H
+
+#include "gsq_internal.h"
+
+struct gsq_source_ops {
+    const char *name;        /* the stats' "kind" */
+    const char *scheme;      /* URI prefix ("csv:"); NULL: not bound by URI */
+    const char *records_key; /* the stats' name of records_read */
+    int lfta_kind;           /* enum gsq_source_kind of the records it delivers */
+    int timestamps;          /* records carry timestamps: the data clock's */
+    int (*check_lfta)(gsq_run *r, const gsq_source *s, const gsq_lfta_def *d);
+    int (*open)(gsq_run *r, gsq_source *s);
+    int (*streaming)(const gsq_source *s);
+    int (*peek)(gsq_run *r, gsq_source *s, uint64_t *ts_usec);
+    int (*read_batch)(gsq_run *r, gsq_source *s);
+    void (*close)(gsq_source *s);
+    void (*report)(const gsq_source *s, gsq_buf *out);
+};
+
+extern const gsq_source_ops gsq_csv_ops;
+extern const gsq_source_ops gsq_pcap_ops;
+extern const gsq_source_ops gsq_pcap_live_ops;
+extern const gsq_source_ops gsq_arrow_ops;
+
+/* The kind a source URI names, and the part after its scheme in *path;
+ * NULL when no kind has that scheme (or the rest is empty). */
+const gsq_source_ops *gsq_source_ops_for_uri(const char *uri, const char **path);
+
+/* check_lfta of the kinds whose records are of kind ops->lfta_kind only:
+ * fails the run naming both kinds when the LFTA reads the other. */
+int gsq_source_check_lfta(gsq_run *r, const gsq_source *s, const gsq_lfta_def *d);
+
+#endif /* GSQ_SOURCE_OPS_H */

@@ -1,0 +1,79 @@
+"""The flags the test suite asks of every build reach the compiler: conftest
+sets GSQLC_WERROR=1, so generated query sets and the runtime archive compile
+with -Werror (and a warning fails the build); without it they do not."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import gsqlc
+from gsqlc.backend.build import build
+from gsqlc.backend.codegen import generate
+from gsqlc.errors import BuildError
+from gsqlc.pipeline import plan_queries
+
+QUERY = "DEFINE { query_name 'wq'; }\nselect time, len from IPV4 where len > 40\n"
+
+
+def _compile_commands(bdir: Path) -> list[str]:
+    """The compiler invocations of a CMake build directory (Ninja or Make)."""
+    if (bdir / "build.ninja").exists():
+        ninja = shutil.which("ninja")
+        assert ninja, "a Ninja build directory but no ninja"
+        out = subprocess.run([ninja, "-C", str(bdir), "-t", "commands"], stdout=subprocess.PIPE,
+                             text=True, check=True).stdout
+        return [c for c in out.splitlines() if re.search(r"\s-c\s", c)]
+    return [line for f in sorted(bdir.glob("CMakeFiles/*/flags.make"))
+            for line in f.read_text().splitlines() if re.match(r"(C|CXX)_FLAGS", line)]
+
+
+def _runtime_dir(bdir: Path) -> Path:
+    cache = (bdir / "CMakeCache.txt").read_text()
+    m = re.search(r"^GSQLC_RUNTIME_LIB:FILEPATH=(.+)$", cache, re.M)
+    assert m, "the query set was not linked against the cached runtime archive"
+    return Path(m.group(1)).parent
+
+
+def test_test_builds_compile_with_werror(tmp_path):
+    assert os.environ.get("GSQLC_WERROR") == "1"
+    q = tmp_path / "q.gsql"
+    q.write_text(QUERY)
+    bdir = gsqlc.compile(q).library.parent
+    assert "GSQLC_WERROR:BOOL=ON" in (bdir / "CMakeCache.txt").read_text()
+    for d in (bdir, _runtime_dir(bdir)):
+        assert "GSQLC_WERROR:BOOL=ON" in (d / "CMakeCache.txt").read_text(), d
+        cmds = _compile_commands(d)
+        assert cmds, d
+        assert all(" -Werror" in c for c in cmds), (d, [c for c in cmds if "-Werror" not in c])
+
+
+def _warning_set(tmp_path):
+    """A generated set with an unused static function in its LFTA: a warning
+    (-Wunused-function, part of -Wall), not an error."""
+    q = tmp_path / "q.gsql"
+    q.write_text(QUERY)
+    gen = generate(plan_queries([str(q)]).plan)
+    lfta = gen.lftas[0]
+    assert lfta.endswith(".c")
+    gen.files[lfta] += "\nstatic int gsqlc_werror_probe(void) { return 0; }\n"
+    return gen
+
+
+def test_a_warning_fails_the_build_only_under_gsqlc_werror(tmp_path, monkeypatch):
+    gen = _warning_set(tmp_path)
+    monkeypatch.delenv("GSQLC_WERROR")
+    assert build(gen).library.exists()          # a warning only
+    monkeypatch.setenv("GSQLC_WERROR", "0")
+    assert build(gen).cached                    # "0" is off: the same build
+    # werror is part of the cache key: the build above is not reused
+    monkeypatch.setenv("GSQLC_WERROR", "1")
+    with pytest.raises(BuildError, match=r"gsqlc_werror_probe. defined but not used \[-Werror="):
+        build(gen)
+    monkeypatch.delenv("GSQLC_WERROR")
+    with pytest.raises(BuildError, match="gsqlc_werror_probe"):
+        build(gen, werror=True)                 # the caller's request, without the variable
