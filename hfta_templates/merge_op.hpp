@@ -4,7 +4,13 @@
 //
 // Functor interface (F), generated:
 //
-//   static constexpr int n_inputs = N;        // >= 2, all of the same layout
+//   static constexpr int n_inputs = N;        // >= 2, all of the same layout;
+//                                             // without it the number of
+//                                             // inputs is decided at run time
+//                                             // (gsq_node_n_inputs, or the
+//                                             // constructor's argument): the
+//                                             // merge of an LFTA over an
+//                                             // interface set
 //   using time_type = ...;                    // C type of the merge field:
 //                                             // an integer type or double
 //   static constexpr bool increasing = true;  // direction of the merge field
@@ -94,17 +100,28 @@ struct merge_stats {
     uint64_t heartbeats_out = 0;  // temporal updates emitted
 };
 
+// F::n_inputs, or 0 when F declares none (inputs decided at run time).
+template <class F, class = void>
+struct static_inputs : std::integral_constant<int, 0> {};
+template <class F>
+struct static_inputs<F, std::void_t<decltype(F::n_inputs)>> : std::integral_constant<int, F::n_inputs> {};
+
 template <class F>
 class merge_op {
 public:
     using functor_type = F;
     using time_type = typename F::time_type;
-    static constexpr int n_inputs = F::n_inputs;
+    // 0: decided at run time (F declares no n_inputs)
+    static constexpr int n_inputs = static_inputs<F>::value;
     static constexpr bool increasing = F::increasing;
-    static_assert(n_inputs >= 2, "merge_op merges at least two inputs");
+    static_assert(n_inputs == 0 || n_inputs >= 2, "merge_op merges at least two inputs");
     static_assert(std::is_arithmetic_v<time_type>, "the merge field is an integer or double");
 
-    explicit merge_op(gsq_node *node) : functor_(node), inputs_(static_cast<size_t>(n_inputs)) {}
+    explicit merge_op(gsq_node *node) : merge_op(node, inputs_of(node)) {}
+
+    // `inputs` inputs (>= 2; F::n_inputs when F declares it).
+    merge_op(gsq_node *node, int inputs)
+        : functor_(node), eofs_(checked(inputs)), inputs_(static_cast<size_t>(inputs)) {}
 
     void accept(gsq_node *node, int input, int kind, const void *tup, uint32_t len)
     {
@@ -137,6 +154,24 @@ public:
     F &functor() noexcept { return functor_; }
 
 private:
+    static int inputs_of(gsq_node *node)
+    {
+        if constexpr (n_inputs > 0) {
+            (void)node;
+            return n_inputs;
+        } else {
+            return gsq_node_n_inputs(node);
+        }
+    }
+
+    static int checked(int inputs)
+    {
+        if (inputs < 2 || (n_inputs > 0 && inputs != n_inputs))
+            throw protocol_error("merge_op: " + std::to_string(inputs) +
+                                 " inputs (a merge has at least two)");
+        return inputs;
+    }
+
     struct held {
         time_type t;
         tuple_copy bytes;
@@ -293,7 +328,7 @@ private:
     }
 
     F functor_;
-    input_eofs eofs_{n_inputs};
+    input_eofs eofs_;
     std::vector<input_state> inputs_;
     std::optional<time_type> released_max_; // max t released
     std::optional<time_type> hb_out_;       // last heartbeat emitted

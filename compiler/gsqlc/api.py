@@ -60,28 +60,22 @@ class CompiledQuerySet:
         self.files = files
         self.options = options
         self.interfaces_file = interfaces_file
-        self._builds: dict[tuple, Compiled] = {}
-        self._default = self.compiled_for(Interfaces() if interfaces_file is None
-                                          else interfaces_of({}, {}, interfaces_file)[0])
-
-    def compiled_for(self, ifaces: Interfaces) -> Compiled:
-        """The pipeline's result for these interface sets."""
-        key = (ifaces.default, tuple(sorted((k, tuple(v)) for k, v in ifaces.sets.items())))
-        b = self._builds.get(key)
-        if b is None:
-            b = compile_queries(self.files, self.options, ifaces)
-            self._builds[key] = b
-        return b
+        if interfaces_file is not None:
+            interfaces_of({}, {}, interfaces_file)   # checked now, read at each run
+        # ONE build serves every binding: interface sets are bound at run
+        # time (an LFTA over a set runs once per member, merged in the
+        # library), so the plan does not depend on them.
+        self.compiled: Compiled = compile_queries(self.files, self.options)
 
     # -- what it holds
     @property
     def queryset(self) -> QuerySet:
-        return self._default.queryset
+        return self.compiled.queryset
 
     @property
     def library(self) -> Path:
         """The built shared library (what the Spark integration ships)."""
-        return self._default.library
+        return self.compiled.library
 
     @property
     def queries(self) -> list[str]:
@@ -131,8 +125,7 @@ class CompiledQuerySet:
         for name in skews:
             if name not in ifaces.sources and name not in ifaces.sets:
                 raise UsageError(f"max skew {name}: no source binds an interface '{name}'")
-        b = self.compiled_for(ifaces)
-        qs = b.queryset
+        qs = self.compiled.queryset
         params = {k: str(v) for k, v in (params or {}).items()}
         check_params(qs.plan, params)
         opts = run_options(clock=clock, heartbeat_interval=heartbeat_interval,
@@ -143,6 +136,7 @@ class CompiledQuerySet:
         bindings = resolve_bindings(qs.plan, Interfaces(
             {k: v for k, v in ifaces.sources.items() if k not in ifaces_arrow},
             ifaces.sets, ifaces.skews, ifaces.default), ifaces_arrow)
+        set_members = bindings.members
         opts.update(skew_options(ifaces, bindings))
         if output is None:
             leaves = qs.leaves()
@@ -155,16 +149,16 @@ class CompiledQuerySet:
         else:
             names, pairs = outputs_of(qs.plan, list(output)), True
         readers = {}
-        for iface, uri in bindings:
+        for iface, uri in bindings.sources:
             if uri == ARROW:
                 readers[iface] = as_record_batch_reader(arrow[iface], iface)
                 if not in_memory(arrow[iface]):
                     # an iterator or reader may be a live feed: hand over each
                     # batch's results before awaiting the next
                     opts["arrow_flush"] = "1"
-        file_bindings = [(i, u) for i, u in bindings if u != ARROW]
-        return Run(b.built.library, file_bindings, readers, [], names, opts, params,
-                   batch_rows, strings, pairs)
+        file_bindings = [(i, u) for i, u in bindings.sources if u != ARROW]
+        return Run(self.compiled.library, file_bindings, readers, [], names, opts, params,
+                   batch_rows, strings, pairs, set_members=set_members)
 
     def table(self, sources=None, output=None, **kw):
         """run() gathered into one pyarrow.Table (of `output`)."""
@@ -219,8 +213,10 @@ class Run:
     run.  After the iteration: .stats (dict), .report (text)."""
 
     def __init__(self, library: Path, bindings, readers, file_sinks, outputs, options,
-                 params, batch_rows: int, strings: str, pairs: bool, streams=None):
+                 params, batch_rows: int, strings: str, pairs: bool, streams=None,
+                 set_members=()):
         self.library = library
+        self._set_members = list(set_members)   # (set, member): gsqlc_add_set_member
         self.outputs = outputs
         self.stats: dict = {}
         self.report: str = ""
@@ -251,7 +247,7 @@ class Run:
                 self.library, bindings, file_sinks, options, params,
                 arrow_sources=readers, arrow_streams=streams,
                 arrow_sinks=[(q, self._on_batch) for q in self.outputs],
-                batch_rows=batch_rows, cancel=self._handle)
+                batch_rows=batch_rows, cancel=self._handle, set_members=self._set_members)
         except BaseException as e:  # handed to the consumer's thread
             self._exc = e
         finally:

@@ -140,6 +140,12 @@ def _interfaces(args, sources=(), skews=()) -> Interfaces:
     return build_interfaces(list(sources), list(skews), args.interfaces)
 
 
+def _runner_sets(ifaces: Interfaces) -> tuple[tuple[str, str], ...]:
+    """The sets of an --interfaces file, as gsqlc-run's default memberships
+    (the library serves any binding; the stand-alone runner has no TOML)."""
+    return tuple((s, m) for s, members in ifaces.sets.items() for m in members)
+
+
 def _options(args, **extra) -> CompileOptions:
     return CompileOptions(tuple(args.schema), tuple(args.library), **extra)
 
@@ -147,13 +153,16 @@ def _options(args, **extra) -> CompileOptions:
 def cmd_compile(args) -> int:
     out = Path(args.output_dir)
     if args.build:
-        c = compile_queries(args.files, _options(args, sanitize=args.sanitize, werror=args.werror or None),
-                            _interfaces(args), out_dir=out)
+        sets = _runner_sets(_interfaces(args))
+        c = compile_queries(args.files, _options(args, sanitize=args.sanitize, werror=args.werror or None,
+                                                 runner_sets=sets), out_dir=out)
         print(f"gsqlc: wrote {len(c.generated.files)} files to {out}", file=sys.stderr)
         print(f"gsqlc: built {c.built.library} and {c.built.runner}", file=sys.stderr)
         return EXIT_OK
     from .backend.codegen import generate
-    gen = generate(plan_queries(args.files, _options(args), _interfaces(args)).plan)
+    sets = _runner_sets(_interfaces(args))
+    plan = plan_queries(args.files, _options(args)).plan
+    gen = generate(plan, sets) if sets else generate(plan)
     gen.write(out)
     print(f"gsqlc: wrote {len(gen.files)} files to {out}", file=sys.stderr)
     return EXIT_OK
@@ -161,7 +170,8 @@ def cmd_compile(args) -> int:
 
 def cmd_explain(args) -> int:
     from .planner.explain import explain_dot, explain_text
-    qs = plan_queries(args.files, _options(args), _interfaces(args))
+    _interfaces(args)  # validated; sets are bound at run time
+    qs = plan_queries(args.files, _options(args))
     sys.stdout.write(explain_dot(qs.plan) if args.format == "dot" else explain_text(qs.plan))
     return EXIT_OK
 
@@ -195,14 +205,15 @@ def cmd_run(args) -> int:
         if name not in ifaces.sources and name not in ifaces.sets:
             raise UsageError(f"--max-skew {name}: no --source binds an interface '{name}'")
     params = dict(_split_binding(p, "--param") for p in args.param)
-    qs = plan_queries(args.files, _options(args, sanitize=args.sanitize), ifaces)
+    qs = plan_queries(args.files, _options(args, sanitize=args.sanitize))
     _usage(check_params, qs.plan, params)
     bindings = _usage(resolve_bindings, qs.plan, ifaces)
     outputs = _usage(outputs_of, qs.plan, args.output)
     res = compile_planned(qs, _options(args, sanitize=args.sanitize))
     options.update(skew_options(ifaces, bindings))
     sinks = [(q, args.format, args.output_file) for q in outputs]
-    result = run_library(res.library, bindings, sinks, options, params, handle_signals=True)
+    result = run_library(res.library, bindings.sources, sinks, options, params,
+                         handle_signals=True, set_members=bindings.members)
     if result.report:
         sys.stderr.write(result.report if result.report.endswith("\n") else result.report + "\n")
     if args.stats:

@@ -18,19 +18,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import Optional, Sequence
 
 from .backend.build import BuildResult, build
 from .backend.codegen import GeneratedSet, generate
 from .planner.nodes import LftaNode
 from .planner.plan import Plan, make_plan
-from .runtime.interfaces import DEFAULT_IFACE
 from .semantics.analyze import AnalyzedQuery
 from .semantics.resolve import leaves, resolve_files
 from .semantics.schema import Schema
-
-if TYPE_CHECKING:
-    from .runtime.interfaces import Interfaces
 
 
 @dataclass(frozen=True)
@@ -42,6 +38,9 @@ class CompileOptions:
     lfta_table_ways: Optional[int] = None  # default LFTA table associativity (a DEFINE wins)
     sanitize: bool = False                 # build with ASan and UBSan
     werror: Optional[bool] = None          # warnings as errors (None: GSQLC_WERROR decides)
+    # (set, member) pairs the stand-alone runner gsqlc-run binds by default
+    # (`gsqlc compile --interfaces`); the library does not depend on them
+    runner_sets: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -63,11 +62,12 @@ class QuerySet:
         return leaves(self.queries)
 
     def interfaces(self) -> list[str]:
-        """Interface names the LFTAs read."""
+        """Interface (or interface set) names the LFTAs read ("default" for
+        a bare FROM PROTOCOL)."""
         out: list[str] = []
         for n in self.plan.nodes:
-            if isinstance(n, LftaNode) and n.iface not in out:
-                out.append(n.iface)
+            if isinstance(n, LftaNode) and (n.iface or "default") not in out:
+                out.append(n.iface or "default")
         return out
 
 
@@ -84,30 +84,27 @@ class Compiled:
         return self.built.library
 
 
-def plan_queries(files: Sequence[str], options: CompileOptions = CompileOptions(),
-                 ifaces: Optional["Interfaces"] = None) -> QuerySet:
-    """Parse, resolve, analyze and plan `files`; raises QueryError."""
+def plan_queries(files: Sequence[str], options: CompileOptions = CompileOptions()) -> QuerySet:
+    """Parse, resolve, analyze and plan `files`; raises QueryError.  The
+    plan does not depend on run-time bindings (interface sets included)."""
     aset = resolve_files(files, options.schema, options.library_paths)
-    plan = make_plan(list(aset.queries), ifaces.sets if ifaces else None,
-                     ifaces.default if ifaces else DEFAULT_IFACE,
-                     options.lfta_table_size, options.lfta_table_ways)
+    plan = make_plan(list(aset.queries), options.lfta_table_size, options.lfta_table_ways)
     return QuerySet(aset.schema, aset.queries, plan, aset.files)
 
 
 def compile_queries(files: Sequence[str], options: CompileOptions = CompileOptions(),
-                    ifaces: Optional["Interfaces"] = None,
                     out_dir: "Optional[os.PathLike[str]]" = None) -> Compiled:
     """Every stage up to the built library.  Without out_dir the build is
     cached by content (the same queries build once); with it the sources and
     the build go there."""
-    return compile_planned(plan_queries(files, options, ifaces), options, out_dir)
+    return compile_planned(plan_queries(files, options), options, out_dir)
 
 
 def compile_planned(qs: QuerySet, options: CompileOptions = CompileOptions(),
                     out_dir: "Optional[os.PathLike[str]]" = None) -> Compiled:
     """Generate and build an already planned query set (a face that checks
     the plan against the user's bindings first builds only when they fit)."""
-    gen = generate(qs.plan)
+    gen = generate(qs.plan, options.runner_sets) if options.runner_sets else generate(qs.plan)
     built = build(gen, Path(out_dir) if out_dir is not None else None,
                   sanitize=options.sanitize, werror=options.werror)
     return Compiled(qs, gen, built)

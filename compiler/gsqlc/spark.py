@@ -35,6 +35,7 @@ from .api import CompiledQuerySet
 from .errors import SparkQueryError, UsageError
 from .planner.nodes import HftaAggregate, HftaFilterJoin, HftaJoin, HftaMerge, HftaSelect, LftaNode
 from .runtime.bindings import check_params, interfaces_of, outputs_of, run_options
+from .runtime.interfaces import DEFAULT_IFACE
 from .semantics.bound import FieldRef, GroupRef
 from .semantics.types import Temporal, Type
 
@@ -346,15 +347,63 @@ def _parquet_reader(descriptors, columns: list[str]):
 # ------------------------------------------------------------ driver side
 
 
-def _dry_run(library, node, arrow_schema, options, params) -> None:
+def _spark_plan(plan, ifaces):
+    """The plan as Spark runs it, and for each LFTA node of it the LFTA of
+    the library it runs (name, interface).  The library runs an LFTA over an
+    interface set once per member and merges them itself; in Spark each
+    member is a DataFrame of its own, so an LFTA over a set of k >= 2
+    members becomes k nodes "<lfta>@<member>" (iface: the member, whose
+    DataFrame they read) and a merge node named after the LFTA on its
+    temporal column -- a union, or per micro-batch with watermarks when
+    streaming.  An LFTA of the default interface reads the DataFrame the
+    bindings make the default."""
+    import dataclasses
+
+    from .planner.plan import Plan
+    from .semantics.analyze import MergeInfo, StreamDef
+    nodes: list = []
+    runs: dict[str, tuple[str, str]] = {}   # node name -> (library LFTA, its interface)
+    for n in plan.nodes:
+        if not isinstance(n, LftaNode):
+            nodes.append(n)
+            continue
+        lib_iface = n.iface or DEFAULT_IFACE
+        target = ifaces.default if lib_iface == DEFAULT_IFACE else lib_iface
+        members = ifaces.members(target)
+        tcols = [c for c in n.output.columns if c.temporal.is_temporal]
+        if len(members) < 2:
+            nodes.append(dataclasses.replace(n, iface=members[0]))
+            runs[n.name] = (n.name, lib_iface)
+            continue
+        if not tcols:
+            raise UsageError(f"query {n.query.name} reads the interface set [{target}], whose "
+                             "members' outputs are merged in temporal order, but its LFTA "
+                             "outputs no temporal column to merge on")
+        copies = []
+        for m in members:
+            cname = f"{n.name}@{m}"
+            copies.append(dataclasses.replace(n, name=cname, iface=m,
+                                              output=StreamDef(cname, n.output.columns)))
+            runs[cname] = (n.name, lib_iface)
+        nodes += copies
+        nodes.append(HftaMerge(name=n.name, query=n.query, output=n.output,
+                               inputs=tuple(c.name for c in copies),
+                               input_defs=tuple(c.output for c in copies),
+                               params=n.params, merge=MergeInfo(tcols[0].name, 0.0),
+                               note=f"merges the LFTAs of interface set [{target}]"))
+    return Plan(nodes, plan.queries), runs
+
+
+def _dry_run(library, node, arrow_schema, options, params, lib_lfta=None) -> None:
     """Feed the LFTA an empty table of the source's Arrow schema on the
     driver: the runtime checks the columns against the PROTOCOL fields it
     reads (by name and type) exactly as it will on the executors, so a
     mismatch is raised here, before any Spark job starts."""
     from .runtime.runner import run_library
+    name, iface = lib_lfta or (node.name, node.iface)
     res = run_library(library, [], [], options, params,
-                      arrow_sources={node.iface: arrow_schema.empty_table().to_reader()},
-                      arrow_sinks=[(node.name, lambda s, b: True)])
+                      arrow_sources={iface: arrow_schema.empty_table().to_reader()},
+                      arrow_sinks=[(name, lambda s, b: True)])
     if res.status != 0:
         raise SparkQueryError(f"source {node.iface} of query {node.query.name}: {res.error}")
 
@@ -421,7 +470,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
     cqs = compiled or api.compile(files, schema, library_paths=library_paths,
                                   lfta_table_size=lfta_table_size,
                                   lfta_table_ways=lfta_table_ways)
-    b = cqs.compiled_for(ifaces)
+    b = cqs.compiled
     qs = b.queryset
     params = {k: str(v) for k, v in (params or {}).items()}
     check_params(qs.plan, params)
@@ -469,8 +518,9 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
             return d
         return d.where(~F.col(HEARTBEAT_COL)).drop(HEARTBEAT_COL, EPOCH_COL)
 
-    needed = _needed_nodes(qs.plan, output)
-    for n in qs.plan.nodes:
+    splan, lib_lftas = _spark_plan(qs.plan, ifaces)
+    needed = _needed_nodes(splan, output)
+    for n in splan.nodes:
         if n.name not in needed:
             continue
         out_schema_spark = spark_schema(n.output, strings)
@@ -487,9 +537,11 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                     f"query {n.query.name} reads PROTOCOL {n.protocol.name}, whose fields come "
                     "from packets; in Spark, read captures with gsqlc.read_pcap and query them "
                     "through PROTOCOL PACKETS of gsqlc.PACKET_TABLE_SCHEMA")
-            _dry_run(b.library, n, _arrow_schema_of(df.schema), options, params)
-            lfta = dict(iface=n.iface, streams=[], tag_col=None, stream_cols=[], output=n.name,
-                        out_schema=out_schema, sort_cols=None)
+            lib_name, lib_iface = lib_lftas[n.name]
+            _dry_run(b.library, n, _arrow_schema_of(df.schema), options, params,
+                     (lib_name, lib_iface))
+            lfta = dict(iface=lib_iface, streams=[], tag_col=None, stream_cols=[],
+                        output=lib_name, out_schema=out_schema, sort_cols=None)
             files = parquet_scan(df) if direct_files else None
             if files is not None:
                 tasks = _parquet_tasks(files, 2 * spark.sparkContext.defaultParallelism)
@@ -516,7 +568,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
         if isinstance(n, HftaAggregate) and streaming and n.inputs[0] in with_hb:
             frames[n.name] = _streaming_aggregate(n, frames[n.inputs[0]], stage, out_schema,
                                                   out_schema_spark,
-                                                  _merge_info(qs.plan.node(n.inputs[0])))
+                                                  _merge_info(splan.node(n.inputs[0])))
             continue
         if isinstance(n, HftaMerge) and streaming and all(s in with_hb for s in n.inputs):
             frames[n.name] = _streaming_merge(n, [frames[s] for s in n.inputs])
@@ -555,7 +607,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
             continue
         if isinstance(n, HftaJoin):
             if streaming:
-                frames[n.name] = _streaming_join(n, qs.plan, frames, with_hb, stage, out_schema,
+                frames[n.name] = _streaming_join(n, splan, frames, with_hb, stage, out_schema,
                                                  out_schema_spark)
                 continue
             frames[n.name] = _join(n, ins, shuffle, stage, out_schema, out_schema_spark)

@@ -36,6 +36,16 @@ typedef struct gsq_source_ops gsq_source_ops; /* sources/gsq_source_ops.h */
 typedef struct gsq_sink gsq_sink;
 
 /* One LFTA or HFTA instance.
+ * Layout of run->nodes (sets.c): the LFTA instances [0, n_lfta_nodes) in
+ * queryset order (an LFTA over an interface set of k >= 2 members is k
+ * consecutive instances), then the set merges [n_lfta_nodes, hfta_base),
+ * then the HFTAs (HFTA i of the query set is nodes[hfta_base + i]).
+ * def_index is the LFTA's (instances, set merges) or HFTA's index in the
+ * query set.  An LFTA instance reads interface `iface` (its member, or the
+ * LFTA's interface); one over a set of k >= 2 has `merge` set: its queue is
+ * drained into input merge_input of that node instead of its stream.  A set
+ * merge has hfta = its LFTA's set_merge, n_inputs = k, out_stream the
+ * LFTA's.  own_name, when set, is `name` (owned).
  * Invariants: exactly one of lfta/hfta is set; a node that is not `needed`
  * (plan.c) is never created, fed or subscribed (state NULL, live 0); state is the LFTA's zeroed
  * state (state_size bytes, owned) or the HFTA's operator (owned, released
@@ -46,6 +56,13 @@ struct gsq_node {
     const gsq_lfta_def *lfta;
     const gsq_hfta_def *hfta;
     const char *name;
+    char *own_name;
+    const char *out_name;         /* stats' "output": NULL is the stream's */
+    const char *iface;            /* LFTA: the interface it reads */
+    uint32_t def_index;
+    int n_inputs;                 /* HFTA: inputs */
+    gsq_node *merge;              /* LFTA over a set: the set merge it feeds */
+    int merge_input;
     int out_stream;
     void *state;
     int needed;                   /* some sink depends on it: it runs */
@@ -213,6 +230,12 @@ typedef struct gsq_trace {
     uint32_t n_hops, cap_hops;
 } gsq_trace;
 
+/* gsqlc_add_set_member: interface `member` belongs to set `set` */
+typedef struct gsq_set_member {
+    char *set;
+    char *member;
+} gsq_set_member;
+
 /* max_skew:NAME */
 typedef struct gsq_skew {
     char *iface;
@@ -244,6 +267,8 @@ struct gsq_run {
     uint32_t n_sinks;
     gsq_inject *injects;
     uint32_t n_injects;
+    gsq_set_member *members;
+    uint32_t n_members;
     /* run state */
     int started;
     int failed;
@@ -251,8 +276,10 @@ struct gsq_run {
     atomic_int cancel;          /* gsqlc_cancel: set from any thread or a
                                  * signal handler, read by the run loop */
     gsq_buf error;
-    gsq_node *nodes;        /* n_lftas LFTAs, then n_hftas HFTAs */
+    gsq_node *nodes;        /* LFTA instances, set merges, HFTAs (above) */
     uint32_t n_nodes;
+    uint32_t n_lfta_nodes;
+    uint32_t hfta_base;
     gsq_source *sources;
     uint32_t n_sources;
     gsq_stream_rt *streams;
@@ -300,6 +327,18 @@ void gsq_run_fail(gsq_run *r, const char *fmt, ...)
 
 /* Nonzero once gsqlc_cancel was called for the run (run/run.c). */
 int gsq_run_cancelled(gsq_run *r);
+
+/* Interface sets (sets.c).  The members of `set` in order (NULL when it is
+ * not a set), their count in *n; whether interface `name` is read by some
+ * LFTA of the query set (directly or as a member of a set it reads). */
+const gsq_set_member *gsq_set_members(const gsq_run *r, const char *set, uint32_t *n);
+int gsq_iface_read(const gsq_run *r, const char *name);
+/* The nodes (layout above): 0, or -1 with the run failed. */
+int gsq_build_nodes(gsq_run *r);
+void gsq_free_nodes(gsq_run *r);
+
+/* Hand one tuple to input `input` of HFTA node h (EOF count, trace hop). */
+void gsq_deliver(gsq_run *r, gsq_node *h, int input, int kind, const void *tup, uint32_t len);
 
 /* Deliver one tuple of `stream` to its subscribers. */
 void gsq_dispatch(gsq_run *r, int stream, int kind, const void *tup, uint32_t len);

@@ -83,7 +83,7 @@ static void observe(gsq_run *r, gsq_source *s, uint32_t n_recs, uint64_t now)
             add_event(r, GSQ_EV_RECOVERED, s, NULL, now, 0);
         }
     }
-    for (i = 0; i < r->qs->n_lftas; i++) {
+    for (i = 0; i < r->n_lfta_nodes; i++) {
         gsq_node *n = &r->nodes[i];
         if (n->queue.pushed == n->seen_pushed)
             continue;
@@ -109,7 +109,7 @@ static void check_stalls(gsq_run *r, uint64_t now)
         s->stalled = 1;
         add_event(r, GSQ_EV_STALLED, s, NULL, now, (now - s->last_rec_usec) / iv);
     }
-    for (i = 0; i < r->qs->n_lftas; i++) {
+    for (i = 0; i < r->n_lfta_nodes; i++) {
         gsq_node *n = &r->nodes[i];
         if (!n->source || n->source->at_eof || n->stalled || now < n->last_emit_usec ||
             now - n->last_emit_usec < limit)
@@ -124,7 +124,7 @@ static void check_stalls(gsq_run *r, uint64_t now)
 static void tick(gsq_run *r)
 {
     uint32_t i;
-    for (i = 0; i < r->qs->n_lftas && !r->failed; i++) {
+    for (i = 0; i < r->n_lfta_nodes && !r->failed; i++) {
         gsq_node *n = &r->nodes[i];
         if (n->live && n->lfta->heartbeat)
             n->lfta->heartbeat(n->state, n);
@@ -158,7 +158,7 @@ void gsq_hb_after_batch(gsq_run *r, gsq_source *s, uint32_t n_recs, int fire)
         r->hb_next = first + iv;
         for (i = 0; i < r->n_sources; i++)
             r->sources[i].last_rec_usec = now;
-        for (i = 0; i < r->qs->n_lftas; i++) {
+        for (i = 0; i < r->n_lfta_nodes; i++) {
             r->nodes[i].last_emit_usec = now;
             r->nodes[i].seen_pushed = r->nodes[i].queue.pushed;
         }
@@ -333,7 +333,7 @@ void gsq_trace_write_pending(gsq_run *r)
         t->hops = NULL;
     }
     r->n_traces = 0;
-    for (i = 0; i < r->qs->n_lftas; i++)
+    for (i = 0; i < r->n_lfta_nodes; i++)
         r->nodes[i].trace_cursor = 0;
     if (b->len >= TRACE_FLUSH_AT || b->oom)
         trace_flush(r);

@@ -286,6 +286,15 @@ void gsq_emit_raw(gsq_node *node, int kind, const void *tup, uint32_t len)
     out_commit(node, kind, dst, len);
 }
 
+void gsq_deliver(gsq_run *r, gsq_node *h, int input, int kind, const void *tup, uint32_t len)
+{
+    if (kind == GSQ_EOF)
+        h->eof_inputs++;
+    else if (kind == GSQ_HEARTBEAT && r->cur_trace >= 0)
+        gsq_trace_hop(r, h);
+    h->hfta->accept(h->state, h, input, kind, tup, len);
+}
+
 void gsq_dispatch(gsq_run *r, int stream, int kind, const void *tup, uint32_t len)
 {
     gsq_stream_rt *st = &r->streams[stream];
@@ -299,12 +308,7 @@ void gsq_dispatch(gsq_run *r, int stream, int kind, const void *tup, uint32_t le
     for (i = 0; i < st->n_subs && !r->failed; i++) {
         gsq_sub *s = &st->subs[i];
         if (s->hfta) {
-            gsq_node *h = s->hfta;
-            if (kind == GSQ_EOF)
-                h->eof_inputs++;
-            else if (kind == GSQ_HEARTBEAT && r->cur_trace >= 0)
-                gsq_trace_hop(r, h);
-            h->hfta->accept(h->state, h, s->input, kind, tup, len);
+            gsq_deliver(r, s->hfta, s->input, kind, tup, len);
         } else if (kind == GSQ_DATA || (kind == GSQ_HEARTBEAT && s->sink->heartbeats)) {
             /* LFTA streams come here from the drain, HFTA streams at emit:
              * a sink sees the heartbeats of either kind of stream */

@@ -8,7 +8,8 @@
  * (gsqlc_bind_stream_arrow): that cuts the dependency.  A needed HFTA
  * demands each of its inputs.  HFTAs come in topological order (inputs
  * before readers), so one pass from the last HFTA back decides them all;
- * then the LFTAs.  A stream fed from Arrow is read only when demanded.
+ * then the LFTAs (every instance of an LFTA over an interface set, and its
+ * set merge, run when the LFTA would).  A stream fed from Arrow is read only when demanded.
  */
 #include <stdlib.h>
 
@@ -44,7 +45,7 @@ int gsq_plan(gsq_run *r)
     }
     for (i = qs->n_hftas; i-- > 0;) {
         const gsq_hfta_def *d = qs->hftas[i];
-        gsq_node *nd = &r->nodes[qs->n_lftas + i];
+        gsq_node *nd = &r->nodes[r->hfta_base + i];
         if (!demand[d->out_stream] || injected[d->out_stream])
             continue;
         nd->needed = 1;
@@ -54,8 +55,8 @@ int gsq_plan(gsq_run *r)
                 demand[s] = 1;
         }
     }
-    for (i = 0; i < qs->n_lftas; i++) {
-        int s = qs->lftas[i]->out_stream;
+    for (i = 0; i < r->hfta_base; i++) { /* LFTA instances and set merges */
+        int s = qs->lftas[r->nodes[i].def_index]->out_stream;
         r->nodes[i].needed = demand[s] && !injected[s];
     }
     for (i = 0; i < r->n_injects; i++)

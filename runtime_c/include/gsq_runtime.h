@@ -123,6 +123,11 @@ enum gsq_peak {
 };
 void gsq_peak(gsq_node *node, int which, uint64_t value);
 
+/* The number of inputs of an HFTA node: its definition's n_inputs, or, for
+ * the merge of an LFTA over an interface set (gsq_lfta_def.set_merge), the
+ * number of members of the set; 0 for an LFTA. */
+int gsq_node_n_inputs(gsq_node *node);
+
 /* ---- text parsing helpers (also used by the CSV reader) ---------------- */
 /* Each returns 0 when the whole text is a valid value of the type, 1 when a
  * value was read from a valid prefix or the text was empty (Tigon's strtoul
@@ -197,10 +202,22 @@ typedef struct gsq_lfta_def {
      * calls it GSQ_PREFETCH_AHEAD records ahead); it must not change any
      * state.  Aggregations start loading the table slot of rec's group. */
     void (*prefetch)(void *state, gsq_node *node, const gsq_record *rec);
+    /* The order-preserving merge of this LFTA's output, on its first
+     * temporal output column; NULL when the output has no temporal column.
+     * Used only when the LFTA's interface is an interface set of k >= 2
+     * members at run time (gsqlc_add_set_member): the LFTA then runs as k
+     * instances, named "<name>@<member>", each with its own state and its
+     * own member's source, whose outputs feed inputs 0..k-1 of one node of
+     * this definition, named after the LFTA, whose output is the LFTA's
+     * stream (out_stream).  Its n_inputs is 0 and in_streams and name are
+     * unused: create() reads the number of inputs from gsq_node_n_inputs.
+     * Binding a set of k >= 2 members to an LFTA without it is a run
+     * error. */
+    const struct gsq_hfta_def *set_merge;
 } gsq_lfta_def;
 
 typedef struct gsq_hfta_def {
-    const char *name;
+    const char *name;     /* unused for an LFTA's set_merge */
     int n_inputs;
     const int *in_streams; /* stream index of each input */
     int out_stream;
@@ -287,9 +304,21 @@ GSQ_EXPORT gsq_run *gsqlc_create(void);
 GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value);
 GSQ_EXPORT int gsqlc_set_param(gsq_run *r, const char *name, const char *value);
 /* Bind interface NAME ("" is "default", the default interface) to a source
- * URI: csv:PATH, csv:-, pcap:PATH, pcap-live:IFACE.  May be called more than
- * once per name (interface set). */
+ * URI: csv:PATH, csv:-, pcap:PATH, pcap-live:IFACE.  One binding per name
+ * (an interface set is made of named members: gsqlc_add_set_member). */
 GSQ_EXPORT int gsqlc_bind_source(gsq_run *r, const char *iface, const char *uri);
+/* Make interface `member` ("" is "default") a member of interface set
+ * `set` ("" is "default"), in the order of the calls (a member once per
+ * set).  The member is bound like any interface (gsqlc_bind_source or
+ * gsqlc_bind_arrow, under its own name) and has its own max_skew:member.
+ * At gsqlc_run, an LFTA reading `set` runs once per member: with one
+ * member it simply reads that member (same node name); with k >= 2 it runs
+ * as k instances "<lfta>@<member>" whose outputs an order-preserving merge
+ * named "<lfta>" joins on the LFTA's temporal column (its set_merge; an
+ * LFTA without one is then a run error).  A set name takes precedence over
+ * a binding of the same name.  Before gsqlc_run; -1 with gsqlc_error()
+ * set. */
+GSQ_EXPORT int gsqlc_add_set_member(gsq_run *r, const char *set, const char *member);
 /* Subscribe a sink to the output stream of query `query` (or any stream of
  * the query set by its name, e.g. an LFTA's "_fta_q").  format: "pipe",
  * "csv", "jsonl"; path NULL or "-" for stdout. */

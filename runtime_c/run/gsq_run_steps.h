@@ -1,9 +1,11 @@
 /*
  * gsq_run_steps.h -- the steps of gsqlc_run, shared by the files of run/:
  *
- *   gsq_setup_nodes   allocate the nodes (n_lftas LFTAs then the HFTAs)
- *                     and link them to their definitions; -1 out of memory
- *                     (error set, run failed)
+ *   gsq_setup_nodes   allocate the nodes (LFTA instances, one per member of
+ *                     an interface set; set merges; the HFTAs: sets.c) and
+ *                     link them to their definitions; -1 (error set, run
+ *                     failed): out of memory, or a set over an LFTA
+ *                     without set merge
  *   gsq_setup_graph   plan the nodes that run, bindings -> sources (opened
  *                     through their ops), subscriber tables, Arrow-fed
  *                     streams; 0, or -1 with the run failed

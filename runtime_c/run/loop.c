@@ -20,7 +20,7 @@
 void gsq_drain(gsq_run *r)
 {
     uint32_t i;
-    for (i = 0; i < r->qs->n_lftas && !r->failed; i++) {
+    for (i = 0; i < r->n_lfta_nodes && !r->failed; i++) {
         gsq_node *n = &r->nodes[i];
         int kind;
         const void *tup;
@@ -28,7 +28,11 @@ void gsq_drain(gsq_run *r)
         while (!r->failed && gsq_tq_pop(&n->queue, &kind, &tup, &len)) {
             if (kind == GSQ_HEARTBEAT && r->trace_path)
                 r->cur_trace = gsq_trace_take(r, n);
-            gsq_dispatch(r, n->out_stream, kind, kind == GSQ_EOF ? NULL : tup, len);
+            if (n->merge) /* an instance over an interface set */
+                gsq_deliver(r, n->merge, n->merge_input, kind, kind == GSQ_EOF ? NULL : tup,
+                            len);
+            else
+                gsq_dispatch(r, n->out_stream, kind, kind == GSQ_EOF ? NULL : tup, len);
             r->cur_trace = -1;
         }
     }
@@ -166,7 +170,7 @@ void gsq_main_loop(gsq_run *r)
         gsq_hb_final(r); /* before any EOF: the inputs of the HFTAs are open */
     for (i = 0; i < r->n_injects && !r->failed; i++)
         gsq_inject_eof(r, &r->injects[i]);
-    for (i = 0; i < r->qs->n_lftas && !r->failed; i++) {
+    for (i = 0; i < r->n_lfta_nodes && !r->failed; i++) {
         gsq_node *n = &r->nodes[i];
         if (!n->live)
             continue;

@@ -81,7 +81,7 @@ void gsq_build_stats(gsq_run *r)
         gsq_buf_adds(b, i ? ",{" : "{");
         kv_str(b, "name", n->name, 0);
         kv_str(b, "kind", n->lfta ? "lfta" : "hfta", 1);
-        kv_str(b, "output", r->qs->streams[n->out_stream].name, 1);
+        kv_str(b, "output", n->out_name ? n->out_name : r->qs->streams[n->out_stream].name, 1);
         gsq_buf_printf(b, ",\"running\":%s", n->needed ? "true" : "false");
         for (c = 0; c < GSQ_CNT__COUNT; c++)
             kv_u64(b, counter_key[c], n->counters[c], 1);
@@ -186,9 +186,7 @@ void gsq_build_report(gsq_run *r)
             int used = 0;
             for (j = 0; j < r->n_sources; j++)
                 used |= r->sources[j].iface == r->binds[i].iface;
-            for (j = 0; j < r->qs->n_lftas && !used; j++)
-                used |= r->qs->lftas[j]->iface &&
-                        strcmp(r->qs->lftas[j]->iface, r->binds[i].iface) == 0;
+            used |= gsq_iface_read(r, r->binds[i].iface);
             if (!used)
                 gsq_buf_printf(b,
                                "gsqlc: warning: interface '%s' is bound to %s but no query reads "
@@ -211,9 +209,7 @@ void gsq_build_report(gsq_run *r)
     }
     for (i = 0; r->nodes && i < r->n_skews; i++) {
         int used = 0;
-        for (j = 0; j < r->qs->n_lftas; j++)
-            used |= r->qs->lftas[j]->iface && strcmp(r->qs->lftas[j]->iface,
-                                                     r->skews[i].iface) == 0;
+        used |= gsq_iface_read(r, r->skews[i].iface);
         if (!used)
             gsq_buf_printf(b,
                            "gsqlc: warning: max_skew is set for interface '%s', which no query "

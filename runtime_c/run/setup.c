@@ -14,7 +14,6 @@
 /* Bindings -> sources; every LFTA that runs gets its source. */
 static int setup_sources(gsq_run *r)
 {
-    const gsq_queryset_def *qs = r->qs;
     uint32_t i, j;
 
     for (i = 0; i < r->n_binds; i++)
@@ -22,7 +21,8 @@ static int setup_sources(gsq_run *r)
             if (strcmp(r->binds[i].iface, r->binds[j].iface) == 0) {
                 gsq_run_fail(r,
                              "interface '%s' is bound to more than one source (%s, %s): "
-                             "interface sets are not supported yet; bind each name once",
+                             "binding a name twice is not supported yet; an interface set has named members "
+                             "(gsqlc_add_set_member)",
                              r->binds[i].iface, r->binds[i].uri, r->binds[j].uri);
                 return -1;
             }
@@ -31,21 +31,21 @@ static int setup_sources(gsq_run *r)
         gsq_run_fail(r, "out of memory");
         return -1;
     }
-    for (i = 0; i < qs->n_lftas; i++) {
-        const gsq_lfta_def *d = qs->lftas[i];
+    for (i = 0; i < r->n_lfta_nodes; i++) {
         gsq_node *n = &r->nodes[i];
+        const gsq_lfta_def *d = n->lfta;
         gsq_source *s = NULL;
         gsq_binding *b = NULL;
         if (!n->needed)
             continue;
         for (j = 0; j < r->n_binds; j++)
-            if (strcmp(r->binds[j].iface, d->iface) == 0)
+            if (strcmp(r->binds[j].iface, n->iface) == 0)
                 b = &r->binds[j];
         if (!b) {
             gsq_run_fail(r,
                          "interface '%s' is not bound (used by LFTA %s reading PROTOCOL %s); "
                          "bind it with --source %s=URI",
-                         d->iface, d->name, d->protocol, d->iface);
+                         n->iface, n->name, d->protocol, n->iface);
             return -1;
         }
         for (j = 0; j < r->n_sources; j++)
@@ -64,7 +64,7 @@ static int setup_sources(gsq_run *r)
             } else {
                 s->ops = gsq_source_ops_for_uri(b->uri, &s->path);
             }
-            l = calloc(qs->n_lftas, sizeof *l);
+            l = calloc(r->n_lfta_nodes, sizeof *l);
             if (!l) {
                 gsq_run_fail(r, "out of memory");
                 return -1;
@@ -132,7 +132,7 @@ static int setup_streams(gsq_run *r)
         goto oom;
     for (i = 0; i < qs->n_hftas; i++) {
         const gsq_hfta_def *d = qs->hftas[i];
-        if (!r->nodes[qs->n_lftas + i].needed)
+        if (!r->nodes[r->hfta_base + i].needed)
             continue;
         for (j = 0; j < d->n_inputs; j++) {
             int s = d->in_streams[j];
@@ -141,7 +141,7 @@ static int setup_streams(gsq_run *r)
                              (unsigned)qs->n_streams);
                 return -1;
             }
-            if (add_sub(&r->streams[s], &r->nodes[qs->n_lftas + i], j, NULL) != 0)
+            if (add_sub(&r->streams[s], &r->nodes[r->hfta_base + i], j, NULL) != 0)
                 goto oom;
         }
     }
@@ -214,36 +214,7 @@ static int create_nodes(gsq_run *r)
 
 int gsq_setup_nodes(gsq_run *r)
 {
-    const gsq_queryset_def *qs = r->qs;
-    uint32_t i;
-    r->n_nodes = qs->n_lftas + qs->n_hftas;
-    r->nodes = calloc(r->n_nodes ? r->n_nodes : 1, sizeof *r->nodes);
-    if (!r->nodes) {
-        gsq_set_error(r, "out of memory");
-        r->failed = 1;
-        return -1;
-    }
-    for (i = 0; i < r->n_nodes; i++) {
-        gsq_node *n = &r->nodes[i];
-        n->run = r;
-        if (i < qs->n_lftas) {
-            uint32_t k;
-            n->lfta = qs->lftas[i];
-            n->name = n->lfta->name;
-            n->out_stream = n->lfta->out_stream;
-            gsq_tq_init(&n->queue);
-            for (k = 0; k < r->n_skews; k++)
-                if (n->lfta->iface && strcmp(r->skews[k].iface, n->lfta->iface) == 0) {
-                    n->has_skew = 1;
-                    n->skew_usec = r->skews[k].usec;
-                }
-        } else {
-            n->hfta = qs->hftas[i - qs->n_lftas];
-            n->name = n->hfta->name;
-            n->out_stream = n->hfta->out_stream;
-        }
-    }
-    return 0;
+    return gsq_build_nodes(r); /* sets.c */
 }
 
 int gsq_setup_graph(gsq_run *r)

@@ -80,7 +80,7 @@ GSQ_EXPORT void gsqlc_destroy(gsq_run *r)
         for (i = 0; i < r->qs->n_streams; i++)
             free(r->streams[i].subs);
     free(r->streams);
-    free(r->nodes);
+    gsq_free_nodes(r);
     gsq_buf_free(&r->error);
     gsq_buf_free(&r->stats);
     gsq_buf_free(&r->report);

@@ -3,7 +3,13 @@
  *
  *   gsqlc-run --source NAME=URI [...] --output QUERY [...] [--format pipe|csv|jsonl]
  *             [--clock wall|data|fixed:T] [--csv-separator C] [--csv-strict]
- *             [--param NAME=VALUE] [--stats]
+ *             [--param NAME=VALUE] [--member SET=IFACE] [--stats]
+ *
+ * Interface sets, as the Python CLI: a NAME given to several --source
+ * options is a set of members NAME.0, NAME.1, ...; --member SET=IFACE makes
+ * interface IFACE (bound by its own --source) a member of SET.  The sets of
+ * the --interfaces file given to `gsqlc compile` (gsqlc_run_sets, generated
+ * runner_sets.c) apply to a set the command line does not define.
  *
  * It drives the library through the same exported ABI as the Python CLI
  * (gsqlc_create ... gsqlc_run), so a compiled query set runs without Python,
@@ -21,6 +27,12 @@
 #include <string.h>
 
 #include "gsq_runtime.h"
+
+/* Default interface sets (generated runner_sets.c): pairs of set and member
+ * names, then NULL. */
+extern const char *const gsqlc_run_sets[];
+
+#define MAX_ARGS 256
 
 /* The run a signal cancels: set once before gsqlc_run, read by the handler
  * (gsqlc_cancel is async-signal-safe). */
@@ -50,7 +62,8 @@ static int usage(const char *msg)
     fprintf(stderr, "gsqlc-run: %s\n"
                     "usage: gsqlc-run --source NAME=URI [...] --output QUERY [...] "
                     "[--format pipe|csv|jsonl] [--clock wall|data|fixed:T] "
-                    "[--csv-separator C] [--csv-strict] [--param NAME=VALUE] [--stats]\n",
+                    "[--csv-separator C] [--csv-strict] [--param NAME=VALUE] "
+                    "[--member SET=IFACE] [--stats]\n",
             msg);
     return 2;
 }
@@ -65,8 +78,53 @@ static char *split_eq(char *arg)
     return eq + 1;
 }
 
+/* The sources and memberships of the command line, then the default sets.
+ * 0, or 2 after printing the error. */
+static int bind_all(gsq_run *r, char **names, char **uris, int n, char **sets, char **members,
+                    int n_members)
+{
+    char member[512];
+    int i, j;
+    for (i = 0; i < n; i++) {
+        int k = 0, idx = 0;
+        for (j = 0; j < n; j++) {
+            if (strcmp(names[j], names[i]) == 0) {
+                if (j < i)
+                    idx++;
+                k++;
+            }
+        }
+        if (k > 1) {
+            snprintf(member, sizeof member, "%s.%d", names[i], idx);
+            if (gsqlc_bind_source(r, member, uris[i]) || gsqlc_add_set_member(r, names[i], member))
+                goto fail;
+        } else if (gsqlc_bind_source(r, names[i], uris[i])) {
+            goto fail;
+        }
+    }
+    for (i = 0; i < n_members; i++)
+        if (gsqlc_add_set_member(r, sets[i], members[i]))
+            goto fail;
+    for (i = 0; gsqlc_run_sets[i] && gsqlc_run_sets[i + 1]; i += 2) {
+        const char *set = gsqlc_run_sets[i];
+        int defined = 0;
+        for (j = 0; j < n_members; j++)
+            defined |= strcmp(sets[j], set) == 0;
+        for (j = 0; j < n; j++) /* a repeated --source NAME defines set NAME */
+            defined |= strcmp(names[j], set) == 0;
+        if (!defined && gsqlc_add_set_member(r, set, gsqlc_run_sets[i + 1]))
+            goto fail;
+    }
+    return 0;
+fail:
+    fprintf(stderr, "gsqlc-run: %s\n", gsqlc_error(r));
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
+    char *src_names[MAX_ARGS], *src_uris[MAX_ARGS], *sets[MAX_ARGS], *members[MAX_ARGS];
+    int n_src = 0, n_members = 0;
     gsq_run *r = gsqlc_create();
     const char *format = "pipe";
     const char *outputs[64];
@@ -92,14 +150,24 @@ int main(int argc, char **argv)
             goto out;
         }
         i++;
-        if (!strcmp(a, "--source") || !strcmp(a, "--param")) {
+        if (!strcmp(a, "--source") || !strcmp(a, "--param") || !strcmp(a, "--member")) {
             char *name = argv[i];
             char *val = split_eq(name);
             if (!val) {
                 rc = usage("expected NAME=VALUE");
                 goto out;
             }
-            if ((a[2] == 's' ? gsqlc_bind_source(r, name, val) : gsqlc_set_param(r, name, val))) {
+            if (a[2] != 'p' && (n_src == MAX_ARGS || n_members == MAX_ARGS)) {
+                rc = usage("too many --source or --member options");
+                goto out;
+            }
+            if (a[2] == 's') {
+                src_names[n_src] = name;
+                src_uris[n_src++] = val;
+            } else if (a[2] == 'm') {
+                sets[n_members] = name;
+                members[n_members++] = val;
+            } else if (gsqlc_set_param(r, name, val)) {
                 fprintf(stderr, "gsqlc-run: %s\n", gsqlc_error(r));
                 rc = 2;
                 goto out;
@@ -127,6 +195,9 @@ int main(int argc, char **argv)
         rc = usage("no --output query given");
         goto out;
     }
+    rc = bind_all(r, src_names, src_uris, n_src, sets, members, n_members);
+    if (rc)
+        goto out;
     for (int i = 0; i < n_outputs; i++) {
         if (gsqlc_add_sink(r, outputs[i], format, NULL)) {
             fprintf(stderr, "gsqlc-run: %s\n", gsqlc_error(r));

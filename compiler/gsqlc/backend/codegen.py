@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 import jinja2
 
@@ -31,7 +31,7 @@ from ..planner.nodes import (
 )
 from ..planner.plan import Plan, describe_expr
 from ..resources import resource_dir
-from ..semantics.analyze import StreamDef
+from ..semantics.analyze import Column, StreamDef
 from ..semantics.bound import AccumRef, AggRef, FieldRef, GroupRef, key, walk
 from ..semantics.types import Temporal, Type
 from .cescape import c_comment, c_identifier, c_string
@@ -211,7 +211,7 @@ class Generator:
     def tup(self, stream: str) -> str:
         return "tup_" + self.idents[stream]
 
-    def generate(self, build_opts: Optional[dict] = None) -> GeneratedSet:
+    def generate(self, runner_sets: "Sequence[tuple[str, str]]" = ()) -> GeneratedSet:
         files: dict[str, str] = {}
         gs = GeneratedSet(files)
         files["streams.h"] = self.env.get_template("streams.h.j2").render(
@@ -226,7 +226,15 @@ class Generator:
                 fname = f"hfta_{i:02d}_{ident}.cpp"
                 gs.hftas.append(fname)
             files[fname] = text
+        merges = [self._set_merge_data(n) for n in self.plan.nodes if isinstance(n, LftaNode)]
+        merges = [m for m in merges if m is not None]
+        if merges:
+            files["set_merges.cpp"] = self.env.get_template("hfta/set_merges.cpp.j2").render(
+                merges=merges)
+            gs.hftas.append("set_merges.cpp")
         files["queryset.c"] = self._queryset()
+        files["runner_sets.c"] = self.env.get_template("runner_sets.c.j2").render(
+            sets=[(c_string(s), c_string(m)) for s, m in runner_sets])
         files["CMakeLists.txt"] = self.env.get_template("CMakeLists.txt.j2").render(
             lftas=gs.lftas, hftas=gs.hftas)
         return gs
@@ -257,6 +265,23 @@ class Generator:
             streams=streams, lftas=lftas, hftas=hftas)
 
     # -------------------------------------------------------------- LFTA
+    @staticmethod
+    def _set_merge_column(n: LftaNode) -> Optional[Column]:
+        """The column the instances of n over an interface set are merged
+        on: its output's first temporal column (None: none)."""
+        return next((c for c in n.output.columns if c.temporal.is_temporal), None)
+
+    def _set_merge_data(self, n: LftaNode) -> Optional[dict]:
+        col = self._set_merge_column(n)
+        if col is None:
+            return None
+        ident = self.idents[n.name]
+        return {"functor": f"{ident}_set_merge_functor", "def_name": f"lfta_{ident}_set_merge",
+                "time_t": col.type.c_type, "tup_t": self.tup(n.name),
+                "increasing": "true" if col.temporal is Temporal.INCREASING else "false",
+                "member": field_member(col.name),
+                "comment": f"{n.name} over an interface set: merged on {col.name}"}
+
     def _lfta(self, n: LftaNode) -> str:
         proto = n.protocol
         fn = "lfta_" + self.idents[n.name]
@@ -402,6 +427,8 @@ class Generator:
             "query_comment": c_string(f"query {n.query.name}: {n.note}"),
             "hb_state": hb_state, "hb_body": hb_body, "has_heartbeat": bool(hb_body),
             "prefetch_reads": prefetch_reads,
+            "set_merge": (f"lfta_{self.idents[n.name]}_set_merge"
+                          if self._set_merge_column(n) is not None else None),
         }
         if isinstance(n, LftaSelect):
             assigns, strs = output_assignments(em, n.output, n.select, out_t)
@@ -761,5 +788,8 @@ _RENDERERS: dict[type, Callable[[Generator, Any], str]] = {
 }
 
 
-def generate(plan: Plan) -> GeneratedSet:
-    return Generator(plan).generate()
+def generate(plan: Plan, runner_sets: "Sequence[tuple[str, str]]" = ()) -> GeneratedSet:
+    """The generated files of `plan`.  runner_sets: (set, member) pairs the
+    stand-alone runner binds by default (`gsqlc compile --interfaces`); the
+    library itself does not depend on them."""
+    return Generator(plan).generate(runner_sets)

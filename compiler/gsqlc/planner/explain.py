@@ -22,7 +22,7 @@ from .plan import Plan, describe_expr
 
 def _reads(n: PlanNode) -> str:
     if isinstance(n, LftaNode):
-        iface = n.iface or "<default>"
+        iface = n.iface or "default"
         return f"interface {iface}, PROTOCOL {n.protocol.name}"
     return "stream " + ", ".join(n.inputs)
 
@@ -66,10 +66,25 @@ def _join_lines(n: HftaJoin) -> list[str]:
     return lines
 
 
+def _set_line(n: LftaNode) -> str:
+    """What the LFTA does when its interface is bound to an interface set at
+    run time (the plan does not depend on bindings)."""
+    iface = n.iface or "default"
+    col = next((c.name for c in n.output.columns if c.temporal.is_temporal), None)
+    if col is None:
+        return (f"    set:      its output has no temporal column: interface {iface} cannot be "
+                "bound to an interface set of several members")
+    return (f"    set:      bound to an interface set at run time, it runs once per member "
+            f"({n.name}@MEMBER); a merge on {col} merges the LFTAs of interface set "
+            f"[{iface}] in temporal order")
+
+
 def _node_lines(n: PlanNode) -> list[str]:
     lines = [f"[{n.level.upper()}] {n.name}    reads {_reads(n)}",
              f"    operator: {_operator(n)}",
              f"    split:    {n.note}"]
+    if isinstance(n, LftaNode):
+        lines.append(_set_line(n))
     if isinstance(n, FILTERING) and n.where:
         lines.append("    WHERE    " + "\n             AND ".join(describe_expr(c, n) for c in n.where))
     if isinstance(n, HftaJoin):
@@ -138,7 +153,7 @@ def explain_dot(plan: Plan) -> str:
     ifaces: dict[str, str] = {}
     for n in plan.nodes:
         if isinstance(n, LftaNode):
-            iface = n.iface or "<default>"
+            iface = n.iface or "default"
             if iface not in ifaces:
                 ifaces[iface] = f"i{len(ifaces)}"
                 out.append(f'  {ifaces[iface]} [shape=ellipse, label="interface {_dot_escape(iface)}"];')
@@ -149,7 +164,7 @@ def explain_dot(plan: Plan) -> str:
         out.append(f'  {ids[n.name]} [{style}, label="{_dot_escape(label)}"];')
     for n in plan.nodes:
         if isinstance(n, LftaNode):
-            out.append(f'  {ifaces[n.iface or "<default>"]} -> {ids[n.name]} '
+            out.append(f'  {ifaces[n.iface or "default"]} -> {ids[n.name]} '
                        f'[label="{_dot_escape(n.protocol.name)}"];')
         for s in n.inputs:
             out.append(f"  {ids[s]} -> {ids[n.name]};")

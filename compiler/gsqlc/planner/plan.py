@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 from ..frontend import ast
 from ..semantics.analyze import AggCall, AnalyzedQuery, Column, MergeInfo, StreamDef
@@ -38,17 +38,13 @@ from .nodes import (
     HftaMerge,
     HftaSelect,
     LftaAggregate,
-    LftaNode,
     LftaSelect,
     Named,
     PlanNode,
 )
 
-if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
-
 __all__ = ["Accum", "AggPlan", "DEFAULT_LFTA_TABLE", "Plan", "PlanNode", "TABLE_WAYS",
-           "describe_expr", "expand_interface_sets", "make_plan", "plan_query"]
+           "describe_expr", "make_plan", "plan_query"]
 
 
 @dataclass(frozen=True)
@@ -377,60 +373,22 @@ def _hfta_only_functions(q: AnalyzedQuery) -> set[str]:
     return names
 
 
-def expand_interface_sets(nodes: list[PlanNode], sets: "Mapping[str, Sequence[str]]",
-                          default_iface: str) -> list[PlanNode]:
-    """An LFTA over an interface set runs once per member; a merge HFTA on the
-    LFTA's temporal column joins their outputs into the stream the rest of
-    the plan reads (seed 000: FROM [main0_and_control].DataProtocol).  An
-    LFTA of the default interface is rebuilt naming it."""
-    out: list[PlanNode] = []
-    for n in nodes:
-        if not isinstance(n, LftaNode):
-            out.append(n)
-            continue
-        if not n.iface:
-            n = dataclasses.replace(n, iface=default_iface)
-        members = sets.get(n.iface)
-        if not members or len(members) < 2:
-            out.append(n)
-            continue
-        tcols = [c for c in n.output.columns if c.temporal.is_temporal]
-        if not tcols:
-            from ..errors import QueryError
-            raise QueryError(n.query.query.span, "interface-set",
-                             f"query {n.query.name} reads the interface set [{n.iface}], whose "
-                             "members' outputs are merged in temporal order, but its LFTA "
-                             "outputs no temporal column to merge on")
-        copies: list[LftaNode] = []
-        for m in members:
-            cname = f"{n.name}@{m}"
-            copies.append(dataclasses.replace(n, name=cname, iface=m,
-                                              output=StreamDef(cname, n.output.columns)))
-        merge = HftaMerge(name=n.name, query=n.query, output=n.output,
-                          inputs=tuple(c.name for c in copies),
-                          input_defs=tuple(c.output for c in copies),
-                          params=n.params, merge=MergeInfo(tcols[0].name, 0.0),
-                          note=f"merges the LFTAs of interface set [{n.iface}] "
-                               f"({', '.join(members)}) on {tcols[0].name}")
-        out += copies + [merge]
-    return out
-
-
 def make_plan(queries: list[AnalyzedQuery],
-              iface_sets: "Optional[Mapping[str, Sequence[str]]]" = None,
-              default_iface: str = "default",
               lfta_table_size: Optional[int] = None,
               lfta_table_ways: Optional[int] = None) -> Plan:
     """Analyzed queries (dependency order) -> Plan.  lfta_table_size,
     lfta_table_ways: the default slot count and associativity of LFTA
-    aggregation tables (a query's DEFINEs still win)."""
+    aggregation tables (a query's DEFINEs still win).  The plan does not
+    depend on run-time bindings: an LFTA keeps the interface (or interface
+    set) name it reads; bound to a set at run time it runs once per member,
+    merged on its temporal column (gsq_lfta_def.set_merge)."""
     nodes: list[PlanNode] = []
     streams: dict[str, StreamDef] = {}
     for q in queries:
         for n in plan_query(q, streams, lfta_table_size, lfta_table_ways):
             nodes.append(n)
             streams[n.name] = n.output
-    return Plan(expand_interface_sets(nodes, iface_sets or {}, default_iface), queries)
+    return Plan(nodes, queries)
 
 
 def describe_expr(e: ast.Expr, node: PlanNode) -> str:

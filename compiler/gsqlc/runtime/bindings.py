@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
@@ -124,49 +125,86 @@ def check_uri(name: str, uri: str) -> str:
 ARROW = "arrow"   # the source kind of an in-memory Arrow source
 
 
+@dataclass
+class Bindings:
+    """What a run binds: sources (interface, URI, or 'arrow' for Arrow
+    data: the members of sets included, under their own names) and set
+    memberships (set, member) in member order, for gsqlc_add_set_member.
+    An LFTA over a set runs once per member at run time, so a compiled
+    query set serves any binding."""
+    sources: list[tuple[str, str]] = field(default_factory=list)
+    members: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _merge_column(n: LftaNode) -> Optional[str]:
+    return next((c.name for c in n.output.columns if c.temporal.is_temporal), None)
+
+
 def resolve_bindings(plan: Plan, ifaces: Interfaces,
-                     arrow: Iterable[str] = (), warn=None) -> list[tuple[str, str]]:
-    """The (interface, URI) pairs the run binds: every interface an LFTA
-    reads must be bound, by a source whose kind suits the LFTA's protocol.
-    Interfaces in `arrow` are bound to Arrow data (URI 'arrow')."""
+                     arrow: Iterable[str] = (), warn=None) -> Bindings:
+    """Every interface an LFTA reads must be bound, by a source whose kind
+    suits the LFTA's protocol; an interface set's members each are.  The
+    default interface, when the bindings name another one (a single
+    --source NAME=URI), is a set of that one's members.  Interfaces in
+    `arrow` are bound to Arrow data (URI 'arrow')."""
     arrow = set(arrow)
-    out: list[tuple[str, str]] = []
+    out = Bindings()
+    done: set[str] = set()
     for n in plan.nodes:
-        if not isinstance(n, LftaNode) or any(i == n.iface for i, _ in out):
+        if not isinstance(n, LftaNode):
             continue
-        pk = n.protocol.source_kind or "csv"
-        if n.iface in arrow:
-            if pk != "csv":
-                raise UsageError(
-                    f"source {n.iface}: query {n.query.name} reads PROTOCOL {n.protocol.name}, "
-                    "whose fields come from packets; Arrow data feeds PROTOCOLs of named "
-                    "columns (get_csv_* fields), e.g. PACKETS of gsqlc.PACKET_TABLE_SCHEMA "
-                    "for a table from gsqlc.read_pcap")
-            out.append((n.iface, ARROW))
+        iface = n.iface or DEFAULT_IFACE
+        target = ifaces.default if iface == DEFAULT_IFACE else iface
+        members = ifaces.members(target)
+        if len(members) >= 2 and _merge_column(n) is None:
+            raise UsageError(f"query {n.query.name} reads the interface set [{target}], whose "
+                             "members' outputs are merged in temporal order, but its LFTA "
+                             "outputs no temporal column to merge on")
+        if iface in done:
             continue
-        uri = ifaces.sources.get(n.iface)
-        if uri is None:
-            shown = f"[{n.iface}].{n.protocol.name}" if n.iface != ifaces.default else n.protocol.name
-            raise UsageError(
-                f"interface '{n.iface}' is not bound: query {n.query.name} reads {shown}; "
-                f"bind it with --source {n.iface}=URI (or in an --interfaces file), or "
-                f"sources={{'{n.iface}': ...}} in Python")
-        kind = check_uri(n.iface, uri)
-        if kind != pk:
-            wanted = ("packets (pcap:PATH or pcap-live:IFACE)" if pk == "pcap"
-                      else "CSV rows (csv:PATH) or Arrow data")
-            raise UsageError(f"source {n.iface}={uri}: query {n.query.name} reads PROTOCOL "
-                             f"{n.protocol.name}, whose fields come from {wanted}")
-        out.append((n.iface, uri))
-    used = {i for i, _ in out}
+        done.add(iface)
+        if target != iface or target in ifaces.sets:
+            out.members += [(iface, m) for m in members]
+        for m in members:
+            _bind_member(n, m, ifaces, arrow, out)
+    used = {i for i, _ in out.sources}
     for name in sorted((set(ifaces.sources) | arrow) - used):
         (warn or _warn)(f"interface {name} is bound but no query reads it")
     return out
 
 
-def skew_options(ifaces: Interfaces, bindings: list[tuple[str, str]]) -> dict[str, str]:
+def _bind_member(n: LftaNode, m: str, ifaces: Interfaces, arrow: set[str], out: Bindings) -> None:
+    if any(i == m for i, _ in out.sources):
+        return
+    pk = n.protocol.source_kind or "csv"
+    if m in arrow:
+        if pk != "csv":
+            raise UsageError(
+                f"source {m}: query {n.query.name} reads PROTOCOL {n.protocol.name}, "
+                "whose fields come from packets; Arrow data feeds PROTOCOLs of named "
+                "columns (get_csv_* fields), e.g. PACKETS of gsqlc.PACKET_TABLE_SCHEMA "
+                "for a table from gsqlc.read_pcap")
+        out.sources.append((m, ARROW))
+        return
+    uri = ifaces.sources.get(m)
+    if uri is None:
+        shown = f"[{m}].{n.protocol.name}" if m != ifaces.default else n.protocol.name
+        raise UsageError(
+            f"interface '{m}' is not bound: query {n.query.name} reads {shown}; "
+            f"bind it with --source {m}=URI (or in an --interfaces file), or "
+            f"sources={{'{m}': ...}} in Python")
+    kind = check_uri(m, uri)
+    if kind != pk:
+        wanted = ("packets (pcap:PATH or pcap-live:IFACE)" if pk == "pcap"
+                  else "CSV rows (csv:PATH) or Arrow data")
+        raise UsageError(f"source {m}={uri}: query {n.query.name} reads PROTOCOL "
+                         f"{n.protocol.name}, whose fields come from {wanted}")
+    out.sources.append((m, uri))
+
+
+def skew_options(ifaces: Interfaces, bindings: Bindings) -> dict[str, str]:
     """The runtime's max_skew options for the bound interfaces that have one."""
-    bound = {name for name, _ in bindings}
+    bound = {name for name, _ in bindings.sources}
     return {f"max_skew:{iface}": repr(skew) for iface, skew in ifaces.skews.items()
             if iface in bound}
 

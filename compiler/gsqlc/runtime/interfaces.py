@@ -16,7 +16,10 @@ file (TOML) for larger setups:
     members = ["main0", "control"]
 
 A query over a set runs its LFTA on every member and merges their outputs in
-the order of the LFTA's temporal column (plan.expand_interface_sets).
+the order of the LFTA's temporal column.  This is a run-time binding: the plan
+and the library do not depend on it (bindings.resolve_bindings returns the
+memberships, runner.run_library calls gsqlc_add_set_member; the runtime runs
+the LFTA's instances and its generated set merge, run/sets.c).
 """
 from __future__ import annotations
 

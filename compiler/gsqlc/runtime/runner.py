@@ -8,7 +8,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 import cffi
 
@@ -53,6 +53,7 @@ int gsqlc_set_param(gsq_run *r, const char *name, const char *value);
 int gsqlc_bind_source(gsq_run *r, const char *iface, const char *uri);
 int gsqlc_add_sink(gsq_run *r, const char *query, const char *format, const char *path);
 int gsqlc_bind_arrow(gsq_run *r, const char *iface, struct ArrowArrayStream *stream);
+int gsqlc_add_set_member(gsq_run *r, const char *set, const char *member);
 int gsqlc_bind_stream_arrow(gsq_run *r, const char *stream_name, struct ArrowArrayStream *stream);
 int gsqlc_add_arrow_sink(gsq_run *r, const char *stream_name, gsqlc_arrow_cb cb, void *ctx,
                          uint32_t batch_rows);
@@ -169,8 +170,10 @@ def run_library(library: Path, sources: list[tuple[str, str]],
                 params: Optional[dict[str, str]] = None, *,
                 arrow_sources: Optional[dict] = None, arrow_streams: Optional[dict] = None,
                 arrow_sinks: Optional[list] = None, batch_rows: int = 0,
-                cancel: Optional[RunHandle] = None, handle_signals: bool = False) -> RunResult:
-    """Run to end of input.  sources: (iface, uri); sinks: (query, format,
+                cancel: Optional[RunHandle] = None, handle_signals: bool = False,
+                set_members: Sequence[tuple[str, str]] = ()) -> RunResult:
+    """Run to end of input.  sources: (iface, uri); set_members: (set,
+    member interface) pairs, in member order (gsqlc_add_set_member); sinks: (query, format,
     path or None for stdout).  Arrow data (pyarrow RecordBatchReaders, read
     in place through the Arrow C stream interface): arrow_sources binds
     interfaces, arrow_streams feeds query-set streams (their producers do not
@@ -207,6 +210,9 @@ def run_library(library: Path, sources: list[tuple[str, str]],
             check(lib.gsqlc_set_param(r, _s(k), _s(v)), f"parameter {k}")
         for iface, uri in sources:
             check(lib.gsqlc_bind_source(r, _s(iface), _s(uri)), f"source {iface or 'default'}={uri}")
+        for set_name, member in set_members:
+            check(lib.gsqlc_add_set_member(r, _s(set_name), _s(member)),
+                  f"interface set {set_name or 'default'}")
         for iface, reader in (arrow_sources or {}).items():
             check(lib.gsqlc_bind_arrow(r, _s(iface), c_stream(reader)), f"source {iface or 'default'}")
         for stream, reader in (arrow_streams or {}).items():

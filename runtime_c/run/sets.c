@@ -1,0 +1,226 @@
+/*
+ * sets.c -- interface sets at run time, and the run's nodes.
+ *
+ * gsqlc_add_set_member records (set, member) pairs.  gsq_build_nodes lays
+ * out run->nodes (gsq_internal.h): an LFTA whose interface is a set of
+ * k >= 2 members becomes k instances "<lfta>@<member>" (own state, own
+ * member's source and max_skew) feeding one set merge named after the LFTA
+ * (its definition's set_merge, a generated order-preserving merge on the
+ * LFTA's temporal column) whose output is the LFTA's stream; a set of one
+ * member is that member under the LFTA's own name.  The plan of the query
+ * set stays what the compiler made: which interfaces make up a set is a
+ * binding, decided here.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gsq_run_steps.h"
+
+GSQ_EXPORT int gsqlc_add_set_member(gsq_run *r, const char *set, const char *member)
+{
+    gsq_set_member *nm;
+    uint32_t i;
+    if (!set || !member) {
+        gsq_set_error(r, "interface set and member names must not be NULL");
+        return -1;
+    }
+    if (r->started) {
+        gsq_set_error(r, "interface set member added after the run started");
+        return -1;
+    }
+    if (!*set)
+        set = GSQ_DEFAULT_IFACE;
+    if (!*member)
+        member = GSQ_DEFAULT_IFACE;
+    for (i = 0; i < r->n_members; i++)
+        if (strcmp(r->members[i].set, set) == 0 && strcmp(r->members[i].member, member) == 0) {
+            gsq_set_error(r, "interface '%s' is already a member of interface set '%s'", member,
+                          set);
+            return -1;
+        }
+    if (strcmp(set, member) == 0) {
+        gsq_set_error(r, "interface set '%s' cannot be a member of itself", set);
+        return -1;
+    }
+    nm = realloc(r->members, (r->n_members + 1) * sizeof *nm);
+    if (!nm) {
+        gsq_set_error(r, "out of memory");
+        return -1;
+    }
+    r->members = nm;
+    nm[r->n_members].set = gsq_strdup(set);
+    nm[r->n_members].member = gsq_strdup(member);
+    if (!nm[r->n_members].set || !nm[r->n_members].member) {
+        free(nm[r->n_members].set);
+        free(nm[r->n_members].member);
+        gsq_set_error(r, "out of memory");
+        return -1;
+    }
+    r->n_members++;
+    return 0;
+}
+
+/* The first member of `set` (members are appended in call order, so the
+ * others follow among the later entries of run->members). */
+const gsq_set_member *gsq_set_members(const gsq_run *r, const char *set, uint32_t *n)
+{
+    const gsq_set_member *first = NULL;
+    uint32_t i;
+    *n = 0;
+    for (i = 0; set && i < r->n_members; i++)
+        if (strcmp(r->members[i].set, set) == 0) {
+            if (!first)
+                first = &r->members[i];
+            (*n)++;
+        }
+    return first;
+}
+
+/* The i-th member of `set` (i < its count). */
+static const char *member_at(const gsq_run *r, const char *set, uint32_t i)
+{
+    uint32_t j;
+    for (j = 0; j < r->n_members; j++)
+        if (strcmp(r->members[j].set, set) == 0 && i-- == 0)
+            return r->members[j].member;
+    return NULL;
+}
+
+int gsq_iface_read(const gsq_run *r, const char *name)
+{
+    uint32_t i, j;
+    for (i = 0; i < r->qs->n_lftas; i++) {
+        const char *f = r->qs->lftas[i]->iface;
+        if (!f)
+            continue;
+        if (strcmp(f, name) == 0)
+            return 1;
+        for (j = 0; j < r->n_members; j++)
+            if (strcmp(r->members[j].set, f) == 0 && strcmp(r->members[j].member, name) == 0)
+                return 1;
+    }
+    return 0;
+}
+
+static void set_skew(gsq_run *r, gsq_node *n)
+{
+    uint32_t k;
+    for (k = 0; k < r->n_skews; k++)
+        if (n->iface && strcmp(r->skews[k].iface, n->iface) == 0) {
+            n->has_skew = 1;
+            n->skew_usec = r->skews[k].usec;
+        }
+}
+
+static char *instance_name(const char *lfta, const char *member)
+{
+    size_t len = strlen(lfta) + strlen(member) + 2;
+    char *s = malloc(len);
+    if (s)
+        snprintf(s, len, "%s@%s", lfta, member);
+    return s;
+}
+
+static int fail_oom(gsq_run *r)
+{
+    gsq_set_error(r, "out of memory");
+    r->failed = 1;
+    return -1;
+}
+
+int gsq_build_nodes(gsq_run *r)
+{
+    const gsq_queryset_def *qs = r->qs;
+    uint32_t i, m, n_inst = 0, n_merges = 0, at, mat;
+
+    for (i = 0; i < qs->n_lftas; i++) {
+        const gsq_lfta_def *d = qs->lftas[i];
+        uint32_t k;
+        gsq_set_members(r, d->iface, &k);
+        if (k >= 2 && !d->set_merge) {
+            gsq_run_fail(r,
+                         "query %s reads the interface set [%s], whose members' outputs are "
+                         "merged in temporal order, but its LFTA outputs no temporal column to "
+                         "merge on",
+                         d->name, d->iface);
+            return -1;
+        }
+        n_inst += k ? k : 1;
+        n_merges += k >= 2;
+    }
+    r->n_lfta_nodes = n_inst;
+    r->hfta_base = n_inst + n_merges;
+    r->n_nodes = r->hfta_base + qs->n_hftas;
+    r->nodes = calloc(r->n_nodes ? r->n_nodes : 1, sizeof *r->nodes);
+    if (!r->nodes)
+        return fail_oom(r);
+    at = 0;
+    mat = n_inst;
+    for (i = 0; i < qs->n_lftas; i++) {
+        const gsq_lfta_def *d = qs->lftas[i];
+        gsq_node *merge = NULL;
+        uint32_t k;
+        gsq_set_members(r, d->iface, &k);
+        if (k >= 2) {
+            merge = &r->nodes[mat++];
+            merge->run = r;
+            merge->hfta = d->set_merge;
+            merge->name = d->name;
+            merge->def_index = i;
+            merge->n_inputs = (int)k;
+            merge->out_stream = d->out_stream;
+        }
+        for (m = 0; m < (k ? k : 1); m++) {
+            gsq_node *n = &r->nodes[at++];
+            n->run = r;
+            n->lfta = d;
+            n->def_index = i;
+            n->name = d->name;
+            n->iface = k ? member_at(r, d->iface, m) : d->iface;
+            n->out_stream = d->out_stream;
+            gsq_tq_init(&n->queue);
+            if (merge) {
+                n->own_name = instance_name(d->name, n->iface);
+                if (!n->own_name)
+                    return fail_oom(r);
+                n->name = n->own_name;
+                n->out_name = n->own_name;
+                n->merge = merge;
+                n->merge_input = (int)m;
+            }
+            set_skew(r, n);
+        }
+    }
+    for (i = 0; i < qs->n_hftas; i++) {
+        gsq_node *n = &r->nodes[r->hfta_base + i];
+        n->run = r;
+        n->hfta = qs->hftas[i];
+        n->def_index = i;
+        n->name = n->hfta->name;
+        n->n_inputs = n->hfta->n_inputs;
+        n->out_stream = n->hfta->out_stream;
+    }
+    return 0;
+}
+
+void gsq_free_nodes(gsq_run *r)
+{
+    uint32_t i;
+    for (i = 0; r->nodes && i < r->n_nodes; i++)
+        free(r->nodes[i].own_name);
+    free(r->nodes);
+    r->nodes = NULL;
+    for (i = 0; i < r->n_members; i++) {
+        free(r->members[i].set);
+        free(r->members[i].member);
+    }
+    free(r->members);
+    r->members = NULL;
+    r->n_members = 0;
+}
+
+int gsq_node_n_inputs(gsq_node *node)
+{
+    return node->hfta ? node->n_inputs : 0;
+}
