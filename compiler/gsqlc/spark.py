@@ -34,7 +34,7 @@ from urllib.parse import unquote, urlparse
 from .api import CompiledQuerySet
 from .errors import SparkQueryError, UsageError
 from .planner.nodes import HftaAggregate, HftaFilterJoin, HftaJoin, HftaMerge, HftaSelect, LftaNode
-from .runtime.bindings import check_params, interfaces_of, outputs_of, run_options
+from .runtime.bindings import check_params, interfaces_of, outputs_of, run_options, set_members
 from .runtime.interfaces import DEFAULT_IFACE
 from .semantics.bound import FieldRef, GroupRef
 from .semantics.types import Temporal, Type
@@ -368,17 +368,13 @@ def _spark_plan(plan, ifaces):
             nodes.append(n)
             continue
         lib_iface = n.iface or DEFAULT_IFACE
-        target = ifaces.default if lib_iface == DEFAULT_IFACE else lib_iface
-        members = ifaces.members(target)
-        tcols = [c for c in n.output.columns if c.temporal.is_temporal]
+        target, members = set_members(n, ifaces)
         if len(members) < 2:
             nodes.append(dataclasses.replace(n, iface=members[0]))
             runs[n.name] = (n.name, lib_iface)
             continue
-        if not tcols:
-            raise UsageError(f"query {n.query.name} reads the interface set [{target}], whose "
-                             "members' outputs are merged in temporal order, but its LFTA "
-                             "outputs no temporal column to merge on")
+        merge_col = n.set_merge_column
+        assert merge_col is not None   # set_members refused the set otherwise
         copies = []
         for m in members:
             cname = f"{n.name}@{m}"
@@ -389,7 +385,7 @@ def _spark_plan(plan, ifaces):
         nodes.append(HftaMerge(name=n.name, query=n.query, output=n.output,
                                inputs=tuple(c.name for c in copies),
                                input_defs=tuple(c.output for c in copies),
-                               params=n.params, merge=MergeInfo(tcols[0].name, 0.0),
+                               params=n.params, merge=MergeInfo(merge_col.name, 0.0),
                                note=f"merges the LFTAs of interface set [{target}]"))
     return Plan(nodes, plan.queries), runs
 

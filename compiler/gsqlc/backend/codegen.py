@@ -31,7 +31,7 @@ from ..planner.nodes import (
 )
 from ..planner.plan import Plan, describe_expr
 from ..resources import resource_dir
-from ..semantics.analyze import Column, StreamDef
+from ..semantics.analyze import StreamDef
 from ..semantics.bound import AccumRef, AggRef, FieldRef, GroupRef, key, walk
 from ..semantics.types import Temporal, Type
 from .cescape import c_comment, c_identifier, c_string
@@ -265,14 +265,8 @@ class Generator:
             streams=streams, lftas=lftas, hftas=hftas)
 
     # -------------------------------------------------------------- LFTA
-    @staticmethod
-    def _set_merge_column(n: LftaNode) -> Optional[Column]:
-        """The column the instances of n over an interface set are merged
-        on: its output's first temporal column (None: none)."""
-        return next((c for c in n.output.columns if c.temporal.is_temporal), None)
-
     def _set_merge_data(self, n: LftaNode) -> Optional[dict]:
-        col = self._set_merge_column(n)
+        col = n.set_merge_column
         if col is None:
             return None
         ident = self.idents[n.name]
@@ -428,7 +422,7 @@ class Generator:
             "hb_state": hb_state, "hb_body": hb_body, "has_heartbeat": bool(hb_body),
             "prefetch_reads": prefetch_reads,
             "set_merge": (f"lfta_{self.idents[n.name]}_set_merge"
-                          if self._set_merge_column(n) is not None else None),
+                          if n.set_merge_column is not None else None),
         }
         if isinstance(n, LftaSelect):
             assigns, strs = output_assignments(em, n.output, n.select, out_t)

@@ -70,7 +70,7 @@ def _set_line(n: LftaNode) -> str:
     """What the LFTA does when its interface is bound to an interface set at
     run time (the plan does not depend on bindings)."""
     iface = n.iface or "default"
-    col = next((c.name for c in n.output.columns if c.temporal.is_temporal), None)
+    col = n.set_merge_column.name if n.set_merge_column else None
     if col is None:
         return (f"    set:      its output has no temporal column: interface {iface} cannot be "
                 "bound to an interface set of several members")

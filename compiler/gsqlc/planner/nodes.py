@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Optional, Union
 
 from ..frontend import ast
-from ..semantics.analyze import AnalyzedQuery, JoinInfo, MergeInfo, StreamDef
+from ..semantics.analyze import AnalyzedQuery, Column, JoinInfo, MergeInfo, StreamDef
 from ..semantics.schema import Protocol
 from ..semantics.types import Type
 
@@ -78,6 +78,13 @@ class LftaNode(PlanNode):
     iface: str = ""                    # '' = the default interface
     where: tuple[ast.Expr, ...] = ()
     select: tuple[Named, ...] = ()
+
+    @property
+    def set_merge_column(self) -> Optional[Column]:
+        """The column this LFTA's instances over an interface set are merged
+        on: its output's first temporal column (None: it has none, and it
+        cannot read a set of several members)."""
+        return next((c for c in self.output.columns if c.temporal.is_temporal), None)
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)

@@ -136,8 +136,18 @@ class Bindings:
     members: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _merge_column(n: LftaNode) -> Optional[str]:
-    return next((c.name for c in n.output.columns if c.temporal.is_temporal), None)
+def set_members(n: LftaNode, ifaces: Interfaces) -> tuple[str, list[str]]:
+    """The interface (or set) LFTA n reads under these bindings and its
+    members (one: a plain interface); a UsageError when several members
+    are bound but n has no temporal column to merge them on."""
+    iface = n.iface or DEFAULT_IFACE
+    target = ifaces.default if iface == DEFAULT_IFACE else iface
+    members = ifaces.members(target)
+    if len(members) >= 2 and n.set_merge_column is None:
+        raise UsageError(f"query {n.query.name} reads the interface set [{target}], whose "
+                         "members' outputs are merged in temporal order, but its LFTA "
+                         "outputs no temporal column to merge on")
+    return target, members
 
 
 def resolve_bindings(plan: Plan, ifaces: Interfaces,
@@ -154,12 +164,7 @@ def resolve_bindings(plan: Plan, ifaces: Interfaces,
         if not isinstance(n, LftaNode):
             continue
         iface = n.iface or DEFAULT_IFACE
-        target = ifaces.default if iface == DEFAULT_IFACE else iface
-        members = ifaces.members(target)
-        if len(members) >= 2 and _merge_column(n) is None:
-            raise UsageError(f"query {n.query.name} reads the interface set [{target}], whose "
-                             "members' outputs are merged in temporal order, but its LFTA "
-                             "outputs no temporal column to merge on")
+        target, members = set_members(n, ifaces)
         if iface in done:
             continue
         done.add(iface)
