@@ -2,6 +2,7 @@
 """Fast synthetic IPv4 packet streams: a pcap file plus the ground truth.
 
     python bench/pktgen.py --packets N --groups G --out FILE.pcap [--parquet FILE.parquet]
+    python bench/pktgen.py ... --link-delay D    # two links in one capture, one D s late
 
 `generate()` writes a classic pcap (magic a1b2c3d4, microsecond timestamps,
 LINKTYPE_ETHERNET) and returns a pyarrow Table whose columns are named as in
@@ -30,6 +31,10 @@ output depends only on the parameters (not on the machine): 20 M packets take
 a few seconds.  Time advances monotonically at `pps` packets per second from
 `start` (seconds); packet i has timestamp floor((i + u_i) * 1e6 / pps) with
 u_i uniform in [0, 0.9), which never decreases.
+
+`generate_delayed()` writes two such links into one capture in order of
+arrival, the second `delay` seconds behind the first (its sources in
+11.0.0.0/8): the disorder a union of a late link sees (seed 004, Figure 1).
 """
 from __future__ import annotations
 
@@ -105,14 +110,15 @@ def _dtype(width):
                      "itemsize": width})
 
 
-def group_addresses(n_groups: int):
-    """srcIP, destIP (uint32) of each of the n_groups distinct pairs."""
+def group_addresses(n_groups: int, src_net: int = 0x0A000000):
+    """srcIP, destIP (uint32) of each of the n_groups distinct pairs; the
+    sources lie in the /8 network src_net (10.0.0.0/8 by default)."""
     g = np.arange(n_groups, dtype=np.uint64)
     n_src = int(np.ceil(np.sqrt(n_groups)))
     a = g % n_src
     b = g // n_src
     # odd multipliers are bijections mod 2^24: distinct a -> distinct address
-    src = (0x0A000000 + ((a * 2654435761) & 0xFFFFFF)).astype(np.uint32)
+    src = (src_net + ((a * 2654435761) & 0xFFFFFF)).astype(np.uint32)
     dst = (0xAC000000 + ((b * 40503 + 7) & 0xFFFFFF)).astype(np.uint32)
     return src, dst
 
@@ -275,28 +281,29 @@ def _truth(p):
     }
 
 
-def generate(out, n: int, n_groups: int = 65536, *, pps: float = 100_000,
-             seed: int = 1, payload: bool = False, payload_frac: float = 0.3,
-             tcp: float = 0.7, udp: float = 0.25, icmp: float = 0.05,
-             frag: float = 0.005, start: int = 1_700_000_000,
-             truth: bool = True, parquet: str | None = None):
-    """Write n packets to pcap file `out` (path or None for no pcap).
-
-    n_groups distinct (srcIP, destIP) pairs, each packet's pair uniform among
-    them; protocol mix tcp/udp/icmp (normalised); `frag` is the fraction of
-    non-first fragments (and, separately, of first fragments with MF set).
-    Returns the ground-truth pyarrow Table (None if truth=False and no
-    parquet).  When `parquet` is given the table is also written there.
-    """
-    if n_groups < 1 or n < 0:
-        raise ValueError("need n >= 0 and n_groups >= 1")
+def _link_chunks(n: int, n_groups: int, *, pps: float, seed: int, payload: bool,
+                 payload_frac: float, tcp: float, udp: float, icmp: float, frag: float,
+                 start: int, src_net: int = 0x0A000000):
+    """The field arrays of one link's packets, CHUNK packets at a time."""
     tot = tcp + udp + icmp
     mix = (tcp / tot, udp / tot, icmp / tot)
-    gsrc, gdst = group_addresses(n_groups)
+    gsrc, gdst = group_addresses(n_groups, src_net)
     grng = np.random.default_rng([seed, 0xFFFFFFFF])
     gsport = grng.integers(1024, 65536, n_groups).astype(np.uint16)
     gdport = grng.choice(np.array([80, 443, 8080, 53, 22, 25, 123, 5060], np.uint16),
                          n_groups, p=[.35, .35, .05, .1, .05, .03, .04, .03])
+    for k, i0 in enumerate(range(0, n, CHUNK)):
+        c = min(CHUNK, n - i0)
+        rng = np.random.default_rng([seed, k])
+        yield _chunk(rng, i0, c, n_groups=n_groups, pps=pps, start=start,
+                     payload=payload, payload_frac=payload_frac, mix=mix,
+                     frag_frac=frag, gsrc=gsrc, gdst=gdst, gsport=gsport,
+                     gdport=gdport)
+
+
+def _write(out, chunks, payload: bool, truth: bool, parquet):
+    """Write the chunks' packets to pcap `out` (or nowhere when None); the
+    ground-truth Table when truth (written to `parquet` when given)."""
     f = open(out, "wb") if out else None
     want_truth = truth or parquet is not None
     parts = []
@@ -306,13 +313,7 @@ def generate(out, n: int, n_groups: int = 65536, *, pps: float = 100_000,
             f.write(np.array([PCAP_MAGIC, 0x00040002, 0, 0, 262144, LINKTYPE_ETHERNET],
                              np.uint32).tobytes())
             # (0x00040002 = version 2.4 little-endian as two u16; thiszone, sigfigs 0)
-        for k, i0 in enumerate(range(0, n, CHUNK)):
-            c = min(CHUNK, n - i0)
-            rng = np.random.default_rng([seed, k])
-            p = _chunk(rng, i0, c, n_groups=n_groups, pps=pps, start=start,
-                       payload=payload, payload_frac=payload_frac, mix=mix,
-                       frag_frac=frag, gsrc=gsrc, gdst=gdst, gsport=gsport,
-                       gdport=gdport)
+        for p in chunks:
             if f:
                 f.write(_records(p, payload).tobytes())
             if want_truth:
@@ -333,6 +334,94 @@ def generate(out, n: int, n_groups: int = 65536, *, pps: float = 100_000,
     if not parts:
         return _schema().empty_table()
     return pa.Table.from_batches(parts)
+
+
+def generate(out, n: int, n_groups: int = 65536, *, pps: float = 100_000,
+             seed: int = 1, payload: bool = False, payload_frac: float = 0.3,
+             tcp: float = 0.7, udp: float = 0.25, icmp: float = 0.05,
+             frag: float = 0.005, start: int = 1_700_000_000,
+             truth: bool = True, parquet: str | None = None):
+    """Write n packets to pcap file `out` (path or None for no pcap).
+
+    n_groups distinct (srcIP, destIP) pairs, each packet's pair uniform among
+    them; protocol mix tcp/udp/icmp (normalised); `frag` is the fraction of
+    non-first fragments (and, separately, of first fragments with MF set).
+    Returns the ground-truth pyarrow Table (None if truth=False and no
+    parquet).  When `parquet` is given the table is also written there.
+    """
+    if n_groups < 1 or n < 0:
+        raise ValueError("need n >= 0 and n_groups >= 1")
+    chunks = _link_chunks(n, n_groups, pps=pps, seed=seed, payload=payload,
+                          payload_frac=payload_frac, tcp=tcp, udp=udp, icmp=icmp,
+                          frag=frag, start=start)
+    return _write(out, chunks, payload, truth, parquet)
+
+
+LINK_B_NET = 0x0B000000    # sources of the delayed link: 11.0.0.0/8
+
+
+def _take(p: dict, idx) -> dict:
+    return {k: v[idx] for k, v in p.items()}
+
+
+def _cat(ps: list) -> dict:
+    return {k: np.concatenate([p[k] for p in ps]) for k in ps[0]}
+
+
+def _arrival_merge(links):
+    """Merge chunk streams by arrival time.  links: (chunk iterator, delay in
+    microseconds) per link; a packet of timestamp ts arrives at ts + delay.
+    Each link's chunks are in timestamp order; ties go to the earlier link."""
+    pend: list = [None] * len(links)
+    done = [False] * len(links)
+    while True:
+        for i, (it, _) in enumerate(links):
+            while not done[i] and (pend[i] is None or len(pend[i]["ts"]) == 0):
+                pend[i] = next(it, None)
+                done[i] = pend[i] is None
+        live = [i for i in range(len(links)) if pend[i] is not None and len(pend[i]["ts"])]
+        if not live:
+            return
+        # every packet arriving no later than the earliest "last pending
+        # arrival" of a link that may still send more can be written now
+        cut = min((int(pend[i]["ts"][-1]) + links[i][1] for i in live if not done[i]),
+                  default=None)
+        parts, arr = [], []
+        for i in live:
+            a = pend[i]["ts"].astype(np.int64) + links[i][1]
+            k = len(a) if cut is None else int(np.searchsorted(a, cut, side="right"))
+            if k:
+                parts.append(_take(pend[i], slice(0, k)))
+                arr.append(a[:k])
+                pend[i] = _take(pend[i], slice(k, None))
+        if parts:
+            order = np.argsort(np.concatenate(arr), kind="stable")
+            yield _take(_cat(parts), order)
+
+
+def generate_delayed(out, n: int, n_groups: int = 32768, *, delay: float,
+                     pps: float = 100_000, seed: int = 1, payload: bool = False,
+                     payload_frac: float = 0.3, tcp: float = 0.7, udp: float = 0.25,
+                     icmp: float = 0.05, frag: float = 0.005, start: int = 1_700_000_000,
+                     truth: bool = False, parquet: str | None = None):
+    """One capture of two links whose packets ARRIVE `delay` seconds apart.
+
+    Link A is exactly generate(n, n_groups, seed=seed, ...): sources in
+    10.0.0.0/8.  Link B is the same with seed + 1 and its sources in
+    11.0.0.0/8 (LINK_B_NET), so a predicate on srcIP tells the links apart
+    (2 * n_groups distinct pairs in all).  Each packet keeps its own link's
+    timestamp; the records are written in order of arrival, a packet of B
+    with timestamp t where A's packets of time t + delay are: each link is in
+    timestamp order, the capture as a whole is not (B runs `delay` s behind).
+    """
+    if n_groups < 1 or n < 0 or delay < 0:
+        raise ValueError("need n >= 0, n_groups >= 1 and delay >= 0")
+    kw = dict(pps=pps, payload=payload, payload_frac=payload_frac, tcp=tcp, udp=udp,
+              icmp=icmp, frag=frag, start=start)
+    a = _link_chunks(n, n_groups, seed=seed, **kw)
+    b = _link_chunks(n, n_groups, seed=seed + 1, src_net=LINK_B_NET, **kw)
+    chunks = _arrival_merge([(a, 0), (b, int(round(delay * 1_000_000)))])
+    return _write(out, chunks, payload, truth, parquet)
 
 
 def _schema():
@@ -377,13 +466,22 @@ def main(argv=None):
     ap.add_argument("--frag", type=float, default=0.005)
     ap.add_argument("--start", type=int, default=1_700_000_000,
                     help="time of the first packet (epoch seconds)")
+    ap.add_argument("--link-delay", type=float, metavar="SECONDS",
+                    help="write two links in one capture: the packets above, and a second "
+                         "link like them (seed + 1, sources in 11.0.0.0/8) whose packets "
+                         "arrive SECONDS behind (generate_delayed)")
     a = ap.parse_args(argv)
     t0 = _time.perf_counter()
-    generate(a.out, a.packets, a.groups, pps=a.pps, seed=a.seed, payload=a.payload,
-             payload_frac=a.payload_frac, tcp=a.tcp, udp=a.udp, icmp=a.icmp,
-             frag=a.frag, start=a.start, truth=False, parquet=a.parquet)
+    kw = dict(pps=a.pps, seed=a.seed, payload=a.payload, payload_frac=a.payload_frac,
+              tcp=a.tcp, udp=a.udp, icmp=a.icmp, frag=a.frag, start=a.start,
+              truth=False, parquet=a.parquet)
+    if a.link_delay is None:
+        generate(a.out, a.packets, a.groups, **kw)
+    else:
+        generate_delayed(a.out, a.packets, a.groups, delay=a.link_delay, **kw)
     dt = _time.perf_counter() - t0
-    print(f"{a.out}: {a.packets} packets, {a.groups} groups, "
+    links = "" if a.link_delay is None else f"2 links delayed {a.link_delay:g} s, 2 x "
+    print(f"{a.out}: {links}{a.packets} packets, {a.groups} groups, "
           f"{os.path.getsize(a.out)} bytes in {dt:.2f} s", file=sys.stderr)
 
 

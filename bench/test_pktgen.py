@@ -108,6 +108,45 @@ def test_group_addresses_distinct():
         assert len(set(zip(s.tolist(), d.tolist()))) == n
 
 
+def test_group_addresses_network():
+    s, _ = pktgen.group_addresses(1000, pktgen.LINK_B_NET)
+    assert ((s >> 24) == 11).all()
+    assert (pktgen.group_addresses(1000)[0] >> 24 == 10).all()
+
+
+@pytest.mark.parametrize("delay", [0, 2.5, 7])
+def test_delayed_links(tmp_path, monkeypatch, delay):
+    """Link A is generate()'s stream, link B the same with seed + 1 in
+    11.0.0.0/8; the capture is in arrival order (B `delay` s behind), each
+    link in timestamp order, across chunk boundaries."""
+    monkeypatch.setattr(pktgen, "CHUNK", 512)               # several chunks per link
+    kw = dict(pps=200, start=1_700_000_005)
+    pktgen.generate_delayed(str(tmp_path / "d.pcap"), 3000, 40, delay=delay, seed=4, **kw)
+    a = pktgen.generate(str(tmp_path / "a.pcap"), 3000, 40, seed=4, **kw).to_pylist()
+    got = read_pcap(tmp_path / "d.pcap")
+    assert len(got) == 6000
+    link_a = [g for g in got if g["srcIP"] >> 24 == 10]
+    link_b = [g for g in got if g["srcIP"] >> 24 == 11]
+    assert link_a == a
+    assert len(link_b) == 3000 and len({(g["srcIP"], g["destIP"]) for g in link_b}) == 40
+    assert [g["timestamp"] for g in link_b] == sorted(g["timestamp"] for g in link_b)
+    arrival = [g["timestamp"] + (delay * 1e6 if g["srcIP"] >> 24 == 11 else 0) for g in got]
+    assert arrival == sorted(arrival)
+    if delay > 1:
+        # B's first packet comes after A's packets of its first `delay` seconds
+        first_b = next(i for i, g in enumerate(got) if g["srcIP"] >> 24 == 11)
+        assert got[first_b - 1]["timestamp"] - got[first_b]["timestamp"] > (delay - 1) * 1e6
+
+
+def test_delayed_cli(tmp_path):
+    out = tmp_path / "x.pcap"
+    subprocess.run([sys.executable, str(HERE / "pktgen.py"), "--packets", "300",
+                    "--groups", "20", "--out", str(out), "--pps", "50", "--link-delay", "3"],
+                   check=True, capture_output=True)
+    got = read_pcap(out)
+    assert len(got) == 600 and sum(g["srcIP"] >> 24 == 11 for g in got) == 300
+
+
 def test_cli(tmp_path):
     out, pq_ = tmp_path / "x.pcap", tmp_path / "x.parquet"
     subprocess.run([sys.executable, str(HERE / "pktgen.py"), "--packets", "500",

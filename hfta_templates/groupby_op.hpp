@@ -1,18 +1,38 @@
 // groupby_op.hpp -- gsq::groupby_op<F>: the HFTA aggregation operator, with
 // epochs defined by the temporal group-by columns and a slow flush.
 //
-// Behaviour.  The groups of the current epoch live in an open_hash_map.  When
-// a tuple of a later epoch arrives the epoch closes: its table becomes the
-// flushing table (an O(1) swap) and a fresh, unallocated table takes the new
-// epoch.  With the slow flush (the default) every later input data tuple,
-// before it is processed, emits one group of the flushing table, in slot
-// order, so the output of a closed epoch is spread over the following input
-// instead of arriving as one burst.  If the epoch changes again before the
-// flush is done, the remaining old groups are emitted at once.  A flushing
-// table frees its memory as soon as its last group is out, so memory is
-// bounded by the two most recent epochs.  A tuple of an epoch older than the
-// current one is dropped and counted (GSQ_CNT_LATE_DROPPED).  When every
-// input has ended: the flushing table, then every current group, then GSQ_EOF.
+// Behaviour.  The groups of each open epoch live in an open_hash_map.  With
+// max_disorder K (a functor member, default 1: in-order input) up to K epochs
+// are open at once, so input disordered by up to K epochs loses nothing
+// (Tigon's max_hfta_disorder; seed 004 5.2 and A.2.2).  The open epochs are
+// kept sorted, oldest first; each table is allocated by its first group (an
+// epoch may be open with no groups).  A data tuple of epoch e:
+//   - e open: it folds into e's group (the newest epoch is checked first, so
+//     in-order input costs one epoch comparison, as with K = 1);
+//   - e newer than every open epoch: e opens; if that makes K + 1 open, the
+//     oldest closes;
+//   - e between two open epochs: e opens, the oldest closing if that makes
+//     K + 1;
+//   - e older than every open epoch: e opens if fewer than K are open, e is
+//     newer than every closed epoch and e is not older than the last
+//     heartbeat this operator emitted (the output never contradicts its
+//     heartbeats) nor, with strict heartbeats, than the last one received;
+//   - otherwise the tuple is late: dropped and counted
+//     (GSQ_CNT_LATE_DROPPED, stats().late_dropped).
+// With K = 1 this is: a later epoch closes the current one, an older one is
+// late.  Closing: the oldest open epoch's table becomes the flushing table
+// (an O(1) swap).  With the slow flush (the default) every later input data
+// tuple or heartbeat, before it is processed, emits one group of the flushing
+// table, in slot order, so the output of a closed epoch is spread over the
+// following input instead of arriving as one burst.  If another epoch closes
+// before the flush is done, the remaining old groups are emitted at once
+// first.  Epochs close oldest first and every epoch opened later is newer
+// than the closed ones, so the groups of an older epoch always come out
+// before those of a newer one: the output's temporal columns are
+// non-decreasing.  A flushing table frees its memory as soon as its last
+// group is out, so memory is bounded by K + 1 epochs' groups
+// (allocated_slots()).  When every input has ended: the flushing table, then
+// the open epochs oldest first, then GSQ_EOF.
 //
 // Functor interface (F), all generated:
 //
@@ -29,6 +49,14 @@
 //                            //  gsq::hash_combine chains columns)
 //   static constexpr int n_inputs = N;   // optional, default 1; every input
 //                                        // has the same tuple layout
+//   static constexpr unsigned max_disorder = K;  // optional, default 1: how
+//                                        // many epochs may be open at once
+//                                        // (bounded input disorder, >= 1)
+//   static constexpr bool strict_heartbeats = B; // optional, default false:
+//                                        // an input heartbeat is a promise
+//                                        // (punctuation) that closes every
+//                                        // epoch before it (see Heartbeats)
+//   epoch_type must be default-constructible and copyable.
 //
 //   explicit F(gsq_node *node);
 //       Reads run-time parameters; on a missing or bad one calls gsq_node_fail
@@ -42,8 +70,9 @@
 //   epoch_type epoch_of(const key_type &key) const;
 //
 //   int epoch_compare(const epoch_type &current, const epoch_type &e) const;
-//       > 0: e is a later epoch (the current one closes); 0: same epoch;
-//       < 0: e is older than the current epoch (a late tuple, dropped).
+//       > 0: e is a later epoch than `current`; 0: same epoch; < 0: e is
+//       older.  With max_disorder > 1 it must be a total order (epochs are
+//       kept sorted by it).
 //
 //   void init(state_type &state, const void *tup, uint32_t len);
 //       The first tuple of a new group; `state` is default-constructed.
@@ -73,29 +102,51 @@
 // Input tuples are valid only during a call; the template copies the key into
 // its table, the functor copies anything else it keeps into the state.
 //
-// Heartbeats (seed 000 4.4 / 5.3).  On a GSQ_HEARTBEAT on any input:
+// Heartbeats (seed 000 4.4 / 5.3, seed 004 5.1).  On a GSQ_HEARTBEAT on any
+// input:
 //   1. like a data tuple it advances the slow flush by one group (whether or
 //      not the functor knows heartbeats: a stalled input still drains);
-//   2. if F has heartbeat_epoch and it returns true with e: when there is no
-//      current epoch yet, e becomes it; when e is later than the current epoch
-//      (epoch_compare > 0) the current epoch closes exactly as if a tuple of
-//      epoch e had arrived (its slow flush starts; a flush still running
-//      completes first) and e becomes the current epoch -- nothing is
-//      inserted.  Later data tuples of an epoch before e are late (dropped);
-//   3. if F has emit_heartbeat, the operator emits its own heartbeat with
+//   2. if F has heartbeat_epoch and it returns true with h, h is progress,
+//      like a tuple of epoch h that folds nothing: when no epoch is known yet
+//      h opens; when h is newer than every open epoch it opens as an empty
+//      epoch, closing the oldest if that makes more than max_disorder (with
+//      K = 1: the current epoch closes exactly as if a tuple of epoch h had
+//      arrived -- its slow flush starts, a flush still running completes
+//      first -- and h becomes the current epoch, nothing inserted).  If
+//      F::strict_heartbeats, h also says every epoch before h is complete:
+//      every open epoch older than h closes (oldest first), and h, if it is
+//      not open, opens as the oldest open epoch when there is room.  Later
+//      data tuples then follow the rules above: with K = 1, or strict
+//      heartbeats, a tuple of an epoch before h is late;
+//   3. if F has emit_heartbeat, the operator emits its own heartbeat: the
+//      oldest epoch that may still produce output,
 //        - while groups of a closed epoch remain unflushed: that (flushing)
 //          epoch -- the "last flushed" rule, since those groups are still to
 //          come out;
-//        - otherwise the latest epoch known: the current epoch, which after
-//          step 2 is the max of the epoch seen in data and the heartbeat's;
+//        - otherwise the oldest open epoch (with K = 1 the current one, which
+//          after step 2 is the max of the epochs seen in data and
+//          heartbeats); while fewer than K epochs are open an older one may
+//          still open, so then no more than max(latest epoch an input
+//          heartbeat announced, newest closed epoch) when either is known
+//          (the input promised nothing before the one, nothing opens at or
+//          before the other);
 //      and never an epoch lower than one emitted before (the previous one is
 //      repeated instead).  Nothing is emitted before any epoch is known.
+//      Emitting commits: a data tuple of an epoch older than the last
+//      heartbeat emitted is late (this only matters while fewer than K
+//      epochs are open: otherwise an epoch older than every open one is late
+//      anyway).
 // A heartbeat without bytes (tup == NULL) only does step 1 and step 3.
 // Data tuples never trigger a heartbeat.
+//
+// stats(): groups created and flushed, late tuples, epochs closed, open
+// epochs (now and peak), groups held by the open epochs (peak; reported as
+// GSQ_PEAK_HELD_TUPLES), heartbeats in and out.
 #ifndef GSQ_GROUPBY_OP_HPP
 #define GSQ_GROUPBY_OP_HPP
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -117,11 +168,16 @@ enum class flush_policy {
 struct groupby_stats {
     uint64_t groups_created = 0; // groups inserted, over all epochs
     uint64_t groups_flushed = 0; // groups handed to F::emit (HAVING may reject)
-    uint64_t late_dropped = 0;   // tuples of an epoch older than the current one
-    uint64_t epochs_closed = 0;  // epoch changes seen (by data or heartbeats)
+    uint64_t late_dropped = 0;   // tuples of an epoch no longer open nor openable
+    uint64_t epochs_closed = 0;  // epochs closed (by data or heartbeats)
     uint64_t heartbeats_in = 0;  // temporal updates received
     uint64_t heartbeats_out = 0; // temporal updates emitted
     size_t max_table_size = 0;   // most groups one epoch held
+    size_t open_epochs = 0;      // epochs open now (<= max_disorder)
+    size_t peak_open_epochs = 0; // most epochs open at once
+    size_t peak_open_groups = 0; // most groups held by the open epochs at once
+                                 // (GSQ_PEAK_HELD_TUPLES); = max_table_size
+                                 // when max_disorder is 1
 };
 
 // Heartbeat members of a group-by functor, detected at compile time.
@@ -139,6 +195,19 @@ struct has_epoch_heartbeat_emit<F, std::void_t<decltype(std::declval<F &>().emit
                                        std::declval<gsq_node *>(),
                                        std::declval<const typename F::epoch_type &>()))>> : std::true_type {};
 
+// F::max_disorder (default 1) and F::strict_heartbeats (default false).
+template <class F, class = void>
+struct functor_max_disorder : std::integral_constant<unsigned, 1> {};
+template <class F>
+struct functor_max_disorder<F, std::void_t<decltype(F::max_disorder)>>
+    : std::integral_constant<unsigned, F::max_disorder> {};
+
+template <class F, class = void>
+struct functor_strict_heartbeats : std::false_type {};
+template <class F>
+struct functor_strict_heartbeats<F, std::void_t<decltype(F::strict_heartbeats)>>
+    : std::bool_constant<F::strict_heartbeats> {};
+
 template <class F, flush_policy Policy = flush_policy::slow>
 class groupby_op {
 public:
@@ -149,7 +218,10 @@ public:
     using table_type = open_hash_map<key_type, state_type, typename F::key_hash, typename F::key_eq>;
 
     static constexpr int n_inputs = functor_inputs<F>::value;
+    static constexpr unsigned max_disorder = functor_max_disorder<F>::value;
+    static constexpr bool strict_heartbeats = functor_strict_heartbeats<F>::value;
     static_assert(n_inputs >= 1, "an operator needs at least one input");
+    static_assert(max_disorder >= 1, "max_disorder: at least one epoch is open");
 
     explicit groupby_op(gsq_node *node) : functor_(node) {}
 
@@ -173,15 +245,37 @@ public:
     }
 
     const groupby_stats &stats() const noexcept { return stats_; }
-    // Groups of the current epoch.
-    size_t open_groups() const noexcept { return groups_.size(); }
+    // Groups of the open epochs (all of them).
+    size_t open_groups() const noexcept { return open_groups_; }
+    // Epochs open now (0 before any epoch is known, at most max_disorder).
+    size_t open_epochs() const noexcept { return n_open_; }
     // Groups of the closed epoch not yet emitted.
     size_t flush_pending() const noexcept { return flush_remaining_; }
-    // Slots allocated by both tables (memory check: bounded across epochs).
-    size_t allocated_slots() const noexcept { return groups_.capacity() + flushing_.capacity(); }
+    // Slots allocated by every table, open and flushing (memory check:
+    // bounded by max_disorder + 1 epochs' groups).
+    size_t allocated_slots() const noexcept
+    {
+        size_t n = flushing_.capacity();
+        for (size_t i = 0; i < n_open_; ++i)
+            n += open_[i].groups.capacity();
+        return n;
+    }
     F &functor() noexcept { return functor_; }
 
 private:
+    // One open epoch.  A slot past n_open_ holds an unallocated table.
+    struct open_epoch {
+        epoch_type epoch{};
+        table_type groups;
+    };
+
+    static void swap_slots(open_epoch &a, open_epoch &b) noexcept
+    {
+        using std::swap;
+        swap(a.epoch, b.epoch);
+        a.groups.swap(b.groups);
+    }
+
     void on_data(gsq_node *node, const void *tup, uint32_t len)
     {
         if constexpr (Policy == flush_policy::slow)
@@ -190,28 +284,146 @@ private:
         if (!functor_.extract(tup, len, key_))
             return;
 
-        epoch_type epoch = functor_.epoch_of(key_);
-        if (!epoch_) {
-            epoch_ = std::move(epoch);
-        } else {
-            const int order = functor_.epoch_compare(*epoch_, epoch);
-            if (order < 0) {
-                ++stats_.late_dropped;
-                gsq_count(node, GSQ_CNT_LATE_DROPPED, 1);
-                return;
-            }
-            if (order > 0)
-                close_epoch(node, std::move(epoch));
+        table_type *groups = route(node, functor_.epoch_of(key_));
+        if (groups == nullptr) {
+            ++stats_.late_dropped;
+            gsq_count(node, GSQ_CNT_LATE_DROPPED, 1);
+            return;
         }
 
-        auto [state, inserted] = groups_.find_or_insert(key_);
+        auto [state, inserted] = groups->find_or_insert(key_);
         if (inserted) {
             functor_.init(state, tup, len);
             ++stats_.groups_created;
-            stats_.max_table_size = std::max(stats_.max_table_size, groups_.size());
-            gsq_peak(node, GSQ_PEAK_HELD_TUPLES, stats_.max_table_size);
+            ++open_groups_;
+            stats_.max_table_size = std::max(stats_.max_table_size, groups->size());
+            stats_.peak_open_groups = std::max(stats_.peak_open_groups, open_groups_);
+            gsq_peak(node, GSQ_PEAK_HELD_TUPLES, stats_.peak_open_groups);
         } else {
             functor_.update(state, tup, len);
+        }
+    }
+
+    // The table of a data tuple's epoch e, opening (and closing) epochs as
+    // the header comment says; nullptr when the tuple is late.
+    table_type *route(gsq_node *node, epoch_type e)
+    {
+        if (n_open_ == 0) {
+            if (!admissible_below(e))
+                return nullptr;
+            return &open_at(node, 0, std::move(e));
+        }
+        open_epoch &newest = open_[n_open_ - 1];
+        const int order = functor_.epoch_compare(newest.epoch, e);
+        if (order == 0) // the common case: the newest epoch
+            return &newest.groups;
+        if (order > 0)
+            return &open_newest(node, std::move(e));
+        if constexpr (max_disorder == 1) {
+            return nullptr;
+        } else {
+            // Older than the newest: an open epoch, a gap between two, or
+            // older than them all.
+            for (size_t i = n_open_ - 1; i > 0; --i) {
+                const int c = functor_.epoch_compare(open_[i - 1].epoch, e);
+                if (c == 0)
+                    return &open_[i - 1].groups;
+                if (c > 0)
+                    return &open_at(node, i, std::move(e));
+            }
+            if (n_open_ >= max_disorder || !admissible_below(e))
+                return nullptr;
+            return &open_at(node, 0, std::move(e));
+        }
+    }
+
+    // Whether an epoch older than every open one may still be opened: newer
+    // than every closed epoch and not before the floor (a heartbeat emitted:
+    // the output never contradicts it; a strict heartbeat received).
+    bool admissible_below(const epoch_type &e) const
+    {
+        if (closed_ && functor_.epoch_compare(*closed_, e) <= 0)
+            return false;
+        if (floor_ && functor_.epoch_compare(*floor_, e) < 0)
+            return false;
+        return true;
+    }
+
+    void raise_floor(const epoch_type &e)
+    {
+        if (!floor_ || functor_.epoch_compare(*floor_, e) > 0)
+            floor_ = e;
+    }
+
+    // Opens e, newer than every open epoch; closes the oldest when that makes
+    // more than max_disorder.
+    table_type &open_newest(gsq_node *node, epoch_type e)
+    {
+        return open_at(node, n_open_, std::move(e));
+    }
+
+    // Opens e at position pos of the open epochs (those from pos on are newer
+    // than e); when max_disorder are open already the oldest closes first.
+    table_type &open_at(gsq_node *node, size_t pos, epoch_type e)
+    {
+        if (n_open_ == max_disorder) {
+            close_oldest(node);
+            --pos; // pos > 0 here: an epoch older than all opens only below max_disorder
+        }
+        for (size_t j = n_open_; j > pos; --j) // the free slot n_open_ moves to pos
+            swap_slots(open_[j], open_[j - 1]);
+        open_[pos].epoch = std::move(e);
+        ++n_open_;
+        stats_.open_epochs = n_open_;
+        stats_.peak_open_epochs = std::max(stats_.peak_open_epochs, n_open_);
+        return open_[pos].groups;
+    }
+
+    // The oldest open epoch closes: its table becomes the flushing table (a
+    // flush still running completes first).
+    void close_oldest(gsq_node *node)
+    {
+        finish_flush(node); // the epoch closed before goes out for good
+        open_epoch &oldest = open_[0];
+        closed_ = std::move(oldest.epoch);
+        oldest.groups.swap(flushing_); // flushing_ was released: the slot's table starts unallocated
+        for (size_t j = 0; j + 1 < n_open_; ++j)
+            swap_slots(open_[j], open_[j + 1]);
+        --n_open_;
+        stats_.open_epochs = n_open_;
+        open_groups_ -= flushing_.size();
+        flush_pos_ = 0;
+        flush_remaining_ = flushing_.size();
+        ++stats_.epochs_closed;
+        if (flush_remaining_ == 0)
+            flushing_.release();
+        else if constexpr (Policy == flush_policy::immediate)
+            finish_flush(node);
+    }
+
+    // A heartbeat announcing epoch h: progress, like a tuple of epoch h that
+    // folds nothing; a strict one also closes every open epoch before h.
+    void advance_to(gsq_node *node, epoch_type h)
+    {
+        if (n_open_ == 0) {
+            if (admissible_below(h))
+                open_at(node, 0, h);
+        } else if (functor_.epoch_compare(open_[n_open_ - 1].epoch, h) > 0) {
+            if constexpr (strict_heartbeats)
+                open_newest(node, h); // h is still needed below
+            else
+                open_newest(node, std::move(h));
+        }
+        if constexpr (strict_heartbeats) {
+            raise_floor(h);
+            while (n_open_ != 0 && functor_.epoch_compare(open_[0].epoch, h) > 0)
+                close_oldest(node);
+            // Every open epoch is now h or newer: h, if not open, becomes the
+            // oldest open epoch while there is room (so the heartbeat this
+            // operator emits is h, not a newer epoch).
+            if (n_open_ != 0 && n_open_ < max_disorder && functor_.epoch_compare(open_[0].epoch, h) < 0 &&
+                admissible_below(h))
+                open_at(node, 0, std::move(h));
         }
     }
 
@@ -225,45 +437,44 @@ private:
             if (tup != nullptr) {
                 epoch_type e{};
                 if (functor_.heartbeat_epoch(tup, len, e)) {
-                    if (!epoch_)
-                        epoch_ = std::move(e);
-                    else if (functor_.epoch_compare(*epoch_, e) > 0)
-                        close_epoch(node, std::move(e));
+                    if constexpr (max_disorder > 1) {
+                        if (!h_in_ || functor_.epoch_compare(*h_in_, e) > 0)
+                            h_in_ = e;
+                    }
+                    advance_to(node, std::move(e));
                 }
             }
         }
 
         if constexpr (has_epoch_heartbeat_emit<F>::value) {
             const epoch_type *out = nullptr;
-            if (flush_remaining_ != 0)
-                out = &*flushing_epoch_; // the "last flushed" rule
-            else if (epoch_)
-                out = &*epoch_;
+            if (flush_remaining_ != 0) {
+                out = &*closed_; // the "last flushed" rule
+            } else if (n_open_ != 0) {
+                out = &open_[0].epoch;
+                if constexpr (max_disorder > 1) {
+                    // While fewer than K are open an older epoch may still
+                    // open: no lower than max(h_in_, closed_), when known.
+                    if (n_open_ < max_disorder) {
+                        const epoch_type *low = h_in_ ? &*h_in_ : nullptr;
+                        if (closed_ && (!low || functor_.epoch_compare(*low, *closed_) > 0))
+                            low = &*closed_;
+                        if (low && functor_.epoch_compare(*low, *out) > 0)
+                            out = low;
+                    }
+                }
+            }
             if (out == nullptr)
                 return;
             if (hb_out_ && functor_.epoch_compare(*hb_out_, *out) < 0)
                 out = &*hb_out_; // never backwards
             else
                 hb_out_ = *out;
+            if constexpr (max_disorder > 1)
+                raise_floor(*hb_out_);
             ++stats_.heartbeats_out;
             functor_.emit_heartbeat(node, *hb_out_);
         }
-    }
-
-    // The current epoch closes; `next` becomes the current one.
-    void close_epoch(gsq_node *node, epoch_type next)
-    {
-        finish_flush(node); // the epoch before closes for good
-        flushing_epoch_ = std::move(epoch_);
-        epoch_ = std::move(next);
-        groups_.swap(flushing_); // flushing_ was released: groups_ starts unallocated
-        flush_pos_ = 0;
-        flush_remaining_ = flushing_.size();
-        ++stats_.epochs_closed;
-        if (flush_remaining_ == 0)
-            flushing_.release();
-        else if constexpr (Policy == flush_policy::immediate)
-            finish_flush(node);
     }
 
     // Emits the next group of the flushing table, if any.
@@ -291,24 +502,34 @@ private:
     void on_end(gsq_node *node)
     {
         finish_flush(node);
-        for (auto entry : groups_) {
-            ++stats_.groups_flushed;
-            functor_.emit(node, entry.key, entry.value);
+        for (size_t i = 0; i < n_open_; ++i) { // oldest first
+            for (auto entry : open_[i].groups) {
+                ++stats_.groups_flushed;
+                functor_.emit(node, entry.key, entry.value);
+            }
+            open_[i].groups.release();
         }
-        groups_.release();
-        epoch_.reset();
+        n_open_ = 0;
+        open_groups_ = 0;
+        stats_.open_epochs = 0;
         emit_eof(node);
     }
 
     F functor_;
     input_eofs eofs_{n_inputs};
-    table_type groups_;   // the current epoch
-    table_type flushing_; // the closed epoch, emitted by the slow flush
+    std::array<open_epoch, max_disorder> open_; // open epochs, oldest first
+    size_t n_open_ = 0;
+    size_t open_groups_ = 0;     // groups in the open epochs' tables
+    table_type flushing_;        // the closed epoch, emitted by the slow flush
     size_t flush_pos_ = 0;       // next slot of flushing_ to look at
     size_t flush_remaining_ = 0; // groups of flushing_ not yet emitted
-    std::optional<epoch_type> epoch_;          // the current epoch
-    std::optional<epoch_type> flushing_epoch_; // the epoch of flushing_
-    std::optional<epoch_type> hb_out_;         // the last heartbeat emitted
+    std::optional<epoch_type> closed_; // the newest epoch closed (flushing_'s)
+    std::optional<epoch_type> hb_out_; // the last heartbeat emitted
+    std::optional<epoch_type> h_in_;   // K > 1: the latest epoch an input
+                                       // heartbeat announced
+    std::optional<epoch_type> floor_;  // no epoch before it opens (K > 1: the
+                                       // last heartbeat emitted; strict: the
+                                       // latest heartbeat received too)
     key_type key_{}; // scratch key, reused so extract recycles its buffers
     groupby_stats stats_;
 };

@@ -12,7 +12,9 @@
 //
 // Requirements: Key and Value are default-constructible and move-assignable
 // (empty slots hold default-constructed objects; for std::string and plain
-// aggregate states that costs no allocation).
+// aggregate states that costs no allocation).  A map is copyable (when Key
+// and Value are) and movable; a moved-from map is empty and without storage,
+// and may be used again.
 #ifndef GSQ_HASH_TABLE_HPP
 #define GSQ_HASH_TABLE_HPP
 
@@ -76,6 +78,33 @@ public:
     {
         reserve(expected_size);
     }
+
+    open_hash_map(const open_hash_map &) = default;
+    open_hash_map &operator=(const open_hash_map &) = default;
+
+    // A moved-from map is empty and usable: no slots and size 0 (the
+    // defaulted moves would leave it with the old size and no slots, so
+    // find() on it would read out of bounds).
+    open_hash_map(open_hash_map &&other) noexcept(
+        std::is_nothrow_move_constructible_v<Hash> && std::is_nothrow_move_constructible_v<Eq>)
+        : slots_(std::move(other.slots_)), size_(other.size_), hash_(std::move(other.hash_)),
+          eq_(std::move(other.eq_))
+    {
+        other.release();
+    }
+    open_hash_map &operator=(open_hash_map &&other) noexcept(
+        std::is_nothrow_move_assignable_v<Hash> && std::is_nothrow_move_assignable_v<Eq>)
+    {
+        if (this != &other) {
+            slots_ = std::move(other.slots_);
+            size_ = other.size_;
+            hash_ = std::move(other.hash_);
+            eq_ = std::move(other.eq_);
+            other.release();
+        }
+        return *this;
+    }
+    ~open_hash_map() = default;
 
     size_t size() const noexcept { return size_; }
     bool empty() const noexcept { return size_ == 0; }

@@ -14,7 +14,13 @@
 //   struct key_hash { size_t operator()(const key_type &) const; };
 //   struct key_eq   { bool operator()(const key_type &, const key_type &) const; };
 //   using time_type = ...;          // the temporal join attribute: integer or double,
-//                                   // increasing on both inputs
+//                                   // increasing on both inputs (for a
+//                                   // disordered one: up to its heartbeats)
+//   static constexpr bool left_ordered = true;   // optional, default true: input 0
+//   static constexpr bool right_ordered = true;  // / 1 arrives in time order;
+//                                   // false: it may arrive in any order, its
+//                                   // heartbeats carry its progress (see
+//                                   // "Disordered inputs")
 //   explicit F(gsq_node *node);     // may gsq_node_fail or throw
 //
 //   bool left_extract(const void *tup, uint32_t len, key_type &k, time_type &t);
@@ -33,9 +39,9 @@
 //   time_type left_time_of(const void *tup, uint32_t len) const;
 //   time_type right_time_of(const void *tup, uint32_t len) const;
 //       The temporal join value of a tuple of input 0 / 1: called on
-//       heartbeats, and on data tuples that *_extract rejected (their time
-//       still advances the input's progress, as seed 000 4.3 saves temporal
-//       values whether or not the predicate holds).
+//       heartbeats, and on data tuples of an in-order input that *_extract
+//       rejected (their time still advances the input's progress, as seed
+//       000 4.3 saves temporal values whether or not the predicate holds).
 //
 //   void emit(gsq_node *node, const void *l, uint32_t llen, const void *r, uint32_t rlen);
 //       One output row (evaluate the rest, gsq_emit GSQ_DATA).  l is a left
@@ -47,28 +53,99 @@
 //       (see "Heartbeats" for what t bounds).
 //
 // Behaviour.  Each side keeps owned copies of its data tuples that may still
-// match future tuples of the other side: a FIFO in arrival order (= time
-// order) plus an open_hash_map from key to the side's chain of entries.  A
-// new tuple probes the other side's chain of its key, emits every pair whose
-// times are in the band (many-to-many: every pair once, in the other side's
-// arrival order), marks both as matched, and is stored.
+// match future tuples of the other side: for an in-order input a FIFO in
+// arrival order (= time order), for a disordered one a pool of entries with
+// a min-heap on (time, arrival); either way an open_hash_map from key to the
+// side's chain of entries (arrival order).  A new tuple probes the other
+// side's chain of its key, emits every pair whose times are in the band
+// (many-to-many: every pair once, in the other side's arrival order), marks
+// both as matched, and is stored.
 //
-// Progress p_L, p_R: the latest time seen on each input (data, filtered data
-// or heartbeat); +infinity once the input ended; unknown before anything
-// arrived (nothing of the other side is purged then).  Purge, in FIFO order,
-// after every tuple, heartbeat and EOF:
+// Progress p_L, p_R: for an in-order input the latest time seen on it (data,
+// filtered data or heartbeat); for a disordered input the latest heartbeat
+// (see "Disordered inputs"); +infinity once the input ended; unknown before
+// anything that sets it arrived (nothing of the other side is purged then).
+// Purge, oldest first, after every tuple, heartbeat and EOF:
 //   a left entry at tl once  p_R > tl + band_hi  (no future right can match),
 //   a right entry at tr once p_L > tr + band_lo.
 // A purged entry that never matched is emitted with nullptr for the other
 // side when its side is preserved (left: left_outer/full_outer; right:
 // right_outer/full_outer) -- exactly once.  Memory is freed as entries go.
 //
-// Late tuples.  Inputs must arrive in time order: a data tuple whose time is
-// before its own input's progress (a previous tuple or heartbeat of that
-// input) is dropped and counted (GSQ_CNT_LATE_DROPPED).  This is exactly the
-// condition under which its band could reach entries of the other side that
-// were already purged (or a heartbeat already promised more), so accepting it
-// could silently lose matches or emit a row below a heartbeat.
+// Output order.  The join time of a row is its left time tl, or for a
+// right-only row its right time tr.  A data tuple first advances its input's
+// progress and purges the other side's entries that progress makes
+// unmatchable (their unmatched rows go out, oldest first), then probes (its
+// matches, in the other side's time order), then is stored (and goes out at
+// once as unmatched if the other side is already past its band).  Hence:
+//   - equality join (band_lo == band_hi == 0): the join times of the output
+//     are non-decreasing.  Invariant: after every input, each row emitted so
+//     far has join time <= m = min(p_L, p_R), and every stored entry and
+//     every future tuple (hence every future row) has time >= m; within one
+//     input the purged rows (times < t) precede the rows at the tuple's
+//     time t.  An outer join's unmatched rows therefore never follow a
+//     matched row of a later time.
+//   - band join: a row's join time is at most
+//         output_disorder() = max(0, band_lo + band_hi,
+//                                 [right preserved] band_lo, band_hi)
+//     below the join time of any earlier row: inner and left outer, the
+//     band width (a right tuple at tr matches stored lefts down to
+//     tr - band_hi while a left up to tr + band_lo may already have
+//     matched); a right-only row may also come band_lo below a matched row,
+//     and a row band_hi below an earlier right-only row.  (For an empty band,
+//     band_lo + band_hi < 0, which matches nothing, a right-preserving join
+//     adds -band_lo, and a full one -band_hi: the unmatched rows of the two
+//     sides interleave.)  The bound is attained by some inputs.  No row is
+//     ever below a heartbeat emitted before it (see "Heartbeats"), whatever
+//     the band.
+//   output_disorder_of(lo, hi) is the same bound as a constexpr function of
+//   the band, for a code generator that knows the band at compile time
+//   (the direction of the output's join-time column may be declared
+//   "increasing" only when it is 0).
+// All of this is for two in-order inputs (output_ordered).  With a
+// disordered input the output is ordered only up to its heartbeats: rows
+// come in the order their tuples arrive, so a row may be below an earlier
+// row by as much as the input's own disorder (plus the band), and neither
+// output_disorder() nor the equality join's order holds.  What still holds
+// is the heartbeat promise: no row is below a heartbeat emitted before it.
+// The reader of such a join's output must therefore be order-agnostic (an
+// operator that takes disordered input and honours heartbeats); the
+// compiler sees to that.
+//
+// Late tuples.  A data tuple whose time is before its own input's progress
+// is dropped and counted (GSQ_CNT_LATE_DROPPED, stats().late_dropped): for
+// an in-order input, before a previous tuple or heartbeat of that input; for
+// a disordered one, before its latest heartbeat (a tuple that contradicts
+// its input's own punctuation).  This is exactly the condition under which
+// its band could reach entries of the other side that were already purged
+// (or a heartbeat already promised more), so accepting it could silently
+// lose matches or emit a row below a heartbeat.
+//
+// Disordered inputs (F::left_ordered / F::right_ordered false; seed 004 5.3,
+// OOP-Join, Figure 4).  For an input fed, say, by an OOP union that passes
+// tuples on as they arrive with heartbeats that are the least of its
+// inputs' progress:
+//   - its progress is its latest heartbeat only (b_i of Figure 4); its data
+//     tuples, filtered or not, never move it (left_time_of/right_time_of is
+//     not called on its data);
+//   - a data tuple below that progress is late (above); any other one,
+//     however far behind earlier data of its input, is joined as usual:
+//     purges nothing (the progress did not move), probes the other side,
+//     emits its matches, and is stored -- unless the other side's progress
+//     is already past its band (it can match no future tuple there), in
+//     which case it is not stored and, unmatched and preserved, goes out at
+//     once as an unmatched row;
+//   - its entries are purged as the other side's progress passes them, and
+//     the other side's entries as its heartbeats do, by the rule above:
+//     state is freed by the punctuation of both inputs.  Held entries of a
+//     side are then exactly its accepted tuples (time t) not yet past the
+//     other side's progress p_o: left t + band_hi >= p_o, right
+//     t + band_lo >= p_o, so how many are held is bounded by the other
+//     side's punctuation (and its lag behind this side's data).  Until a
+//     disordered input's first heartbeat nothing of the other side goes
+//     (except at its end of stream).
+// An in-order input of a join whose other input is disordered keeps the
+// in-order rules (progress from its data and heartbeats, late below that).
 //
 // Heartbeats.  The join time of an output row is its left time tl; for a
 // right-only row (outer join) its right time tr (for an equality join that is
@@ -79,11 +156,18 @@
 //            p_R - band_hi,               stored/future lefts matched by a future right
 //            [left preserved]  oldest stored left time,
 //            [right preserved] p_R, oldest stored right time )
-// (ended inputs contribute no p term) -- no future output row has a join time
-// below H -- when both inputs' progress is known and H is after the last
-// heartbeat emitted (strictly).  Equality join: H = min(p_L, p_R) (seed 000
-// 5.5's MIN(RMIN, SMIN)).  Data tuples and the EOF of one input purge but
-// emit no heartbeat.  A heartbeat without bytes (tup == NULL) is ignored.
+// (ended inputs contribute no p term) when both inputs' progress is known and
+// H is after the last heartbeat emitted (strictly).  What H bounds: every
+// output row emitted after it has a join time >= H (tl for matched and
+// left-only rows, tr for right-only rows), whatever the order of the inputs
+// -- a future row comes from a future left (tl >= p_L, smaller ones are
+// late), a future right (tr >= p_R) matching a left at
+// tl >= tr - band_hi >= p_R - band_hi, or an unmatched stored or future
+// tuple.  It says nothing about the right time of a matched row (which may
+// be down to H - band_lo).  Equality join: H = min(p_L, p_R) (seed 000
+// 5.5's MIN(RMIN, SMIN); Figure 4's min(b_0, b_1)).  Data tuples and the EOF
+// of one input purge but emit no heartbeat.  A heartbeat without bytes
+// (tup == NULL) is ignored.
 //
 // End of stream: the EOF of an input makes its progress infinite, which
 // purges the other side's entries as they become unmatchable; when both
@@ -93,7 +177,10 @@
 // stats(): entries and bytes per side (current, peak), peak of both sides
 // together, matches, unmatched rows, late and filtered tuples, heartbeats.
 // Bytes are packed tuple bytes held (what the join experiment of seed 000
-// 7.2 watches); the per-entry overhead (key copy, index) is not counted.
+// 7.2 watches); the per-entry overhead (key copy, index, a disordered side's
+// heap item and free pool slots) is not counted.  A disordered side's pool
+// is freed when the side empties and compacted when fewer than 1/8 of its
+// slots hold entries.
 #ifndef GSQ_JOIN_OP_HPP
 #define GSQ_JOIN_OP_HPP
 
@@ -106,6 +193,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "hash_table.hpp"
 #include "hfta_operator.hpp"
@@ -113,6 +201,16 @@
 namespace gsq {
 
 enum class join_kind { inner, left_outer, right_outer, full_outer };
+
+// F::left_ordered / F::right_ordered, or true when F declares none.
+template <class F, class = void>
+struct join_left_ordered : std::true_type {};
+template <class F>
+struct join_left_ordered<F, std::void_t<decltype(F::left_ordered)>> : std::bool_constant<F::left_ordered> {};
+template <class F, class = void>
+struct join_right_ordered : std::true_type {};
+template <class F>
+struct join_right_ordered<F, std::void_t<decltype(F::right_ordered)>> : std::bool_constant<F::right_ordered> {};
 
 struct join_stats {
     size_t entries[2] = {0, 0};         // tuples held now, per side (0 left, 1 right)
@@ -141,6 +239,12 @@ public:
     static constexpr join_kind kind = F::kind;
     static constexpr bool preserve_left = kind == join_kind::left_outer || kind == join_kind::full_outer;
     static constexpr bool preserve_right = kind == join_kind::right_outer || kind == join_kind::full_outer;
+    // Whether each input arrives in time order (see "Disordered inputs").
+    static constexpr bool left_ordered = join_left_ordered<F>::value;
+    static constexpr bool right_ordered = join_right_ordered<F>::value;
+    // Whether the output's join times keep the output_disorder() bound; with
+    // a disordered input only the heartbeats order the output.
+    static constexpr bool output_ordered = left_ordered && right_ordered;
     static_assert(functor_inputs<F>::value == 2, "join_op has exactly two inputs");
     static_assert(std::is_arithmetic_v<time_type>, "the temporal join attribute is an integer or double");
 
@@ -173,12 +277,43 @@ public:
         }
     }
 
+    // The output-order bound of the header comment ("Output order"): how far
+    // a row's join time may be below an earlier row's.  0 for an equality
+    // join.
+    static constexpr time_type output_disorder_of(time_type lo, time_type hi) noexcept
+    {
+        time_type d = time_type(0);
+        const time_type width = sat_add(lo, hi);
+        if (d < width)
+            d = width;
+        if constexpr (preserve_right) {
+            if (d < lo)
+                d = lo;
+            if (d < hi)
+                d = hi;
+            if constexpr (std::is_signed_v<time_type>) { // empty bands only
+                if (d < sat_sub(time_type(0), lo))
+                    d = sat_sub(time_type(0), lo);
+                if (preserve_left && d < sat_sub(time_type(0), hi))
+                    d = sat_sub(time_type(0), hi);
+            }
+        }
+        return d;
+    }
+    time_type output_disorder() const { return output_disorder_of(functor_.band_lo(), functor_.band_hi()); }
+
     const join_stats &stats() const noexcept { return stats_; }
     // Tuples held by side s (0 left, 1 right).
-    size_t entries(int s) const noexcept { return sides_[s].fifo.size(); }
+    size_t entries(int s) const noexcept { return ordered(s) ? sides_[s].fifo.size() : sides_[s].heap.size(); }
     // Distinct keys indexed by side s, and the slots of its index.
     size_t keys(int s) const noexcept { return sides_[s].index.size(); }
     size_t index_slots(int s) const noexcept { return sides_[s].index.capacity(); }
+    // Entry slots allocated by side s: its entries, and for a disordered side
+    // the free slots of its pool.
+    size_t entry_slots(int s) const noexcept
+    {
+        return ordered(s) ? sides_[s].fifo.size() : sides_[s].pool.size();
+    }
     F &functor() noexcept { return functor_; }
 
 private:
@@ -192,14 +327,50 @@ private:
         tuple_copy bytes;
     };
 
+    // An entry of a disordered input: in a slot of the side's pool, doubly
+    // linked in its key's chain (arrival order) so that it can leave from
+    // the middle.
+    struct loose_entry {
+        time_type t{};
+        uint64_t prev = none; // slots of the neighbours in the key's chain, or none
+        uint64_t next = none;
+        bool matched = false;
+        key_type key{};
+        tuple_copy bytes;
+    };
+
+    // A disordered input's entries in time order: a min-heap on (t, arrival).
+    struct heap_item {
+        time_type t;
+        uint64_t arrival;
+        uint64_t slot;
+    };
+    struct heap_later { // the heap's "less": the oldest item is on top
+        bool operator()(const heap_item &a, const heap_item &b) const
+        {
+            if (a.t < b.t)
+                return false;
+            if (b.t < a.t)
+                return true;
+            return b.arrival < a.arrival;
+        }
+    };
+
+    // The ids in a chain are seqs (in-order input) or pool slots (disordered).
     struct chain {
         uint64_t head = none;
         uint64_t tail = none;
     };
 
     struct side {
+        // In-order input.
         std::deque<entry> fifo; // arrival (= time) order; fifo[i] has seq base + i
         uint64_t base = 0;
+        // Disordered input.
+        std::vector<loose_entry> pool;    // slots; the free ones are listed in free_slots
+        std::vector<uint64_t> free_slots;
+        std::vector<heap_item> heap;      // one item per held entry
+        uint64_t arrivals = 0;
         open_hash_map<key_type, chain, typename F::key_hash, typename F::key_eq> index;
         std::optional<time_type> progress;
         bool ended = false;
@@ -207,6 +378,9 @@ private:
 
         entry &at(uint64_t seq) { return fifo[static_cast<size_t>(seq - base)]; }
     };
+
+    static constexpr bool ordered(int s) noexcept { return s == 0 ? left_ordered : right_ordered; }
+    static constexpr bool preserved(int s) noexcept { return s == 0 ? preserve_left : preserve_right; }
 
     time_type time_of(int s, const void *tup, uint32_t len) const
     {
@@ -228,17 +402,19 @@ private:
     void on_data(gsq_node *node, int s, const void *tup, uint32_t len)
     {
         side &me = sides_[s];
-        side &other = sides_[1 - s];
         ++stats_.received[s];
         time_type t{};
         const bool keep = s == 0 ? functor_.left_extract(tup, len, me.scratch, t)
                                  : functor_.right_extract(tup, len, me.scratch, t);
         if (!keep) {
             ++stats_.filtered[s];
-            const time_type ft = time_of(s, tup, len);
-            if (!me.progress || !(ft < *me.progress)) {
-                advance(me, ft);
-                purge_all(node);
+            // (A disordered input's data never moves its progress.)
+            if (ordered(s)) {
+                const time_type ft = time_of(s, tup, len);
+                if (!me.progress || !(ft < *me.progress)) {
+                    advance(me, ft);
+                    purge_all(node);
+                }
             }
             return;
         }
@@ -248,26 +424,72 @@ private:
             return;
         }
 
-        // Probe the other side's entries of this key.
+        if (ordered(s)) {
+            // Progress first: the other side's entries this tuple's time makes
+            // unmatchable (all below its band, so it could not match them) go
+            // out before any row of this tuple -- the output order (see
+            // "Output order" in the header comment).
+            advance(me, t);
+            purge(node, 1 - s);
+        }
+
+        const bool matched = probe(node, s, t, tup, len);
+
+        if (ordered(s)) {
+            store_in_order(node, s, t, matched, tup, len);
+            // The new entry itself, if the other side is already past its band
+            // (the rest of this side was purged when that progress came).
+            purge(node, s);
+        } else if (!dead(s, t)) {
+            store_loose(node, s, t, matched, tup, len);
+        } else if (!matched && preserved(s)) {
+            // Past the other side's band already (Figure 4: not stored).
+            emit_unmatched(node, s, tup, len);
+        }
+    }
+
+    // Probes the other side's entries of the key in me.scratch with a tuple of
+    // side s at t: emits every pair in the band (in the other side's arrival
+    // order) and marks the other side's entries matched.  Whether any matched.
+    bool probe(gsq_node *node, int s, time_type t, const void *tup, uint32_t len)
+    {
+        side &other = sides_[1 - s];
+        const chain *c = other.index.find(sides_[s].scratch);
+        if (!c)
+            return false;
         bool matched = false;
-        if (const chain *c = other.index.find(me.scratch)) {
+        auto visit = [&](auto &e) {
+            const bool hit = s == 0 ? in_band(t, e.t) : in_band(e.t, t);
+            if (!hit)
+                return;
+            matched = true;
+            e.matched = true;
+            ++stats_.matches;
+            if (s == 0)
+                functor_.emit(node, tup, len, e.bytes.data(), e.bytes.size());
+            else
+                functor_.emit(node, e.bytes.data(), e.bytes.size(), tup, len);
+        };
+        if (ordered(1 - s)) {
             for (uint64_t q = c->head; q != none;) {
                 entry &e = other.at(q);
                 q = e.next;
-                const bool hit = s == 0 ? in_band(t, e.t) : in_band(e.t, t);
-                if (!hit)
-                    continue;
-                matched = true;
-                e.matched = true;
-                ++stats_.matches;
-                if (s == 0)
-                    functor_.emit(node, tup, len, e.bytes.data(), e.bytes.size());
-                else
-                    functor_.emit(node, e.bytes.data(), e.bytes.size(), tup, len);
+                visit(e);
+            }
+        } else {
+            for (uint64_t q = c->head; q != none;) {
+                loose_entry &e = other.pool[static_cast<size_t>(q)];
+                q = e.next;
+                visit(e);
             }
         }
+        return matched;
+    }
 
-        // Store it.
+    // Appends to an in-order side's FIFO and its key's chain.
+    void store_in_order(gsq_node *node, int s, time_type t, bool matched, const void *tup, uint32_t len)
+    {
+        side &me = sides_[s];
         const uint64_t seq = me.base + me.fifo.size();
         me.fifo.push_back(entry{t, none, matched, me.scratch, tuple_copy(tup, len)});
         auto found = me.index.find_or_insert(me.scratch);
@@ -277,6 +499,43 @@ private:
         else
             me.at(c.tail).next = seq;
         c.tail = seq;
+        note_stored(node, s, len);
+    }
+
+    // Puts a disordered side's tuple in a free slot (or a new one), at the
+    // tail of its key's chain, and on the heap.
+    void store_loose(gsq_node *node, int s, time_type t, bool matched, const void *tup, uint32_t len)
+    {
+        side &me = sides_[s];
+        uint64_t slot;
+        if (!me.free_slots.empty()) {
+            slot = me.free_slots.back();
+            me.free_slots.pop_back();
+        } else {
+            slot = me.pool.size();
+            me.pool.emplace_back();
+        }
+        loose_entry &e = me.pool[static_cast<size_t>(slot)];
+        e.t = t;
+        e.matched = matched;
+        e.key = me.scratch;
+        e.bytes = tuple_copy(tup, len);
+        auto found = me.index.find_or_insert(me.scratch);
+        chain &c = found.first;
+        if (found.second) {
+            c.head = slot;
+        } else {
+            me.pool[static_cast<size_t>(c.tail)].next = slot;
+            e.prev = c.tail;
+        }
+        c.tail = slot;
+        me.heap.push_back(heap_item{t, me.arrivals++, slot});
+        std::push_heap(me.heap.begin(), me.heap.end(), heap_later{});
+        note_stored(node, s, len);
+    }
+
+    void note_stored(gsq_node *node, int s, uint32_t len)
+    {
         stats_.entries[s] += 1;
         stats_.bytes[s] += len;
         stats_.peak_side_entries[s] = std::max(stats_.peak_side_entries[s], stats_.entries[s]);
@@ -285,9 +544,16 @@ private:
         stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.bytes[0] + stats_.bytes[1]);
         gsq_peak(node, GSQ_PEAK_HELD_TUPLES, stats_.peak_entries);
         gsq_peak(node, GSQ_PEAK_HELD_BYTES, stats_.peak_bytes);
+    }
 
-        advance(me, t);
-        purge_all(node);
+    // An unmatched row of a preserved side s.
+    void emit_unmatched(gsq_node *node, int s, const void *tup, uint32_t len)
+    {
+        ++stats_.unmatched[s];
+        if (s == 0)
+            functor_.emit(node, tup, len, nullptr, 0);
+        else
+            functor_.emit(node, nullptr, 0, tup, len);
     }
 
     // Whether the entry at t of side s can no longer match anything.
@@ -310,6 +576,10 @@ private:
 
     void purge(gsq_node *node, int s)
     {
+        if (!ordered(s)) {
+            purge_loose(node, s);
+            return;
+        }
         side &me = sides_[s];
         bool any = false;
         while (!me.fifo.empty() && dead(s, me.fifo.front().t)) {
@@ -320,13 +590,8 @@ private:
                 me.index.erase(e.key);
             else
                 c->head = e.next;
-            if (!e.matched && (s == 0 ? preserve_left : preserve_right)) {
-                ++stats_.unmatched[s];
-                if (s == 0)
-                    functor_.emit(node, e.bytes.data(), e.bytes.size(), nullptr, 0);
-                else
-                    functor_.emit(node, nullptr, 0, e.bytes.data(), e.bytes.size());
-            }
+            if (!e.matched && preserved(s))
+                emit_unmatched(node, s, e.bytes.data(), e.bytes.size());
             stats_.entries[s] -= 1;
             stats_.bytes[s] -= e.bytes.size();
             ++stats_.purged[s];
@@ -340,6 +605,94 @@ private:
             me.index.release();
         else if (me.index.capacity() > 1024 && me.index.size() * 8 < me.index.capacity())
             me.index.shrink_to_fit();
+    }
+
+    // A disordered side: the dead entries are the oldest ones (dead() is
+    // monotone in t), so they leave from the top of the heap, oldest first.
+    void purge_loose(gsq_node *node, int s)
+    {
+        side &me = sides_[s];
+        bool any = false;
+        while (!me.heap.empty() && dead(s, me.heap.front().t)) {
+            std::pop_heap(me.heap.begin(), me.heap.end(), heap_later{});
+            const uint64_t slot = me.heap.back().slot;
+            me.heap.pop_back();
+            loose_entry &e = me.pool[static_cast<size_t>(slot)];
+            if (e.prev == none && e.next == none) {
+                me.index.erase(e.key);
+            } else {
+                chain *c = me.index.find(e.key);
+                if (e.prev == none)
+                    c->head = e.next;
+                else
+                    me.pool[static_cast<size_t>(e.prev)].next = e.next;
+                if (e.next == none)
+                    c->tail = e.prev;
+                else
+                    me.pool[static_cast<size_t>(e.next)].prev = e.prev;
+            }
+            if (!e.matched && preserved(s))
+                emit_unmatched(node, s, e.bytes.data(), e.bytes.size());
+            stats_.entries[s] -= 1;
+            stats_.bytes[s] -= e.bytes.size();
+            ++stats_.purged[s];
+            e = loose_entry{}; // frees the copy (and the key's)
+            me.free_slots.push_back(slot);
+            any = true;
+        }
+        if (!any)
+            return;
+        if (me.heap.empty()) {
+            me.index.release();
+            std::vector<loose_entry>().swap(me.pool);
+            std::vector<uint64_t>().swap(me.free_slots);
+            std::vector<heap_item>().swap(me.heap);
+            return;
+        }
+        if (me.index.capacity() > 1024 && me.index.size() * 8 < me.index.capacity())
+            me.index.shrink_to_fit();
+        if (me.pool.size() > 1024 && me.heap.size() * 8 < me.pool.size())
+            compact(me);
+    }
+
+    // Moves a disordered side's held entries to the front slots of a pool of
+    // their size (the free slots go), renumbering chains and heap.  Runs when
+    // fewer than 1/8 of the slots hold entries, so its cost is amortized over
+    // the purges that freed them.
+    static void compact(side &me)
+    {
+        std::vector<uint64_t> to(me.pool.size(), none);
+        std::vector<loose_entry> pool;
+        pool.reserve(me.heap.size());
+        for (heap_item &h : me.heap) {
+            const size_t from = static_cast<size_t>(h.slot);
+            to[from] = pool.size();
+            pool.push_back(std::move(me.pool[from]));
+            h.slot = to[from];
+        }
+        for (loose_entry &e : pool) {
+            if (e.prev != none)
+                e.prev = to[static_cast<size_t>(e.prev)];
+            if (e.next != none)
+                e.next = to[static_cast<size_t>(e.next)];
+        }
+        for (size_t i = me.index.next_occupied(0); i < me.index.capacity(); i = me.index.next_occupied(i + 1)) {
+            chain &c = me.index.value_at(i);
+            c.head = to[static_cast<size_t>(c.head)];
+            c.tail = to[static_cast<size_t>(c.tail)];
+        }
+        me.pool.swap(pool);
+        std::vector<uint64_t>().swap(me.free_slots);
+        me.heap.shrink_to_fit();
+    }
+
+    // The oldest time held by side s.
+    std::optional<time_type> oldest(int s) const
+    {
+        const side &sd = sides_[s];
+        if (ordered(s))
+            return sd.fifo.empty() ? std::nullopt : std::optional<time_type>(sd.fifo.front().t);
+        return sd.heap.empty() ? std::nullopt : std::optional<time_type>(sd.heap.front().t);
     }
 
     // H of the header comment, or nothing while a progress is unknown.
@@ -361,10 +714,12 @@ private:
             if (preserve_right)
                 lower(*r.progress);
         }
-        if (preserve_left && !l.fifo.empty())
-            lower(l.fifo.front().t);
-        if (preserve_right && !r.fifo.empty())
-            lower(r.fifo.front().t);
+        const std::optional<time_type> oldest_l = preserve_left ? oldest(0) : std::nullopt;
+        const std::optional<time_type> oldest_r = preserve_right ? oldest(1) : std::nullopt;
+        if (oldest_l)
+            lower(*oldest_l);
+        if (oldest_r)
+            lower(*oldest_r);
         return h;
     }
 

@@ -1,6 +1,8 @@
 // merge_op.hpp -- gsq::merge_op<F>: order-preserving union of N streams of one
 // layout on a temporal merge field (GSQL `MERGE R.t : S.t [SLACK n] FROM ...`,
-// seed 000 5.4 and 7.1).  Tuples pass through unchanged (gsq_emit_raw).
+// seed 000 5.4 and 7.1), or with F::ordered == false the out-of-order union
+// that passes tuples on at once and carries order in heartbeats (seed 004
+// 5.4).  Tuples pass through unchanged (gsq_emit_raw).
 //
 // Functor interface (F), generated:
 //
@@ -15,6 +17,10 @@
 //                                             // an integer type or double
 //   static constexpr bool increasing = true;  // direction of the merge field
 //                                             // (false: decreasing)
+//   static constexpr bool ordered = true;     // optional, default true: the
+//                                             // order-preserving merge; false:
+//                                             // the out-of-order union (see
+//                                             // "Unordered union")
 //   explicit F(gsq_node *node);               // may gsq_node_fail or throw
 //
 //   time_type time_of(const void *tup, uint32_t len) const;
@@ -67,6 +73,21 @@
 // End of stream: when every input has ended, every buffered tuple goes out in
 // t order, then GSQ_EOF.  A heartbeat without bytes (tup == NULL) is ignored.
 //
+// Unordered union (F::ordered == false; seed 004 5.4 and A.2.1, the OOP
+// union).  No buffer: every data tuple passes straight through
+// (gsq_emit_raw) as it arrives, so the output is ordered only up to the
+// inputs' skew, and heartbeats carry the order.  data_i, hb_i and progress_i
+// are kept as above.  On a heartbeat the operator emits its own with
+//   H = min over open inputs j of lb_j,   lb_j = max(hb_j, data_j - slack)
+// (slack: how far one input's own data may go back) when H is known (every
+// open input sent something) and after the last one emitted (strictly): the
+// seed's min(b_0, b_1).  There is no release order, so the released_max term
+// of the ordered lb_j does not apply: one input running ahead does not make
+// another one's tuples late.  A data tuple before the last heartbeat emitted
+// is dropped and counted late (the output never contradicts a heartbeat);
+// late tuples do not move progress.  stats().buffered stays 0.  Works the
+// same for a run-time number of inputs (the merge of an interface set).
+//
 // stats(): buffered tuples and bytes (current and peak), released, late,
 // heartbeats in and out.  Bytes are the packed tuple bytes held (fixed struct
 // + string tail), the memory the heartbeat experiment (seed 000 7.1) watches.
@@ -100,6 +121,12 @@ struct merge_stats {
     uint64_t heartbeats_out = 0;  // temporal updates emitted
 };
 
+// F::ordered, or true when F declares none.
+template <class F, class = void>
+struct functor_ordered : std::true_type {};
+template <class F>
+struct functor_ordered<F, std::void_t<decltype(F::ordered)>> : std::bool_constant<F::ordered> {};
+
 // F::n_inputs, or 0 when F declares none (inputs decided at run time).
 template <class F, class = void>
 struct static_inputs : std::integral_constant<int, 0> {};
@@ -114,6 +141,7 @@ public:
     // 0: decided at run time (F declares no n_inputs)
     static constexpr int n_inputs = static_inputs<F>::value;
     static constexpr bool increasing = F::increasing;
+    static constexpr bool ordered = functor_ordered<F>::value;
     static_assert(n_inputs == 0 || n_inputs >= 2, "merge_op merges at least two inputs");
     static_assert(std::is_arithmetic_v<time_type>, "the merge field is an integer or double");
 
@@ -219,6 +247,7 @@ private:
     {
         ++stats_.received;
         const time_type t = functor_.time_of(tup, len);
+        // (released_max_ stays unset in an unordered union.)
         const bool late = (released_max_ && before(t, earlier_by(*released_max_, slack()))) ||
                           (hb_out_ && before(t, *hb_out_));
         if (late) {
@@ -227,6 +256,11 @@ private:
             return;
         }
         raise(in.data_max, t);
+        if constexpr (!ordered) { // straight through
+            ++stats_.released;
+            gsq_emit_raw(node, GSQ_DATA, tup, len);
+            return;
+        }
         // Sorted insert, after every buffered tuple that is not after t: an
         // in-order input appends.
         auto pos = in.buffer.end();
@@ -296,6 +330,7 @@ private:
     }
 
     // H (see the header comment), or nothing while an open input is unknown.
+    // Unordered: no buffer and no released_max_, so H = min lb_j.
     std::optional<time_type> heartbeat_bound() const
     {
         std::optional<time_type> h;

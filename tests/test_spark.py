@@ -370,3 +370,40 @@ def test_structured_streaming_aggregation_over_an_interface_set_waits_for_the_la
     assert w.exception() is None
     assert rows(spark.table("gsqlc_stream_set")) == want
     assert w.lastProgress["stateOperators"][-1]["numRowsTotal"] <= 2, w.lastProgress
+
+
+@pytest.mark.parametrize("disorder", [3, 1])
+def test_structured_streaming_counts_rows_late_within_the_disorder(spark, tmp_path, disorder):
+    """Micro-batches deliver rows out of order: the second holds rows of the
+    minute two epochs behind the newest already seen.  With three epochs
+    open (Tigon's HFTA default) the watermark still holds that epoch and
+    they count -- the batch answer; in order (one epoch) Spark's watermark
+    has passed it and they are lost."""
+    q = tmp_path / "per_minute.gsql"
+    q.write_text(BIG_PER_MINUTE)
+    b = 1_700_000_040                       # a minute boundary
+    first = [f"{b + 60 * m + 5},north,bread,5,1.0,10.0.0.1" for m in (0, 1, 2)]
+    late = [f"{b + 10},north,bread,4,1.0,10.0.0.1", f"{b + 20},north,bread,3,1.0,10.0.0.1",
+            f"{b + 60 * 3 + 1},north,bread,3,1.0,10.0.0.1"]
+    closing = [f"{b + 60 * 9 + 1},north,bread,3,1.0,10.0.0.1"]
+    src = tmp_path / "in"
+    _stream_files(src, [first, late, closing])
+    schema = "ts long, store string, item string, qty long, price double, client string"
+    sch = str(EX / "schema.txt")
+    want = rows(run_query(spark, [str(q)], schema=sch,
+                          sources={"sales": spark.read.csv(str(src), schema=schema)}))
+    assert want[0] == (b, "north", 3, 12)
+    stream_df = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).csv(str(src))
+    out = run_query(spark, [str(q)], schema=sch, sources={"sales": stream_df},
+                    max_hfta_disorder=disorder, max_lfta_disorder=min(disorder, 2))
+    name = f"gsqlc_disorder_{disorder}"
+    w = (out.writeStream.format("memory").queryName(name).outputMode("append")
+         .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
+    w.awaitTermination(300)
+    assert w.exception() is None
+    got = rows(spark.table(name))
+    if disorder == 3:
+        assert got == [r for r in want if r[0] <= b + 180]
+    else:
+        assert got[0] == (b, "north", 1, 5)      # the late rows were dropped
+        assert got[1:] == [r for r in want if b < r[0] <= b + 180]

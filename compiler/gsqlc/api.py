@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 from .errors import RunError, UsageError
-from .pipeline import Compiled, CompileOptions, QuerySet, compile_queries
+from .pipeline import Compiled, CompileOptions, QuerySet, check_plan_options, compile_queries
 from .planner.plan import TABLE_WAYS
 from .runtime import runner
 from .runtime.bindings import (
@@ -175,7 +175,9 @@ class CompiledQuerySet:
 def compile(files: Union[PathLike, Sequence[PathLike]], schema=None, *,
             library_paths: Sequence[PathLike] = (), interfaces: Optional[PathLike] = None,
             sanitize: bool = False, lfta_table_size: Optional[int] = None,
-            lfta_table_ways: Optional[int] = None) -> CompiledQuerySet:
+            lfta_table_ways: Optional[int] = None, max_lfta_disorder: Optional[int] = None,
+            max_hfta_disorder: Optional[int] = None,
+            flush: Optional[str] = None) -> CompiledQuerySet:
     """Parse, analyze, plan, generate and build GSQL query files.  A query
     error raises gsqlc.QueryError (with .file, .line, .column and .rule).
     schema: schema file(s) with PROTOCOL declarations (default: the packet
@@ -184,7 +186,14 @@ def compile(files: Union[PathLike, Sequence[PathLike]], schema=None, *,
     a query's DEFINE lfta_table_size wins); lfta_table_ways: the slots a
     group may take in them (1, 2, 4, 8 or 16; default 1, direct-mapped;
     DEFINE lfta_table_ways wins).  With more ways, groups that hash alike
-    share a bucket instead of ejecting each other."""
+    share a bucket instead of ejecting each other.
+    max_lfta_disorder, max_hfta_disorder: how many epochs of the temporal
+    group-by an aggregation keeps open at once in the LFTA and the HFTA
+    (default 2 and 3, as Tigon; 1 processes in order; a query's DEFINE
+    wins): a tuple up to that many epochs behind still counts, an older one
+    is dropped and counted.  flush: how a closed epoch's groups are handed
+    on -- 'slow' (default: one per following input tuple), 'lazy' (LFTA:
+    when their slot is needed or the next epoch closes) or 'immediate'."""
     files_l = _as_list(files)
     if not files_l:
         raise UsageError("compile() needs at least one query file")
@@ -195,8 +204,13 @@ def compile(files: Union[PathLike, Sequence[PathLike]], schema=None, *,
                                         or lfta_table_ways not in TABLE_WAYS):
         raise UsageError(f"lfta_table_ways must be one of {', '.join(map(str, TABLE_WAYS))}, "
                          f"got {lfta_table_ways!r}")
+    check_plan_options(max_lfta_disorder=max_lfta_disorder,
+                       max_hfta_disorder=max_hfta_disorder, flush=flush)
     options = CompileOptions(tuple(_as_list(schema)), tuple(_as_list(library_paths)),
-                             lfta_table_size, lfta_table_ways, sanitize)
+                             lfta_table_size=lfta_table_size, lfta_table_ways=lfta_table_ways,
+                             max_lfta_disorder=max_lfta_disorder,
+                             max_hfta_disorder=max_hfta_disorder, flush=flush,
+                             sanitize=sanitize)
     return CompiledQuerySet(files_l, options, os.fspath(interfaces) if interfaces else None)
 
 

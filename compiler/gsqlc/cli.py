@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 
 from . import __version__
 from .errors import BuildError, GsqlcError, InternalError, QueryError, UsageError
-from .pipeline import CompileOptions, compile_planned, compile_queries, plan_queries
+from .pipeline import CompileOptions, check_plan_options, compile_planned, compile_queries, plan_queries
 from .runtime.bindings import (
     URI_SCHEMES,
     check_params,
@@ -44,6 +44,15 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--interfaces", metavar="FILE",
                    help="interfaces file (TOML): [interface.NAME] source/max_skew, "
                         "[set.NAME] members")
+    p.add_argument("--max-lfta-disorder", type=int, metavar="N",
+                   help="epochs of the temporal group-by an LFTA aggregation keeps open "
+                        "(default 2; 1: in order; DEFINE max_lfta_disorder wins)")
+    p.add_argument("--max-hfta-disorder", type=int, metavar="N",
+                   help="epochs an HFTA aggregation keeps open: a tuple up to N-1 epochs "
+                        "behind the newest still counts (default 3; 1: in order)")
+    p.add_argument("--flush", choices=["slow", "lazy", "immediate"],
+                   help="how a closed epoch's groups are handed on (default slow: one per "
+                        "following tuple; lazy: LFTA groups when their slot is needed)")
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -118,7 +127,8 @@ def _source_binding(text: str) -> tuple[str, str]:
 _FLAGS = [("the heartbeat interval", "--heartbeat-interval"), ("the CSV separator", "--csv-separator"),
           ("the stall intervals", "--stall-intervals"), ("clock ", "--clock "),
           ("max skew ", "--max-skew "), ("parameter ", "--param "), ("output ", "--output "),
-          ("source ", "--source ")]
+          ("source ", "--source "), ("max_lfta_disorder", "--max-lfta-disorder"),
+          ("max_hfta_disorder", "--max-hfta-disorder")]
 
 
 def _flag_names(msg: str) -> str:
@@ -147,7 +157,10 @@ def _runner_sets(ifaces: Interfaces) -> tuple[tuple[str, str], ...]:
 
 
 def _options(args, **extra) -> CompileOptions:
-    return CompileOptions(tuple(args.schema), tuple(args.library), **extra)
+    _usage(check_plan_options, args.max_lfta_disorder, args.max_hfta_disorder, args.flush)
+    return CompileOptions(tuple(args.schema), tuple(args.library),
+                          max_lfta_disorder=args.max_lfta_disorder,
+                          max_hfta_disorder=args.max_hfta_disorder, flush=args.flush, **extra)
 
 
 def cmd_compile(args) -> int:

@@ -23,7 +23,7 @@ from typing import Optional, Sequence
 from .backend.build import BuildResult, build
 from .backend.codegen import GeneratedSet, generate
 from .planner.nodes import LftaNode
-from .planner.plan import Plan, make_plan
+from .planner.plan import Plan, PlanDefaults, make_plan
 from .semantics.analyze import AnalyzedQuery
 from .semantics.resolve import leaves, resolve_files
 from .semantics.schema import Schema
@@ -36,6 +36,11 @@ class CompileOptions:
     library_paths: tuple[str, ...] = ()    # directories of query libraries (FROM LIB/q)
     lfta_table_size: Optional[int] = None  # default LFTA table slots (a DEFINE wins)
     lfta_table_ways: Optional[int] = None  # default LFTA table associativity (a DEFINE wins)
+    # epochs an LFTA / HFTA aggregation keeps open (None: Tigon's 2 and 3;
+    # DEFINE max_lfta_disorder / max_hfta_disorder win)
+    max_lfta_disorder: Optional[int] = None
+    max_hfta_disorder: Optional[int] = None
+    flush: Optional[str] = None            # slow | lazy | immediate (DEFINE flush wins)
     sanitize: bool = False                 # build with ASan and UBSan
     werror: Optional[bool] = None          # warnings as errors (None: GSQLC_WERROR decides)
     # (set, member) pairs the stand-alone runner gsqlc-run binds by default
@@ -84,11 +89,35 @@ class Compiled:
         return self.built.library
 
 
+def check_plan_options(max_lfta_disorder: object = None, max_hfta_disorder: object = None,
+                       flush: object = None) -> None:
+    """Raise UsageError on a bad disorder or flush option (None: default)."""
+    from .errors import UsageError
+    from .planner.nodes import FLUSH_POLICIES
+    from .planner.plan import MAX_DISORDER
+    for name, v in (("max_lfta_disorder", max_lfta_disorder),
+                    ("max_hfta_disorder", max_hfta_disorder)):
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool)
+                              or not 1 <= v <= MAX_DISORDER):
+            raise UsageError(f"{name} must be an integer from 1 (in order) to {MAX_DISORDER}, "
+                             f"got {v!r}")
+    if flush is not None and flush not in FLUSH_POLICIES:
+        raise UsageError(f"flush must be one of {', '.join(FLUSH_POLICIES)}, got {flush!r}")
+
+
+def plan_defaults(options: CompileOptions) -> PlanDefaults:
+    """The planner's defaults from the compile options (None: the planner's own)."""
+    given = {k: getattr(options, k) for k in ("lfta_table_size", "lfta_table_ways",
+                                              "max_lfta_disorder", "max_hfta_disorder", "flush")
+             if getattr(options, k) is not None}
+    return PlanDefaults(**given)
+
+
 def plan_queries(files: Sequence[str], options: CompileOptions = CompileOptions()) -> QuerySet:
     """Parse, resolve, analyze and plan `files`; raises QueryError.  The
     plan does not depend on run-time bindings (interface sets included)."""
     aset = resolve_files(files, options.schema, options.library_paths)
-    plan = make_plan(list(aset.queries), options.lfta_table_size, options.lfta_table_ways)
+    plan = make_plan(list(aset.queries), plan_defaults(options))
     return QuerySet(aset.schema, aset.queries, plan, aset.files)
 
 

@@ -429,6 +429,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
               partitions: Optional[int] = None, heartbeat_interval="off",
               direct_files: bool = True, on_malformed: str = "count",
               lfta_table_size: int = 1 << 19, lfta_table_ways: int = 4,
+              max_lfta_disorder: Optional[int] = None, max_hfta_disorder: Optional[int] = None,
               compiled: Optional[CompiledQuerySet] = None):
     """Run GSQL queries over Spark DataFrames; returns the DataFrame of
     `output` (default: the only output query).  sources: {interface:
@@ -440,7 +441,11 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
     on_malformed: rows the runtime rejects (values out of range, bad
     addresses) are counted -- the result's .gsqlc (MalformedRows) holds the
     count and the first partitions' reports once its jobs ran -- or, with
-    'fail', fail the job."""
+    'fail', fail the job.  max_lfta_disorder, max_hfta_disorder: as in
+    gsqlc.compile; over streaming DataFrames an aggregation's disorder K is
+    its watermark delay, K epochs: an epoch closes once the watermark passes
+    it plus the bound, so rows up to K-1 epochs late -- in a later
+    micro-batch -- still count."""
     from pyspark.sql import functions as F
 
     from . import api
@@ -465,7 +470,9 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
     # less.
     cqs = compiled or api.compile(files, schema, library_paths=library_paths,
                                   lfta_table_size=lfta_table_size,
-                                  lfta_table_ways=lfta_table_ways)
+                                  lfta_table_ways=lfta_table_ways,
+                                  max_lfta_disorder=max_lfta_disorder,
+                                  max_hfta_disorder=max_hfta_disorder)
     b = cqs.compiled
     qs = b.queryset
     params = {k: str(v) for k, v in (params or {}).items()}
@@ -567,7 +574,8 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                                                   _merge_info(splan.node(n.inputs[0])))
             continue
         if isinstance(n, HftaMerge) and streaming and all(s in with_hb for s in n.inputs):
-            frames[n.name] = _streaming_merge(n, [frames[s] for s in n.inputs])
+            frames[n.name] = _streaming_merge(n, [frames[s] for s in n.inputs],
+                                              _readers_disorder(splan, n.name))
             with_hb.add(n.name)
             continue
         ins = [data_rows(s) for s in n.inputs]
@@ -614,14 +622,22 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
     return out
 
 
-def _with_epoch(d, col: str):
+def _with_epoch(d, col: str, disorder: int = 1):
     """d with EPOCH_COL, the value of its temporal column `col` as seconds,
-    under a watermark one epoch (one unit of col) behind the latest seen:
-    Spark releases state at or below the watermark, so an epoch is released
-    once a later one was seen (data or heartbeat rows)."""
+    under a watermark `disorder` epochs (units of col) behind the latest
+    seen: Spark releases state at or below the watermark, so an epoch is
+    released once an epoch `disorder` later was seen (data or heartbeat
+    rows) -- `disorder` epochs are open at once (seed 004) -- and drops
+    rows older than the watermark."""
     from pyspark.sql import functions as F
     return d.withColumn(EPOCH_COL, F.timestamp_seconds(F.col(col).cast("long"))) \
-            .withWatermark(EPOCH_COL, "1 second")
+            .withWatermark(EPOCH_COL, f"{disorder} seconds")
+
+
+def _readers_disorder(plan, stream: str) -> int:
+    """The epochs the aggregations reading `stream` keep open (1: none reads it)."""
+    return max((r.disorder for r in plan.consumers(stream) if isinstance(r, HftaAggregate)),
+               default=1)
 
 
 def _release_per_epoch(marked, group_cols: list, cols: list[str]):
@@ -644,14 +660,14 @@ def _side_columns(i: int, sd) -> tuple[list[str], list[str]]:
     return [f"__{i}_{c}" for c in cols], cols
 
 
-def _streaming_merge(n, ins):
+def _streaming_merge(n, ins, disorder: int = 1):
     """A merge of streams (an interface set's LFTAs) per micro-batch: the
     union of its inputs, heartbeat rows kept, each input under its own
     watermark on the merge column, so the query's watermark -- the smallest
     -- waits for the input that lags (a consumer's epoch closes only once
     every member moved past it)."""
     cols = [c.name for c in n.output.columns] + [HEARTBEAT_COL]
-    parts = [_with_epoch(d.toDF(*cols), n.merge.field) for d in ins]
+    parts = [_with_epoch(d.toDF(*cols), n.merge.field, disorder) for d in ins]
     u = parts[0]
     for d in parts[1:]:
         u = u.unionByName(d)
@@ -792,7 +808,7 @@ def _streaming_aggregate(n, d, stage, out_schema, out_schema_spark, merge=None):
                 f"must be the merge column {merge.field if merge else '?'} (got {tkeys[0]})")
         marked = d
     else:
-        marked = _with_epoch(d, tkeys[0])
+        marked = _with_epoch(d, tkeys[0], n.disorder)
     released = _release_per_epoch(marked, [EPOCH_COL, *keys], cols)
     return released.mapInArrow(
         stage(iface=None, streams=[n.inputs[0]], tag_col=None, stream_cols=[cols],

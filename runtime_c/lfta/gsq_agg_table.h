@@ -2,44 +2,100 @@
  * gsq_agg_table.h -- the LFTA aggregation table (sub-aggregation), C11,
  * header-only.
  *
- * A generated aggregation LFTA keeps the groups of the current epoch in a
- * fixed-size table of n_slots slots, split into buckets of `ways` slots
- * (1: direct-mapped).  The generated code supplies the query's shape -- the
- * slot struct (the group's keys and accumulators), the hash of a group's keys
- * and the functions of gsq_agg_shape -- and this header the algorithm.
+ * A generated aggregation LFTA keeps the groups of its open epochs (values
+ * of the temporal group-by keys) in a fixed-size table of n_slots slots,
+ * split into buckets of `ways` slots (1: direct-mapped).  The generated code
+ * supplies the query's shape -- the slot struct (the group's keys and
+ * accumulators), the hash of a group's keys and the functions and constants
+ * of gsq_agg_shape -- and this header the algorithm.
  *
  * A record enters as a one-record group `g`: a slot filled with its keys and
  * with accumulators holding the record's contribution (what a new group
  * starts from; folding g into a slot counts the record).
  *
- * Memory: n_slots + 1 slots of slot_size bytes, zeroed, owned by the caller
- * (gsq_agg_mem_slots()).  Slot i < n_slots is a group slot; the last one
- * holds the current epoch: the temporal group-by keys written by epoch_set
- * into an otherwise zero slot.
+ * Out-of-order processing (seed 004, sections 5.2 and 6): up to max_epochs
+ * (N, Tigon's max_lfta_disorder) epochs are open at once, so a record of a
+ * slightly older epoch is still counted, and the groups of an epoch that
+ * closes leave the table as `flush` says: IMMEDIATE (all at once), SLOW
+ * (spread over the following records) or LAZY (when a new group needs their
+ * slot, at the latest when the next epoch closes).  N = 1 with IMMEDIATE is
+ * the in-order table: one current epoch, flushed at once when a later one
+ * starts.  Otherwise partials of different epochs interleave in the output;
+ * the heartbeats sent bound them (no partial older than one sent before).
  *
- * Invariants:
+ * Memory: gsq_agg_mem_slots() = n_slots + N + 2 slots of slot_size bytes,
+ * zeroed, owned by the caller.  Slot i < n_slots is a group slot.  Then come
+ * N + 1 epoch slots, the one of tag k (1..N+1) at n_slots + k - 1, and the
+ * `promised` slot: an epoch slot holds only temporal keys (written by
+ * epoch_set into an otherwise zero slot).
+ *
+ * Epochs:
+ *  - Each open epoch and the closed epoch (below) has a tag 1..N+1; the tag
+ *    of an open epoch names its epoch slot.  order[] holds the open epochs'
+ *    tags sorted oldest..newest (n_open <= N); `newest` is the newest one's
+ *    slot, which a record is compared with first.
+ *  - `closed` (closed_tag, 0 while none) is the newest epoch ever closed;
+ *    every open epoch is newer.  Only the closed epoch can still have groups
+ *    in the table (n_pending of them): an epoch closes only after the
+ *    groups of the previous closed epoch have all been ejected.
+ *  - `promised` is the highest heartbeat sent since the first record; every
+ *    open epoch is at least as new.
+ *  - Epochs compare with epoch_cmp; a result with both bits (some key later,
+ *    some older) counts as older for a record, as later for a heartbeat.
+ *  - A record of epoch e (compared newest first):
+ *      e open: it is counted in e;
+ *      e newer than every open epoch, or between two open ones: e opens --
+ *        if N were open, the oldest closes first;
+ *      e older than every open epoch: e opens if fewer than N are open, e is
+ *        newer than `closed` and not older than `promised`;
+ *      else e is late: g is passed on alone (GSQ_AGG_EJECT_LATE) and the
+ *        HFTA, with its wider bound, decides.
+ *    Epochs open only by records and heartbeats and close only when an
+ *    (N+1)-th would open, so once N have opened N stay open.
+ *  - Closing the oldest open epoch: first the groups still in the table of
+ *    the previous closed epoch are ejected at once (an unfinished slow flush
+ *    completes); then by `flush`: IMMEDIATE ejects the epoch's groups now
+ *    (GSQ_AGG_EJECT_FLUSH, one scan in slot order); SLOW and LAZY leave them
+ *    pending.  SLOW: every counted record first moves a cursor over up to
+ *    GSQ_AGG_SLOW_SLOTS slots (a free slot counts for the rest of its
+ *    bucket), stopping after the first pending group it ejects; no pending
+ *    group lies before the cursor.  SLOW and LAZY: a record whose group is
+ *    not in its bucket takes the slot of the bucket's first pending group,
+ *    which is ejected (GSQ_AGG_EJECT_FLUSH), before a free slot or a victim.
+ *    So a closed epoch's groups are out before the next epoch closes.
+ *  - A heartbeat (gsq_agg_heartbeat) is progress: an epoch hb newer than
+ *    every open one opens (with no groups), closing the oldest if N were
+ *    open.  Before any record it is sent on unchanged and changes nothing.
+ *    Sent on (GSQ_AGG_EJECT_HEARTBEAT): while the table holds groups, the
+ *    oldest epoch that may still produce output (the closed epoch while
+ *    groups of it are pending, else the oldest open epoch), never lower than
+ *    `promised`; with no group in the table, hb itself (the inference
+ *    stands, possibly lower than before), but no newer than the oldest open
+ *    epoch.  Records older than `promised` are late from then on.
+ *
+ * Slots:
  *  - n_slots and n_slots / ways are powers of two, ways is 1..16 and a
  *    power of two; the bucket of hash h starts at slot
  *    (h & (n_slots / ways - 1)) * ways.
- *  - A slot's first byte is its used flag.  A used slot holds one group of
- *    the current epoch; n_used counts the used slots.
- *  - A bucket's used slots precede its free ones (slots are freed only all at
- *    once, by gsq_agg_flush), so a probe stops at the first free slot.
- *  - A group is in at most one slot.  A record whose group is not in its full
- *    bucket ejects the bucket's slot (h >> 32) & (ways - 1) as a partial
+ *  - A slot's first byte is 0 when it is free, else the tag of its group's
+ *    epoch (open, or the closed one).  n_used counts the used slots,
+ *    count[tag] the groups of each open epoch, n_pending those of the
+ *    closed epoch: n_used = n_pending + the sum of count[] over open tags.
+ *  - A bucket's used slots precede its free ones, so a probe stops at the
+ *    first free slot.  A slot freed alone (slow flush) takes the bucket's
+ *    last used slot; a scan closes its bucket's gaps keeping order.
+ *  - A group is in at most one slot.  A record whose group is not in its
+ *    full bucket (and finds no pending group there) ejects the bucket's
+ *    slot (h >> 32) & (ways - 1), a group of some open epoch, as a partial
  *    (GSQ_AGG_EJECT_COLLISION); the HFTA super-aggregate completes it.
- *  - When a record's epoch is later than the current one, every group is
- *    ejected (GSQ_AGG_EJECT_FLUSH) before the record is counted, so partials
- *    of one epoch precede those of the next.  A record of an older epoch is
- *    passed on alone (GSQ_AGG_EJECT_LATE): the HFTA drops and counts it.
- *  - A heartbeat (gsq_agg_heartbeat) whose inferred epoch is later than the
- *    current one flushes the table, as a record would: no record of the
- *    current epoch can still come.  Otherwise, while groups are unflushed, it
- *    promises no more than the current epoch (seed 000 4.4).
+ *  - gsq_agg_flush (end of input) ejects every group: the closed epoch's,
+ *    then each open epoch's, oldest first.  The epochs stay as they are.
  *
  * Speed: every function is static inline and takes the shape by pointer to
  * the generated file's `static const` gsq_agg_shape, so the compiler folds
- * the slot size and way count to constants and inlines the callbacks.
+ * the slot size, way count, epoch count and flush mode to constants and
+ * inlines the callbacks.  A record of the newest open epoch costs one
+ * epoch_cmp, the probe and (SLOW, while a flush is pending) a cursor step.
  */
 #ifndef GSQ_AGG_TABLE_H
 #define GSQ_AGG_TABLE_H
@@ -54,15 +110,20 @@
 #define GSQ_AGG_HOT static inline
 #endif
 
-/* Bits of what epoch_cmp says of a group's epoch against the current one. */
+/* Bits of what epoch_cmp says of a group's epoch against an epoch slot's. */
 #define GSQ_AGG_LATER 1u   /* some temporal key is later */
 #define GSQ_AGG_OLDER 2u   /* some temporal key is older */
+
+/* The most open epochs a shape may ask for (max_epochs). */
+#define GSQ_AGG_MAX_EPOCHS 32u
+/* Slots a slow-flush step looks at per counted record. */
+#define GSQ_AGG_SLOW_SLOTS 4u
 
 /* Why a group leaves the table (the `out` callback's argument). */
 enum gsq_agg_why {
     GSQ_AGG_EJECT_COLLISION, /* its slot was taken by a new group */
     GSQ_AGG_EJECT_FLUSH,     /* its epoch ended (or the input did) */
-    GSQ_AGG_EJECT_LATE,      /* a one-record group of an older epoch */
+    GSQ_AGG_EJECT_LATE,      /* a one-record group of an epoch no longer open */
     GSQ_AGG_EJECT_HEARTBEAT  /* not a group: the temporal update */
 };
 
@@ -73,9 +134,16 @@ enum gsq_agg_probe_result {
     GSQ_AGG_FULL  /* the bucket is full of other groups: *slot is the victim */
 };
 
+/* How the groups of a closed epoch leave the table. */
+enum gsq_agg_flush {
+    GSQ_AGG_FLUSH_IMMEDIATE, /* all at once, when the epoch closes */
+    GSQ_AGG_FLUSH_SLOW,      /* a few slots per following record */
+    GSQ_AGG_FLUSH_LAZY       /* when their slot is needed, or the next close */
+};
+
 /* The query's shape; one static const object per generated LFTA. */
 typedef struct gsq_agg_shape {
-    size_t slot_size;   /* bytes per slot; byte 0 is the used flag */
+    size_t slot_size;   /* bytes per slot; byte 0 is the used flag (tag) */
     uint32_t n_slots;   /* power of two, >= ways */
     uint32_t ways;      /* slots per bucket: 1, 2, 4, 8 or 16 */
     /* nonzero when slot and g have equal group keys */
@@ -88,26 +156,45 @@ typedef struct gsq_agg_shape {
     void (*epoch_set)(void *epoch, const void *g);
     /* send group (a partial, or the heartbeat) on */
     void (*out)(void *ctx, const void *group, enum gsq_agg_why why);
+    uint32_t max_epochs;      /* N: open epochs, 1..GSQ_AGG_MAX_EPOCHS */
+    enum gsq_agg_flush flush; /* how a closed epoch's groups leave */
 } gsq_agg_shape;
 
 typedef struct gsq_agg_table {
-    unsigned char *mem; /* gsq_agg_mem_slots() slots, not owned */
-    uint32_t n_used;    /* used slots: groups not yet ejected */
-    uint8_t have_epoch; /* a record has set the epoch slot */
+    unsigned char *mem;     /* gsq_agg_mem_slots() slots, not owned */
+    unsigned char *newest;  /* the newest open epoch's slot; NULL before any */
+    uint32_t n_used;        /* used slots: groups not yet ejected */
+    uint32_t n_pending;     /* used slots holding groups of the closed epoch */
+    uint32_t n_open;        /* open epochs */
+    uint32_t cursor;        /* slow flush: no pending group before this slot */
+    uint8_t newest_tag;     /* tag of the newest open epoch */
+    uint8_t closed_tag;     /* tag of the closed epoch; 0: none closed yet */
+    uint8_t have_promised;  /* a heartbeat was sent since the first record */
+    uint8_t order[GSQ_AGG_MAX_EPOCHS]; /* open epochs' tags, oldest first */
+    uint64_t tags_used;     /* bit k: tag k is open or closed */
+    uint32_t count[GSQ_AGG_MAX_EPOCHS + 2]; /* groups per open epoch's tag */
+    /* counters (never reset) */
+    uint64_t n_flushed;     /* groups ejected as GSQ_AGG_EJECT_FLUSH ... */
+    uint64_t n_slow;        /* ... of which by the slow-flush cursor */
+    uint64_t n_met;         /* ... of which by a new group taking their slot */
+    uint64_t n_collisions;  /* groups ejected as GSQ_AGG_EJECT_COLLISION */
+    uint64_t n_late;        /* records passed on as GSQ_AGG_EJECT_LATE */
+    uint64_t n_closed;      /* epochs closed */
+    uint32_t max_open;      /* most epochs open at once */
+    uint32_t max_pending;   /* most groups a closed epoch left in the table */
 } gsq_agg_table;
 
-/* Slots of memory a table of this shape needs: its groups and the epoch. */
+/* Slots of memory a table of this shape needs: groups, epochs, promised. */
 static inline size_t gsq_agg_mem_slots(const gsq_agg_shape *sh)
 {
-    return (size_t)sh->n_slots + 1u;
+    return (size_t)sh->n_slots + sh->max_epochs + 2u;
 }
 
 /* mem: gsq_agg_mem_slots(sh) zeroed slots. */
 static inline void gsq_agg_init(gsq_agg_table *t, void *mem)
 {
+    memset(t, 0, sizeof *t);
     t->mem = (unsigned char *)mem;
-    t->n_used = 0;
-    t->have_epoch = 0;
 }
 
 GSQ_AGG_HOT unsigned char *gsq_agg_slot(const gsq_agg_table *t, const gsq_agg_shape *sh,
@@ -116,9 +203,17 @@ GSQ_AGG_HOT unsigned char *gsq_agg_slot(const gsq_agg_table *t, const gsq_agg_sh
     return t->mem + (size_t)i * sh->slot_size;
 }
 
-static inline unsigned char *gsq_agg_epoch(const gsq_agg_table *t, const gsq_agg_shape *sh)
+/* The epoch slot of tag (1..max_epochs + 1). */
+static inline unsigned char *gsq_agg_epoch_of(const gsq_agg_table *t, const gsq_agg_shape *sh,
+                                              unsigned tag)
 {
-    return gsq_agg_slot(t, sh, sh->n_slots);
+    return gsq_agg_slot(t, sh, sh->n_slots + tag - 1u);
+}
+
+/* The highest heartbeat sent (valid when have_promised). */
+static inline unsigned char *gsq_agg_promised(const gsq_agg_table *t, const gsq_agg_shape *sh)
+{
+    return gsq_agg_slot(t, sh, sh->n_slots + sh->max_epochs + 1u);
 }
 
 /* The first slot of the bucket of hash h. */
@@ -159,81 +254,243 @@ GSQ_AGG_HOT enum gsq_agg_probe_result gsq_agg_probe(const gsq_agg_table *t,
     return GSQ_AGG_FULL;
 }
 
-/* Eject every group (GSQ_AGG_EJECT_FLUSH) and free every slot. */
-static inline void gsq_agg_flush(gsq_agg_table *t, const gsq_agg_shape *sh, void *ctx)
+/* Eject (GSQ_AGG_EJECT_FLUSH) the n groups tagged `tag`, in slot order from
+ * the bucket of slot `from` on, closing each bucket's gaps in order. */
+static inline void gsq_agg_purge(gsq_agg_table *t, const gsq_agg_shape *sh, unsigned tag,
+                                 uint32_t n, uint32_t from, void *ctx)
 {
-    for (uint32_t i = 0; t->n_used && i < sh->n_slots; i++) {
-        unsigned char *s = gsq_agg_slot(t, sh, i);
-        if (s[0]) {
-            sh->out(ctx, s, GSQ_AGG_EJECT_FLUSH);
-            s[0] = 0;
-            t->n_used--;
+    for (uint32_t b = from & ~(sh->ways - 1u); n && b < sh->n_slots; b += sh->ways) {
+        uint32_t w, k = 0;
+        for (w = 0; w < sh->ways; w++) {
+            unsigned char *s = gsq_agg_slot(t, sh, b + w);
+            if (!s[0])
+                break;
+            if (s[0] == tag) {
+                sh->out(ctx, s, GSQ_AGG_EJECT_FLUSH);
+                n--;
+                t->n_used--;
+                t->n_flushed++;
+            } else {
+                if (k != w)
+                    memcpy(gsq_agg_slot(t, sh, b + k), s, sh->slot_size);
+                k++;
+            }
         }
+        for (; k < w; k++)
+            gsq_agg_slot(t, sh, b + k)[0] = 0;
     }
 }
 
-/* Admit the epoch of g: 0 when g is to be counted (after a flush if its
- * epoch is later), 1 when it is of an older epoch and was passed on alone. */
-GSQ_AGG_HOT int gsq_agg_admit(gsq_agg_table *t, const gsq_agg_shape *sh, const void *g,
-                              void *ctx)
+/* Eject every group (GSQ_AGG_EJECT_FLUSH) and free every slot: the closed
+ * epoch's groups, then the open epochs', oldest first.  The open epochs,
+ * `closed` and `promised` stay (a record after it is judged as before). */
+static inline void gsq_agg_flush(gsq_agg_table *t, const gsq_agg_shape *sh, void *ctx)
 {
-    unsigned char *epoch = gsq_agg_epoch(t, sh);
-    unsigned rel;
-    if (!t->have_epoch) {
-        t->have_epoch = 1;
-        sh->epoch_set(epoch, g);
-        return 0;
+    if (t->n_pending) {
+        gsq_agg_purge(t, sh, t->closed_tag, t->n_pending,
+                      sh->flush == GSQ_AGG_FLUSH_SLOW ? t->cursor : 0u, ctx);
+        t->n_pending = 0;
     }
-    rel = sh->epoch_cmp(epoch, g);
-    if (rel & GSQ_AGG_OLDER) {
-        sh->out(ctx, g, GSQ_AGG_EJECT_LATE);
-        return 1;
+    for (uint32_t i = 0; i < t->n_open; i++) {
+        unsigned tag = t->order[i];
+        if (t->count[tag])
+            gsq_agg_purge(t, sh, tag, t->count[tag], 0u, ctx);
+        t->count[tag] = 0;
     }
-    if (rel & GSQ_AGG_LATER) {
-        gsq_agg_flush(t, sh, ctx);
-        sh->epoch_set(epoch, g);
+}
+
+/* Close the oldest open epoch (see the invariants). */
+static inline void gsq_agg_close_oldest(gsq_agg_table *t, const gsq_agg_shape *sh, void *ctx)
+{
+    unsigned tag = t->order[0];
+    if (t->n_pending) /* the previous closed epoch's flush completes */
+        gsq_agg_purge(t, sh, t->closed_tag, t->n_pending,
+                      sh->flush == GSQ_AGG_FLUSH_SLOW ? t->cursor : 0u, ctx);
+    t->tags_used &= ~((uint64_t)1 << t->closed_tag);
+    t->n_open--;
+    memmove(t->order, t->order + 1, t->n_open);
+    t->closed_tag = (uint8_t)tag;
+    t->n_closed++;
+    t->n_pending = t->count[tag];
+    t->count[tag] = 0;
+    t->cursor = 0;
+    if (t->n_pending > t->max_pending)
+        t->max_pending = t->n_pending;
+    if (sh->flush == GSQ_AGG_FLUSH_IMMEDIATE && t->n_pending) {
+        gsq_agg_purge(t, sh, tag, t->n_pending, 0u, ctx);
+        t->n_pending = 0;
     }
+}
+
+/* Open the epoch of g at position pos of order[] (closing the oldest first
+ * when N are open, so pos > 0 then); returns its tag. */
+static inline unsigned gsq_agg_open(gsq_agg_table *t, const gsq_agg_shape *sh, const void *g,
+                                    uint32_t pos, void *ctx)
+{
+    unsigned tag;
+    unsigned char *e;
+    if (t->n_open == sh->max_epochs) {
+        gsq_agg_close_oldest(t, sh, ctx);
+        pos--;
+    }
+    tag = (unsigned)__builtin_ctzll(~t->tags_used & ~(uint64_t)1);
+    t->tags_used |= (uint64_t)1 << tag;
+    memmove(t->order + pos + 1, t->order + pos, t->n_open - pos);
+    t->order[pos] = (uint8_t)tag;
+    t->n_open++;
+    t->count[tag] = 0;
+    e = gsq_agg_epoch_of(t, sh, tag);
+    sh->epoch_set(e, g);
+    if (pos + 1 == t->n_open) {
+        t->newest = e;
+        t->newest_tag = (uint8_t)tag;
+    }
+    if (t->n_open > t->max_open)
+        t->max_open = t->n_open;
+    return tag;
+}
+
+/* Admit the epoch of g (see the invariants): its tag when g is to be
+ * counted, 0 when g was passed on alone as late. */
+static inline unsigned gsq_agg_admit(gsq_agg_table *t, const gsq_agg_shape *sh, const void *g,
+                                     void *ctx)
+{
+    uint32_t i = t->n_open;
+    while (i-- > 0) {
+        unsigned tag = t->order[i];
+        unsigned rel = sh->epoch_cmp(gsq_agg_epoch_of(t, sh, tag), g);
+        if (rel == 0)
+            return tag;
+        if (rel == GSQ_AGG_LATER)
+            return gsq_agg_open(t, sh, g, i + 1u, ctx);
+    }
+    /* older than every open epoch (or none is open yet) */
+    if (t->n_open < sh->max_epochs &&
+        (!t->closed_tag ||
+         sh->epoch_cmp(gsq_agg_epoch_of(t, sh, t->closed_tag), g) == GSQ_AGG_LATER) &&
+        (!t->have_promised || !(sh->epoch_cmp(gsq_agg_promised(t, sh), g) & GSQ_AGG_OLDER)))
+        return gsq_agg_open(t, sh, g, 0u, ctx);
+    sh->out(ctx, g, GSQ_AGG_EJECT_LATE);
+    t->n_late++;
     return 0;
+}
+
+/* Free slot i alone: the last used slot of its bucket moves into it. */
+static inline void gsq_agg_unlink(gsq_agg_table *t, const gsq_agg_shape *sh, uint32_t i)
+{
+    uint32_t last = i, end = (i | (sh->ways - 1u)) + 1u;
+    while (last + 1u < end && gsq_agg_slot(t, sh, last + 1u)[0])
+        last++;
+    if (last != i)
+        memcpy(gsq_agg_slot(t, sh, i), gsq_agg_slot(t, sh, last), sh->slot_size);
+    gsq_agg_slot(t, sh, last)[0] = 0;
+}
+
+/* One slow-flush step: up to GSQ_AGG_SLOW_SLOTS slots from the cursor, until
+ * a pending group is ejected (its slot then holds another: looked at next). */
+static inline void gsq_agg_slow_step(gsq_agg_table *t, const gsq_agg_shape *sh, void *ctx)
+{
+    uint32_t i = t->cursor;
+    for (uint32_t k = 0; k < GSQ_AGG_SLOW_SLOTS && i < sh->n_slots; k++) {
+        unsigned char *s = gsq_agg_slot(t, sh, i);
+        if (!s[0]) {
+            i = (i | (sh->ways - 1u)) + 1u; /* the rest of the bucket is free */
+        } else if (s[0] == t->closed_tag) {
+            sh->out(ctx, s, GSQ_AGG_EJECT_FLUSH);
+            t->n_flushed++;
+            t->n_slow++;
+            t->n_used--;
+            t->n_pending--;
+            gsq_agg_unlink(t, sh, i);
+            break;
+        } else {
+            i++;
+        }
+    }
+    t->cursor = i;
+}
+
+/* The first slot of the bucket of hash h holding a pending group, or NULL. */
+static inline unsigned char *gsq_agg_pending_in(const gsq_agg_table *t, const gsq_agg_shape *sh,
+                                                uint64_t h)
+{
+    unsigned char *b = gsq_agg_bucket(t, sh, h);
+    for (uint32_t w = 0; w < sh->ways; w++) {
+        unsigned char *s = b + (size_t)w * sh->slot_size;
+        if (!s[0])
+            break;
+        if (s[0] == t->closed_tag)
+            return s;
+    }
+    return NULL;
 }
 
 /* Count the one-record group g whose keys hash to h. */
 GSQ_AGG_HOT void gsq_agg_accept(gsq_agg_table *t, const gsq_agg_shape *sh, const void *g,
                                 uint64_t h, void *ctx)
 {
-    unsigned char *s;
-    if (gsq_agg_admit(t, sh, g, ctx))
+    unsigned char *s, *p;
+    unsigned tag;
+    enum gsq_agg_probe_result found;
+    if (t->newest && sh->epoch_cmp(t->newest, g) == 0)
+        tag = t->newest_tag;
+    else if (!(tag = gsq_agg_admit(t, sh, g, ctx)))
         return;
-    switch (gsq_agg_probe(t, sh, g, h, &s)) {
-    case GSQ_AGG_HIT:
+    if (sh->flush == GSQ_AGG_FLUSH_SLOW && t->n_pending)
+        gsq_agg_slow_step(t, sh, ctx);
+    found = gsq_agg_probe(t, sh, g, h, &s);
+    if (found == GSQ_AGG_HIT) {
         sh->fold(s, g);
         return;
-    case GSQ_AGG_FULL:
+    }
+    if (sh->flush != GSQ_AGG_FLUSH_IMMEDIATE && t->n_pending &&
+        (p = gsq_agg_pending_in(t, sh, h)) != NULL) {
+        s = p; /* a closed epoch's group gives up its slot */
+        sh->out(ctx, s, GSQ_AGG_EJECT_FLUSH);
+        t->n_flushed++;
+        t->n_met++;
+        t->n_pending--;
+    } else if (found == GSQ_AGG_FULL) {
         sh->out(ctx, s, GSQ_AGG_EJECT_COLLISION);
-        break;
-    case GSQ_AGG_FREE:
+        t->n_collisions++;
+        t->count[s[0]]--;
+    } else {
         t->n_used++;
-        break;
     }
     memcpy(s, g, sh->slot_size);
-    s[0] = 1;
+    s[0] = (unsigned char)tag;
+    t->count[tag]++;
 }
 
 /* A temporal update: hb is a zeroed slot holding the temporal keys inferred
- * from the input's progress.  A later epoch flushes the table and becomes
- * the current one; otherwise, while groups are unflushed, hb's temporal
- * keys are lowered to the current epoch's.  Then hb is sent on
- * (GSQ_AGG_EJECT_HEARTBEAT). */
+ * from the input's progress.  An epoch later than every open one opens (see
+ * the invariants); hb's temporal keys are then set to the bound it may
+ * promise, and hb is sent on (GSQ_AGG_EJECT_HEARTBEAT). */
 static inline void gsq_agg_heartbeat(gsq_agg_table *t, const gsq_agg_shape *sh, void *hb,
                                      void *ctx)
 {
-    unsigned char *epoch = gsq_agg_epoch(t, sh);
-    if (t->have_epoch) {
-        if (sh->epoch_cmp(epoch, hb) & GSQ_AGG_LATER) {
-            gsq_agg_flush(t, sh, ctx);
-            sh->epoch_set(epoch, hb);
-        } else if (t->n_used) {
+    if (t->newest) {
+        const unsigned char *bound = NULL; /* NULL: hb as inferred */
+        const unsigned char *oldest = gsq_agg_epoch_of(t, sh, t->order[0]);
+        unsigned char *promised = gsq_agg_promised(t, sh);
+        if (sh->epoch_cmp(t->newest, hb) & GSQ_AGG_LATER) {
+            gsq_agg_open(t, sh, hb, t->n_open, ctx);
+            oldest = gsq_agg_epoch_of(t, sh, t->order[0]);
+        }
+        if (t->n_used) {
+            bound = t->n_pending ? gsq_agg_epoch_of(t, sh, t->closed_tag) : oldest;
+            if (t->have_promised && (sh->epoch_cmp(promised, bound) & GSQ_AGG_OLDER))
+                bound = promised; /* never lower than before */
+        } else if (sh->epoch_cmp(oldest, hb) & GSQ_AGG_LATER) {
+            bound = oldest;
+        }
+        if (bound) {
             memset(hb, 0, sh->slot_size);
-            sh->epoch_set(hb, epoch);
+            sh->epoch_set(hb, bound);
+        }
+        if (!t->have_promised || sh->epoch_cmp(promised, hb) == GSQ_AGG_LATER) {
+            sh->epoch_set(promised, hb);
+            t->have_promised = 1;
         }
     }
     sh->out(ctx, hb, GSQ_AGG_EJECT_HEARTBEAT);

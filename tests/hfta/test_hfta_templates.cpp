@@ -562,6 +562,42 @@ static void test_hash_clear_release_swap()
     CHECK_EQ(r.capacity(), reserved); // no growth within the reservation
 }
 
+// A moved-from map is empty and usable (it used to keep its size with no
+// slots, so find() read out of bounds).
+static void test_hash_moved_from()
+{
+    gsq::open_hash_map<std::string, int> a;
+    for (int i = 0; i < 50; ++i)
+        a.find_or_insert("k" + std::to_string(i)).first = i;
+    gsq::open_hash_map<std::string, int> b(std::move(a));
+    CHECK_EQ(b.size(), size_t(50));
+    CHECK(b.find("k7") && *b.find("k7") == 7);
+    CHECK_EQ(a.size(), size_t(0)); // NOLINT(bugprone-use-after-move): the point
+    CHECK(a.empty() && a.capacity() == 0);
+    CHECK(a.find("k7") == nullptr && !a.contains("k0"));
+    CHECK(!a.erase("k1"));
+    CHECK(a.begin() == a.end());
+    a.find_or_insert("again").first = 5; // usable again
+    CHECK(a.size() == 1 && a.find("again") && *a.find("again") == 5 && a.find("k7") == nullptr);
+
+    gsq::open_hash_map<std::string, int> c;
+    c.find_or_insert("old").first = 1;
+    c = std::move(b); // c's own entries go
+    CHECK(c.size() == 50 && c.find("k49") && *c.find("k49") == 49 && c.find("old") == nullptr);
+    CHECK(b.size() == 0 && b.capacity() == 0 && b.find("k1") == nullptr);
+    b.find_or_insert("b").first = 2;
+    CHECK(b.size() == 1 && *b.find("b") == 2);
+    gsq::open_hash_map<std::string, int> &same = c;
+    c = std::move(same); // self-move keeps it
+    CHECK(c.size() == 50 && c.find("k0") && *c.find("k0") == 0);
+    gsq::open_hash_map<std::string, int> d;
+    gsq::open_hash_map<std::string, int> e(std::move(d)); // an unallocated map moves too
+    CHECK(d.size() == 0 && e.size() == 0 && d.find("x") == nullptr && e.find("x") == nullptr);
+
+    const gsq::open_hash_map<std::string, int> copy = c; // copies still copy
+    CHECK(copy.size() == 50 && copy.find("k3") && *copy.find("k3") == 3 && c.size() == 50);
+}
+
 // ---- selection ---------------------------------------------------------------
 
 static void test_selection()
@@ -1298,6 +1334,186 @@ static void test_groupby_heartbeat_random()
     CHECK(ok);
 }
 
+// ---- group-by with bounded disorder (max_disorder, strict_heartbeats) -----------
+
+// flows_hb_functor with up to K open epochs; Strict: input heartbeats close
+// the epochs before them.
+template <unsigned K, bool Strict = false>
+struct flows_ooo_functor : flows_hb_functor {
+    static constexpr unsigned max_disorder = K;
+    static constexpr bool strict_heartbeats = Strict;
+    using flows_hb_functor::flows_hb_functor;
+};
+
+static_assert(gsq::groupby_op<flows_functor>::max_disorder == 1);
+static_assert(!gsq::groupby_op<flows_functor>::strict_heartbeats);
+static_assert(gsq::groupby_op<flows_ooo_functor<3, true>>::max_disorder == 3);
+static_assert(gsq::groupby_op<flows_ooo_functor<3, true>>::strict_heartbeats);
+static_assert(!gsq::groupby_op<flows_ooo_functor<2>>::strict_heartbeats);
+
+static std::vector<uint32_t> data_tbs(const gsq_node &node)
+{
+    std::vector<uint32_t> v;
+    for (const auto &e : node.out)
+        if (e.kind == GSQ_DATA)
+            v.push_back(decode_flow(e).tb);
+    return v;
+}
+
+static void test_groupby_disorder_epochs()
+{
+    using op_t = gsq::groupby_op<flows_ooo_functor<3>>;
+    gsq_node node;
+    op_t op(&node);
+    gfeed(op, node, 300, 1, "a"); // epoch 5
+    gfeed(op, node, 420, 1, "a"); // 7: newer, opens
+    gfeed(op, node, 360, 1, "a"); // 6: between 5 and 7, opens
+    CHECK_EQ(op.open_epochs(), size_t(3));
+    CHECK_EQ(op.open_groups(), size_t(3));
+    gfeed(op, node, 240, 1, "late"); // 4: older than all, 3 open: late
+    CHECK_EQ(op.stats().late_dropped, uint64_t(1));
+    gfeed(op, node, 301, 1, "a"); // 5 again: folds
+    gfeed(op, node, 302, 2, "a");
+    CHECK_EQ(node.out.size(), size_t(0));
+    CHECK_EQ(op.stats().epochs_closed, uint64_t(0));
+    gfeed(op, node, 480, 1, "a"); // 8: opens, 5 closes (2 groups to flush)
+    CHECK_EQ(op.open_epochs(), size_t(3));
+    CHECK_EQ(op.flush_pending(), size_t(2));
+    CHECK_EQ(op.open_groups(), size_t(3));
+    gfeed(op, node, 310, 1, "late"); // 5 is closed: late, and it steps the flush
+    CHECK_EQ(op.stats().late_dropped, uint64_t(2));
+    CHECK_EQ(node.counters[GSQ_CNT_LATE_DROPPED], uint64_t(2));
+    CHECK_EQ(op.flush_pending(), size_t(1));
+    hb(op, node, 540); // epoch 9: opens, 6 closes (the rest of 5 first)
+    CHECK_EQ(op.open_epochs(), size_t(3));
+    CHECK_EQ(op.stats().epochs_closed, uint64_t(2));
+    CHECK((heartbeat_tbs(node) == std::vector<uint32_t>{6})); // 6 is flushing
+    hb(op, node, 541);
+    CHECK((heartbeat_tbs(node) == std::vector<uint32_t>{6, 7})); // 6 out: oldest open 7
+    op.accept(&node, 0, GSQ_EOF, nullptr, 0);
+    CHECK((data_tbs(node) == std::vector<uint32_t>{5, 5, 6, 7, 8}));
+    std::vector<flow_row> rows;
+    for (const auto &e : node.out)
+        if (e.kind == GSQ_DATA)
+            rows.push_back(decode_flow(e));
+    std::sort(rows.begin(), rows.end());
+    const std::vector<flow_row> want = {{5, 1, "a", 2, 2}, {5, 2, "a", 1, 1}, {6, 1, "a", 1, 1},
+                                        {7, 1, "a", 1, 1}, {8, 1, "a", 1, 1}};
+    CHECK(rows == want);
+    CHECK_EQ(node.out.back().kind, int(GSQ_EOF));
+    CHECK_EQ(op.stats().peak_open_epochs, size_t(3));
+    CHECK_EQ(op.open_epochs(), size_t(0));
+    CHECK_EQ(op.allocated_slots(), size_t(0));
+
+    // Older epochs open while fewer than K are: 5, then 3 (older), then 4
+    // (between), then 2 is late (3 open).  A heartbeat emitted fixes a floor.
+    gsq_node n2;
+    op_t op2(&n2);
+    gfeed(op2, n2, 300, 1, "x");
+    gfeed(op2, n2, 180, 1, "x");
+    CHECK_EQ(op2.open_epochs(), size_t(2));
+    gfeed(op2, n2, 240, 1, "x");
+    gfeed(op2, n2, 120, 1, "x");
+    CHECK_EQ(op2.open_epochs(), size_t(3));
+    CHECK_EQ(op2.stats().late_dropped, uint64_t(1));
+    gsq_node n3;
+    op_t op3(&n3);
+    gfeed(op3, n3, 300, 1, "x");
+    hb(op3, n3, 300); // emits 5: nothing before 5 may come out any more
+    CHECK((heartbeat_tbs(n3) == std::vector<uint32_t>{5}));
+    gfeed(op3, n3, 240, 1, "x");
+    CHECK_EQ(op3.stats().late_dropped, uint64_t(1));
+    CHECK_EQ(op3.open_epochs(), size_t(1));
+    hb(op3, n3, 0); // an older heartbeat opens nothing, repeats 5
+    CHECK((heartbeat_tbs(n3) == std::vector<uint32_t>{5, 5}));
+    CHECK_EQ(op3.open_epochs(), size_t(1));
+
+    // While fewer than K are open, the heartbeat out is no later than the
+    // input's: an input at 3 may still send 3 and 4, which then count.
+    gsq_node n4;
+    op_t op4(&n4);
+    gfeed(op4, n4, 300, 1, "x");
+    hb(op4, n4, 180);
+    CHECK((heartbeat_tbs(n4) == std::vector<uint32_t>{3}));
+    gfeed(op4, n4, 240, 1, "x");
+    gfeed(op4, n4, 120, 1, "late"); // before the heartbeat 3
+    CHECK_EQ(op4.stats().late_dropped, uint64_t(1));
+    CHECK_EQ(op4.open_epochs(), size_t(2));
+    hb(op4, n4, 180);
+    CHECK((heartbeat_tbs(n4) == std::vector<uint32_t>{3, 3}));
+    gfeed(op4, n4, 420, 1, "x"); // 7: three open (4, 5, 7): the oldest open is the bound
+    hb(op4, n4, 180);
+    CHECK((heartbeat_tbs(n4) == std::vector<uint32_t>{3, 3, 4}));
+}
+
+static void test_groupby_disorder_strict()
+{
+    using op_t = gsq::groupby_op<flows_ooo_functor<3, true>>;
+    gsq_node node;
+    op_t op(&node);
+    for (uint32_t tb : {5u, 6u, 7u})
+        gfeed(op, node, tb * 60, 1, "s");
+    gfeed(op, node, 5 * 60, 2, "s");
+    hb(op, node, 6 * 60); // 5 is complete: it closes
+    CHECK_EQ(op.open_epochs(), size_t(2));
+    CHECK_EQ(op.flush_pending(), size_t(2));
+    CHECK((heartbeat_tbs(node) == std::vector<uint32_t>{5}));
+    gfeed(op, node, 5 * 60, 3, "late");
+    CHECK_EQ(op.stats().late_dropped, uint64_t(1));
+    gfeed(op, node, 6 * 60, 2, "s"); // folds into 6 (and flushes 5's last group)
+    CHECK_EQ(op.flush_pending(), size_t(0));
+    hb(op, node, 9 * 60); // 9 opens; 6 and 7 close (6 flushed at once)
+    CHECK_EQ(op.open_epochs(), size_t(1));
+    CHECK_EQ(op.stats().epochs_closed, uint64_t(3));
+    CHECK_EQ(heartbeat_tbs(node).back(), uint32_t(7)); // 7 is flushing
+    gfeed(op, node, 8 * 60, 1, "late"); // before the promise 9
+    CHECK_EQ(op.stats().late_dropped, uint64_t(2));
+    gfeed(op, node, 10 * 60, 1, "s");
+    op.accept(&node, 0, GSQ_EOF, nullptr, 0);
+    CHECK((data_tbs(node) == std::vector<uint32_t>{5, 5, 6, 6, 7, 10}));
+
+    // A strict heartbeat below the newest open epoch: the epochs before it
+    // close and it opens as the oldest (so the heartbeat out is h, and
+    // tuples between h and the newest still count).
+    gsq_node n2;
+    op_t op2(&n2);
+    gfeed(op2, n2, 5 * 60, 1, "s");
+    gfeed(op2, n2, 8 * 60, 1, "s");
+    hb(op2, n2, 6 * 60);
+    CHECK_EQ(op2.open_epochs(), size_t(2));
+    hb(op2, n2, 6 * 60); // 5's only group went out with this step
+    CHECK((heartbeat_tbs(n2) == std::vector<uint32_t>{5, 6}));
+    gfeed(op2, n2, 7 * 60, 1, "s"); // between 6 and 8
+    gfeed(op2, n2, 6 * 60, 1, "s");
+    CHECK_EQ(op2.open_epochs(), size_t(3));
+    CHECK_EQ(op2.stats().late_dropped, uint64_t(0));
+    op2.accept(&n2, 0, GSQ_EOF, nullptr, 0);
+    CHECK((data_tbs(n2) == std::vector<uint32_t>{5, 6, 7, 8}));
+}
+
+static void test_groupby_disorder_memory()
+{
+    // In-order input with K = 3: 3 open epochs and one flushing, at most.
+    gsq_node node;
+    gsq::groupby_op<flows_ooo_functor<3>> op(&node);
+    size_t max_slots = 0;
+    const uint32_t groups = 1000;
+    for (uint32_t epoch = 0; epoch < 20; ++epoch)
+        for (uint32_t s = 0; s < groups; ++s) {
+            gfeed(op, node, epoch * 60, s, "mem");
+            max_slots = std::max(max_slots, op.allocated_slots());
+        }
+    CHECK(max_slots <= 4 * 2048);
+    CHECK(max_slots > 3 * 2048);
+    CHECK_EQ(op.stats().peak_open_groups, size_t(3) * groups);
+    CHECK_EQ(op.stats().max_table_size, size_t(groups));
+    CHECK_EQ(node.peaks[GSQ_PEAK_HELD_TUPLES], uint64_t(3) * groups);
+    op.accept(&node, 0, GSQ_EOF, nullptr, 0);
+    CHECK_EQ(count_kind(node, GSQ_DATA), size_t(20) * groups);
+    const auto tbs = data_tbs(node);
+    CHECK(std::is_sorted(tbs.begin(), tbs.end()));
+}
+
 // ---- merge -------------------------------------------------------------------------
 
 // MERGE a.time : b.time [: c.time ...] SLACK $slack FROM ... over PKT-shaped streams.
@@ -1662,6 +1878,122 @@ static void test_merge_random()
     CHECK(slack_ok);
 }
 
+// ---- unordered merge (the OOP union) --------------------------------------------
+
+template <int N, bool Increasing = true>
+struct pkt_union_functor : pkt_merge_functor<N, Increasing> {
+    static constexpr bool ordered = false;
+    using pkt_merge_functor<N, Increasing>::pkt_merge_functor;
+};
+
+// No n_inputs: the number of inputs is the constructor's (a set merge).
+struct pkt_set_union_functor {
+    using time_type = uint32_t;
+    static constexpr bool increasing = true;
+    static constexpr bool ordered = false;
+    explicit pkt_set_union_functor(gsq_node *) {}
+    time_type time_of(const void *tup, uint32_t) const
+    {
+        tup_pkt t;
+        std::memcpy(&t, tup, sizeof t);
+        return t.time;
+    }
+    time_type slack() const { return 0; }
+    void emit_heartbeat(gsq_node *node, time_type tm)
+    {
+        tup_pkt out{};
+        out.time = tm;
+        gsq_emit(node, GSQ_HEARTBEAT, &out, sizeof out, nullptr, 0);
+    }
+};
+
+static_assert(gsq::merge_op<pkt_merge_functor<2>>::ordered);
+static_assert(!gsq::merge_op<pkt_union_functor<2>>::ordered);
+static_assert(gsq::merge_op<pkt_set_union_functor>::n_inputs == 0);
+
+static void test_merge_unordered()
+{
+    gsq_node node;
+    gsq::merge_op<pkt_union_functor<2>> op(&node);
+    mfeed(op, node, 0, 10, "a10"); // input 1 unknown: through all the same
+    CHECK((data_times(node) == std::vector<uint32_t>{10}));
+    mfeed(op, node, 1, 3, "b3");
+    CHECK((data_times(node) == std::vector<uint32_t>{10, 3}));
+    CHECK(node.out[0].raw && decode_pkt(node.out[0]).name == "a10");
+    CHECK_EQ(op.buffered(0) + op.buffered(1), size_t(0));
+    hb(op, node, 5, 0); // lb_0 = max(5, 10) = 10, lb_1 = 3
+    CHECK((hb_times(node) == std::vector<uint32_t>{3}));
+    mfeed(op, node, 1, 2, "late"); // below the heartbeat 3
+    CHECK_EQ(op.stats().late_dropped, uint64_t(1));
+    CHECK_EQ(node.counters[GSQ_CNT_LATE_DROPPED], uint64_t(1));
+    mfeed(op, node, 1, 4, "b4");
+    hb(op, node, 8, 1); // min(10, 8)
+    CHECK((hb_times(node) == std::vector<uint32_t>{3, 8}));
+    hb(op, node, 8, 1); // nothing new: nothing emitted
+    CHECK_EQ(hb_times(node).size(), size_t(2));
+    mfeed(op, node, 0, 7, "late2");
+    mfeed(op, node, 0, 9, "a9"); // below input 0's own 10, but not below 8
+    CHECK((data_times(node) == std::vector<uint32_t>{10, 3, 4, 9}));
+    CHECK_EQ(op.stats().late_dropped, uint64_t(2));
+    op.accept(&node, 1, GSQ_EOF, nullptr, 0); // no heartbeat on an EOF
+    CHECK_EQ(hb_times(node).size(), size_t(2));
+    hb(op, node, 20, 0); // input 1 ended: H = lb_0 = 20
+    CHECK((hb_times(node) == std::vector<uint32_t>{3, 8, 20}));
+    op.accept(&node, 0, GSQ_EOF, nullptr, 0);
+    CHECK_EQ(node.out.back().kind, int(GSQ_EOF));
+    CHECK_EQ(count_kind(node, GSQ_EOF), size_t(1));
+    CHECK_EQ(op.stats().received, uint64_t(6));
+    CHECK_EQ(op.stats().released, uint64_t(4));
+    CHECK_EQ(op.stats().buffered, size_t(0));
+    CHECK_EQ(op.stats().peak_buffered, size_t(0));
+    CHECK_EQ(op.stats().peak_bytes, size_t(0));
+
+    // One input running ahead does not make the other's tuples late.
+    gsq_node fnode;
+    gsq::merge_op<pkt_union_functor<2>> fop(&fnode);
+    mfeed(fop, fnode, 0, 1000, "fast");
+    mfeed(fop, fnode, 1, 1, "slow");
+    hb(fop, fnode, 1, 1);
+    mfeed(fop, fnode, 1, 2, "slow2");
+    CHECK((data_times(fnode) == std::vector<uint32_t>{1000, 1, 2}));
+    CHECK((hb_times(fnode) == std::vector<uint32_t>{1}));
+    CHECK_EQ(fop.stats().late_dropped, uint64_t(0));
+
+    // Slack: an input's lower bound is its data less the slack.
+    gsq_node snode;
+    snode.params["slack"] = "5";
+    gsq::merge_op<pkt_union_functor<2>> sop(&snode);
+    mfeed(sop, snode, 0, 10, "a10");
+    hb(sop, snode, 7, 1);
+    CHECK((hb_times(snode) == std::vector<uint32_t>{5}));
+    mfeed(sop, snode, 0, 6, "a6"); // within input 0's slack
+    CHECK_EQ(sop.stats().late_dropped, uint64_t(0));
+
+    // Decreasing merge field.
+    gsq_node dnode;
+    gsq::merge_op<pkt_union_functor<2, false>> dop(&dnode);
+    mfeed(dop, dnode, 0, 10, "a10");
+    mfeed(dop, dnode, 1, 12, "b12");
+    hb(dop, dnode, 8, 0); // lb_0 = 8 (it goes down), lb_1 = 12: H = 12
+    CHECK((hb_times(dnode) == std::vector<uint32_t>{12}));
+    mfeed(dop, dnode, 0, 13, "late");
+    CHECK_EQ(dop.stats().late_dropped, uint64_t(1));
+
+    // A run-time number of inputs (a set merge): H waits for all three.
+    gsq_node rnode;
+    gsq::merge_op<pkt_set_union_functor> rop(&rnode, 3);
+    mfeed(rop, rnode, 0, 5, "a");
+    hb(rop, rnode, 6, 1);
+    CHECK_EQ(hb_times(rnode).size(), size_t(0));
+    hb(rop, rnode, 4, 2);
+    CHECK((hb_times(rnode) == std::vector<uint32_t>{4}));
+    mfeed(rop, rnode, 2, 4, "c");
+    for (int i = 0; i < 3; ++i)
+        rop.accept(&rnode, i, GSQ_EOF, nullptr, 0);
+    CHECK((data_times(rnode) == std::vector<uint32_t>{5, 4}));
+    CHECK_EQ(rnode.out.back().kind, int(GSQ_EOF));
+}
+
 // ---- join --------------------------------------------------------------------------
 
 // SELECT ... <KIND> FROM PKT R, PKT S WHERE R.src = S.src AND
@@ -1746,6 +2078,24 @@ struct pkt_join_functor {
         log.push_back(e);
     }
 };
+
+// The same join with inputs declared disordered (F::left_ordered /
+// F::right_ordered false): the OOP join of seed 004 5.3.
+template <gsq::join_kind K, class T, bool LeftOrdered, bool RightOrdered>
+struct pkt_ooo_join_functor : pkt_join_functor<K, T> {
+    static constexpr bool left_ordered = LeftOrdered;
+    static constexpr bool right_ordered = RightOrdered;
+    using pkt_join_functor<K, T>::pkt_join_functor;
+};
+
+static_assert(gsq::join_op<pkt_join_functor<gsq::join_kind::inner>>::left_ordered);
+static_assert(gsq::join_op<pkt_join_functor<gsq::join_kind::inner>>::right_ordered);
+static_assert(gsq::join_op<pkt_join_functor<gsq::join_kind::inner>>::output_ordered);
+static_assert(!gsq::join_op<pkt_ooo_join_functor<gsq::join_kind::inner, uint32_t, false, true>>::left_ordered);
+static_assert(gsq::join_op<pkt_ooo_join_functor<gsq::join_kind::inner, uint32_t, false, true>>::right_ordered);
+static_assert(!gsq::join_op<pkt_ooo_join_functor<gsq::join_kind::inner, uint32_t, true, false>>::right_ordered);
+static_assert(!gsq::join_op<pkt_ooo_join_functor<gsq::join_kind::inner, uint32_t, true, false>>::output_ordered);
+static_assert(gsq::join_op<pkt_ooo_join_functor<gsq::join_kind::inner, uint32_t, true, true>>::output_ordered);
 
 template <class Op>
 static void jfeed(Op &op, gsq_node &node, int side, uint32_t time, uint32_t key, const std::string &name,
@@ -2130,6 +2480,214 @@ static void test_join_random()
     CHECK(hb_ok);
 }
 
+// The defect a user met: an outer equality join emitted an unmatched row
+// after a matched row of a later time (the unmatched left was purged only
+// after the right tuple at 2 had probed), so an aggregation over the join's
+// output, ordered on the join time, dropped it as late.
+static std::vector<int64_t> join_row_times(const std::vector<join_event> &log)
+{
+    std::vector<int64_t> v;
+    for (const auto &e : log)
+        if (!e.hb)
+            v.push_back(e.t);
+    return v;
+}
+
+static void test_join_outer_output_order()
+{
+    {
+        gsq_node node;
+        gsq::join_op<pkt_join_functor<gsq::join_kind::left_outer>> op(&node);
+        static_assert(gsq::join_op<pkt_join_functor<gsq::join_kind::left_outer>>::output_disorder_of(0, 0) == 0);
+        CHECK_EQ(op.output_disorder(), uint32_t(0));
+        auto &log = op.functor().log;
+        jfeed(op, node, 0, 1, 1, "a1"); // unmatched: no right of key 1
+        jfeed(op, node, 0, 2, 2, "b2");
+        jfeed(op, node, 1, 1, 9, "r1"); // right at 1, another key
+        jfeed(op, node, 1, 2, 2, "r2"); // matches b2; makes a1 unmatchable
+        CHECK((join_row_times(log) == std::vector<int64_t>{1, 2}));
+        CHECK(log.size() == 2 && log[0].l == "a1" && log[0].r.empty() && log[1].l == "b2" && log[1].r == "r2");
+        op.accept(&node, 0, GSQ_EOF, nullptr, 0);
+        op.accept(&node, 1, GSQ_EOF, nullptr, 0);
+        const auto times = join_row_times(log);
+        CHECK(std::is_sorted(times.begin(), times.end()));
+    }
+    {
+        // The mirror image: right-only rows before a later left's matches.
+        gsq_node node;
+        gsq::join_op<pkt_join_functor<gsq::join_kind::full_outer>> op(&node);
+        auto &log = op.functor().log;
+        jfeed(op, node, 1, 1, 1, "r1");
+        jfeed(op, node, 1, 3, 3, "r3");
+        jfeed(op, node, 0, 1, 9, "l1"); // unmatchable at once (right is at 3): out
+        jfeed(op, node, 0, 3, 3, "l3"); // r1 goes first, then l3|r3
+        CHECK((join_row_times(log) == std::vector<int64_t>{1, 1, 3}));
+        CHECK(log.size() == 3 && log[0].l == "l1" && log[1].r == "r1" && log[1].l.empty() &&
+              log[2].l == "l3" && log[2].r == "r3");
+        op.accept(&node, 0, GSQ_EOF, nullptr, 0);
+        op.accept(&node, 1, GSQ_EOF, nullptr, 0);
+        CHECK_EQ(join_row_times(log).size(), size_t(3));
+    }
+}
+
+// ---- OOP join (disordered inputs) -------------------------------------------------
+
+// Figure 4 of seed 004 on a hand-made trace: progress from heartbeats only,
+// data behind earlier data accepted, data behind its own heartbeat late, a
+// tuple already past the other side's band not stored, purge oldest first.
+static void test_join_disordered_basic()
+{
+    gsq_node node;
+    using op_t = gsq::join_op<pkt_ooo_join_functor<gsq::join_kind::full_outer, uint32_t, false, false>>;
+    op_t op(&node);
+    auto &log = op.functor().log;
+    jfeed(op, node, 0, 5, 1, "a5");
+    jfeed(op, node, 0, 3, 1, "b3"); // behind a5, no heartbeat yet: accepted
+    CHECK_EQ(op.stats().late_dropped[0], uint64_t(0));
+    jfeed(op, node, 1, 3, 1, "x3"); // matches b3 (equality join)
+    CHECK((join_rows(log) == std::vector<row_pair>{{"b3", "x3"}}));
+    jfeed(op, node, 1, 9, 7, "w9"); // right data does not move p_R: nothing purged
+    CHECK_EQ(op.entries(0), size_t(2));
+    hb(op, node, 4, 1); // p_R = 4: b3 (matched) goes; p_L unknown: no heartbeat
+    CHECK_EQ(op.entries(0), size_t(1));
+    CHECK_EQ(op.entries(1), size_t(2));
+    CHECK(join_hbs(log).empty());
+    hb(op, node, 3, 0); // p_L = 3: H = min(3, 4 - 0, oldest left 5, 4, oldest right 3) = 3
+    CHECK((join_hbs(log) == std::vector<int64_t>{3}));
+    CHECK_EQ(op.entries(1), size_t(2)); // x3 stays: a left at 3 may still come
+    jfeed(op, node, 0, 2, 1, "c2"); // below its own heartbeat: late
+    CHECK_EQ(op.stats().late_dropped[0], uint64_t(1));
+    CHECK_EQ(node.counters[GSQ_CNT_LATE_DROPPED], uint64_t(1));
+    jfeed(op, node, 0, 3, 1, "d3"); // not late; matches x3; 3 < p_R 4: not stored
+    jfeed(op, node, 0, 3, 2, "e3"); // no match, not stored: out at once, unmatched
+    CHECK_EQ(op.entries(0), size_t(1));
+    CHECK(log.back().l == "e3" && log.back().r.empty());
+    jfeed(op, node, 1, 6, 1, "y6");
+    jfeed(op, node, 1, 4, 1, "z4"); // behind y6: accepted, stored
+    CHECK_EQ(op.entries(1), size_t(4));
+    jfeed(op, node, 0, 6, 1, "f6"); // matches y6 only
+    jfeed(op, node, 1, 20, 9, "filtered", 0); // a filtered disordered tuple moves nothing
+    CHECK_EQ(op.entries(0), size_t(2));
+    hb(op, node, 7, 0); // p_L = 7: x3 (matched), z4 (unmatched), y6 (matched) go, oldest first
+    CHECK_EQ(op.entries(1), size_t(1)); // w9
+    CHECK(log.back().hb && log.back().t == 4); // min(7, 4, 5, 4, 9)
+    CHECK(log[log.size() - 2].l.empty() && log[log.size() - 2].r == "z4");
+    op.accept(&node, 1, GSQ_EOF, nullptr, 0); // a5 (unmatched) and f6 (matched) go
+    CHECK_EQ(op.entries(0), size_t(0));
+    op.accept(&node, 0, GSQ_EOF, nullptr, 0);
+    const std::vector<row_pair> want = {{"", "w9"}, {"", "z4"}, {"a5", ""}, {"b3", "x3"},
+                                        {"d3", "x3"}, {"e3", ""}, {"f6", "y6"}};
+    CHECK(join_rows(log) == want);
+    CHECK_EQ(op.stats().filtered[1], uint64_t(1));
+    CHECK_EQ(op.stats().unmatched[0] + op.stats().unmatched[1], uint64_t(4));
+    CHECK_EQ(op.stats().peak_side_entries[1], size_t(4));
+    CHECK(node.out.size() == 1 && node.out[0].kind == GSQ_EOF);
+    CHECK_EQ(op.keys(0) + op.keys(1), size_t(0));
+    // No row below a heartbeat emitted before it.
+    std::optional<int64_t> last;
+    bool ok = true;
+    for (const auto &e : log) {
+        if (e.hb)
+            last = e.t;
+        else
+            ok = ok && (!last || *last <= e.t);
+    }
+    CHECK(ok);
+}
+
+// One disordered side against an in-order one, with a band: the in-order
+// side keeps today's rules (progress from its data), the disordered one its
+// heartbeats.
+static void test_join_disordered_one_side_band()
+{
+    gsq_node node;
+    node.params["band_lo"] = "2";
+    node.params["band_hi"] = "3"; // tr in [tl - 2, tl + 3]
+    gsq::join_op<pkt_ooo_join_functor<gsq::join_kind::left_outer, uint32_t, false, true>> op(&node);
+    auto &log = op.functor().log;
+    jfeed(op, node, 1, 10, 0, "r10"); // in-order right: p_R = 10
+    jfeed(op, node, 0, 12, 0, "l12"); // matches r10
+    jfeed(op, node, 0, 6, 0, "l6");   // 6 + 3 < 10: can match no future right: out, unmatched
+    jfeed(op, node, 0, 8, 0, "l8");   // matches r10; 8 + 3 >= 10: stored
+    CHECK_EQ(op.entries(0), size_t(2));
+    jfeed(op, node, 1, 9, 0, "r9"); // the in-order right went back: late (today's rule)
+    CHECK_EQ(op.stats().late_dropped[1], uint64_t(1));
+    jfeed(op, node, 1, 12, 0, "r12"); // p_R = 12: l8 (8 + 3 < 12) goes, matched
+    CHECK_EQ(op.entries(0), size_t(1));
+    CHECK_EQ(op.entries(1), size_t(2)); // p_L unknown: no right purged
+    hb(op, node, 13, 0);                // p_L = 13: r10 (10 + 2 < 13) goes
+    CHECK_EQ(op.entries(1), size_t(1));
+    // H = min(p_L 13, p_R - band_hi 9, oldest left 12) = 9
+    CHECK((join_hbs(log) == std::vector<int64_t>{9}));
+    op.accept(&node, 0, GSQ_EOF, nullptr, 0);
+    op.accept(&node, 1, GSQ_EOF, nullptr, 0);
+    const std::vector<row_pair> want = {{"l12", "r10"}, {"l12", "r12"}, {"l6", ""}, {"l8", "r10"}};
+    CHECK(join_rows(log) == want);
+}
+
+// Many entries of a disordered side, most purged at once: the pool is
+// compacted (and freed when empty) and the join stays right.
+static void test_join_disordered_compaction()
+{
+    std::mt19937 rng(7);
+    gsq_node node;
+    node.params["band_lo"] = "1";
+    node.params["band_hi"] = "1";
+    gsq::join_op<pkt_ooo_join_functor<gsq::join_kind::full_outer, uint32_t, false, false>> op(&node);
+    struct tup {
+        uint32_t t, key;
+        std::string name;
+    };
+    std::vector<tup> ls, rs;
+    for (int i = 0; i < 4000; ++i) {
+        ls.push_back({static_cast<uint32_t>(rng() % 4000), static_cast<uint32_t>(rng() % 300), "l" + std::to_string(i)});
+        jfeed(op, node, 0, ls.back().t, ls.back().key, ls.back().name);
+    }
+    CHECK_EQ(op.entries(0), size_t(4000));
+    hb(op, node, 3700, 1); // lefts below 3699 go (most of them); p_L unknown
+    const size_t kept = op.entries(0);
+    CHECK(kept > 100 && kept < 400);
+    CHECK_EQ(op.entry_slots(0), kept); // compacted: fewer than 1/8 of 4000 slots held
+    hb(op, node, 3500, 0);
+    for (int i = 0; i < 600; ++i) {
+        rs.push_back({3700 + static_cast<uint32_t>(rng() % 300), static_cast<uint32_t>(rng() % 300),
+                      "r" + std::to_string(i)});
+        jfeed(op, node, 1, rs.back().t, rs.back().key, rs.back().name);
+    }
+    for (int i = 0; i < 200; ++i) { // more lefts after the compaction, out of order
+        ls.push_back({3600 + static_cast<uint32_t>(rng() % 400), static_cast<uint32_t>(rng() % 300),
+                      "m" + std::to_string(i)});
+        jfeed(op, node, 0, ls.back().t, ls.back().key, ls.back().name);
+    }
+    hb(op, node, 3900, 0);
+    hb(op, node, 3800, 1);
+    CHECK(op.entry_slots(0) >= op.entries(0));
+    op.accept(&node, 0, GSQ_EOF, nullptr, 0);
+    CHECK_EQ(op.entries(1), size_t(0)); // no more lefts: every right goes
+    CHECK_EQ(op.entry_slots(1), size_t(0)); // and the pool with them
+    op.accept(&node, 1, GSQ_EOF, nullptr, 0);
+    CHECK_EQ(op.entry_slots(0), size_t(0));
+    std::vector<row_pair> want;
+    std::set<std::string> lm, rm;
+    for (const tup &l : ls)
+        for (const tup &r : rs)
+            if (l.key == r.key && r.t + 1 >= l.t && r.t <= l.t + 1) {
+                want.emplace_back(l.name, r.name);
+                lm.insert(l.name);
+                rm.insert(r.name);
+            }
+    for (const tup &l : ls)
+        if (!lm.count(l.name))
+            want.emplace_back(l.name, "");
+    for (const tup &r : rs)
+        if (!rm.count(r.name))
+            want.emplace_back("", r.name);
+    std::sort(want.begin(), want.end());
+    CHECK(join_rows(op.functor().log) == want);
+    CHECK_EQ(op.stats().late_dropped[0] + op.stats().late_dropped[1], uint64_t(0));
+    CHECK_EQ(op.stats().bytes[0] + op.stats().bytes[1], size_t(0));
+}
+
 static void test_sat_arith()
 {
     CHECK_EQ(gsq::sat_add<uint32_t>(4000000000u, 400000000u), UINT32_MAX);
@@ -2199,6 +2757,8 @@ static void test_regex_error()
     CHECK(!r.compile(&ok, "(", 1) && !r && ok.failed);
 }
 
+#include "test_hfta_order.hpp"
+
 int main()
 {
     test_regex();
@@ -2209,6 +2769,7 @@ int main()
     test_hash_erase_random();
     test_hash_string_keys();
     test_hash_clear_release_swap();
+    test_hash_moved_from();
     test_selection();
     test_groupby_single_epoch();
     test_groupby_slow_flush();
@@ -2225,6 +2786,9 @@ int main()
     test_groupby_heartbeat_mid_flush();
     test_groupby_heartbeat_variants();
     test_groupby_heartbeat_random();
+    test_groupby_disorder_epochs();
+    test_groupby_disorder_strict();
+    test_groupby_disorder_memory();
     test_sat_arith();
     test_merge_two_interleaved();
     test_merge_stalled_input();
@@ -2233,6 +2797,7 @@ int main()
     test_merge_decreasing();
     test_merge_eof_order();
     test_merge_random();
+    test_merge_unordered();
     test_join_kinds_with_keys();
     test_join_band();
     test_join_heartbeat_purge_memory();
@@ -2240,6 +2805,11 @@ int main()
     test_join_eof();
     test_join_empty_key();
     test_join_random();
+    test_join_outer_output_order();
+    test_join_disordered_basic();
+    test_join_disordered_one_side_band();
+    test_join_disordered_compaction();
+    test_order_properties();
     std::printf("%d passed, %d failed\n", g_passed, g_failed);
     return g_failed == 0 ? 0 : 1;
 }

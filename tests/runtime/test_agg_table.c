@@ -1,8 +1,13 @@
 /* Unit tests of the LFTA aggregation table (runtime_c/lfta/gsq_agg_table.h):
  * probe hit and miss, collision ejection at every associativity, an epoch
  * change flushing every group, heartbeats, a full table, and random
- * sequences against a brute-force reference model.  Stand-alone (no runtime
- * library); prints one line per failure and "N passed, M failed". */
+ * sequences against a brute-force reference model of the in-order table
+ * (one epoch, immediate flush); then out-of-order processing: several open
+ * epochs, late records, heartbeats opening and closing epochs and the bound
+ * they send, slow and lazy flush, single-slot frees, the end-of-input order,
+ * and random disordered sequences checked against the invariants and the
+ * input's per-group totals.  Stand-alone (no runtime library); prints one
+ * line per failure and "N passed, M failed". */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,11 +94,19 @@ static void t_out(void *ctx, const void *vs, enum gsq_agg_why why)
     log_add((event_log *)ctx, why, s->ep, s->key, s->cnt, s->sum);
 }
 
+/* max_epochs open epochs, closed epochs leaving as flush says. */
+static gsq_agg_shape shape_oop(uint32_t n_slots, uint32_t ways, uint32_t max_epochs,
+                               enum gsq_agg_flush flush)
+{
+    gsq_agg_shape sh = {sizeof(tslot), n_slots, ways, t_same_group, t_fold, t_epoch_cmp,
+                        t_epoch_set, t_out, max_epochs, flush};
+    return sh;
+}
+
+/* The in-order table: one epoch, flushed at once. */
 static gsq_agg_shape shape_of(uint32_t n_slots, uint32_t ways)
 {
-    gsq_agg_shape sh = {sizeof(tslot), n_slots, ways, t_same_group, t_fold,
-                        t_epoch_cmp, t_epoch_set, t_out};
-    return sh;
+    return shape_oop(n_slots, ways, 1, GSQ_AGG_FLUSH_IMMEDIATE);
 }
 
 /* A table with its memory; free with table_free. */
@@ -456,6 +469,416 @@ static void test_random(uint32_t n_slots, uint32_t ways, uint64_t seed)
     free(want.ev);
 }
 
+/* ---- out-of-order: several open epochs, slow and lazy flush ------------- */
+
+/* The epoch value of an epoch slot (tag 1..N+1). */
+static uint32_t tag_ep(const gsq_agg_table *t, const gsq_agg_shape *sh, unsigned tag)
+{
+    return ((const tslot *)gsq_agg_epoch_of(t, sh, tag))->ep;
+}
+
+/* The open epochs' values, oldest first, into ep[] (at most 8); their number. */
+static uint32_t open_eps(const gsq_agg_table *t, const gsq_agg_shape *sh, uint32_t *ep)
+{
+    for (uint32_t i = 0; i < t->n_open && i < 8; i++)
+        ep[i] = tag_ep(t, sh, t->order[i]);
+    return t->n_open;
+}
+
+/* Everything the invariants say of the table's state. */
+static int state_ok(const gsq_agg_table *t, const gsq_agg_shape *sh)
+{
+    uint32_t per_tag[GSQ_AGG_MAX_EPOCHS + 2] = {0}, used = 0, sum = 0;
+    int ordered, ok = 1;
+    if (used_slots(t, sh, &ordered) != t->n_used || !ordered || t->n_open > sh->max_epochs)
+        return 0;
+    for (uint32_t i = 1; i < t->n_open; i++)
+        if (tag_ep(t, sh, t->order[i - 1]) >= tag_ep(t, sh, t->order[i]))
+            ok = 0; /* sorted oldest..newest */
+    if (t->n_open && (t->newest != gsq_agg_epoch_of(t, sh, t->order[t->n_open - 1]) ||
+                      t->newest_tag != t->order[t->n_open - 1]))
+        ok = 0;
+    if (t->closed_tag && t->n_open && tag_ep(t, sh, t->closed_tag) >= tag_ep(t, sh, t->order[0]))
+        ok = 0; /* every open epoch is newer than the closed one */
+    if (sh->flush == GSQ_AGG_FLUSH_IMMEDIATE && t->n_pending)
+        ok = 0;
+    for (uint32_t i = 0; i < sh->n_slots; i++) {
+        const tslot *s = (const tslot *)gsq_agg_slot(t, sh, i);
+        int known = s->used == t->closed_tag && s->used;
+        if (!s->used)
+            continue;
+        used++;
+        for (uint32_t k = 0; k < t->n_open; k++)
+            known |= s->used == t->order[k];
+        if (!known || s->ep != tag_ep(t, sh, s->used))
+            ok = 0; /* a group of an open epoch, or of the closed one */
+        per_tag[s->used]++;
+        if (sh->flush == GSQ_AGG_FLUSH_SLOW && s->used == t->closed_tag && i < t->cursor)
+            ok = 0; /* no pending group before the slow-flush cursor */
+        for (uint32_t j = i + 1; j < sh->n_slots; j++) {
+            const tslot *o = (const tslot *)gsq_agg_slot(t, sh, j);
+            if (o->used && o->ep == s->ep && o->key == s->key)
+                ok = 0; /* a group in two slots */
+        }
+    }
+    for (uint32_t k = 0; k < t->n_open; k++) {
+        if (per_tag[t->order[k]] != t->count[t->order[k]])
+            ok = 0;
+        sum += t->count[t->order[k]];
+    }
+    if (per_tag[t->closed_tag] != (t->closed_tag ? t->n_pending : 0) ||
+        used != sum + t->n_pending)
+        ok = 0;
+    return ok;
+}
+
+static int ev_is(const event_log *lg, size_t i, enum gsq_agg_why why, uint32_t ep, uint32_t key,
+                 uint64_t cnt, uint64_t sum)
+{
+    const event *e = &lg->ev[i];
+    return i < lg->n && e->why == why && e->ep == ep && e->key == key && e->cnt == cnt &&
+           e->sum == sum;
+}
+
+#define FL GSQ_AGG_EJECT_FLUSH
+#define LATE GSQ_AGG_EJECT_LATE
+#define HB GSQ_AGG_EJECT_HEARTBEAT
+
+/* Records of interleaved epochs 0,1,2,0: N=3 counts them all; N=2 closes 0
+ * when 2 opens and passes the last 0 on as late. */
+static void test_interleave(uint32_t ways)
+{
+    for (uint32_t n = 2; n <= 3; n++) {
+        gsq_agg_shape sh = shape_oop(64, ways, n, GSQ_AGG_FLUSH_IMMEDIATE);
+        gsq_agg_table t;
+        event_log lg = {0};
+        uint32_t ep[8];
+        table_new(&t, &sh);
+        /* hash: 8 * epoch + key, distinct buckets when direct-mapped */
+        put(&t, &sh, 0, 1, 1, 1, &lg);
+        put(&t, &sh, 0, 2, 10, 2, &lg);
+        put(&t, &sh, 1, 1, 2, 9, &lg);
+        put(&t, &sh, 2, 1, 3, 17, &lg);
+        put(&t, &sh, 0, 1, 4, 1, &lg);
+        if (n == 3) {
+            CHECK(lg.n == 0 && t.n_used == 4 && t.n_open == 3 && t.max_open == 3);
+            CHECK(open_eps(&t, &sh, ep) == 3 && ep[0] == 0 && ep[1] == 1 && ep[2] == 2);
+            put(&t, &sh, 3, 1, 6, 25, &lg); /* epoch 0 closes */
+            CHECK(lg.n == 2 && ev_is(&lg, 0, FL, 0, 1, 2, 5) && ev_is(&lg, 1, FL, 0, 2, 1, 10));
+            gsq_agg_flush(&t, &sh, &lg);
+            CHECK(lg.n == 5 && ev_is(&lg, 2, FL, 1, 1, 1, 2) && ev_is(&lg, 3, FL, 2, 1, 1, 3) &&
+                  ev_is(&lg, 4, FL, 3, 1, 1, 6));
+        } else {
+            CHECK(lg.n == 3 && ev_is(&lg, 0, FL, 0, 1, 1, 1) && ev_is(&lg, 1, FL, 0, 2, 1, 10));
+            CHECK(lg.n == 3 && ev_is(&lg, 2, LATE, 0, 1, 1, 4) && t.n_late == 1);
+            CHECK(t.n_used == 2 && t.n_open == 2 && t.n_closed == 1);
+            gsq_agg_flush(&t, &sh, &lg);
+            CHECK(lg.n == 5 && ev_is(&lg, 3, FL, 1, 1, 1, 2) && ev_is(&lg, 4, FL, 2, 1, 1, 3));
+        }
+        CHECK(t.n_used == 0 && state_ok(&t, &sh) && t.n_flushed == (n == 3 ? 5u : 4u));
+        table_free(&t);
+        free(lg.ev);
+    }
+}
+
+/* An epoch between open ones, or older than all while fewer than N are
+ * open, opens; older than all with N open, or not newer than `closed`: late. */
+static void test_open_rules(void)
+{
+    gsq_agg_shape sh = shape_oop(64, 4, 3, GSQ_AGG_FLUSH_IMMEDIATE);
+    gsq_agg_table t;
+    event_log lg = {0};
+    uint32_t ep[8];
+    table_new(&t, &sh);
+    put(&t, &sh, 5, 1, 1, 1, &lg);
+    put(&t, &sh, 3, 1, 1, 1, &lg); /* older, fewer than N open */
+    put(&t, &sh, 4, 1, 1, 1, &lg); /* between */
+    CHECK(lg.n == 0 && open_eps(&t, &sh, ep) == 3 && ep[0] == 3 && ep[1] == 4 && ep[2] == 5);
+    put(&t, &sh, 2, 1, 7, 1, &lg); /* older than all, N open */
+    CHECK(lg.n == 1 && ev_is(&lg, 0, LATE, 2, 1, 1, 7));
+    put(&t, &sh, 7, 1, 1, 1, &lg); /* 3 closes */
+    CHECK(lg.n == 2 && ev_is(&lg, 1, FL, 3, 1, 1, 1) && tag_ep(&t, &sh, t.closed_tag) == 3);
+    CHECK(open_eps(&t, &sh, ep) == 3 && ep[0] == 4 && ep[1] == 5 && ep[2] == 7);
+    put(&t, &sh, 6, 1, 1, 1, &lg); /* between 5 and 7 with N open: 4 closes */
+    CHECK(lg.n == 3 && ev_is(&lg, 2, FL, 4, 1, 1, 1));
+    CHECK(open_eps(&t, &sh, ep) == 3 && ep[0] == 5 && ep[1] == 6 && ep[2] == 7);
+    put(&t, &sh, 4, 1, 1, 1, &lg);
+    put(&t, &sh, 3, 1, 1, 1, &lg);
+    CHECK(lg.n == 5 && lg.ev[3].why == LATE && lg.ev[4].why == LATE && t.n_late == 3);
+    put(&t, &sh, 5, 1, 1, 1, &lg);
+    put(&t, &sh, 6, 1, 1, 1, &lg);
+    CHECK(lg.n == 5 && t.n_used == 3 && state_ok(&t, &sh));
+    table_free(&t);
+    free(lg.ev);
+
+    /* a heartbeat's promise: an older epoch can no longer open */
+    sh = shape_oop(64, 4, 3, GSQ_AGG_FLUSH_IMMEDIATE);
+    table_new(&t, &sh);
+    lg.n = 0;
+    lg.ev = NULL;
+    lg.cap = 0;
+    put(&t, &sh, 5, 1, 1, 1, &lg);
+    heartbeat(&t, &sh, 5, &lg);
+    CHECK(lg.n == 1 && ev_is(&lg, 0, HB, 5, 0, 0, 0));
+    put(&t, &sh, 4, 1, 1, 1, &lg);
+    CHECK(lg.n == 2 && ev_is(&lg, 1, LATE, 4, 1, 1, 1) && t.n_open == 1);
+    put(&t, &sh, 6, 1, 1, 1, &lg);
+    CHECK(lg.n == 2 && t.n_open == 2 && state_ok(&t, &sh));
+    table_free(&t);
+    free(lg.ev);
+}
+
+/* Heartbeats open empty epochs and close old ones; the bound sent is the
+ * oldest epoch that may still produce output, never lower while groups are
+ * in the table, the inference (capped by the oldest open epoch) when none. */
+static void test_heartbeat_oop(void)
+{
+    gsq_agg_shape sh = shape_oop(16, 2, 2, GSQ_AGG_FLUSH_IMMEDIATE);
+    gsq_agg_table t;
+    event_log lg = {0};
+    uint32_t ep[8];
+    table_new(&t, &sh);
+    heartbeat(&t, &sh, 3, &lg); /* before any record: as inferred, nothing opens */
+    CHECK(lg.n == 1 && ev_is(&lg, 0, HB, 3, 0, 0, 0) && t.n_open == 0);
+    put(&t, &sh, 5, 1, 1, 1, &lg);
+    heartbeat(&t, &sh, 7, &lg); /* opens 7, empty; 5 has a group */
+    CHECK(lg.n == 2 && ev_is(&lg, 1, HB, 5, 0, 0, 0));
+    CHECK(open_eps(&t, &sh, ep) == 2 && ep[0] == 5 && ep[1] == 7 && t.count[t.order[1]] == 0);
+    put(&t, &sh, 7, 1, 1, 1, &lg);
+    put(&t, &sh, 6, 2, 1, 2, &lg); /* between 5 and 7: 5 closes */
+    CHECK(lg.n == 3 && ev_is(&lg, 2, FL, 5, 1, 1, 1));
+    heartbeat(&t, &sh, 8, &lg); /* 6 closes; 7 has a group */
+    CHECK(lg.n == 5 && ev_is(&lg, 3, FL, 6, 2, 1, 1) && ev_is(&lg, 4, HB, 7, 0, 0, 0));
+    heartbeat(&t, &sh, 6, &lg); /* behind: never lower */
+    CHECK(lg.n == 6 && ev_is(&lg, 5, HB, 7, 0, 0, 0));
+    put(&t, &sh, 8, 3, 1, 3, &lg);
+    heartbeat(&t, &sh, 10, &lg); /* 7 closes, 8 open with a group */
+    CHECK(lg.n == 8 && ev_is(&lg, 6, FL, 7, 1, 1, 1) && ev_is(&lg, 7, HB, 8, 0, 0, 0));
+    gsq_agg_flush(&t, &sh, &lg);
+    CHECK(lg.n == 9 && ev_is(&lg, 8, FL, 8, 3, 1, 1) && t.n_used == 0);
+    CHECK(open_eps(&t, &sh, ep) == 2 && ep[0] == 8 && ep[1] == 10);
+    heartbeat(&t, &sh, 9, &lg); /* empty table: the inference, capped by 8 */
+    CHECK(lg.n == 10 && ev_is(&lg, 9, HB, 8, 0, 0, 0));
+    heartbeat(&t, &sh, 7, &lg); /* empty table: the inference stands */
+    CHECK(lg.n == 11 && ev_is(&lg, 10, HB, 7, 0, 0, 0));
+    put(&t, &sh, 7, 1, 1, 1, &lg); /* 7 closed */
+    CHECK(lg.n == 12 && lg.ev[11].why == LATE && state_ok(&t, &sh));
+    table_free(&t);
+    free(lg.ev);
+}
+
+/* Epoch 0's groups 0..9 in slots 0..9 (direct-mapped), one group of epoch 1
+ * in slot 10; then a record of epoch 2 (key 11, slot 11) closes epoch 0. */
+static void fill_three(gsq_agg_table *t, const gsq_agg_shape *sh, event_log *lg)
+{
+    for (uint32_t k = 0; k < 10; k++)
+        put(t, sh, 0, k, k, k, lg);
+    put(t, sh, 1, 10, 10, 10, lg);
+    put(t, sh, 2, 11, 11, 11, lg);
+}
+
+static void test_slow_flush(void)
+{
+    gsq_agg_shape sh = shape_oop(16, 1, 2, GSQ_AGG_FLUSH_SLOW);
+    gsq_agg_table t;
+    event_log lg = {0};
+    int ok = 1;
+    table_new(&t, &sh);
+    fill_three(&t, &sh, &lg);
+    /* the record that closed epoch 0 ejected its first group */
+    CHECK(lg.n == 1 && ev_is(&lg, 0, FL, 0, 0, 1, 0) && t.n_pending == 9 && t.max_pending == 10);
+    for (uint32_t k = 1; k <= 3; k++) {
+        put(&t, &sh, 2, 11, 1, 11, &lg); /* one pending group per record */
+        ok &= lg.n == k + 1 && ev_is(&lg, k, FL, 0, k, 1, k) && state_ok(&t, &sh);
+    }
+    CHECK(ok && t.n_pending == 6 && t.n_slow == 4 && t.n_used == 8);
+    heartbeat(&t, &sh, 2, &lg); /* epoch 0 still has output to come */
+    CHECK(lg.n == 5 && ev_is(&lg, 4, HB, 0, 0, 0, 0));
+    /* a new group meets a pending one in its slot (7), after the step (4) */
+    put(&t, &sh, 2, 12, 5, 7, &lg);
+    CHECK(lg.n == 7 && ev_is(&lg, 5, FL, 0, 4, 1, 4) && ev_is(&lg, 6, FL, 0, 7, 1, 7));
+    CHECK(t.n_met == 1 && t.n_pending == 4 && t.n_used == 7 && state_ok(&t, &sh));
+    /* epoch 3 closes epoch 1: epoch 0's flush completes at once first */
+    put(&t, &sh, 3, 13, 1, 13, &lg);
+    CHECK(lg.n == 11 && ev_is(&lg, 7, FL, 0, 5, 1, 5) && ev_is(&lg, 8, FL, 0, 6, 1, 6) &&
+          ev_is(&lg, 9, FL, 0, 8, 1, 8) && ev_is(&lg, 10, FL, 0, 9, 1, 9));
+    CHECK(t.n_pending == 1 && t.cursor == 4 && state_ok(&t, &sh)); /* slots 0..3 seen */
+    put(&t, &sh, 3, 13, 1, 13, &lg); /* slots 4..7 */
+    CHECK(lg.n == 11 && t.cursor == 8);
+    put(&t, &sh, 3, 13, 1, 13, &lg); /* slots 8, 9, 10: epoch 1's group */
+    CHECK(lg.n == 12 && ev_is(&lg, 11, FL, 1, 10, 1, 10) && t.n_pending == 0);
+    heartbeat(&t, &sh, 3, &lg);
+    CHECK(lg.n == 13 && ev_is(&lg, 12, HB, 2, 0, 0, 0));
+    gsq_agg_flush(&t, &sh, &lg);
+    CHECK(lg.n == 16 && ev_is(&lg, 13, FL, 2, 12, 1, 5) && ev_is(&lg, 14, FL, 2, 11, 4, 14) &&
+          ev_is(&lg, 15, FL, 3, 13, 3, 3));
+    CHECK(t.n_used == 0 && t.n_flushed == 14 && state_ok(&t, &sh));
+    table_free(&t);
+    free(lg.ev);
+}
+
+static void test_lazy_flush(void)
+{
+    gsq_agg_shape sh = shape_oop(16, 1, 2, GSQ_AGG_FLUSH_LAZY);
+    gsq_agg_table t;
+    event_log lg = {0};
+    table_new(&t, &sh);
+    fill_three(&t, &sh, &lg);
+    for (int i = 0; i < 20; i++)
+        put(&t, &sh, 2, 11, 1, 11, &lg);
+    CHECK(lg.n == 0 && t.n_pending == 10 && t.n_used == 12 && state_ok(&t, &sh));
+    put(&t, &sh, 2, 12, 5, 7, &lg); /* meets epoch 0's group 7 */
+    CHECK(lg.n == 1 && ev_is(&lg, 0, FL, 0, 7, 1, 7) && t.n_met == 1 && t.n_pending == 9);
+    put(&t, &sh, 1, 14, 2, 3, &lg); /* an open epoch meets epoch 0's group 3 */
+    CHECK(lg.n == 2 && ev_is(&lg, 1, FL, 0, 3, 1, 3) && t.n_pending == 8);
+    heartbeat(&t, &sh, 2, &lg);
+    CHECK(lg.n == 3 && ev_is(&lg, 2, HB, 0, 0, 0, 0));
+    put(&t, &sh, 3, 13, 1, 13, &lg); /* epoch 1 closes: epoch 0's rest at once */
+    CHECK(lg.n == 11 && ev_is(&lg, 3, FL, 0, 0, 1, 0) && ev_is(&lg, 10, FL, 0, 9, 1, 9));
+    CHECK(t.n_pending == 2 && t.n_used == 5 && state_ok(&t, &sh));
+    heartbeat(&t, &sh, 3, &lg);
+    CHECK(lg.n == 12 && ev_is(&lg, 11, HB, 1, 0, 0, 0));
+    /* finish: the closed epoch's groups, then the open epochs oldest first */
+    gsq_agg_flush(&t, &sh, &lg);
+    CHECK(lg.n == 17 && ev_is(&lg, 12, FL, 1, 14, 1, 2) && ev_is(&lg, 13, FL, 1, 10, 1, 10) &&
+          ev_is(&lg, 14, FL, 2, 12, 1, 5) && ev_is(&lg, 15, FL, 2, 11, 21, 31) &&
+          ev_is(&lg, 16, FL, 3, 13, 1, 1));
+    CHECK(t.n_used == 0 && t.n_pending == 0 && state_ok(&t, &sh));
+    table_free(&t);
+    free(lg.ev);
+}
+
+/* A slot freed alone takes its bucket's last used slot. */
+static void test_unlink(void)
+{
+    gsq_agg_shape sh = shape_oop(16, 4, 2, GSQ_AGG_FLUSH_SLOW);
+    gsq_agg_table t;
+    event_log lg = {0};
+    const tslot *b;
+    table_new(&t, &sh);
+    put(&t, &sh, 0, 1, 1, 0, &lg);
+    put(&t, &sh, 1, 2, 1, 4, &lg);
+    put(&t, &sh, 0, 3, 1, 8, &lg);
+    put(&t, &sh, 1, 4, 1, 12, &lg); /* bucket 0: 0/1 1/2 0/3 1/4 */
+    put(&t, &sh, 2, 5, 1, 1, &lg); /* 0 closes; 0/1 leaves, 1/4 moves in */
+    b = (const tslot *)gsq_agg_slot(&t, &sh, 0);
+    CHECK(lg.n == 1 && ev_is(&lg, 0, FL, 0, 1, 1, 1) && b[0].key == 4 && b[1].key == 2 &&
+          b[2].key == 3 && !b[3].used && state_ok(&t, &sh));
+    put(&t, &sh, 2, 5, 1, 1, &lg); /* 0/3 leaves: the last used slot itself */
+    CHECK(lg.n == 2 && ev_is(&lg, 1, FL, 0, 3, 1, 1) && b[0].key == 4 && b[1].key == 2 &&
+          !b[2].used && !b[3].used && state_ok(&t, &sh) && t.n_pending == 0);
+    table_free(&t);
+    free(lg.ev);
+}
+
+/* Random records of disordered epochs, heartbeats and flushes, for every
+ * associativity, N and flush: the state keeps its invariants; every record
+ * is counted once (per (epoch, key), what left the table plus what is in it
+ * equals the input); no group partial is older than a heartbeat sent before
+ * it; heartbeats sent while groups are in the table never go down. */
+#define R_EPS 512u
+#define R_KEYS 200u
+static void test_random_oop(uint32_t n_slots, uint32_t ways, uint32_t n, enum gsq_agg_flush fl,
+                            uint64_t seed)
+{
+    static uint64_t in_cnt[R_EPS][R_KEYS], in_sum[R_EPS][R_KEYS];
+    static uint64_t out_cnt[R_EPS][R_KEYS], out_sum[R_EPS][R_KEYS];
+    gsq_agg_shape sh = shape_oop(n_slots, ways, n, fl);
+    gsq_agg_table t;
+    event_log lg = {0};
+    uint64_t x = seed;
+    uint32_t front = 10, keys = 1 + (uint32_t)(splitmix(&x) % (n_slots < 64 ? 3 * n_slots : R_KEYS));
+    uint32_t bound = 0, hb_groups = 0;
+    int ok_state = 1, ok_promise = 1, ok_hb = 1, ok_totals = 1, ok_counters = 1, have_bound = 0;
+    int hb_known = 0;
+    size_t seen = 0;
+    uint64_t n_fl = 0, n_col = 0, n_late = 0;
+
+    memset(in_cnt, 0, sizeof in_cnt);
+    memset(in_sum, 0, sizeof in_sum);
+    memset(out_cnt, 0, sizeof out_cnt);
+    memset(out_sum, 0, sizeof out_sum);
+    table_new(&t, &sh);
+    for (int op = 0; op < 3000 && front < R_EPS - 8; op++) {
+        uint64_t dice = splitmix(&x) % 1000;
+        if (dice < 900) {
+            /* mostly the front epoch, some up to n + 1 behind */
+            uint32_t back = dice < 700 ? 0 : (uint32_t)(splitmix(&x) % (n + 2));
+            uint32_t e = front >= back ? front - back : 0;
+            uint32_t key = (uint32_t)(splitmix(&x) % keys);
+            uint64_t v = splitmix(&x) % 1000, hk = key ^ ((uint64_t)e << 20), h = splitmix(&hk);
+            if (key % 5 == 0)
+                h = (h & ~(uint64_t)0xffffffff) | (key & 3u); /* crowd a few buckets */
+            put(&t, &sh, e, key, v, h, &lg);
+            in_cnt[e][key]++;
+            in_sum[e][key] += v;
+        } else if (dice < 960) {
+            front += 1 + (uint32_t)(dice % 2);
+        } else if (dice < 995) {
+            uint32_t hbv = front - 2 + (uint32_t)(dice % 5);
+            hb_known = t.newest != NULL; /* else: before any record */
+            heartbeat(&t, &sh, hbv, &lg);
+            if (hb_known && t.n_used) {
+                uint32_t sent = lg.ev[lg.n - 1].ep;
+                if (sent < hb_groups)
+                    ok_hb = 0;
+                hb_groups = sent;
+            }
+            if (dice % 5 > 2)
+                front = hbv; /* the source follows its bound */
+        } else {
+            gsq_agg_flush(&t, &sh, &lg);
+        }
+        for (; seen < lg.n; seen++) {
+            const event *e = &lg.ev[seen];
+            if (e->why == HB) {
+                if (hb_known && (!have_bound || e->ep > bound))
+                    bound = e->ep, have_bound = 1;
+                continue;
+            }
+            if (e->why != LATE && have_bound && e->ep < bound)
+                ok_promise = 0;
+            n_fl += e->why == FL;
+            n_col += e->why == GSQ_AGG_EJECT_COLLISION;
+            n_late += e->why == LATE;
+            out_cnt[e->ep][e->key] += e->cnt;
+            out_sum[e->ep][e->key] += e->sum;
+        }
+        if (!state_ok(&t, &sh))
+            ok_state = 0;
+    }
+    /* what is still in the table, then what the end of input ejects */
+    for (uint32_t i = 0; i < n_slots; i++) {
+        const tslot *s = (const tslot *)gsq_agg_slot(&t, &sh, i);
+        if (s->used) {
+            out_cnt[s->ep][s->key] += s->cnt;
+            out_sum[s->ep][s->key] += s->sum;
+        }
+    }
+    for (uint32_t e = 0; e < R_EPS; e++)
+        for (uint32_t k = 0; k < R_KEYS; k++)
+            if (in_cnt[e][k] != out_cnt[e][k] || in_sum[e][k] != out_sum[e][k])
+                ok_totals = 0;
+    gsq_agg_flush(&t, &sh, &lg);
+    for (; seen < lg.n; seen++)
+        n_fl += lg.ev[seen].why == FL;
+    if (t.n_flushed != n_fl || t.n_collisions != n_col || t.n_late != n_late || t.n_used ||
+        !state_ok(&t, &sh))
+        ok_counters = 0;
+    if (!(ok_state && ok_promise && ok_hb && ok_totals && ok_counters))
+        printf("random_oop n_slots=%u ways=%u N=%u flush=%d seed=%llu: state %d promise %d "
+               "heartbeats %d totals %d counters %d\n",
+               n_slots, ways, n, (int)fl, (unsigned long long)seed, ok_state, ok_promise, ok_hb,
+               ok_totals, ok_counters);
+    CHECK(ok_state);
+    CHECK(ok_promise);
+    CHECK(ok_hb);
+    CHECK(ok_totals);
+    CHECK(ok_counters);
+    table_free(&t);
+    free(lg.ev);
+}
+
 int main(void)
 {
     test_probe();
@@ -468,6 +891,22 @@ int main(void)
             test_random(16, WAYS[i], seed);
             test_random(64, WAYS[i], seed * 7919);
         }
+    }
+    test_open_rules();
+    test_heartbeat_oop();
+    test_slow_flush();
+    test_lazy_flush();
+    test_unlink();
+    for (size_t i = 0; i < N_WAYS; i++) {
+        test_interleave(WAYS[i]);
+        for (uint32_t n = 1; n <= 4; n++)
+            for (int fl = GSQ_AGG_FLUSH_IMMEDIATE; fl <= GSQ_AGG_FLUSH_LAZY; fl++)
+                for (uint64_t seed = 1; seed <= 3; seed++) {
+                    test_random_oop(16, WAYS[i], n, (enum gsq_agg_flush)fl, seed);
+                    test_random_oop(64, WAYS[i], n, (enum gsq_agg_flush)fl, seed * 7919);
+                }
+        for (int fl = GSQ_AGG_FLUSH_IMMEDIATE; fl <= GSQ_AGG_FLUSH_LAZY; fl++)
+            test_random_oop(64, WAYS[i], GSQ_AGG_MAX_EPOCHS, (enum gsq_agg_flush)fl, 4242);
     }
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

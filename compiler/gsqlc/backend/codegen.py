@@ -273,8 +273,9 @@ class Generator:
         return {"functor": f"{ident}_set_merge_functor", "def_name": f"lfta_{ident}_set_merge",
                 "time_t": col.type.c_type, "tup_t": self.tup(n.name),
                 "increasing": "true" if col.temporal is Temporal.INCREASING else "false",
-                "member": field_member(col.name),
-                "comment": f"{n.name} over an interface set: merged on {col.name}"}
+                "member": field_member(col.name), "ordered": n.set_merge_ordered,
+                "comment": f"{n.name} over an interface set: merged on {col.name}"
+                           + ("" if n.set_merge_ordered else ", out of order")}
 
     def _lfta(self, n: LftaNode) -> str:
         proto = n.protocol
@@ -465,7 +466,7 @@ class Generator:
                     key_eq=" && ".join(key_eq) or "1", hash_steps=hash_steps,
                     group_fill=group_fill, fold=fold_stmts,
                     epoch=epoch, assigns=assigns, table_size=n.table_size, ways=n.table_ways,
-                    constants=ctx.constants)
+                    disorder=n.disorder, flush=n.flush, constants=ctx.constants)
         return self.env.get_template("lfta/aggregate.c.j2").render(**data)
 
     # -------------------------------------------------------------- HFTA
@@ -486,7 +487,7 @@ class Generator:
         data.update(n_inputs=len(n.inputs), time_t=col.type.c_type,
                     increasing="true" if col.temporal is Temporal.INCREASING else "false",
                     in_t=self.tup(n.inputs[0]), member=field_member(col.name),
-                    slack=f"(({col.type.c_type})({n.merge.slack!r}))")
+                    slack=f"(({col.type.c_type})({n.merge.slack!r}))", ordered=n.ordered)
         return self.env.get_template("hfta/merge.cpp.j2").render(**data)
 
     def _join_sides(self, n: HftaJoin, ident: str) -> tuple:
@@ -584,6 +585,7 @@ class Generator:
             band_lo=f"(({time_t.c_type})({j.band_lo!r}))", band_hi=f"(({time_t.c_type})({j.band_hi!r}))",
             assigns=assigns, strs=strs, hb_assigns=hb_assigns,
             constants=lem.ctx.constants + rem.ctx.constants + octx.constants)
+        data.update(left_ordered=n.inputs_ordered[0], right_ordered=n.inputs_ordered[1])
         return self.env.get_template("hfta/join.cpp.j2").render(**data)
 
     def _hfta_filter_join(self, n: HftaFilterJoin) -> str:
@@ -769,7 +771,10 @@ class Generator:
                     key_members=key_members, key_eq=" && ".join(key_eq) or "true",
                     key_hash=key_hash, extract=extract, state_members=state_members,
                     init=init, update=update, epoch=epoch, having=having,
-                    assigns=assigns, strs=strs, regexes=_regex_data(ctx), constants=ctx.constants)
+                    assigns=assigns, strs=strs, regexes=_regex_data(ctx), constants=ctx.constants,
+                    disorder=n.disorder, strict_heartbeats=n.strict_heartbeats,
+                    flush_policy=("gsq::flush_policy::immediate" if n.flush == "immediate"
+                                  else "gsq::flush_policy::slow"))
         return self.env.get_template("hfta/aggregate.cpp.j2").render(**data)
 
 

@@ -40,7 +40,7 @@ def _operator(n: PlanNode) -> str:
         shape = "direct-mapped" if n.table_ways == 1 else f"{n.table_ways}-way set-associative"
         return f"C LFTA, {shape} sub-aggregate table of {n.table_size} slots"
     if isinstance(n, HftaAggregate):
-        return "C++ HFTA, gsq::groupby_op (slow flush)"
+        return f"C++ HFTA, gsq::groupby_op ({n.flush} flush)"
     assert isinstance(n, HftaSelect), type(n).__name__
     return "C++ HFTA, gsq::selection_op"
 
@@ -74,15 +74,49 @@ def _set_line(n: LftaNode) -> str:
     if col is None:
         return (f"    set:      its output has no temporal column: interface {iface} cannot be "
                 "bound to an interface set of several members")
+    how = ("in temporal order" if n.set_merge_ordered else
+           "as they come, out of order (its readers are order-agnostic), forwarding the least "
+           "of the members' progress")
     return (f"    set:      bound to an interface set at run time, it runs once per member "
             f"({n.name}@MEMBER); a merge on {col} merges the LFTAs of interface set "
-            f"[{iface}] in temporal order")
+            f"[{iface}] {how}")
+
+
+def _epochs(k: int) -> str:
+    return "1 epoch open: in order" if k == 1 else \
+        f"up to {k} epochs open: out of order, a tuple up to {k - 1} epoch(s) behind counts"
+
+
+def _order_line(n: PlanNode) -> str:
+    """How the operator treats the order of its input (seed 004)."""
+    if isinstance(n, LftaAggregate):
+        return (f"    order:    {_epochs(n.disorder)} (older ones pass on to the HFTA); "
+                f"{n.flush} flush")
+    if isinstance(n, HftaAggregate):
+        hb = ("its input's heartbeats close older epochs" if n.strict_heartbeats else
+              "heartbeats report progress")
+        return f"    order:    {_epochs(n.disorder)}; {hb}"
+    if isinstance(n, HftaMerge):
+        if n.ordered:
+            return "    order:    in order: releases tuples in merge-field order (buffers)"
+        return ("    order:    out of order: its readers are order-agnostic, tuples pass straight "
+                "through and the heartbeat is the least of the inputs' progress")
+    if isinstance(n, HftaFilterJoin):
+        return "    order:    in order: each input in order of its temporal column"
+    if isinstance(n, HftaJoin):
+        if all(n.inputs_ordered):
+            return "    order:    in order: each input in order of its temporal column"
+        late = " and ".join(i for i, o in zip(n.inputs, n.inputs_ordered) if not o)
+        return (f"    order:    out of order: {late} comes out of order; the join purges by its "
+                "inputs' heartbeats, and its output is in order only up to its heartbeats")
+    return "    order:    keeps its input's order"
 
 
 def _node_lines(n: PlanNode) -> list[str]:
     lines = [f"[{n.level.upper()}] {n.name}    reads {_reads(n)}",
              f"    operator: {_operator(n)}",
-             f"    split:    {n.note}"]
+             f"    split:    {n.note}",
+             _order_line(n)]
     if isinstance(n, LftaNode):
         lines.append(_set_line(n))
     if isinstance(n, FILTERING) and n.where:

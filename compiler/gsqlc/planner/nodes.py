@@ -26,6 +26,17 @@ from ..semantics.schema import Protocol
 from ..semantics.types import Type
 
 DEFAULT_LFTA_TABLE = 262144
+# Epochs of the temporal group-by an aggregation keeps open at once (seed 004,
+# Tigon's max_lfta_disorder / max_hfta_disorder and their defaults): 1 is
+# in-order processing, more lets tuples that arrive up to that many epochs
+# behind the newest still count.
+DEFAULT_LFTA_DISORDER = 2
+DEFAULT_HFTA_DISORDER = 3
+# How an aggregation hands on the groups of a closed epoch: 'slow' spreads
+# them over the following input (one per tuple), 'lazy' (LFTA) leaves them
+# until their slot is needed or the next epoch closes, 'immediate' all at once.
+FLUSH_POLICIES = ("slow", "lazy", "immediate")
+DEFAULT_FLUSH = "slow"
 
 Named = tuple[str, ast.Expr]     # an output column or group-by key and its expression
 
@@ -78,6 +89,10 @@ class LftaNode(PlanNode):
     iface: str = ""                    # '' = the default interface
     where: tuple[ast.Expr, ...] = ()
     select: tuple[Named, ...] = ()
+    # the merge of this LFTA's instances over an interface set preserves
+    # order (False: its consumers are order-agnostic, it passes tuples
+    # straight through -- seed 004's OOP union)
+    set_merge_ordered: bool = True
 
     @property
     def set_merge_column(self) -> Optional[Column]:
@@ -101,6 +116,8 @@ class LftaAggregate(_Grouped, LftaNode):
     accums: tuple[Accum, ...] = ()
     table_size: int = DEFAULT_LFTA_TABLE
     table_ways: int = 1
+    disorder: int = DEFAULT_LFTA_DISORDER   # epochs open at once
+    flush: str = DEFAULT_FLUSH
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -126,13 +143,21 @@ class HftaAggregate(_Grouped, HftaNode):
     accums: tuple[Accum, ...] = ()
     aggs: tuple[AggPlan, ...] = ()
     having: Optional[ast.Expr] = None
+    disorder: int = DEFAULT_HFTA_DISORDER   # epochs open at once
+    flush: str = DEFAULT_FLUSH              # 'lazy' is the LFTA's: 'slow' here
+    # its input's heartbeats are promises (an HFTA's output): a heartbeat
+    # closes every older epoch; from an LFTA they only report progress
+    strict_heartbeats: bool = False
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class HftaMerge(HftaNode):
-    """Order-preserving union of its inputs on a temporal column."""
+    """Union of its inputs on a temporal column: order-preserving, or (when
+    every consumer is order-agnostic) passing tuples straight through and
+    forwarding the least of its inputs' progress (seed 004's OOP union)."""
     kind: ClassVar[str] = "merge"
     merge: MergeInfo
+    ordered: bool = True
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -141,6 +166,9 @@ class HftaJoin(HftaNode):
     kind: ClassVar[str] = "join"
     select: tuple[Named, ...] = ()
     join: JoinInfo
+    # each input arrives in order of its temporal column; an input that does
+    # not (an OOP union) advances the join only by its heartbeats
+    inputs_ordered: tuple[bool, bool] = (True, True)
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)

@@ -25,26 +25,42 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..frontend import ast
-from ..semantics.analyze import AggCall, AnalyzedQuery, Column, MergeInfo, StreamDef
+from ..semantics.analyze import AggCall, AnalyzedQuery, Column, JoinInfo, MergeInfo, StreamDef
 from ..semantics.bound import AccumRef, AggRef, ExprInfo, FieldRef, GroupRef, key, rebuild, to_text, walk
 from ..semantics.types import Temporal, Type
 from .nodes import (
+    DEFAULT_FLUSH,
+    DEFAULT_HFTA_DISORDER,
+    DEFAULT_LFTA_DISORDER,
     DEFAULT_LFTA_TABLE,
+    FLUSH_POLICIES,
     Accum,
     AggPlan,
     HftaAggregate,
     HftaFilterJoin,
     HftaJoin,
     HftaMerge,
+    HftaNode,
     HftaSelect,
     LftaAggregate,
+    LftaNode,
     LftaSelect,
     Named,
     PlanNode,
 )
 
-__all__ = ["Accum", "AggPlan", "DEFAULT_LFTA_TABLE", "Plan", "PlanNode", "TABLE_WAYS",
-           "describe_expr", "make_plan", "plan_query"]
+__all__ = ["Accum", "AggPlan", "DEFAULT_LFTA_TABLE", "Plan", "PlanDefaults", "PlanNode",
+           "TABLE_WAYS", "describe_expr", "make_plan", "plan_query"]
+
+
+@dataclass(frozen=True)
+class PlanDefaults:
+    """Defaults of the plan's tunables; a query's DEFINEs win over them."""
+    lfta_table_size: Optional[int] = None     # slots of an LFTA aggregation table
+    lfta_table_ways: Optional[int] = None     # its associativity
+    max_lfta_disorder: int = DEFAULT_LFTA_DISORDER
+    max_hfta_disorder: int = DEFAULT_HFTA_DISORDER
+    flush: str = DEFAULT_FLUSH
 
 
 @dataclass(frozen=True)
@@ -165,6 +181,51 @@ def _lfta_table_ways(q: AnalyzedQuery, default: Optional[int]) -> int:
     return int(v)
 
 
+def _define_span(q: AnalyzedQuery, name: str) -> ast.Span:
+    return q.query.defines.item_spans.get(name, q.query.span)
+
+
+def _disorder(q: AnalyzedQuery, name: str, default: int) -> int:
+    """DEFINE max_lfta_disorder / max_hfta_disorder: epochs open at once."""
+    v = q.defines.get(name)
+    if not v:
+        return default
+    if not v.isdigit() or not 1 <= int(v) <= MAX_DISORDER:
+        from ..errors import QueryError
+        raise QueryError(_define_span(q, name), "bad-define",
+                         f"{name} must be an integer from 1 (in order) to {MAX_DISORDER} "
+                         f"(epochs of the temporal group-by open at once), got '{v}'")
+    return int(v)
+
+
+def _flush(q: AnalyzedQuery, default: str) -> str:
+    v = q.defines.get("flush")
+    if not v:
+        return default
+    if v.lower() not in FLUSH_POLICIES:
+        from ..errors import QueryError
+        raise QueryError(_define_span(q, "flush"), "bad-define",
+                         f"flush must be one of {', '.join(FLUSH_POLICIES)}, got '{v}'")
+    return v.lower()
+
+
+def _lfta_reach(disorder: int, flush: str, hfta_disorder: int) -> tuple[int, str]:
+    """The LFTA's open epochs and flush, fitted under the HFTA's bound.  The
+    partials an LFTA hands on span its open epochs, and with a slow or lazy
+    flush one epoch more (a closed epoch's groups trickle out while the next
+    is counted and ejected by collisions): the HFTA completing them must keep
+    that many open, or it would drop them as late.  Tigon's 2 and 3 fit; an
+    in-order HFTA (1) makes the LFTA hand on a closed epoch at once."""
+    if flush != "immediate":
+        if hfta_disorder == 1:
+            return 1, "immediate"
+        return min(disorder, hfta_disorder - 1), flush
+    return min(disorder, hfta_disorder), flush
+
+
+MAX_DISORDER = 32   # open epochs an aggregation may keep (the LFTA table's GSQ_AGG_MAX_EPOCHS)
+
+
 def _power_of_two(n: int) -> int:
     size = 1
     while size < max(n, 16):
@@ -259,10 +320,14 @@ def _plan_join(q: AnalyzedQuery) -> list[PlanNode]:
 
 
 def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
-               lfta_table_size: Optional[int] = None,
-               lfta_table_ways: Optional[int] = None) -> list[PlanNode]:
-    """The nodes of one query; lfta_table_size/ways: the defaults of an LFTA
-    aggregation table (the query's DEFINEs win)."""
+               defaults: PlanDefaults = PlanDefaults()) -> list[PlanNode]:
+    """The nodes of one query (the query's DEFINEs win over `defaults`)."""
+    lfta_table_size, lfta_table_ways = defaults.lfta_table_size, defaults.lfta_table_ways
+    hfta_disorder = _disorder(q, "max_hfta_disorder", defaults.max_hfta_disorder)
+    flush = _flush(q, defaults.flush)
+    hfta_flush = "immediate" if flush == "immediate" else "slow"
+    lfta_disorder, lfta_flush = _lfta_reach(
+        _disorder(q, "max_lfta_disorder", defaults.max_lfta_disorder), flush, hfta_disorder)
     if q.merge is not None:
         return _plan_merge(q, q.merge)
     if q.join is not None:
@@ -277,7 +342,7 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
                                   select=tuple(q.select), group_by=tuple(gb),
                                   accums=tuple(accums), aggs=tuple(aggplans), having=q.having,
                                   inputs=(src.stream.name,), input_defs=(src.stream,),
-                                  params=q.params,
+                                  params=q.params, disorder=hfta_disorder, flush=hfta_flush,
                                   note="reads a stream: runs entirely as an HFTA")]
         return [HftaSelect(name=q.name, query=q, output=q.output, where=tuple(q.where),
                            select=tuple(q.select), inputs=(src.stream.name,),
@@ -331,7 +396,7 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
         lagg = LftaAggregate(name=lname, query=q, output=lout, where=tuple(q.where),
                              select=tuple(lselect), group_by=tuple(gb), accums=tuple(accums),
                              protocol=proto, iface=iface, table_size=size, table_ways=ways,
-                             params=q.params,
+                             params=q.params, disorder=lfta_disorder, flush=lfta_flush,
                              note="sub-aggregate in a hash table of fixed size; a collision "
                                   "ejects a resident group as a partial")
         hgb: list[Named] = [(n, FieldRef(0, n, info=ExprInfo(e.info.type, e.info.temporal)))
@@ -341,7 +406,8 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
         hagg = HftaAggregate(name=q.name, query=q, output=q.output, select=tuple(q.select),
                              group_by=tuple(hgb), accums=tuple(haccums), aggs=tuple(aggplans),
                              having=q.having, inputs=(lname,), input_defs=(lout,),
-                             params=q.params, note="super-aggregate of the LFTA partials")
+                             params=q.params, disorder=hfta_disorder, flush=hfta_flush,
+                             note="super-aggregate of the LFTA partials")
         return [lagg, hagg]
 
     pd = _Pushdown(q)
@@ -359,7 +425,8 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
     hagg = HftaAggregate(name=q.name, query=q, output=q.output, where=tuple(hfta_where),
                          select=tuple(q.select), group_by=tuple(hgb), accums=tuple(haccums),
                          aggs=tuple(aggplans), having=q.having, inputs=(lname,),
-                         input_defs=(lout,), params=q.params, note="the whole aggregation")
+                         input_defs=(lout,), params=q.params, disorder=hfta_disorder,
+                         flush=hfta_flush, note="the whole aggregation")
     return [lfta, hagg]
 
 
@@ -373,22 +440,144 @@ def _hfta_only_functions(q: AnalyzedQuery) -> set[str]:
     return names
 
 
-def make_plan(queries: list[AnalyzedQuery],
-              lfta_table_size: Optional[int] = None,
-              lfta_table_ways: Optional[int] = None) -> Plan:
-    """Analyzed queries (dependency order) -> Plan.  lfta_table_size,
-    lfta_table_ways: the default slot count and associativity of LFTA
-    aggregation tables (a query's DEFINEs still win).  The plan does not
+def make_plan(queries: list[AnalyzedQuery], defaults: PlanDefaults = PlanDefaults()) -> Plan:
+    """Analyzed queries (dependency order) -> Plan.  `defaults`: the LFTA
+    tables' size and ways, the aggregations' disorder and flush (a query's
+    DEFINEs still win).  Then the order pass decides which merges may pass
+    tuples through out of order (order_pass).  The plan does not
     depend on run-time bindings: an LFTA keeps the interface (or interface
     set) name it reads; bound to a set at run time it runs once per member,
     merged on its temporal column (gsq_lfta_def.set_merge)."""
     nodes: list[PlanNode] = []
     streams: dict[str, StreamDef] = {}
     for q in queries:
-        for n in plan_query(q, streams, lfta_table_size, lfta_table_ways):
+        for n in plan_query(q, streams, defaults):
             nodes.append(n)
             streams[n.name] = n.output
-    return Plan(nodes, queries)
+    return Plan(order_pass(nodes), queries)
+
+
+def requires_order(n: PlanNode, needs_order: dict[str, bool]) -> bool:
+    """Whether n needs its inputs in order of their temporal columns (seed
+    004 section 5): an in-order aggregation (one open epoch), a join, an
+    order-preserving merge; a selection as much as its own consumers do."""
+    if isinstance(n, HftaAggregate):
+        return n.disorder == 1
+    if isinstance(n, HftaSelect):
+        return needs_order[n.name]
+    if isinstance(n, HftaMerge):
+        return needs_order[n.name]
+    if isinstance(n, HftaFilterJoin):
+        return True
+    if isinstance(n, HftaJoin):
+        # seed 004 5.3: a join purges by its inputs' heartbeats and takes
+        # them out of order -- its output then is out of order too
+        return needs_order[n.name]
+    return True
+
+
+def band_output_disorder(j: JoinInfo) -> float:
+    """How far below an earlier row's a band join's output row's join time
+    may be (join_op.hpp, "Output order"); 0 for an equality join."""
+    lo, hi = j.band_lo, j.band_hi
+    d = max(0.0, lo + hi)
+    if j.kind in ("right", "full"):
+        d = max(d, lo, hi)
+        if lo + hi < 0:
+            d = max(d, -lo, -hi if j.kind == "full" else 0.0)
+    return d
+
+
+def _output_spread(n: PlanNode, spread: dict[str, float]) -> float:
+    if isinstance(n, HftaFilterJoin):
+        return 0.0
+    if isinstance(n, HftaJoin):
+        return band_output_disorder(n.join)
+    if isinstance(n, (HftaSelect, HftaMerge)):
+        return max((spread.get(i, 0.0) for i in n.inputs), default=0.0)
+    return 0.0      # LFTAs read sources; aggregations close epochs in order
+
+
+def _epochs_spanning(n: HftaAggregate, d: float) -> int:
+    """Open epochs that cover input disordered by up to d time units: an
+    epoch of a temporal key `col / w` (or `col`, w = 1) spans w units, so a
+    row up to d behind is at most ceil(d / w) epochs behind."""
+    need = 1
+    for i in n.epoch_indices:
+        e = n.group_by[i][1]
+        w = 1.0
+        if isinstance(e, ast.Binary) and e.op == "/" and isinstance(e.right, ast.Literal) \
+                and isinstance(e.right.value, (int, float)) and e.right.value > 0:
+            w = float(e.right.value)
+        need = max(need, int(-(-d // w)) + 1)
+    return min(need, MAX_DISORDER)
+
+
+def order_pass(nodes: list[PlanNode]) -> list[PlanNode]:
+    """Consumers first, decide for every stream whether some reader needs it
+    in order; a stream nobody in the set reads is a query's output and keeps
+    its order.  A merge (or an LFTA's interface-set merge) whose output no
+    reader needs in order becomes the OOP union; an aggregation whose input
+    is an HFTA's output takes that input's heartbeats as promises."""
+    needs_order: dict[str, bool] = {}
+    readers: dict[str, list[PlanNode]] = {}
+    for n in nodes:
+        for i in n.inputs:
+            readers.setdefault(i, []).append(n)
+    for n in reversed(nodes):
+        rs = readers.get(n.name, [])
+        needs_order[n.name] = not rs or any(requires_order(r, needs_order) for r in rs)
+    strict: dict[str, bool] = {}
+    spread: dict[str, float] = {}    # how far a stream's time may go back (band joins)
+    ordered: dict[str, bool] = {}    # a stream arrives in order of its temporal columns
+    out: list[PlanNode] = []
+    for n in nodes:
+        spread[n.name] = _output_spread(n, spread)
+        if isinstance(n, HftaJoin) and not isinstance(n, HftaFilterJoin):
+            ins = (ordered.get(n.inputs[0], True), ordered.get(n.inputs[1], True))
+            if ins != (True, True):
+                n = dataclasses.replace(n, inputs_ordered=ins)
+        if isinstance(n, HftaAggregate) and spread.get(n.inputs[0], 0) > 0:
+            need = _epochs_spanning(n, spread[n.inputs[0]])
+            if need > n.disorder:
+                n = dataclasses.replace(
+                    n, disorder=need,
+                    note=n.note + f"; {need} epochs open (raised from {n.disorder}): its input "
+                                  f"is a band join's output, disordered by up to "
+                                  f"{spread[n.inputs[0]]:g}")
+        if isinstance(n, LftaNode):
+            strict[n.name] = False
+            if not needs_order[n.name] and n.set_merge_column is not None:
+                n = dataclasses.replace(n, set_merge_ordered=False)
+        elif isinstance(n, HftaMerge):
+            if not needs_order[n.name]:
+                n = dataclasses.replace(n, ordered=False)
+            strict[n.name] = all(strict.get(i, True) for i in n.inputs)
+        elif isinstance(n, HftaSelect):
+            strict[n.name] = all(strict.get(i, True) for i in n.inputs)
+        elif isinstance(n, HftaAggregate):
+            if n.disorder > 1 and all(strict.get(i, True) for i in n.inputs):
+                n = dataclasses.replace(n, strict_heartbeats=True)
+            strict[n.name] = True
+        else:
+            assert isinstance(n, HftaNode)
+            strict[n.name] = True
+        ordered[n.name] = _arrives_in_order(n, ordered)
+        out.append(n)
+    return out
+
+
+def _arrives_in_order(n: PlanNode, ordered: dict[str, bool]) -> bool:
+    """Whether n's output comes in order of its temporal columns."""
+    if isinstance(n, LftaNode):
+        return n.set_merge_ordered      # an interface set's pass-through merge is not
+    if isinstance(n, HftaMerge):
+        return n.ordered and all(ordered[i] for i in n.inputs)
+    if isinstance(n, HftaSelect):
+        return ordered[n.inputs[0]]
+    if isinstance(n, HftaJoin) and not isinstance(n, HftaFilterJoin):
+        return all(n.inputs_ordered) and band_output_disorder(n.join) == 0
+    return True     # aggregations close epochs in order; filter joins follow S
 
 
 def describe_expr(e: ast.Expr, node: PlanNode) -> str:

@@ -1,0 +1,50 @@
+"""templates/hfta/join.cpp.j2: the functor declares left_ordered /
+right_ordered only when the code generator provides the variables (the join
+operator's default, in-order inputs, otherwise)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import jinja2
+import jinja2.meta
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATES = ROOT / "templates"
+
+
+def _render(**extra) -> str:
+    # The code generator's settings (compiler/gsqlc/backend/codegen.py _env).
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=False,
+                             keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True)
+    source = (TEMPLATES / "hfta" / "join.cpp.j2").read_text()
+    names = jinja2.meta.find_undeclared_variables(env.parse(source))
+    lists = set(re.findall(r"{%\s*for\s+\w+\s+in\s+(\w+)\s*%}", source)) | {"strs"}
+    data = {n: ([] if n in lists else f"<{n}>") for n in names - {"left_ordered", "right_ordered"}}
+    data.update(extra)
+    return env.get_template("hfta/join.cpp.j2").render(**data)
+
+
+def _members(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if "_ordered" in line]
+
+
+def test_no_members_without_the_variables():
+    assert _members(_render()) == []
+
+
+@pytest.mark.parametrize("left,right", [(False, False), (False, True), (True, False), (True, True)])
+def test_members_from_the_variables(left, right):
+    text = _render(left_ordered=left, right_ordered=right)
+    want = [f"static constexpr bool left_ordered = {'true' if left else 'false'};",
+            f"static constexpr bool right_ordered = {'true' if right else 'false'};"]
+    assert _members(text) == want
+    # inside the functor, after its time_type
+    assert text.index("using time_type") < text.index(want[0]) < text.index("struct key_type")
+    assert "    static constexpr bool left_ordered" in text
+
+
+def test_one_variable_alone():
+    assert _members(_render(right_ordered=False)) == ["static constexpr bool right_ordered = false;"]
