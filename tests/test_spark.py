@@ -372,13 +372,13 @@ def test_structured_streaming_aggregation_over_an_interface_set_waits_for_the_la
     assert w.lastProgress["stateOperators"][-1]["numRowsTotal"] <= 2, w.lastProgress
 
 
-@pytest.mark.parametrize("disorder", [3, 1])
-def test_structured_streaming_counts_rows_late_within_the_disorder(spark, tmp_path, disorder):
+def test_structured_streaming_counts_rows_late_within_the_disorder(spark, tmp_path):
     """Micro-batches deliver rows out of order: the second holds rows of the
     minute two epochs behind the newest already seen.  With three epochs
     open (Tigon's HFTA default) the watermark still holds that epoch and
-    they count -- the batch answer; in order (one epoch) Spark's watermark
-    has passed it and they are lost."""
+    they count: the batch answer.  (Below the watermark Spark only may drop
+    rows, so the in-order case has no exact answer to test.)"""
+    disorder = 3
     q = tmp_path / "per_minute.gsql"
     q.write_text(BIG_PER_MINUTE)
     b = 1_700_000_040                       # a minute boundary
@@ -402,8 +402,4 @@ def test_structured_streaming_counts_rows_late_within_the_disorder(spark, tmp_pa
     w.awaitTermination(300)
     assert w.exception() is None
     got = rows(spark.table(name))
-    if disorder == 3:
-        assert got == [r for r in want if r[0] <= b + 180]
-    else:
-        assert got[0] == (b, "north", 1, 5)      # the late rows were dropped
-        assert got[1:] == [r for r in want if b < r[0] <= b + 180]
+    assert got == [r for r in want if r[0] <= b + 180]
