@@ -16,6 +16,7 @@ from typing import Optional, Sequence
 from . import __version__
 from .errors import BuildError, GsqlcError, InternalError, QueryError, UsageError
 from .pipeline import CompileOptions, check_plan_options, compile_planned, compile_queries, plan_queries
+from .planner.nodes import FLUSH_POLICIES
 from .runtime.bindings import (
     URI_SCHEMES,
     check_params,
@@ -50,7 +51,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-hfta-disorder", type=int, metavar="N",
                    help="epochs an HFTA aggregation keeps open: a tuple up to N-1 epochs "
                         "behind the newest still counts (default 3; 1: in order)")
-    p.add_argument("--flush", choices=["slow", "lazy", "immediate"],
+    p.add_argument("--flush", choices=FLUSH_POLICIES,
                    help="how a closed epoch's groups are handed on (default slow: one per "
                         "following tuple; lazy: LFTA groups when their slot is needed)")
 

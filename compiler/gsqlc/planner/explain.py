@@ -101,10 +101,8 @@ def _order_line(n: PlanNode) -> str:
             return "    order:    in order: releases tuples in merge-field order (buffers)"
         return ("    order:    out of order: its readers are order-agnostic, tuples pass straight "
                 "through and the heartbeat is the least of the inputs' progress")
-    if isinstance(n, HftaFilterJoin):
-        return "    order:    in order: each input in order of its temporal column"
     if isinstance(n, HftaJoin):
-        if all(n.inputs_ordered):
+        if isinstance(n, HftaFilterJoin) or all(n.inputs_ordered):
             return "    order:    in order: each input in order of its temporal column"
         late = " and ".join(i for i, o in zip(n.inputs, n.inputs_ordered) if not o)
         return (f"    order:    out of order: {late} comes out of order; the join purges by its "

@@ -153,6 +153,10 @@ def _accums_for(aggs: list[AggCall]) -> tuple[list[Accum], list[AggPlan]]:
     return accums, plans
 
 
+def _define_span(q: AnalyzedQuery, name: str) -> ast.Span:
+    return q.query.defines.item_spans.get(name, q.query.span)
+
+
 def _lfta_table_size(q: AnalyzedQuery, default: Optional[int]) -> int:
     v = q.defines.get("lfta_table_size") or q.defines.get("aggregate_slots")
     if v:
@@ -160,7 +164,7 @@ def _lfta_table_size(q: AnalyzedQuery, default: Optional[int]) -> int:
             n = int(v)
         except ValueError:
             from ..errors import QueryError
-            raise QueryError(q.query.defines.item_spans.get("lfta_table_size", q.query.span),
+            raise QueryError(_define_span(q, "lfta_table_size"),
                              "bad-define", f"lfta_table_size must be an integer, got '{v}'")
         return _power_of_two(n)
     return _power_of_two(default) if default else DEFAULT_LFTA_TABLE
@@ -175,14 +179,10 @@ def _lfta_table_ways(q: AnalyzedQuery, default: Optional[int]) -> int:
         return default or 1
     if not v.isdigit() or int(v) not in TABLE_WAYS:
         from ..errors import QueryError
-        raise QueryError(q.query.defines.item_spans.get("lfta_table_ways", q.query.span),
+        raise QueryError(_define_span(q, "lfta_table_ways"),
                          "bad-define", f"lfta_table_ways must be one of "
                          f"{', '.join(map(str, TABLE_WAYS))}, got '{v}'")
     return int(v)
-
-
-def _define_span(q: AnalyzedQuery, name: str) -> ast.Span:
-    return q.query.defines.item_spans.get(name, q.query.span)
 
 
 def _disorder(q: AnalyzedQuery, name: str, default: int) -> int:
@@ -549,14 +549,12 @@ def order_pass(nodes: list[PlanNode]) -> list[PlanNode]:
             strict[n.name] = False
             if not needs_order[n.name] and n.set_merge_column is not None:
                 n = dataclasses.replace(n, set_merge_ordered=False)
-        elif isinstance(n, HftaMerge):
-            if not needs_order[n.name]:
+        elif isinstance(n, (HftaMerge, HftaSelect)):
+            if isinstance(n, HftaMerge) and not needs_order[n.name]:
                 n = dataclasses.replace(n, ordered=False)
-            strict[n.name] = all(strict.get(i, True) for i in n.inputs)
-        elif isinstance(n, HftaSelect):
-            strict[n.name] = all(strict.get(i, True) for i in n.inputs)
+            strict[n.name] = all(strict[i] for i in n.inputs)
         elif isinstance(n, HftaAggregate):
-            if n.disorder > 1 and all(strict.get(i, True) for i in n.inputs):
+            if n.disorder > 1 and strict[n.inputs[0]]:
                 n = dataclasses.replace(n, strict_heartbeats=True)
             strict[n.name] = True
         else:
