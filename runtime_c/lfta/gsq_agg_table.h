@@ -281,16 +281,23 @@ static inline void gsq_agg_purge(gsq_agg_table *t, const gsq_agg_shape *sh, unsi
     }
 }
 
-/* Eject every group (GSQ_AGG_EJECT_FLUSH) and free every slot: the closed
- * epoch's groups, then the open epochs', oldest first.  The open epochs,
- * `closed` and `promised` stay (a record after it is judged as before). */
-static inline void gsq_agg_flush(gsq_agg_table *t, const gsq_agg_shape *sh, void *ctx)
+/* Eject the closed epoch's groups still in the table (a slow flush has
+ * ejected those before its cursor's bucket already). */
+static inline void gsq_agg_finish_pending(gsq_agg_table *t, const gsq_agg_shape *sh, void *ctx)
 {
     if (t->n_pending) {
         gsq_agg_purge(t, sh, t->closed_tag, t->n_pending,
                       sh->flush == GSQ_AGG_FLUSH_SLOW ? t->cursor : 0u, ctx);
         t->n_pending = 0;
     }
+}
+
+/* Eject every group (GSQ_AGG_EJECT_FLUSH) and free every slot: the closed
+ * epoch's groups, then the open epochs', oldest first.  The open epochs,
+ * `closed` and `promised` stay (a record after it is judged as before). */
+static inline void gsq_agg_flush(gsq_agg_table *t, const gsq_agg_shape *sh, void *ctx)
+{
+    gsq_agg_finish_pending(t, sh, ctx);
     for (uint32_t i = 0; i < t->n_open; i++) {
         unsigned tag = t->order[i];
         if (t->count[tag])
@@ -303,9 +310,7 @@ static inline void gsq_agg_flush(gsq_agg_table *t, const gsq_agg_shape *sh, void
 static inline void gsq_agg_close_oldest(gsq_agg_table *t, const gsq_agg_shape *sh, void *ctx)
 {
     unsigned tag = t->order[0];
-    if (t->n_pending) /* the previous closed epoch's flush completes */
-        gsq_agg_purge(t, sh, t->closed_tag, t->n_pending,
-                      sh->flush == GSQ_AGG_FLUSH_SLOW ? t->cursor : 0u, ctx);
+    gsq_agg_finish_pending(t, sh, ctx); /* the previous closed epoch's flush completes */
     t->tags_used &= ~((uint64_t)1 << t->closed_tag);
     t->n_open--;
     memmove(t->order, t->order + 1, t->n_open);
