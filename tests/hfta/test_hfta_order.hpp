@@ -428,28 +428,9 @@ static void join_trial(std::mt19937 &rng, int64_t lo, int64_t hi, join_results &
                                (s == 0 ? "L" : "R") + std::to_string(j)});
         }
     }
-    std::vector<row_pair> want;
-    std::set<std::string> lmatched, rmatched;
-    for (const ev &l : side[0])
-        for (const ev &r : side[1]) {
-            if (l.hb || r.hb || l.len == 0 || r.len == 0 || l.key != r.key)
-                continue;
-            const int64_t tl = l.t, tr = r.t;
-            if (tr >= tl - lo && tr <= tl + hi) {
-                want.emplace_back(l.name, r.name);
-                lmatched.insert(l.name);
-                rmatched.insert(r.name);
-            }
-        }
-    constexpr bool keep_l = K == gsq::join_kind::left_outer || K == gsq::join_kind::full_outer;
-    constexpr bool keep_r = K == gsq::join_kind::right_outer || K == gsq::join_kind::full_outer;
-    for (const ev &l : side[0])
-        if (keep_l && !l.hb && l.len != 0 && !lmatched.count(l.name))
-            want.emplace_back(l.name, "");
-    for (const ev &r : side[1])
-        if (keep_r && !r.hb && r.len != 0 && !rmatched.count(r.name))
-            want.emplace_back("", r.name);
-    std::sort(want.begin(), want.end());
+    // The reference: a nested loop over the tuples that pass the filters.
+    const std::vector<row_pair> want =
+        nested_loop_join<K>(side[0], side[1], lo, hi, [](const ev &x) { return !x.hb; });
 
     gsq_node node;
     node.params["band_lo"] = std::to_string(lo);
@@ -831,27 +812,8 @@ static void ooo_join_trial(std::mt19937 &rng, int64_t lo, int64_t hi, bool injec
     }
 
     // The reference: a nested loop over the tuples that pass the filters.
-    std::vector<row_pair> want;
-    std::set<std::string> lmatched, rmatched;
-    for (const tup &l : data[0])
-        for (const tup &r : data[1]) {
-            if (l.len == 0 || r.len == 0 || l.key != r.key)
-                continue;
-            if (r.t >= l.t - lo && r.t <= l.t + hi) {
-                want.emplace_back(l.name, r.name);
-                lmatched.insert(l.name);
-                rmatched.insert(r.name);
-            }
-        }
-    constexpr bool keep_l = K == gsq::join_kind::left_outer || K == gsq::join_kind::full_outer;
-    constexpr bool keep_r = K == gsq::join_kind::right_outer || K == gsq::join_kind::full_outer;
-    for (const tup &l : data[0])
-        if (keep_l && l.len != 0 && !lmatched.count(l.name))
-            want.emplace_back(l.name, "");
-    for (const tup &r : data[1])
-        if (keep_r && r.len != 0 && !rmatched.count(r.name))
-            want.emplace_back("", r.name);
-    std::sort(want.begin(), want.end());
+    const std::vector<row_pair> want =
+        nested_loop_join<K>(data[0], data[1], lo, hi, [](const tup &) { return true; });
 
     order_log log;
     for (const auto &e : op.functor().log) {

@@ -2126,6 +2126,39 @@ static std::vector<int64_t> join_hbs(const std::vector<join_event> &log)
     return v;
 }
 
+// A join's answer by nested loop: every pair (l, r) of tuples that take part
+// (take(x), and not filtered out: len != 0) with equal keys and r's time in
+// [l's - lo, l's + hi], then the unmatched tuples of each side K preserves;
+// sorted.
+template <gsq::join_kind K, class E, class Take>
+static std::vector<row_pair> nested_loop_join(const std::vector<E> &left, const std::vector<E> &right,
+                                              int64_t lo, int64_t hi, Take take)
+{
+    std::vector<row_pair> want;
+    std::set<std::string> lmatched, rmatched;
+    for (const E &l : left)
+        for (const E &r : right) {
+            if (!take(l) || !take(r) || l.len == 0 || r.len == 0 || l.key != r.key)
+                continue;
+            const int64_t tl = l.t, tr = r.t;
+            if (tr >= tl - lo && tr <= tl + hi) {
+                want.emplace_back(l.name, r.name);
+                lmatched.insert(l.name);
+                rmatched.insert(r.name);
+            }
+        }
+    constexpr bool keep_l = K == gsq::join_kind::left_outer || K == gsq::join_kind::full_outer;
+    constexpr bool keep_r = K == gsq::join_kind::right_outer || K == gsq::join_kind::full_outer;
+    for (const E &l : left)
+        if (keep_l && take(l) && l.len != 0 && !lmatched.count(l.name))
+            want.emplace_back(l.name, "");
+    for (const E &r : right)
+        if (keep_r && take(r) && r.len != 0 && !rmatched.count(r.name))
+            want.emplace_back("", r.name);
+    std::sort(want.begin(), want.end());
+    return want;
+}
+
 template <gsq::join_kind K>
 static void check_join_kind_keys(const std::vector<row_pair> &want)
 {
@@ -2396,28 +2429,8 @@ static bool join_random_trial(std::mt19937 &rng, int64_t lo, int64_t hi, bool &h
         }
     }
     // The reference: a nested loop over the tuples that pass the filters.
-    std::vector<row_pair> want;
-    std::set<std::string> lmatched, rmatched;
-    for (const ev &l : side[0])
-        for (const ev &r : side[1]) {
-            if (l.hb || r.hb || l.len == 0 || r.len == 0 || l.key != r.key)
-                continue;
-            const int64_t tl = l.t, tr = r.t;
-            if (tr >= tl - lo && tr <= tl + hi) {
-                want.emplace_back(l.name, r.name);
-                lmatched.insert(l.name);
-                rmatched.insert(r.name);
-            }
-        }
-    constexpr bool keep_l = K == gsq::join_kind::left_outer || K == gsq::join_kind::full_outer;
-    constexpr bool keep_r = K == gsq::join_kind::right_outer || K == gsq::join_kind::full_outer;
-    for (const ev &l : side[0])
-        if (keep_l && !l.hb && l.len != 0 && !lmatched.count(l.name))
-            want.emplace_back(l.name, "");
-    for (const ev &r : side[1])
-        if (keep_r && !r.hb && r.len != 0 && !rmatched.count(r.name))
-            want.emplace_back("", r.name);
-    std::sort(want.begin(), want.end());
+    const std::vector<row_pair> want =
+        nested_loop_join<K>(side[0], side[1], lo, hi, [](const ev &x) { return !x.hb; });
 
     gsq_node node;
     node.params["band_lo"] = std::to_string(lo);
