@@ -175,6 +175,19 @@ def answer_digest(path: Path) -> tuple[str, int]:
     return hashlib.sha256(b"\n".join(lines)).hexdigest()[:16], len(lines)
 
 
+def _iop_and_oop(query: Path, capture: Path, delay: float, tmp_dir: Path,
+                 heartbeats: str = "off") -> dict[str, dict]:
+    """run() in order (IOP) and out of order with K = k_for(delay) (OOP), each
+    with the digest of its answer ("answer")."""
+    res = {}
+    for label, opts in (("IOP", IOP), ("OOP", ["--max-hfta-disorder", str(k_for(delay))])):
+        with tempfile.NamedTemporaryFile(suffix=".out", dir=tmp_dir) as f:
+            r = run(query, capture, opts, out_file=f.name, heartbeats=heartbeats)
+            r["answer"] = answer_digest(Path(f.name))
+        res[label] = r
+    return res
+
+
 def explain_order(query: Path, opts: list[str]) -> list[str]:
     p = subprocess.run([sys.executable, "-m", "gsqlc", "explain", str(query), *opts],
                        capture_output=True, text=True)
@@ -260,17 +273,10 @@ def exp_g2(out: Path, data: Path, pps: int, seconds: int, keep: bool) -> list[st
         if not cap.exists():
             pktgen.generate_delayed(str(cap), pps * seconds, groups, delay=d, pps=pps,
                                     seed=1, start=START)
-        res = {}
-        for label, opts in (("IOP", IOP), ("OOP", ["--max-hfta-disorder", str(k_for(d))])):
-            with tempfile.NamedTemporaryFile(suffix=".out", dir=data) as f:
-                r = run(q, cap, opts, out_file=f.name)
-                r["answer"] = answer_digest(Path(f.name))
-            res[label] = r
+        res = _iop_and_oop(q, cap, d, data)
         if d == 10:      # once: the same with the default 1 s heartbeats
-            for label, opts in (("IOP", IOP), ("OOP", ["--max-hfta-disorder", str(k_for(d))])):
-                with tempfile.NamedTemporaryFile(suffix=".out", dir=data) as f:
-                    r = run(q, cap, opts, out_file=f.name, heartbeats="1")
-                    dig = answer_digest(Path(f.name))
+            for label, r in _iop_and_oop(q, cap, d, data, heartbeats="1").items():
+                dig = r["answer"]
                 hb_rows.append([label, late_dropped(r["stats"]), f"{dig[1]:,}",
                                 "yes" if dig == res[label]["answer"] else "**no**"])
         if not keep:
@@ -523,12 +529,7 @@ def exp_g3(out: Path, data: Path, pps: int, seconds: int, keep: bool) -> list[st
             # each link carries two of the four streams (even / odd IP id)
             pktgen.generate_delayed(str(cap), 2 * pps * seconds, groups, delay=d, pps=2 * pps,
                                     seed=3, start=START)
-        res = {}
-        for label, opts in (("IOP", IOP), ("OOP", ["--max-hfta-disorder", str(k_for(d))])):
-            with tempfile.NamedTemporaryFile(suffix=".out", dir=data) as f:
-                r = run(q, cap, opts, out_file=f.name)
-                r["answer"] = answer_digest(Path(f.name))
-            res[label] = r
+        res = _iop_and_oop(q, cap, d, data)
         if not keep:
             cap.unlink()
         rec = {"skew": d, "k": k_for(d)}
