@@ -63,6 +63,8 @@
 // else p_S (no later output row has an earlier S time) when that is known and
 // after the last one emitted.  End of stream: an input's EOF makes its
 // progress infinite; when both ended everything is released, then GSQ_EOF.
+// A joint heartbeat (GSQ_JOINT_HEARTBEAT) on either input is ignored: it
+// bounds no single time, so it cannot move progress.
 //
 // Peaks: GSQ_PEAK_HELD_TUPLES counts buffered R and S tuples plus the keys of
 // the filter; GSQ_PEAK_HELD_BYTES the packed bytes of the buffered S tuples.
@@ -125,6 +127,8 @@ public:
             release(node);
             maybe_sweep();
             emit_heartbeat_if_advanced(node);
+            break;
+        case GSQ_JOINT_HEARTBEAT: // ignored (header comment)
             break;
         case GSQ_EOF:
             end_input(node, eofs_, input, [&] {

@@ -139,6 +139,35 @@
 // A heartbeat without bytes (tup == NULL) only does step 1 and step 3.
 // Data tuples never trigger a heartbeat.
 //
+// Joint punctuation (seed 004 section 7).  The epoch is made by the temporal
+// group-by keys over one temporal input column (the generator picks the
+// first one's); a temporal key over another column -- the other input's time
+// in an aggregation over a band join -- is an ordinary key, its groups held
+// until their epoch closes.  A join's GSQ_JOINT_HEARTBEAT says no later
+// tuple is below it on both time columns together; three optional functor
+// members, detected at compile time, use it:
+//
+//   bool joint_update(const void *tup, uint32_t len);
+//       A joint punctuation: keep its bounds on the group-by keys (the
+//       latest); true when they moved.
+//   bool joint_covers(const key_type &k) const;
+//       Whether no later tuple can fall into group k by the bounds kept
+//       (false before the first joint punctuation).
+//   bool joint_may_cover(const epoch_type &e) const;
+//       False when no group of epoch e can be covered (a cheap pre-check).
+//   static constexpr bool ordered_output = B;  // optional, default true
+//
+// On a joint punctuation that moved the bounds, every group it covers leaves
+// at once (emitted, removed from its table; a flush still running completes
+// first): with ordered_output, only groups of the oldest open epoch, and only
+// once no older epoch can open (max_disorder open, or the floor is there), so
+// the output stays in epoch order; without it, groups of any open epoch, so
+// the output is disordered by up to max_disorder epochs (its heartbeats still
+// hold: every released group's epoch is open, hence at or after the
+// heartbeat).  A later data tuple in a covered group is late (dropped,
+// counted).  Without the members a joint punctuation only advances the slow
+// flush, like a heartbeat without bytes.
+//
 // stats(): groups created and flushed, late tuples, epochs closed, open
 // epochs (now and peak), groups held by the open epochs (peak; reported as
 // GSQ_PEAK_HELD_TUPLES), heartbeats in and out.
@@ -172,6 +201,8 @@ struct groupby_stats {
     uint64_t epochs_closed = 0;  // epochs closed (by data or heartbeats)
     uint64_t heartbeats_in = 0;  // temporal updates received
     uint64_t heartbeats_out = 0; // temporal updates emitted
+    uint64_t joint_heartbeats_in = 0; // joint punctuations received
+    uint64_t joint_released = 0; // groups emitted early, covered by a joint punctuation
     size_t max_table_size = 0;   // most groups one epoch held
     size_t open_epochs = 0;      // epochs open now (<= max_disorder)
     size_t peak_open_epochs = 0; // most epochs open at once
@@ -202,6 +233,23 @@ template <class F>
 struct functor_max_disorder<F, std::void_t<decltype(F::max_disorder)>>
     : std::integral_constant<unsigned, F::max_disorder> {};
 
+// Joint punctuation members (joint_update, joint_covers, joint_may_cover).
+template <class F, class = void>
+struct has_joint_punctuation : std::false_type {};
+template <class F>
+struct has_joint_punctuation<
+    F, std::void_t<decltype(std::declval<F &>().joint_update(std::declval<const void *>(), std::declval<uint32_t>())),
+                   decltype(std::declval<const F &>().joint_covers(std::declval<const typename F::key_type &>())),
+                   decltype(std::declval<const F &>().joint_may_cover(
+                       std::declval<const typename F::epoch_type &>()))>> : std::true_type {};
+
+// F::ordered_output (default true).
+template <class F, class = void>
+struct functor_ordered_output : std::true_type {};
+template <class F>
+struct functor_ordered_output<F, std::void_t<decltype(F::ordered_output)>>
+    : std::bool_constant<F::ordered_output> {};
+
 template <class F, class = void>
 struct functor_strict_heartbeats : std::false_type {};
 template <class F>
@@ -220,6 +268,8 @@ public:
     static constexpr int n_inputs = functor_inputs<F>::value;
     static constexpr unsigned max_disorder = functor_max_disorder<F>::value;
     static constexpr bool strict_heartbeats = functor_strict_heartbeats<F>::value;
+    static constexpr bool joint_punctuation = has_joint_punctuation<F>::value;
+    static constexpr bool ordered_output = functor_ordered_output<F>::value;
     static_assert(n_inputs >= 1, "an operator needs at least one input");
     static_assert(max_disorder >= 1, "max_disorder: at least one epoch is open");
 
@@ -234,6 +284,9 @@ public:
             break;
         case GSQ_HEARTBEAT:
             on_heartbeat(node, tup, len);
+            break;
+        case GSQ_JOINT_HEARTBEAT:
+            on_joint_heartbeat(node, tup, len);
             break;
         case GSQ_EOF:
             if (eofs_.mark(input))
@@ -283,6 +336,13 @@ private:
 
         if (!functor_.extract(tup, len, key_))
             return;
+        if constexpr (joint_punctuation) {
+            if (functor_.joint_covers(key_)) { // its group may be out already
+                ++stats_.late_dropped;
+                gsq_count(node, GSQ_CNT_LATE_DROPPED, 1);
+                return;
+            }
+        }
 
         table_type *groups = route(node, functor_.epoch_of(key_));
         if (groups == nullptr) {
@@ -475,6 +535,52 @@ private:
             ++stats_.heartbeats_out;
             functor_.emit_heartbeat(node, *hb_out_);
         }
+    }
+
+    // A joint punctuation: groups it covers go out now (see "Joint
+    // punctuation" in the header comment).
+    void on_joint_heartbeat(gsq_node *node, const void *tup, uint32_t len)
+    {
+        ++stats_.joint_heartbeats_in;
+        if constexpr (Policy == flush_policy::slow)
+            flush_step(node);
+        if constexpr (joint_punctuation) {
+            if (tup == nullptr || !functor_.joint_update(tup, len))
+                return;
+            size_t eligible = n_open_;
+            if constexpr (ordered_output) {
+                // Only the oldest open epoch, and only once no older epoch
+                // can open: its groups may then leave in any order.
+                eligible = n_open_ != 0 && older_epochs_closed() ? 1 : 0;
+            }
+            bool flushed = false;
+            for (size_t i = 0; i < eligible; ++i) {
+                if (!functor_.joint_may_cover(open_[i].epoch))
+                    continue;
+                if (!flushed) { // the closed epoch's groups come first
+                    finish_flush(node);
+                    flushed = true;
+                }
+                const size_t n = open_[i].groups.erase_if(
+                    [this](const key_type &k, const state_type &) { return functor_.joint_covers(k); },
+                    [this, node](const key_type &k, const state_type &v) {
+                        ++stats_.groups_flushed;
+                        functor_.emit(node, k, v);
+                    });
+                open_groups_ -= n;
+                stats_.joint_released += n;
+            }
+        }
+    }
+
+    // No epoch older than the oldest open one can open any more: all
+    // max_disorder are open (an older tuple is late), or the floor (a
+    // heartbeat received or emitted) is at the oldest open epoch.
+    bool older_epochs_closed() const
+    {
+        if (n_open_ == max_disorder)
+            return true;
+        return floor_ && functor_.epoch_compare(open_[0].epoch, *floor_) >= 0;
     }
 
     // Emits the next group of the flushing table, if any.

@@ -133,9 +133,37 @@ public:
     {
         if (size_ == 0)
             return false;
-        size_t hole = probe(key, hash_of(key));
-        if (!slots_[hole].hash)
+        const size_t at = probe(key, hash_of(key));
+        if (!slots_[at].hash)
             return false;
+        erase_at(at);
+        return true;
+    }
+
+    // Calls on_erase(key, value) for every entry where pred(key, value)
+    // holds, then removes it; returns how many went.  pred must not depend on
+    // how often it is asked: an entry the backward shift moves into a slot
+    // already visited is asked again.
+    template <class Pred, class OnErase>
+    size_t erase_if(Pred &&pred, OnErase &&on_erase)
+    {
+        size_t n = 0;
+        for (size_t i = 0; i < slots_.size() && size_ != 0;) {
+            slot &s = slots_[i];
+            if (s.hash && pred(static_cast<const Key &>(s.key), static_cast<const Value &>(s.value))) {
+                on_erase(static_cast<const Key &>(s.key), s.value);
+                erase_at(i); // a later member of the run may move into i: look again
+                ++n;
+            } else {
+                ++i;
+            }
+        }
+        return n;
+    }
+
+private:
+    void erase_at(size_t hole)
+    {
         const size_t m = mask();
         for (size_t j = (hole + 1) & m; slots_[j].hash; j = (j + 1) & m) {
             const size_t home = slots_[j].hash & m;
@@ -151,8 +179,9 @@ public:
         }
         slots_[hole] = slot{}; // also frees what the key/value owned
         --size_;
-        return true;
     }
+
+public:
 
     // ---- index access (slot order; stable while the map is not modified) --
     bool occupied(size_t i) const noexcept { return slots_[i].hash != 0; }

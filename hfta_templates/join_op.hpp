@@ -48,9 +48,15 @@
 //       tuple and r a right one, in that order always; for an unmatched row
 //       of an outer join the missing side is (nullptr, 0).
 //
-//   void emit_heartbeat(gsq_node *node, time_type t);
-//       Emit a GSQ_HEARTBEAT whose temporal columns derive from join time t
-//       (see "Heartbeats" for what t bounds).
+//   void emit_heartbeat(gsq_node *node, time_type hl, time_type hr);
+//       Emit a GSQ_HEARTBEAT: the output columns that are the left time take
+//       hl, those that are the right time take hr (see "Heartbeats" for what
+//       each bounds).
+//
+//   void emit_joint_heartbeat(gsq_node *node, time_type jl, time_type jr);
+//       Optional, detected at compile time (without it the operator emits no
+//       joint punctuation): emit a GSQ_JOINT_HEARTBEAT whose left-time
+//       columns take jl and right-time columns jr (see "Joint punctuation").
 //
 // Behaviour.  Each side keeps owned copies of its data tuples that may still
 // match future tuples of the other side: for an in-order input a FIFO in
@@ -96,8 +102,8 @@
 //     band_lo + band_hi < 0, which matches nothing, a right-preserving join
 //     adds -band_lo, and a full one -band_hi: the unmatched rows of the two
 //     sides interleave.)  The bound is attained by some inputs.  No row is
-//     ever below a heartbeat emitted before it (see "Heartbeats"), whatever
-//     the band.
+//     ever below a heartbeat emitted before it (its join time below hl, its
+//     right time below hr; see "Heartbeats"), whatever the band.
 //   output_disorder_of(lo, hi) is the same bound as a constexpr function of
 //   the band, for a code generator that knows the band at compile time
 //   (the direction of the output's join-time column may be declared
@@ -107,7 +113,8 @@
 // come in the order their tuples arrive, so a row may be below an earlier
 // row by as much as the input's own disorder (plus the band), and neither
 // output_disorder() nor the equality join's order holds.  What still holds
-// is the heartbeat promise: no row is below a heartbeat emitted before it.
+// are the heartbeat promises: no row is below a heartbeat emitted before it
+// (nor below both halves of a joint heartbeat).
 // The reader of such a join's output must therefore be order-agnostic (an
 // operator that takes disordered input and honours heartbeats); the
 // compiler sees to that.
@@ -151,23 +158,58 @@
 // right-only row (outer join) its right time tr (for an equality join that is
 // the value the equated temporal columns take from the present side).  On a
 // heartbeat on either input the operator updates progress, purges, and emits
-// its own heartbeat with
-//   H = min( p_L,                         future left tuples
-//            p_R - band_hi,               stored/future lefts matched by a future right
-//            [left preserved]  oldest stored left time,
-//            [right preserved] p_R, oldest stored right time )
-// (ended inputs contribute no p term) when both inputs' progress is known and
-// H is after the last heartbeat emitted (strictly).  What H bounds: every
-// output row emitted after it has a join time >= H (tl for matched and
-// left-only rows, tr for right-only rows), whatever the order of the inputs
-// -- a future row comes from a future left (tl >= p_L, smaller ones are
-// late), a future right (tr >= p_R) matching a left at
-// tl >= tr - band_hi >= p_R - band_hi, or an unmatched stored or future
-// tuple.  It says nothing about the right time of a matched row (which may
-// be down to H - band_lo).  Equality join: H = min(p_L, p_R) (seed 000
-// 5.5's MIN(RMIN, SMIN); Figure 4's min(b_0, b_1)).  Data tuples and the EOF
-// of one input purge but emit no heartbeat.  A heartbeat without bytes
-// (tup == NULL) is ignored.
+// its own heartbeat, two bounds (hl, hr):
+//   hl = min( p_L,                        future left tuples
+//             p_R - band_hi,              stored/future lefts matched by a future right
+//             [left preserved]  oldest stored left time,
+//             [right preserved] p_R, oldest stored right time )
+//   hr = min( p_R,                        future right tuples
+//             p_L - band_lo,              stored/future rights matched by a future left
+//             [right preserved] oldest stored right time,
+//             [left preserved]  p_L, oldest stored left time )
+// (ended inputs contribute no p term; a bound without any term is the type's
+// max) when both inputs' progress is known and either bound is after the one
+// last emitted (strictly); each goes out as the max of itself and the one
+// emitted before, so neither ever goes back.  What they bound, for every
+// output row emitted after them, whatever the order of the inputs (a future
+// row comes from a future left, tl >= p_L, smaller ones being late; from a
+// future right, tr >= p_R; or is the unmatched row of a stored or future
+// tuple of a preserved side):
+//   - hl: the join time (tl of matched and left-only rows, tr of right-only
+//     rows).  A future right matches lefts at tl >= tr - band_hi >=
+//     p_R - band_hi.
+//   - hr: the right time tr of matched and right-only rows -- a future left
+//     matches rights at tr >= tl - band_lo >= p_L - band_lo -- and the left
+//     time of left-only rows: what an equality join's right-time column holds
+//     on them (filled from the left time).
+// hl says nothing about the right time of a matched row (down to
+// hl - band_lo), which is why the right-time columns get hr (a band with
+// band_lo > 0 puts hr below hl); nor does hr bound the left time.  Neither
+// bounds the missing side's column of a band join's outer row (it is empty);
+// the compiler declares such a column not temporal.  Equality join:
+// hl = hr = min(p_L, p_R) and the oldest stored entries of preserved sides
+// (seed 000 5.5's MIN(RMIN, SMIN); Figure 4's min(b_0, b_1)).  Data tuples
+// and the EOF of one input purge but emit no heartbeat.  A heartbeat without
+// bytes (tup == NULL) is ignored, and so is a joint heartbeat
+// (GSQ_JOINT_HEARTBEAT) on an input: it moves no progress.
+//
+// Joint punctuation (seed 004 7; only when F has emit_joint_heartbeat).  With
+//   J_L = min(p_L, [left preserved]  oldest stored left time)
+//   J_R = min(p_R, [right preserved] oldest stored right time)
+// (an ended input's p is +infinity: the type's max, as is a J without a
+// finite term), every output row emitted later has tl >= J_L or tr >= J_R: it
+// involves a future left (tl >= p_L) or a future right (tr >= p_R), or is the
+// unmatched row of a stored entry of a preserved side (two stored entries
+// make no new row: the later one probed the earlier when it came).  An outer
+// row satisfies the half of its present side, so the empty or filled column
+// of its missing side does not matter.  On a heartbeat on either input,
+// after the heartbeat step above, when both inputs' progress is known, the
+// operator emits (jl, jr), the componentwise max of (J_L, J_R) and the pair
+// last emitted, when either component rose (strictly).  A consumer grouping
+// on both times may close the group (a, b) once a < jl and b < jr.  Unlike
+// hl and hr, J does not lose the band: on a band join it leads the
+// individual bounds by up to the band (seed 004 Figure 8: punctuation (2,1)
+// comes before (*,1)).
 //
 // End of stream: the EOF of an input makes its progress infinite, which
 // purges the other side's entries as they become unmatchable; when both
@@ -175,7 +217,8 @@
 // GSQ_EOF.
 //
 // stats(): entries and bytes per side (current, peak), peak of both sides
-// together, matches, unmatched rows, late and filtered tuples, heartbeats.
+// together, matches, unmatched rows, late and filtered tuples, heartbeats
+// (in, out) and joint heartbeats out.
 // Bytes are packed tuple bytes held (what the join experiment of seed 000
 // 7.2 watches); the per-entry overhead (key copy, index, a disordered side's
 // heap item and free pool slots) is not counted.  A disordered side's pool
@@ -212,6 +255,14 @@ struct join_right_ordered : std::true_type {};
 template <class F>
 struct join_right_ordered<F, std::void_t<decltype(F::right_ordered)>> : std::bool_constant<F::right_ordered> {};
 
+// Whether F has emit_joint_heartbeat(gsq_node*, time_type, time_type).
+template <class F, class = void>
+struct join_has_joint_heartbeat : std::false_type {};
+template <class F>
+struct join_has_joint_heartbeat<F, std::void_t<decltype(std::declval<F &>().emit_joint_heartbeat(
+                                       std::declval<gsq_node *>(), std::declval<typename F::time_type>(),
+                                       std::declval<typename F::time_type>()))>> : std::true_type {};
+
 struct join_stats {
     size_t entries[2] = {0, 0};         // tuples held now, per side (0 left, 1 right)
     size_t bytes[2] = {0, 0};           // their packed bytes
@@ -227,6 +278,7 @@ struct join_stats {
     uint64_t purged[2] = {0, 0};        // entries purged
     uint64_t heartbeats_in = 0;
     uint64_t heartbeats_out = 0;
+    uint64_t joint_heartbeats_out = 0;  // joint punctuation emitted
 };
 
 template <class F>
@@ -245,6 +297,8 @@ public:
     // Whether the output's join times keep the output_disorder() bound; with
     // a disordered input only the heartbeats order the output.
     static constexpr bool output_ordered = left_ordered && right_ordered;
+    // Whether the operator emits joint punctuation (F::emit_joint_heartbeat).
+    static constexpr bool joint_punctuation = join_has_joint_heartbeat<F>::value;
     static_assert(functor_inputs<F>::value == 2, "join_op has exactly two inputs");
     static_assert(std::is_arithmetic_v<time_type>, "the temporal join attribute is an integer or double");
 
@@ -264,7 +318,9 @@ public:
             ++stats_.heartbeats_in;
             advance(sides_[s], time_of(s, tup, len));
             purge_all(node);
-            emit_heartbeat_if_advanced(node);
+            emit_heartbeats_if_advanced(node);
+            break;
+        case GSQ_JOINT_HEARTBEAT: // moves no progress (header comment)
             break;
         case GSQ_EOF:
             end_input(node, eofs_, input, [&] {
@@ -695,48 +751,125 @@ private:
         return sd.heap.empty() ? std::nullopt : std::optional<time_type>(sd.heap.front().t);
     }
 
-    // H of the header comment, or nothing while a progress is unknown.
-    std::optional<time_type> heartbeat_bound() const
-    {
-        const side &l = sides_[0];
-        const side &r = sides_[1];
-        if ((!l.ended && !l.progress) || (!r.ended && !r.progress))
-            return std::nullopt;
-        std::optional<time_type> h;
-        auto lower = [&h](time_type v) {
-            if (!h || v < *h)
-                h = v;
-        };
-        if (!l.ended)
-            lower(*l.progress);
-        if (!r.ended) {
-            lower(sat_sub(*r.progress, functor_.band_hi()));
-            if (preserve_right)
-                lower(*r.progress);
+    // A pair of bounds, one on each time of an output row.
+    struct time_pair {
+        time_type left;
+        time_type right;
+    };
+
+    // The least of the terms given; the type's max (no bound) without any.
+    class least {
+    public:
+        void operator()(time_type v)
+        {
+            if (!v_ || v < *v_)
+                v_ = v;
         }
-        const std::optional<time_type> oldest_l = preserve_left ? oldest(0) : std::nullopt;
-        const std::optional<time_type> oldest_r = preserve_right ? oldest(1) : std::nullopt;
-        if (oldest_l)
-            lower(*oldest_l);
-        if (oldest_r)
-            lower(*oldest_r);
-        return h;
+        time_type value() const { return v_ ? *v_ : std::numeric_limits<time_type>::max(); }
+
+    private:
+        std::optional<time_type> v_;
+    };
+
+    bool progress_known() const
+    {
+        for (const side &sd : sides_)
+            if (!sd.ended && !sd.progress)
+                return false;
+        return true;
     }
 
-    void emit_heartbeat_if_advanced(gsq_node *node)
+    // (hl, hr) of the header comment ("Heartbeats"), or nothing while a
+    // progress is unknown.
+    std::optional<time_pair> heartbeat_bounds() const
     {
-        const std::optional<time_type> h = heartbeat_bound();
-        if (!h || (hb_out_ && !(*hb_out_ < *h)))
-            return;
-        hb_out_ = h;
-        ++stats_.heartbeats_out;
-        functor_.emit_heartbeat(node, *h);
+        if (!progress_known())
+            return std::nullopt;
+        const side &l = sides_[0];
+        const side &r = sides_[1];
+        least hl, hr;
+        if (!l.ended) {
+            hl(*l.progress);
+            hr(sat_sub(*l.progress, functor_.band_lo()));
+            if (preserve_left) // an unmatched future left (its right time filled from it)
+                hr(*l.progress);
+        }
+        if (!r.ended) {
+            hr(*r.progress);
+            hl(sat_sub(*r.progress, functor_.band_hi()));
+            if (preserve_right) // an unmatched future right
+                hl(*r.progress);
+        }
+        for (int s = 0; s < 2; ++s) {
+            if (!preserved(s))
+                continue;
+            if (const std::optional<time_type> o = oldest(s)) { // its unmatched row
+                hl(*o);
+                hr(*o);
+            }
+        }
+        return time_pair{hl.value(), hr.value()};
+    }
+
+    // (J_L, J_R) of the header comment ("Joint punctuation"), or nothing
+    // while a progress is unknown.
+    std::optional<time_pair> joint_bounds() const
+    {
+        if (!progress_known())
+            return std::nullopt;
+        least j[2];
+        for (int s = 0; s < 2; ++s) {
+            if (!sides_[s].ended)
+                j[s](*sides_[s].progress);
+            if (preserved(s))
+                if (const std::optional<time_type> o = oldest(s))
+                    j[s](*o);
+        }
+        return time_pair{j[0].value(), j[1].value()};
+    }
+
+    // Raises `last` (the pair emitted before, if any) to `next`
+    // componentwise; whether a component rose (strictly), i.e. whether the
+    // raised pair is news worth emitting.
+    static bool raise(std::optional<time_pair> &last, const time_pair &next)
+    {
+        if (!last) {
+            last = next;
+            return true;
+        }
+        bool rose = false;
+        if (last->left < next.left) {
+            last->left = next.left;
+            rose = true;
+        }
+        if (last->right < next.right) {
+            last->right = next.right;
+            rose = true;
+        }
+        return rose;
+    }
+
+    // After an input heartbeat: the heartbeat (hl, hr), then the joint
+    // punctuation, each when it moved.
+    void emit_heartbeats_if_advanced(gsq_node *node)
+    {
+        if (const std::optional<time_pair> h = heartbeat_bounds(); h && raise(hb_out_, *h)) {
+            ++stats_.heartbeats_out;
+            functor_.emit_heartbeat(node, hb_out_->left, hb_out_->right);
+        }
+        if constexpr (joint_punctuation) {
+            if (const std::optional<time_pair> j = joint_bounds(); j && raise(joint_out_, *j)) {
+                ++stats_.joint_heartbeats_out;
+                functor_.emit_joint_heartbeat(node, joint_out_->left, joint_out_->right);
+            }
+        }
     }
 
     F functor_;
     input_eofs eofs_{n_inputs};
     side sides_[2];
-    std::optional<time_type> hb_out_; // last heartbeat emitted
+    std::optional<time_pair> hb_out_;    // last heartbeat (hl, hr) emitted
+    std::optional<time_pair> joint_out_; // last joint punctuation (jl, jr) emitted
     join_stats stats_;
 };
 

@@ -71,7 +71,10 @@
 // the EOF of a single input release tuples but emit no heartbeat.
 //
 // End of stream: when every input has ended, every buffered tuple goes out in
-// t order, then GSQ_EOF.  A heartbeat without bytes (tup == NULL) is ignored.
+// t order, then GSQ_EOF.  A heartbeat without bytes (tup == NULL) is ignored,
+// and so is a joint heartbeat (GSQ_JOINT_HEARTBEAT, a join's joint
+// punctuation): it bounds two columns together, which the merge field alone
+// cannot carry on, and it never moves progress.
 //
 // Unordered union (F::ordered == false; seed 004 5.4 and A.2.1, the OOP
 // union).  No buffer: every data tuple passes straight through
@@ -164,6 +167,8 @@ public:
                 break;
             ++stats_.heartbeats_in;
             on_heartbeat(node, in, functor_.time_of(tup, len));
+            break;
+        case GSQ_JOINT_HEARTBEAT: // ignored (header comment)
             break;
         case GSQ_EOF:
             end_input(node, eofs_, input, [&] {

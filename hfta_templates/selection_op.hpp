@@ -22,6 +22,10 @@
 //       A heartbeat without bytes (tup == NULL) carries nothing and is
 //       dropped either way.
 //
+// A joint heartbeat (GSQ_JOINT_HEARTBEAT, joint punctuation of a join) on the
+// input is dropped: a projection may not keep the columns it bounds
+// together, so passing it on could promise something false.
+//
 // When the input ends the operator emits GSQ_EOF once.
 #ifndef GSQ_SELECTION_OP_HPP
 #define GSQ_SELECTION_OP_HPP
@@ -64,6 +68,8 @@ public:
                 if (tup != nullptr)
                     functor_.heartbeat(node, tup, len);
             }
+            break;
+        case GSQ_JOINT_HEARTBEAT: // dropped (header comment)
             break;
         case GSQ_EOF:
             if (eofs_.mark(input))

@@ -95,7 +95,7 @@ typedef struct gsq_sub {
 typedef struct gsq_stream_rt {
     gsq_sub *subs;
     uint32_t n_subs;
-    uint64_t n_data, n_heartbeat, n_eof;
+    uint64_t n_data, n_heartbeat, n_joint_heartbeat, n_eof;
 } gsq_stream_rt;
 
 /* An output sink: a buffered file descriptor, or (GSQ_FMT_ARROW) column

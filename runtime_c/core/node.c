@@ -186,7 +186,8 @@ static void out_commit(gsq_node *node, int kind, const uint8_t *dst, uint32_t to
 
 static int check_kind(gsq_node *node, int kind)
 {
-    if (kind != GSQ_DATA && kind != GSQ_HEARTBEAT && kind != GSQ_EOF) {
+    if (kind != GSQ_DATA && kind != GSQ_HEARTBEAT && kind != GSQ_JOINT_HEARTBEAT &&
+        kind != GSQ_EOF) {
         gsq_node_fail(node, "internal error: emit of tuple kind %d", kind);
         return -1;
     }
@@ -303,6 +304,8 @@ void gsq_dispatch(gsq_run *r, int stream, int kind, const void *tup, uint32_t le
         st->n_data++;
     else if (kind == GSQ_HEARTBEAT)
         st->n_heartbeat++;
+    else if (kind == GSQ_JOINT_HEARTBEAT)
+        st->n_joint_heartbeat++;
     else
         st->n_eof++;
     for (i = 0; i < st->n_subs && !r->failed; i++) {
@@ -311,7 +314,8 @@ void gsq_dispatch(gsq_run *r, int stream, int kind, const void *tup, uint32_t le
             gsq_deliver(r, s->hfta, s->input, kind, tup, len);
         } else if (kind == GSQ_DATA || (kind == GSQ_HEARTBEAT && s->sink->heartbeats)) {
             /* LFTA streams come here from the drain, HFTA streams at emit:
-             * a sink sees the heartbeats of either kind of stream */
+             * a sink sees the heartbeats of either kind of stream (never a
+             * joint heartbeat: only operators read those) */
             gsq_sink_write(r, s->sink, &r->qs->streams[stream], kind, tup, len);
         }
     }

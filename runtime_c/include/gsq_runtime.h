@@ -224,8 +224,10 @@ typedef struct gsq_hfta_def {
     /* Returns the operator (owned by the runtime from then on) or NULL after
      * gsq_node_fail. */
     void *(*create)(gsq_node *node);
-    /* One tuple on input `input` (0-based).  On GSQ_EOF of every input the
-     * operator flushes its state and emits GSQ_EOF itself. */
+    /* One tuple on input `input` (0-based), of any enum gsq_tuple_kind: an
+     * operator that has no use for GSQ_JOINT_HEARTBEAT ignores it.  On
+     * GSQ_EOF of every input the operator flushes its state and emits
+     * GSQ_EOF itself. */
     void (*accept)(void *op, gsq_node *node, int input, int kind,
                    const void *tup, uint32_t len);
     void (*destroy)(void *op);

@@ -71,6 +71,7 @@ void gsq_build_stats(gsq_run *r)
         kv_str(b, "name", r->qs->streams[i].name, 0);
         kv_u64(b, "tuples", st ? st->n_data : 0, 1);
         kv_u64(b, "heartbeats", st ? st->n_heartbeat : 0, 1);
+        kv_u64(b, "joint_heartbeats", st ? st->n_joint_heartbeat : 0, 1);
         kv_u64(b, "eof", st ? st->n_eof : 0, 1);
         gsq_buf_addc(b, '}');
     }

@@ -285,6 +285,25 @@ static void test_keys_are_purged()
     CHECK(node.peaks[GSQ_PEAK_HELD_TUPLES] < 300);
 }
 
+// A joint heartbeat (a join's joint punctuation) on either input is ignored:
+// it moves no progress, so the S tuple stays buffered behind R.
+static void test_joint_heartbeat_ignored()
+{
+    g_ctx = "joint";
+    gsq_node node;
+    g_window_back = 4;
+    gsq::filter_join_op<functor<uint32_t>> op(&node);
+    tup<uint32_t> s{10, 1, 1, 1};
+    op.accept(&node, 1, GSQ_DATA, &s, sizeof s);
+    tup<uint32_t> far{50, 0, 0, 0};
+    op.accept(&node, 0, GSQ_JOINT_HEARTBEAT, &far, sizeof far);
+    op.accept(&node, 1, GSQ_JOINT_HEARTBEAT, &far, sizeof far);
+    CHECK(op.buffered(1) == 1 && op.functor().log.empty() && op.stats().heartbeats_in == 0);
+    op.accept(&node, 0, GSQ_EOF, nullptr, 0);
+    op.accept(&node, 1, GSQ_EOF, nullptr, 0);
+    CHECK(node.eofs == 1);
+}
+
 int main()
 {
     std::mt19937_64 rng(20240611);
@@ -294,6 +313,7 @@ int main()
         trial<double>(rng, i);
     }
     test_keys_are_purged();
+    test_joint_heartbeat_ignored();
     std::printf("trials: %llu rows out of %llu S tuples, %llu heartbeats out, %llu late\n",
                 (unsigned long long)g_rows, (unsigned long long)g_candidates,
                 (unsigned long long)g_hbs, (unsigned long long)g_late);

@@ -14,6 +14,11 @@
 //       multiset of matched and unmatched rows; selection, the filtered rows.
 // And memory: a group-by holds at most max_disorder + 1 epochs' tables.
 //
+// A join's heartbeats, with joint punctuation on (check_join_bounds): no row
+// after a joint heartbeat (jl, jr) below both, nor after a heartbeat (hl, hr)
+// below hl in join time or below hr in right time; both kinds never go back;
+// and on a wide band the joint punctuation leads hl (seed 004 7).
+//
 // The OOP join (join_op with disordered inputs, each fed by an OOP union of
 // in-order streams with random skew): (a) no row below an earlier heartbeat,
 // (b) the rows equal a nested loop and nothing is late, (c) a tuple below its
@@ -403,7 +408,10 @@ static void merge_properties(uint32_t seed)
 
 struct join_results {
     int trials = 0, bad_rows = 0, bad_order = 0, bad_bound = 0, bad_state = 0;
-    int attained = 0; // trials whose disorder reached output_disorder() > 0
+    int bad_bounds = 0; // trials that broke a promise of check_join_bounds
+    int attained = 0;   // trials whose disorder reached output_disorder() > 0
+    int leads = 0;      // trials whose joint punctuation led hl
+    size_t joints = 0;  // joint heartbeats emitted
     int64_t max_disorder = 0;
 };
 
@@ -435,7 +443,7 @@ static void join_trial(std::mt19937 &rng, int64_t lo, int64_t hi, join_results &
     gsq_node node;
     node.params["band_lo"] = std::to_string(lo);
     node.params["band_hi"] = std::to_string(hi);
-    using op_t = gsq::join_op<pkt_join_functor<K, T>>;
+    using op_t = gsq::join_op<with_joint_punctuation<pkt_join_functor<K, T>>>;
     op_t op(&node);
     const int64_t bound = static_cast<int64_t>(op.output_disorder());
     size_t pos[2] = {0, 0};
@@ -453,14 +461,18 @@ static void join_trial(std::mt19937 &rng, int64_t lo, int64_t hi, join_results &
         auto bytes = pkt(e.t, e.key, e.name, e.len);
         op.accept(&node, s, e.hb ? GSQ_HEARTBEAT : GSQ_DATA, bytes.data(), static_cast<uint32_t>(bytes.size()));
     }
-    order_log log;
+    order_log log; // the join time against hl (a heartbeat may repeat hl when hr rose)
     for (const auto &e : op.functor().log) {
-        if (e.hb)
-            log.heartbeat(e.t, true);
-        else
+        if (!e.hb)
             log.data(e.t);
+        else if (!e.joint)
+            log.heartbeat(e.t, false);
     }
+    const join_bounds_check bounds = check_join_bounds(op.functor().log, lo == 0 && hi == 0);
     ++res.trials;
+    res.bad_bounds += !bounds.ok();
+    res.leads += bounds.leads;
+    res.joints += bounds.joints;
     res.bad_rows += join_rows(op.functor().log) != want;
     res.bad_order += !(log.hb_ok && (lo != 0 || hi != 0 || log.sorted));
     res.bad_bound += log.disorder > bound;
@@ -474,7 +486,7 @@ template <gsq::join_kind K>
 static void join_properties(uint32_t seed, const char *name)
 {
     std::mt19937 rng(seed);
-    join_results eq, band;
+    join_results eq, band, wide;
     for (int rep = 0; rep < 300; ++rep) {
         const uint32_t s = rng();
         std::mt19937 r1(s), r2(s), r3(s);
@@ -487,17 +499,25 @@ static void join_properties(uint32_t seed, const char *name)
         const int64_t shi = -slo + static_cast<int64_t>(rng() % 4);
         std::mt19937 r4(s);
         join_trial<K, int64_t>(r4, slo, shi, band);
+        // A band wide against the inputs' time steps (seed 004 Figure 8).
+        std::mt19937 r5(s);
+        join_trial<K, uint32_t>(r5, 8 + rng() % 8, 8 + rng() % 8, wide);
     }
-    for (const join_results *r : {&eq, &band}) {
+    for (const join_results *r : {&eq, &band, &wide}) {
         CHECK_EQ(r->bad_rows, 0);
         CHECK_EQ(r->bad_order, 0);
         CHECK_EQ(r->bad_bound, 0);
         CHECK_EQ(r->bad_state, 0);
+        CHECK_EQ(r->bad_bounds, 0);
+        CHECK(r->joints > 0);
     }
     CHECK_EQ(eq.max_disorder, int64_t(0));
     CHECK(band.attained > 0); // the bound is reached by some inputs
-    std::printf("order: join %s: %d equality + %d band trials, band disorder up to %lld (bound reached in %d)\n",
-                name, eq.trials, band.trials, static_cast<long long>(band.max_disorder), band.attained);
+    CHECK(wide.leads > wide.trials / 4); // joint punctuation does not wait for the band
+    std::printf("order: join %s: %d equality + %d band + %d wide-band trials, band disorder up to %lld (bound "
+                "reached in %d), %zu joint heartbeats, leading hl in %d wide-band trials\n",
+                name, eq.trials, band.trials, wide.trials, static_cast<long long>(band.max_disorder), band.attained,
+                eq.joints + band.joints + wide.joints, wide.leads);
 }
 
 // ---- selection ---------------------------------------------------------------
@@ -658,6 +678,8 @@ static void union_groupby_properties(uint32_t seed)
 
 struct ooo_join_results {
     int trials = 0, bad_hb = 0, bad_rows = 0, bad_late = 0, bad_memory = 0, bad_state = 0;
+    int bad_bounds = 0; // trials that broke a promise of check_join_bounds
+    size_t joints = 0;
     int unordered = 0;    // trials whose rows fell below an earlier row by more than output_disorder()
     int held_behind = 0;  // trials that stored a tuple behind earlier data of its input
     uint64_t injected = 0, rows = 0;
@@ -674,7 +696,7 @@ struct ooo_join_results {
 template <gsq::join_kind K, class T, bool LO, bool RO>
 static void ooo_join_trial(std::mt19937 &rng, int64_t lo, int64_t hi, bool inject, ooo_join_results &res)
 {
-    using op_t = gsq::join_op<pkt_ooo_join_functor<K, T, LO, RO>>;
+    using op_t = gsq::join_op<with_joint_punctuation<pkt_ooo_join_functor<K, T, LO, RO>>>;
     static_assert(op_t::left_ordered == LO && op_t::right_ordered == RO);
     constexpr bool ordered[2] = {LO, RO};
     gsq_node jnode;
@@ -815,15 +837,18 @@ static void ooo_join_trial(std::mt19937 &rng, int64_t lo, int64_t hi, bool injec
     const std::vector<row_pair> want =
         nested_loop_join<K>(data[0], data[1], lo, hi, [](const tup &) { return true; });
 
-    order_log log;
+    order_log log; // the join time against hl (a heartbeat may repeat hl when hr rose)
     for (const auto &e : op.functor().log) {
-        if (e.hb)
-            log.heartbeat(e.t, true);
-        else
+        if (!e.hb)
             log.data(e.t);
+        else if (!e.joint)
+            log.heartbeat(e.t, false);
     }
+    const join_bounds_check bounds = check_join_bounds(op.functor().log, lo == 0 && hi == 0);
     const auto &st = op.stats();
     ++res.trials;
+    res.bad_bounds += !bounds.ok();
+    res.joints += bounds.joints;
     res.rows += want.size();
     res.injected += injected[0] + injected[1];
     res.bad_hb += !log.hb_ok;                                               // (a)
@@ -866,6 +891,8 @@ static void ooo_join_properties(uint32_t seed, const char *name)
         CHECK_EQ(r->bad_late, 0);
         CHECK_EQ(r->bad_memory, 0);
         CHECK_EQ(r->bad_state, 0);
+        CHECK_EQ(r->bad_bounds, 0);
+        CHECK(r->joints > 0);
         CHECK(r->injected > 0);      // (c) was exercised
         CHECK(r->unordered > 0);     // the output really is disordered
         CHECK(r->held_behind > 0);   // and so were the inputs

@@ -505,6 +505,44 @@ static void test_hash_erase_random()
     CHECK(ok);
 }
 
+static void test_hash_erase_if()
+{
+    // Randomised against std::unordered_map, with wrapping probe runs: every
+    // entry the predicate picks goes exactly once, the others stay findable.
+    std::mt19937 rng(777);
+    bool ok = true;
+    for (int round = 0; round < 300; ++round) {
+        gsq::open_hash_map<uint32_t, uint32_t, mod8_hash> m;
+        std::unordered_map<uint32_t, uint32_t> ref;
+        const uint32_t n = rng() % 40;
+        for (uint32_t i = 0; i < n; ++i) {
+            const uint32_t k = rng() % 64;
+            m.find_or_insert(k).first = k * 3;
+            ref[k] = k * 3;
+        }
+        const uint32_t mod = 2 + rng() % 3;
+        std::multiset<uint32_t> gone;
+        const size_t erased = m.erase_if([mod](uint32_t k, uint32_t) { return k % mod == 0; },
+                                         [&gone](uint32_t k, uint32_t v) { gone.insert(k + 1000 * (v != k * 3)); });
+        std::multiset<uint32_t> want;
+        for (auto it = ref.begin(); it != ref.end();) {
+            if (it->first % mod == 0) {
+                want.insert(it->first);
+                it = ref.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        ok = ok && gone == want && erased == want.size() && m.size() == ref.size();
+        for (uint32_t q = 0; q < 64; ++q) {
+            auto it = ref.find(q);
+            const uint32_t *v = m.find(q);
+            ok = ok && (it == ref.end() ? v == nullptr : (v && *v == it->second));
+        }
+    }
+    CHECK(ok);
+}
+
 static void test_hash_string_keys()
 {
     gsq::open_hash_map<std::string, int> m;
@@ -1514,6 +1552,106 @@ static void test_groupby_disorder_memory()
     CHECK(std::is_sorted(tbs.begin(), tbs.end()));
 }
 
+// Joint punctuation (seed 004 section 7): the key's tb is the epoch (time /
+// 60, the join's left time), src stands for the right time (an ordinary
+// key).  A joint punctuation tuple carries (time, src) = (J_L, J_R).
+template <unsigned K, bool Ordered>
+struct flows_joint_functor : flows_ooo_functor<K, true> {
+    static constexpr bool ordered_output = Ordered;
+    using flows_ooo_functor<K, true>::flows_ooo_functor;
+    uint32_t jl = 0, jr = 0;
+    bool known = false;
+
+    bool joint_update(const void *tup, uint32_t)
+    {
+        tup_pkt t;
+        std::memcpy(&t, tup, sizeof t);
+        const bool moved = !known || t.time / 60 > jl || t.src > jr;
+        jl = known ? std::max(jl, t.time / 60) : t.time / 60;
+        jr = known ? std::max(jr, t.src) : t.src;
+        known = true;
+        return moved;
+    }
+    bool joint_covers(const flows_functor::key_type &k) const { return known && k.tb < jl && k.src < jr; }
+    bool joint_may_cover(const uint32_t &e) const { return known && e < jl; }
+};
+
+static_assert(gsq::groupby_op<flows_joint_functor<3, true>>::joint_punctuation);
+static_assert(!gsq::groupby_op<flows_ooo_functor<3, true>>::joint_punctuation);
+static_assert(!gsq::groupby_op<flows_joint_functor<3, false>>::ordered_output);
+
+template <class Op>
+static void joint(Op &op, gsq_node &node, uint32_t time, uint32_t right)
+{
+    auto t = pkt(time, right, "", 0);
+    op.accept(&node, 0, GSQ_JOINT_HEARTBEAT, t.data(), static_cast<uint32_t>(t.size()));
+}
+
+static std::vector<std::pair<uint32_t, uint32_t>> data_cells(const gsq_node &node)
+{
+    std::vector<std::pair<uint32_t, uint32_t>> v;
+    for (const auto &e : node.out)
+        if (e.kind == GSQ_DATA)
+            v.emplace_back(decode_flow(e).tb, decode_flow(e).src);
+    return v;
+}
+
+static void test_groupby_joint_ordered()
+{
+    using op_t = gsq::groupby_op<flows_joint_functor<3, true>>;
+    gsq_node node;
+    op_t op(&node);
+    gfeed(op, node, 0, 1, "x");
+    gfeed(op, node, 0, 5, "x");
+    gfeed(op, node, 60, 2, "x");
+    joint(op, node, 60, 3); // (0, 1) is covered, but an epoch before 0 may still open
+    CHECK_EQ(count_kind(node, GSQ_DATA), size_t(0));
+    hb(op, node, 0, 0, 0); // strict: nothing before epoch 0 any more
+    joint(op, node, 60, 4); // moved: epoch 0 is the oldest, (0, 1) leaves
+    CHECK((data_cells(node) == std::vector<std::pair<uint32_t, uint32_t>>{{0, 1}}));
+    CHECK_EQ(op.stats().joint_released, uint64_t(1));
+    joint(op, node, 60, 4); // did not move: nothing to do
+    CHECK_EQ(op.stats().joint_heartbeats_in, uint64_t(3));
+    gfeed(op, node, 0, 1, "x"); // its group is out: late
+    CHECK_EQ(op.stats().late_dropped, uint64_t(1));
+    gfeed(op, node, 0, 6, "x"); // not covered: counts
+    op.accept(&node, 0, GSQ_EOF, nullptr, 0);
+    const auto cells = data_cells(node);
+    CHECK_EQ(cells.size(), size_t(4));
+    CHECK((std::vector<uint32_t>{cells[0].first, cells[1].first, cells[2].first, cells[3].first} ==
+           std::vector<uint32_t>{0, 0, 0, 1})); // epoch order kept
+    CHECK_EQ(op.stats().groups_created, uint64_t(4));
+}
+
+static void test_groupby_joint_any_order()
+{
+    using op_t = gsq::groupby_op<flows_joint_functor<3, false>>;
+    gsq_node node;
+    op_t op(&node);
+    gfeed(op, node, 0, 9, "x");
+    gfeed(op, node, 60, 2, "x");
+    gfeed(op, node, 120, 3, "x");
+    gfeed(op, node, 120, 7, "x");
+    joint(op, node, 180, 4); // (1, 2) and (2, 3) are covered, from any open epoch
+    CHECK((data_cells(node) == std::vector<std::pair<uint32_t, uint32_t>>{{1, 2}, {2, 3}}));
+    CHECK_EQ(op.open_groups(), size_t(2));
+    CHECK_EQ(op.open_epochs(), size_t(3)); // epochs stay open for groups to come
+    hb(op, node, 0, 0, 0);
+    CHECK((heartbeat_tbs(node) == std::vector<uint32_t>{0})); // still epoch 0's group to come
+    gfeed(op, node, 120, 3, "x");
+    CHECK_EQ(op.stats().late_dropped, uint64_t(1));
+    op.accept(&node, 0, GSQ_EOF, nullptr, 0);
+    CHECK((data_cells(node) ==
+           std::vector<std::pair<uint32_t, uint32_t>>{{1, 2}, {2, 3}, {0, 9}, {2, 7}}));
+
+    // Without the members a joint punctuation is only a flush step.
+    gsq_node n2;
+    gsq::groupby_op<flows_ooo_functor<3, true>> plain(&n2);
+    gfeed(plain, n2, 0, 1, "x");
+    joint(plain, n2, 180, 4);
+    CHECK_EQ(count_kind(n2, GSQ_DATA), size_t(0));
+}
+
 // ---- merge -------------------------------------------------------------------------
 
 // MERGE a.time : b.time [: c.time ...] SLACK $slack FROM ... over PKT-shaped streams.
@@ -2000,10 +2138,27 @@ static void test_merge_unordered()
 //   S.time BETWEEN R.time - $band_lo AND R.time + $band_hi AND R.len > 0 AND S.len > 0
 // A tuple is known by its name; emit records rows and heartbeats in one log.
 struct join_event {
-    bool hb = false;
-    int64_t t = 0;       // heartbeat value, or the row's join time
+    bool hb = false;     // a heartbeat (hl, hr), or with joint a joint heartbeat (jl, jr)
+    bool joint = false;
+    int64_t t = 0;       // hl or jl, or the row's join time
+    int64_t t2 = 0;      // hr or jr
+    int64_t tl = 0, tr = 0; // a row's left and right times (0 for a missing side)
     std::string l, r;    // names; "" for a missing side
 };
+
+// A bound as the log keeps it: the type's max (no bound, e.g. a double's) is
+// clamped to int64_t.
+template <class T>
+static int64_t logged_bound(T v)
+{
+    if constexpr (std::is_floating_point_v<T>) {
+        if (!(v < static_cast<T>(INT64_MAX)))
+            return INT64_MAX;
+        if (!(v > static_cast<T>(INT64_MIN)))
+            return INT64_MIN;
+    }
+    return static_cast<int64_t>(v);
+}
 
 template <gsq::join_kind K, class T = uint32_t>
 struct pkt_join_functor {
@@ -2060,22 +2215,38 @@ struct pkt_join_functor {
         if (l) {
             const pkt_row row = decode_pkt(l, llen);
             e.l = row.name;
-            e.t = row.time;
+            e.t = e.tl = row.time;
         }
         if (r) {
             const pkt_row row = decode_pkt(r, rlen);
             e.r = row.name;
+            e.tr = row.time;
             if (!l)
                 e.t = row.time;
         }
         log.push_back(e);
     }
-    void emit_heartbeat(gsq_node *, T t)
+    void emit_heartbeat(gsq_node *, T hl, T hr)
     {
         join_event e;
         e.hb = true;
-        e.t = static_cast<int64_t>(t);
+        e.t = logged_bound(hl);
+        e.t2 = logged_bound(hr);
         log.push_back(e);
+    }
+};
+
+// The same join with joint punctuation (the optional emit_joint_heartbeat).
+template <class Base>
+struct with_joint_punctuation : Base {
+    using Base::Base;
+    void emit_joint_heartbeat(gsq_node *, typename Base::time_type jl, typename Base::time_type jr)
+    {
+        join_event e;
+        e.hb = e.joint = true;
+        e.t = logged_bound(jl);
+        e.t2 = logged_bound(jr);
+        this->log.push_back(e);
     }
 };
 
@@ -2096,6 +2267,10 @@ static_assert(gsq::join_op<pkt_ooo_join_functor<gsq::join_kind::inner, uint32_t,
 static_assert(!gsq::join_op<pkt_ooo_join_functor<gsq::join_kind::inner, uint32_t, true, false>>::right_ordered);
 static_assert(!gsq::join_op<pkt_ooo_join_functor<gsq::join_kind::inner, uint32_t, true, false>>::output_ordered);
 static_assert(gsq::join_op<pkt_ooo_join_functor<gsq::join_kind::inner, uint32_t, true, true>>::output_ordered);
+static_assert(!gsq::join_op<pkt_join_functor<gsq::join_kind::inner>>::joint_punctuation);
+static_assert(gsq::join_op<with_joint_punctuation<pkt_join_functor<gsq::join_kind::inner>>>::joint_punctuation);
+static_assert(!gsq::join_op<with_joint_punctuation<
+                  pkt_ooo_join_functor<gsq::join_kind::inner, uint32_t, false, true>>>::left_ordered);
 
 template <class Op>
 static void jfeed(Op &op, gsq_node &node, int side, uint32_t time, uint32_t key, const std::string &name,
@@ -2117,13 +2292,81 @@ static std::vector<row_pair> join_rows(const std::vector<join_event> &log)
     return v;
 }
 
+// The hl of every heartbeat.
 static std::vector<int64_t> join_hbs(const std::vector<join_event> &log)
 {
     std::vector<int64_t> v;
     for (const auto &e : log)
-        if (e.hb)
+        if (e.hb && !e.joint)
             v.push_back(e.t);
     return v;
+}
+
+using bound_pair = std::pair<int64_t, int64_t>;
+
+// Every heartbeat's (hl, hr), or with joint every joint heartbeat's (jl, jr).
+static std::vector<bound_pair> join_bounds(const std::vector<join_event> &log, bool joint = false)
+{
+    std::vector<bound_pair> v;
+    for (const auto &e : log)
+        if (e.hb && e.joint == joint)
+            v.emplace_back(e.t, e.t2);
+    return v;
+}
+
+// The promises of a join's heartbeats, checked over its log in emission order:
+//   (a) no row after a joint heartbeat (jl, jr) has tl < jl and tr < jr (the
+//       time of a missing side counts as below anything);
+//   (b) no row after a heartbeat (hl, hr) has a join time < hl, nor a right
+//       time < hr: rows with a right tuple, and the left-only rows of an
+//       equality join, whose right-time column is filled from tl;
+//   (c) each kind's pairs never go back, and each one raises a component;
+//   (d) leads: some joint heartbeat came with both components above the hl
+//       emitted before it.
+struct join_bounds_check {
+    bool equality;
+    std::optional<bound_pair> hb, joint;
+    bool joint_ok = true, hb_ok = true, monotone = true, leads = false;
+    size_t joints = 0;
+
+    explicit join_bounds_check(bool eq) : equality(eq) {}
+
+    static bool raises(std::optional<bound_pair> &last, const bound_pair &next)
+    {
+        const bool ok = !last || (next.first >= last->first && next.second >= last->second && next != *last);
+        last = next;
+        return ok;
+    }
+    void feed(const join_event &e)
+    {
+        if (e.hb && e.joint) {
+            monotone = raises(joint, {e.t, e.t2}) && monotone;
+            ++joints;
+            leads = leads || (hb && e.t > hb->first && e.t2 > hb->first);
+        } else if (e.hb) {
+            monotone = raises(hb, {e.t, e.t2}) && monotone;
+        } else {
+            const bool has_l = !e.l.empty(), has_r = !e.r.empty();
+            if (joint)
+                joint_ok = joint_ok && !((!has_l || e.tl < joint->first) && (!has_r || e.tr < joint->second));
+            if (hb) {
+                hb_ok = hb_ok && e.t >= hb->first;
+                if (has_r)
+                    hb_ok = hb_ok && e.tr >= hb->second;
+                else if (equality)
+                    hb_ok = hb_ok && e.tl >= hb->second;
+            }
+        }
+    }
+    bool ok() const { return joint_ok && hb_ok && monotone; }
+};
+
+static join_bounds_check check_join_bounds(const std::vector<join_event> &log, bool equality)
+{
+    join_bounds_check c(equality);
+    for (const auto &e : log)
+        c.feed(e);
+    return c;
 }
 
 // A join's answer by nested loop: every pair (l, r) of tuples that take part
@@ -2217,11 +2460,13 @@ static void test_join_band()
     CHECK_EQ(op.entries(1), size_t(2));
     hb(op, node, 20, 1); // right at 20 > 12 + 3: b done
     CHECK_EQ(op.entries(0), size_t(0));
-    // min(p_L 12, p_R - band_hi 17, p_R 20, oldest right 13) = 12
-    CHECK((join_hbs(log) == std::vector<int64_t>{12}));
+    // hl = min(p_L 12, p_R - band_hi 17, p_R 20, oldest right 13) = 12;
+    // hr = min(p_R 20, p_L - band_lo 10, oldest right 13, p_L 12) = 10
+    CHECK((join_bounds(log) == std::vector<bound_pair>{{12, 10}}));
     hb(op, node, 30, 0); // left at 30: r13, r14 done
     CHECK_EQ(op.entries(1), size_t(0));
-    CHECK((join_hbs(log) == std::vector<int64_t>{12, 17}));
+    // hl = min(30, 17, 20) = 17; hr = min(20, 28, 30) = 20
+    CHECK((join_bounds(log) == std::vector<bound_pair>{{12, 10}, {17, 20}}));
     hb(op, node, 25, 0); // behind: nothing new
     CHECK_EQ(join_hbs(log).size(), size_t(2));
     op.accept(&node, 0, GSQ_EOF, nullptr, 0);
@@ -2239,6 +2484,124 @@ static void test_join_band()
     for (uint32_t t : {11u, 12u, 15u, 16u})
         jfeed(sop, snode, 1, t, 0, "r" + std::to_string(t));
     CHECK((join_rows(sop.functor().log) == std::vector<row_pair>{{"a", "r12"}, {"a", "r15"}}));
+}
+
+// The right-time bound hr apart from hl: with band_lo > 0 a matched row's
+// right time may be band_lo below its left time, so a heartbeat that gave the
+// right-time columns hl (what the operator did before hr) promised too much.
+static void test_join_heartbeat_per_column()
+{
+    gsq_node node;
+    node.params["band_lo"] = "10";
+    node.params["band_hi"] = "10"; // tr in [tl - 10, tl + 10]
+    gsq::join_op<pkt_join_functor<gsq::join_kind::inner>> op(&node);
+    auto &log = op.functor().log;
+    jfeed(op, node, 1, 92, 0, "r92");
+    jfeed(op, node, 1, 120, 0, "r120"); // p_R = 120
+    hb(op, node, 100, 0);               // p_L = 100
+    // hl = min(p_L 100, p_R - band_hi 110) = 100; hr = min(p_R 120, p_L - band_lo 90) = 90
+    CHECK((join_bounds(log) == std::vector<bound_pair>{{100, 90}}));
+    jfeed(op, node, 0, 100, 0, "l100"); // matches r92: right time 92 < hl, >= hr
+    CHECK(log.back().l == "l100" && log.back().r == "r92" && log.back().tr == 92);
+    hb(op, node, 101, 0); // both bounds rise by one
+    hb(op, node, 121, 1); // nothing rises (hl = min(101, 111), hr = min(121, 91))
+    CHECK((join_bounds(log) == std::vector<bound_pair>{{100, 90}, {101, 91}}));
+    CHECK_EQ(op.stats().heartbeats_out, uint64_t(2));
+    CHECK_EQ(op.stats().joint_heartbeats_out, uint64_t(0)); // no emit_joint_heartbeat
+
+    // A right outer join: a future unmatched right holds hl at p_R; once the
+    // left input ended its terms go.
+    gsq_node rnode;
+    rnode.params["band_lo"] = "0";
+    rnode.params["band_hi"] = "5"; // tr in [tl, tl + 5]
+    gsq::join_op<pkt_join_functor<gsq::join_kind::right_outer>> rop(&rnode);
+    auto &rlog = rop.functor().log;
+    hb(rop, rnode, 50, 0);
+    hb(rop, rnode, 50, 1); // hl = min(50, 45, 50) = 45, hr = min(50, 50) = 50
+    CHECK((join_bounds(rlog) == std::vector<bound_pair>{{45, 50}}));
+    rop.accept(&rnode, 0, GSQ_EOF, nullptr, 0); // no more lefts: hl = min(p_R - 5, p_R), hr = p_R
+    hb(rop, rnode, 60, 1);
+    CHECK((join_bounds(rlog) == std::vector<bound_pair>{{45, 50}, {55, 60}}));
+}
+
+// Joint punctuation (seed 004 7, Figure 8): (J_L, J_R) does not lose the band,
+// so it leads the individual heartbeat; a preserved side's oldest stored
+// entry holds its component back; an ended input's is the type's max.
+static void test_join_joint_punctuation()
+{
+    gsq_node node;
+    node.params["band_lo"] = "30";
+    node.params["band_hi"] = "30";
+    using op_t = gsq::join_op<with_joint_punctuation<pkt_join_functor<gsq::join_kind::left_outer>>>;
+    static_assert(op_t::joint_punctuation);
+    op_t op(&node);
+    auto &log = op.functor().log;
+    jfeed(op, node, 0, 100, 1, "l100");
+    hb(op, node, 100, 1); // p_L 100, p_R 100
+    // hl = min(100, 70, oldest left 100) = 70, hr = min(100, 70, 100) = 70;
+    // J_L = min(p_L 100, oldest left 100) = 100, J_R = p_R 100
+    CHECK((join_bounds(log) == std::vector<bound_pair>{{70, 70}}));
+    CHECK((join_bounds(log, true) == std::vector<bound_pair>{{100, 100}}));
+    CHECK(log.back().joint); // after the heartbeat
+    hb(op, node, 120, 0); // hr = min(100, 90, 120, 100) = 90; J_L held by l100
+    CHECK((join_bounds(log) == std::vector<bound_pair>{{70, 70}, {70, 90}}));
+    CHECK_EQ(join_bounds(log, true).size(), size_t(1));
+    hb(op, node, 125, 1);
+    // hl = min(120, 95, 100) = 95, hr = min(125, 90, 120, 100) = 90;
+    // J = (min(120, 100), 125) = (100, 125)
+    CHECK((join_bounds(log) == std::vector<bound_pair>{{70, 70}, {70, 90}, {95, 90}}));
+    CHECK((join_bounds(log, true) == std::vector<bound_pair>{{100, 100}, {100, 125}}));
+    hb(op, node, 131, 1); // l100 can match no more: out unmatched; J_L = p_L 120
+    CHECK(!log[log.size() - 3].hb && log[log.size() - 3].l == "l100");
+    CHECK((join_bounds(log).back() == bound_pair{101, 90}));
+    CHECK((join_bounds(log, true).back() == bound_pair{120, 131}));
+    op.accept(&node, 0, GSQ_EOF, nullptr, 0);
+    hb(op, node, 140, 1); // J_L = +infinity: the type's max
+    CHECK((join_bounds(log, true).back() == bound_pair{UINT32_MAX, 140}));
+    CHECK_EQ(op.stats().joint_heartbeats_out, uint64_t(join_bounds(log, true).size()));
+    CHECK_EQ(op.stats().heartbeats_out, uint64_t(join_bounds(log).size()));
+    op.accept(&node, 1, GSQ_EOF, nullptr, 0);
+    CHECK_EQ(count_kind(node, GSQ_EOF), size_t(1));
+}
+
+// A joint heartbeat arriving on an input (a join feeding another operator) is
+// ignored by every operator that does not use it: no output, no progress, no
+// failure.
+static void test_joint_heartbeat_input_ignored()
+{
+    auto t = pkt(50, 0, "", 0);
+    const uint32_t len = static_cast<uint32_t>(t.size());
+    gsq_node jnode;
+    gsq::join_op<with_joint_punctuation<pkt_join_functor<gsq::join_kind::full_outer>>> jop(&jnode);
+    jfeed(jop, jnode, 0, 10, 0, "l10");
+    jop.accept(&jnode, 1, GSQ_JOINT_HEARTBEAT, t.data(), len);
+    jop.accept(&jnode, 0, GSQ_JOINT_HEARTBEAT, nullptr, 0);
+    CHECK(!jnode.failed && jop.functor().log.empty() && jop.entries(0) == 1);
+    CHECK_EQ(jop.stats().heartbeats_in, uint64_t(0));
+    jfeed(jop, jnode, 1, 10, 0, "r10"); // still matches: p_R did not move
+    CHECK_EQ(jop.stats().matches, uint64_t(1));
+
+    // A selection (it may not keep both time columns: nothing passes on), and
+    // a merge (no progress: input 1 still blocks input 0's tuple).
+    gsq_node snode;
+    gsq::selection_op<big_packets_hb_functor> sop(&snode);
+    sop.accept(&snode, 0, GSQ_JOINT_HEARTBEAT, t.data(), len);
+    CHECK(!snode.failed && snode.out.empty() && sop.functor().heartbeats == 0);
+    gsq_node mnode;
+    gsq::merge_op<pkt_merge_functor<2>> mop(&mnode);
+    mfeed(mop, mnode, 0, 12, "a12");
+    mop.accept(&mnode, 1, GSQ_JOINT_HEARTBEAT, t.data(), len);
+    CHECK(!mnode.failed && mnode.out.empty() && mop.stats().heartbeats_in == 0);
+
+    constexpr static int inputs[] = {1, 2};
+    const gsq_hfta_def def =
+        gsq::hfta_def_of<gsq::join_op<pkt_join_functor<gsq::join_kind::inner>>>("j", inputs, 3);
+    gsq_node gnode;
+    void *h = def.create(&gnode);
+    def.accept(h, &gnode, 1, GSQ_JOINT_HEARTBEAT, t.data(), len);
+    def.accept(h, &gnode, 1, 42, t.data(), len); // an unknown kind still fails the node
+    CHECK(gnode.failure.find("unknown tuple kind 42") != std::string::npos);
+    def.destroy(h);
 }
 
 static void test_join_heartbeat_purge_memory()
@@ -2435,7 +2798,7 @@ static bool join_random_trial(std::mt19937 &rng, int64_t lo, int64_t hi, bool &h
     gsq_node node;
     node.params["band_lo"] = std::to_string(lo);
     node.params["band_hi"] = std::to_string(hi);
-    gsq::join_op<pkt_join_functor<K, T>> op(&node);
+    gsq::join_op<with_joint_punctuation<pkt_join_functor<K, T>>> op(&node);
     size_t pos[2] = {0, 0};
     bool ended[2] = {false, false};
     while (!ended[0] || !ended[1]) {
@@ -2451,15 +2814,7 @@ static bool join_random_trial(std::mt19937 &rng, int64_t lo, int64_t hi, bool &h
         auto bytes = pkt(e.t, e.key, e.name, e.len);
         op.accept(&node, s, e.hb ? GSQ_HEARTBEAT : GSQ_DATA, bytes.data(), static_cast<uint32_t>(bytes.size()));
     }
-    std::optional<int64_t> last_hb;
-    for (const auto &e : op.functor().log) {
-        if (e.hb) {
-            hb_ok = hb_ok && (!last_hb || *last_hb < e.t);
-            last_hb = e.t;
-        } else {
-            hb_ok = hb_ok && (!last_hb || *last_hb <= e.t);
-        }
-    }
+    hb_ok = hb_ok && check_join_bounds(op.functor().log, lo == 0 && hi == 0).ok();
     return join_rows(op.functor().log) == want && node.out.size() == 1 && node.out[0].kind == GSQ_EOF &&
            node.counters[GSQ_CNT_LATE_DROPPED] == 0 && op.entries(0) == 0 && op.entries(1) == 0 &&
            op.stats().bytes[0] == 0 && op.stats().bytes[1] == 0;
@@ -2597,15 +2952,7 @@ static void test_join_disordered_basic()
     CHECK(node.out.size() == 1 && node.out[0].kind == GSQ_EOF);
     CHECK_EQ(op.keys(0) + op.keys(1), size_t(0));
     // No row below a heartbeat emitted before it.
-    std::optional<int64_t> last;
-    bool ok = true;
-    for (const auto &e : log) {
-        if (e.hb)
-            last = e.t;
-        else
-            ok = ok && (!last || *last <= e.t);
-    }
-    CHECK(ok);
+    CHECK(check_join_bounds(log, true).ok());
 }
 
 // One disordered side against an in-order one, with a band: the in-order
@@ -2630,8 +2977,9 @@ static void test_join_disordered_one_side_band()
     CHECK_EQ(op.entries(1), size_t(2)); // p_L unknown: no right purged
     hb(op, node, 13, 0);                // p_L = 13: r10 (10 + 2 < 13) goes
     CHECK_EQ(op.entries(1), size_t(1));
-    // H = min(p_L 13, p_R - band_hi 9, oldest left 12) = 9
-    CHECK((join_hbs(log) == std::vector<int64_t>{9}));
+    // hl = min(p_L 13, p_R - band_hi 9, oldest left 12) = 9;
+    // hr = min(p_R 12, p_L - band_lo 11, p_L 13, oldest left 12) = 11
+    CHECK((join_bounds(log) == std::vector<bound_pair>{{9, 11}}));
     op.accept(&node, 0, GSQ_EOF, nullptr, 0);
     op.accept(&node, 1, GSQ_EOF, nullptr, 0);
     const std::vector<row_pair> want = {{"l12", "r10"}, {"l12", "r12"}, {"l6", ""}, {"l8", "r10"}};
@@ -2780,6 +3128,7 @@ int main()
     test_hash_iteration();
     test_hash_bad_hash();
     test_hash_erase_random();
+    test_hash_erase_if();
     test_hash_string_keys();
     test_hash_clear_release_swap();
     test_hash_moved_from();
@@ -2802,6 +3151,8 @@ int main()
     test_groupby_disorder_epochs();
     test_groupby_disorder_strict();
     test_groupby_disorder_memory();
+    test_groupby_joint_ordered();
+    test_groupby_joint_any_order();
     test_sat_arith();
     test_merge_two_interleaved();
     test_merge_stalled_input();
@@ -2813,6 +3164,9 @@ int main()
     test_merge_unordered();
     test_join_kinds_with_keys();
     test_join_band();
+    test_join_heartbeat_per_column();
+    test_join_joint_punctuation();
+    test_joint_heartbeat_input_ignored();
     test_join_heartbeat_purge_memory();
     test_join_many_to_many_and_late();
     test_join_eof();

@@ -1,9 +1,11 @@
 // Hand-written HFTAs (C++17) of the heartbeat query set.
 //  hb_merge: hb_a and hb_b -> hb_out, every tuple passed through unchanged
 //    with gsq_emit_raw (heartbeats too); $bad_raw=short|strref makes it
-//    pass a broken tuple instead, which the runtime must refuse.
-//  hb_stats: hb_out -> hb_summary, counts data and heartbeats; at the end
-//    one tuple (counts, first and last heartbeat time), then EOF.
+//    pass a broken tuple instead, which the runtime must refuse; $joint
+//    makes it emit a copy of each heartbeat as a GSQ_JOINT_HEARTBEAT after it.
+//  hb_stats: hb_out -> hb_summary, counts data, heartbeats and joint
+//    heartbeats; at the end one tuple (counts, first and last heartbeat
+//    time), then EOF.
 #include <cstddef>
 #include <cstring>
 #include <new>
@@ -16,6 +18,7 @@ namespace {
 
 struct merge_op {
     int bad = 0; // 1 short, 2 strref
+    bool joint = false;
     int eofs = 0;
     std::vector<unsigned char> scratch;
 };
@@ -30,6 +33,7 @@ void *merge_create(gsq_node *node)
     const char *v = gsq_param(node, "bad_raw");
     if (v)
         op->bad = std::strcmp(v, "short") == 0 ? 1 : 2;
+    op->joint = gsq_param(node, "joint") != nullptr;
     return op;
 }
 
@@ -57,6 +61,8 @@ void merge_accept(void *p, gsq_node *node, int input, int kind, const void *tup,
         return;
     }
     gsq_emit_raw(node, kind, tup, len);
+    if (kind == GSQ_HEARTBEAT && op->joint)
+        gsq_emit_raw(node, GSQ_JOINT_HEARTBEAT, tup, len);
 }
 
 void merge_destroy(void *p)
@@ -89,6 +95,10 @@ void stats_accept(void *p, gsq_node *node, int input, int kind, const void *tup,
     }
     if (kind == GSQ_DATA) {
         op->s.n_data++;
+        return;
+    }
+    if (kind == GSQ_JOINT_HEARTBEAT) {
+        op->s.n_joint++;
         return;
     }
     const hb_pkt_t *in = static_cast<const hb_pkt_t *>(tup);

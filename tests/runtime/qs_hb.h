@@ -1,8 +1,9 @@
 /* Stream structs of the hand-written heartbeat query set: two pcap LFTAs
  * (hb_a on interface "a", hb_b on "b") whose heartbeat() announces the last
  * seen packet time (or the clock less the interface's max_skew), an HFTA
- * hb_merge passing both streams through with gsq_emit_raw, and an HFTA
- * hb_stats counting what reaches it. */
+ * hb_merge passing both streams through with gsq_emit_raw (with $joint, a
+ * joint heartbeat after each heartbeat), and an HFTA hb_stats counting what
+ * reaches it. */
 #ifndef QS_HB_H
 #define QS_HB_H
 #include "gsq_types.h"
@@ -25,6 +26,7 @@ typedef struct hb_pkt_t {
 typedef struct hb_summary_t {
     uint32_t n_data;
     uint32_t n_hb;
+    uint32_t n_joint; /* GSQ_JOINT_HEARTBEAT tuples */
     uint64_t first_hb_usec;
     uint64_t last_hb_usec;
 } hb_summary_t;

@@ -18,6 +18,7 @@ static const gsq_column pkt_cols[] = {
 static const gsq_column summary_cols[] = {
     {"n_data", GSQ_T_UINT, offsetof(hb_summary_t, n_data)},
     {"n_hb", GSQ_T_UINT, offsetof(hb_summary_t, n_hb)},
+    {"n_joint", GSQ_T_UINT, offsetof(hb_summary_t, n_joint)},
     {"first_hb_usec", GSQ_T_ULLONG, offsetof(hb_summary_t, first_hb_usec)},
     {"last_hb_usec", GSQ_T_ULLONG, offsetof(hb_summary_t, last_hb_usec)},
 };
@@ -25,7 +26,7 @@ static const gsq_stream_desc streams[] = {
     {"hb_a", sizeof(hb_pkt_t), 6, pkt_cols},
     {"hb_b", sizeof(hb_pkt_t), 6, pkt_cols},
     {"hb_out", sizeof(hb_pkt_t), 6, pkt_cols},
-    {"hb_summary", sizeof(hb_summary_t), 4, summary_cols},
+    {"hb_summary", sizeof(hb_summary_t), 5, summary_cols},
 };
 static const gsq_lfta_def *const lftas[] = {&lfta_hb_a, &lfta_hb_b};
 static const gsq_hfta_def *const hftas[] = {&hfta_hb_merge, &hfta_hb_stats};

@@ -868,7 +868,7 @@ def test_heartbeats_follow_the_data_clock(build, tmp_path):
     s = r.rows["sum.jsonl"]
     # the first tick (clock 1001 s) came after the first batch: the packets up
     # to 1001 s (two files are replayed time-aligned, one second at a time)
-    assert s == [{"n_data": 81, "n_hb": 20, "first_hb_usec": 1001000000,
+    assert s == [{"n_data": 81, "n_hb": 20, "n_joint": 0, "first_hb_usec": 1001000000,
                   "last_hb_usec": 1020000000}]
     # gsq_emit_raw passed every tuple through unchanged, strings included
     assert r.out["out.jsonl"] == r.out["a.jsonl"] and len(r.rows["out.jsonl"]) == 81
@@ -887,7 +887,7 @@ def test_heartbeats_follow_the_data_clock(build, tmp_path):
 def test_fixed_clock_never_ticks(build, tmp_path):
     r = hb_run(build, tmp_path, span(1000, 1010, SEC), options={"clock": "fixed:5000"})
     assert r.rc == 0 and r.stats["heartbeat_ticks"] == 0
-    assert r.rows["sum.jsonl"][0] == {"n_data": 11, "n_hb": 0, "first_hb_usec": 0,
+    assert r.rows["sum.jsonl"][0] == {"n_data": 11, "n_hb": 0, "n_joint": 0, "first_hb_usec": 0,
                                       "last_hb_usec": 0}
 
 
@@ -1033,6 +1033,29 @@ def test_trace_lines(build, tmp_path):
         assert r.error == "cannot write trace file /dev/full: No space left on device"
     r = hb_run(build, tmp_path / "nodir", a, options={"trace": str(tmp_path / "no/such")})
     assert r.rc == -1 and r.error.startswith(f"cannot open trace file {tmp_path}/no/such: ")
+
+
+def test_joint_heartbeats_reach_operators_not_sinks_nor_traces(build, tmp_path):
+    # hb_merge emits a GSQ_JOINT_HEARTBEAT after each heartbeat it passes on
+    trace = tmp_path / "trace.jsonl"
+    a = span(1000, 1020, 250000)
+    r = hb_run(build, tmp_path, a, params={"joint": "1"},
+               options={"batch": "8", "trace": str(trace)})
+    assert r.rc == 0 and r.report == "", r
+    # counted per stream apart from heartbeats (and from EOF)
+    assert r.streams["hb_out"]["joint_heartbeats"] == 20
+    assert r.streams["hb_out"]["heartbeats"] == 20 and r.streams["hb_out"]["eof"] == 1
+    assert r.streams["hb_a"]["joint_heartbeats"] == 0
+    # routed to the HFTA reading the stream, as heartbeats are
+    assert r.rows["sum.jsonl"] == [{"n_data": 81, "n_hb": 20, "n_joint": 20,
+                                    "first_hb_usec": 1001000000, "last_hb_usec": 1020000000}]
+    # never to a sink: the same rows as without them
+    plain = hb_run(build, tmp_path / "plain", a, options={"batch": "8"})
+    assert r.out["out.jsonl"] == plain.out["out.jsonl"] and len(r.rows["out.jsonl"]) == 81
+    # nor a hop of a heartbeat's trace
+    lines = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert len(lines) == 20
+    assert all([h["node"] for h in t["hops"]] == ["hb_merge", "hb_stats"] for t in lines)
 
 
 def test_emit_raw_rejects_broken_tuples(build, tmp_path):

@@ -572,10 +572,31 @@ class Generator:
         oem = CEmitter(octx)
         time_t = arithmetic_result(j.time[0].info.type, j.time[1].info.type) or j.time[0].info.type
         assigns, strs = output_assignments(oem, n.output, n.select, data["out_t"])
-        time_keys = {key(j.time[0]), key(j.time[1])}
-        hb_assigns = [f"t.{field_member(col.name)} = ({col.type.c_type})tm;"
-                      for col, (_, e) in zip(n.output.columns, n.select)
-                      if key(e) in time_keys and col.type.is_numeric]
+        # The heartbeat tuples (join_op.hpp "Heartbeats", "Joint
+        # punctuation"): a column that is exactly the left time takes hl (jl),
+        # exactly the right time hr (jr); any other temporal column the bound
+        # that promises nothing.  A heartbeat sets temporal columns only: hr
+        # does not bound the empty right-time column of a band join's
+        # left-only rows (analysis makes it not temporal).  A joint heartbeat
+        # bounds the two times together, which holds of every row whatever
+        # its columns' temporal properties (an outer row meets the bound of
+        # its present side), so it sets them regardless.
+        left_key, right_key = key(j.time[0]), key(j.time[1])
+        hb_assigns, joint_assigns = [], []
+        for col, (_, e) in zip(n.output.columns, n.select):
+            if not col.type.is_numeric:
+                continue
+            m, ct = field_member(col.name), col.type.c_type
+            side = "l" if key(e) == left_key else "r" if key(e) == right_key else None
+            if side is not None:
+                if col.temporal.is_temporal:
+                    hb_assigns.append(f"t.{m} = ({ct})h{side};")
+                joint_assigns.append(f"t.{m} = ({ct})j{side};")
+            elif col.temporal.is_temporal:
+                bound = "lowest" if col.temporal is Temporal.INCREASING else "max"
+                no_bound = f"t.{m} = std::numeric_limits<{ct}>::{bound}();"
+                hb_assigns.append(no_bound)
+                joint_assigns.append(no_bound)
         data.update(
             sides,
             join_kind={"inner": "inner", "left": "left_outer", "right": "right_outer",
@@ -584,6 +605,7 @@ class Generator:
             left_time=lem.as_type(j.time[0], time_t), right_time=rem.as_type(j.time[1], time_t),
             band_lo=f"(({time_t.c_type})({j.band_lo!r}))", band_hi=f"(({time_t.c_type})({j.band_hi!r}))",
             assigns=assigns, strs=strs, hb_assigns=hb_assigns,
+            joint_punctuation=n.joint_punctuation, joint_assigns=joint_assigns,
             constants=lem.ctx.constants + rem.ctx.constants + octx.constants)
         data.update(left_ordered=n.inputs_ordered[0], right_ordered=n.inputs_ordered[1])
         return self.env.get_template("hfta/join.cpp.j2").render(**data)
@@ -749,20 +771,43 @@ class Generator:
             epoch.append({"i": i, "ctype": e.info.type.c_type,
                           "later": ">" if e.info.temporal is Temporal.INCREASING else "<",
                           "infer": em.as_type(e, e.info.type)})
-        # The output heartbeat: temporal columns from the epoch's values.
+        # The output heartbeat: temporal columns from the epoch's values; one
+        # that reads anything else (a temporal key outside the epoch, an
+        # aggregate) gets the bound that promises nothing.
         epoch_set = set(n.epoch_indices)
 
         def hb_resolve(e: ast.Expr) -> Optional[str]:
             if isinstance(e, GroupRef):
-                return f"e.e{e.index}" if e.index in epoch_set else "0"
-            if isinstance(e, AggRef):
-                return "0"
+                return f"e.e{e.index}"
             return None
         hem = CEmitter(EmitContext(hb_resolve, lambda p: f"p_{c_identifier(p)}",
                                    const_prefix=ident + "_kh"))
-        data["hb_assigns"] = [f"t.{field_member(col.name)} = {hem.as_type(e, col.type)};"
-                              for col, (_, e) in zip(n.output.columns, n.select)
-                              if col.temporal.is_temporal]
+        hb_assigns = []
+        for col, (_, e) in zip(n.output.columns, n.select):
+            if not col.temporal.is_temporal:
+                continue
+            if all(x.index in epoch_set for x in walk(e) if isinstance(x, GroupRef)) \
+                    and not any(isinstance(x, AggRef) for x in walk(e)):
+                hb_assigns.append(f"t.{field_member(col.name)} = {hem.as_type(e, col.type)};")
+            elif col.type.is_numeric:
+                bound = "lowest" if col.temporal is Temporal.INCREASING else "max"
+                hb_assigns.append(f"t.{field_member(col.name)} = "
+                                  f"std::numeric_limits<{col.type.c_type}>::{bound}();")
+        data["hb_assigns"] = hb_assigns
+        # Joint punctuation (seed 004 section 7): the temporal keys over the
+        # join's left and right times, evaluated on its joint punctuation.
+        joint = []
+        for side, idx in (("l", n.joint_left), ("r", n.joint_right)):
+            for i in idx:
+                e = n.group_by[i][1]
+                joint.append({"i": i, "side": side, "ctype": e.info.type.c_type,
+                              "before": "<" if e.info.temporal is Temporal.INCREASING else ">",
+                              "later": ">" if e.info.temporal is Temporal.INCREASING else "<",
+                              "infer": em.as_type(e, e.info.type)})
+        data.update(joint=joint, ordered_output=n.ordered_output,
+                    # a side whose keys are all in the epoch decides for a whole epoch
+                    joint_epoch_sides=[sd for sd, idx in (("l", n.joint_left), ("r", n.joint_right))
+                                       if idx and set(idx) <= epoch_set])
         having = None
         if n.having is not None:
             having = f"if (!{em.expr(n.having)}) return;  {_expr_comment(n.having, n)}"

@@ -95,18 +95,28 @@ def _order_line(n: PlanNode) -> str:
     if isinstance(n, HftaAggregate):
         hb = ("its input's heartbeats close older epochs" if n.strict_heartbeats else
               "heartbeats report progress")
-        return f"    order:    {_epochs(n.disorder)}; {hb}"
+        line = f"    order:    {_epochs(n.disorder)}; {hb}"
+        if n.joint_left:
+            names = [n.group_by[i][0] for i in n.joint_left + n.joint_right]
+            line += ("; joint punctuation: a group below it on both "
+                     + " and ".join(names) + " leaves before its epoch closes"
+                     + (" (from the oldest epoch, in order)" if n.ordered_output else
+                        " (from any open epoch: its readers are order-agnostic)"))
+        return line
     if isinstance(n, HftaMerge):
         if n.ordered:
             return "    order:    in order: releases tuples in merge-field order (buffers)"
         return ("    order:    out of order: its readers are order-agnostic, tuples pass straight "
                 "through and the heartbeat is the least of the inputs' progress")
     if isinstance(n, HftaJoin):
+        joint = ("; it emits joint punctuation on both inputs' times together (seed 004 "
+                 "section 7)" if n.joint_punctuation else "")
         if isinstance(n, HftaFilterJoin) or all(n.inputs_ordered):
-            return "    order:    in order: each input in order of its temporal column"
-        late = " and ".join(i for i, o in zip(n.inputs, n.inputs_ordered) if not o)
-        return (f"    order:    out of order: {late} comes out of order; the join purges by its "
-                "inputs' heartbeats, and its output is in order only up to its heartbeats")
+            return "    order:    in order: each input in order of its temporal column" + joint
+        late = [i for i, o in zip(n.inputs, n.inputs_ordered) if not o]
+        return (f"    order:    out of order: {' and '.join(late)} "
+                f"{'comes' if len(late) == 1 else 'come'} out of order; the join purges by its "
+                "inputs' heartbeats, and its output is in order only up to its heartbeats" + joint)
     return "    order:    keeps its input's order"
 
 

@@ -22,6 +22,7 @@ from typing import ClassVar, Optional, Union
 
 from ..frontend import ast
 from ..semantics.analyze import AnalyzedQuery, Column, JoinInfo, MergeInfo, StreamDef
+from ..semantics.bound import FieldRef, walk
 from ..semantics.schema import Protocol
 from ..semantics.types import Type
 
@@ -77,8 +78,22 @@ class _Grouped:
 
     @property
     def epoch_indices(self) -> list[int]:
-        """The temporal group-by keys: their values make the epoch."""
-        return [i for i, (_, e) in enumerate(self.group_by) if e.info.temporal.is_temporal]
+        """The temporal group-by keys over the input field(s) of the first
+        one: their values make the epoch.  A temporal key over another field
+        (the other input's time, after a band join) is an ordinary key: its
+        groups close with their epoch, or earlier by joint punctuation (seed
+        004 section 7) -- an epoch of both would count a band's worth of
+        epochs as disorder."""
+        temporal = [i for i, (_, e) in enumerate(self.group_by) if e.info.temporal.is_temporal]
+        if not temporal:
+            return []
+        first = fields_of(self.group_by[temporal[0]][1])
+        return [i for i in temporal if fields_of(self.group_by[i][1]) == first]
+
+
+def fields_of(e: ast.Expr) -> frozenset[tuple[int, str]]:
+    """The (source, name) of every input field e reads."""
+    return frozenset((x.source, x.name) for x in walk(e) if isinstance(x, FieldRef))
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -148,6 +163,14 @@ class HftaAggregate(_Grouped, HftaNode):
     # its input's heartbeats are promises (an HFTA's output): a heartbeat
     # closes every older epoch; from an LFTA they only report progress
     strict_heartbeats: bool = False
+    # joint punctuation from a band join (seed 004 section 7): the temporal
+    # group-by keys over the join's left time and over its right time; a
+    # group below a joint punctuation on both leaves before its epoch closes
+    joint_left: tuple[int, ...] = ()
+    joint_right: tuple[int, ...] = ()
+    # its output is read in epoch order (False: groups released early by
+    # joint punctuation may leave ahead of an older open epoch's)
+    ordered_output: bool = True
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -169,6 +192,10 @@ class HftaJoin(HftaNode):
     # each input arrives in order of its temporal column; an input that does
     # not (an OOP union) advances the join only by its heartbeats
     inputs_ordered: tuple[bool, bool] = (True, True)
+    # emit joint punctuation (seed 004 7, join_op.hpp "Joint punctuation"):
+    # GSQ_JOINT_HEARTBEAT tuples bounding the left and right time columns
+    # together, for a reader that groups on both
+    joint_punctuation: bool = False
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)

@@ -47,6 +47,7 @@ from .nodes import (
     LftaSelect,
     Named,
     PlanNode,
+    fields_of,
 )
 
 __all__ = ["Accum", "AggPlan", "DEFAULT_LFTA_TABLE", "Plan", "PlanDefaults", "PlanNode",
@@ -224,6 +225,9 @@ def _lfta_reach(disorder: int, flush: str, hfta_disorder: int) -> tuple[int, str
 
 
 MAX_DISORDER = 32   # open epochs an aggregation may keep (the LFTA table's GSQ_AGG_MAX_EPOCHS)
+# open epochs the planner may give an HFTA aggregation that reads a band join
+# (the band's span in epochs; the HFTA operator has no fixed limit)
+MAX_BAND_EPOCHS = 1024
 
 
 def _power_of_two(n: int) -> int:
@@ -495,7 +499,23 @@ def _output_spread(n: PlanNode, spread: dict[str, float]) -> float:
         return band_output_disorder(n.join)
     if isinstance(n, (HftaSelect, HftaMerge)):
         return max((spread.get(i, 0.0) for i in n.inputs), default=0.0)
+    if isinstance(n, HftaAggregate) and not n.ordered_output:
+        return float(n.disorder - 1)    # groups leave from any of its open epochs
     return 0.0      # LFTAs read sources; aggregations close epochs in order
+
+
+def _right_time_lag(n: HftaAggregate, earlier: list[PlanNode]) -> float:
+    """A band join's output is ordered by its left time up to its spread;
+    an aggregation whose epochs are made by the right time sees that time
+    spread by the band's width more (tr = tl + delta, delta in [-lo, hi])."""
+    src = next((x for x in earlier if x.name == n.inputs[0]), None)
+    if not isinstance(src, HftaJoin) or isinstance(src, HftaFilterJoin) or not n.epoch_indices:
+        return 0.0
+    right = {(0, col.name) for col, (_, e) in zip(src.output.columns, src.select)
+             if key(e) == key(src.join.time[1])}
+    if not fields_of(n.group_by[n.epoch_indices[0]][1]) <= right:
+        return 0.0
+    return max(0.0, src.join.band_lo + src.join.band_hi)
 
 
 def _epochs_spanning(n: HftaAggregate, d: float) -> int:
@@ -510,7 +530,7 @@ def _epochs_spanning(n: HftaAggregate, d: float) -> int:
                 and isinstance(e.right.value, (int, float)) and e.right.value > 0:
             w = float(e.right.value)
         need = max(need, int(-(-d // w)) + 1)
-    return min(need, MAX_DISORDER)
+    return min(need, MAX_BAND_EPOCHS)
 
 
 def order_pass(nodes: list[PlanNode]) -> list[PlanNode]:
@@ -532,19 +552,24 @@ def order_pass(nodes: list[PlanNode]) -> list[PlanNode]:
     ordered: dict[str, bool] = {}    # a stream arrives in order of its temporal columns
     out: list[PlanNode] = []
     for n in nodes:
-        spread[n.name] = _output_spread(n, spread)
+        if isinstance(n, HftaAggregate):
+            n = _with_joint_punctuation(n, out, not needs_order[n.name])
         if isinstance(n, HftaJoin) and not isinstance(n, HftaFilterJoin):
             ins = (ordered.get(n.inputs[0], True), ordered.get(n.inputs[1], True))
             if ins != (True, True):
                 n = dataclasses.replace(n, inputs_ordered=ins)
         if isinstance(n, HftaAggregate) and spread.get(n.inputs[0], 0) > 0:
-            need = _epochs_spanning(n, spread[n.inputs[0]])
+            d = spread[n.inputs[0]] + _right_time_lag(n, out)
+            need = _epochs_spanning(n, d)
             if need > n.disorder:
+                src = next((x for x in out if x.name == n.inputs[0]), None)
+                what = ("an aggregation's output, its groups released by joint punctuation"
+                        if isinstance(src, HftaAggregate) else "a band join's output")
                 n = dataclasses.replace(
                     n, disorder=need,
                     note=n.note + f"; {need} epochs open (raised from {n.disorder}): its input "
-                                  f"is a band join's output, disordered by up to "
-                                  f"{spread[n.inputs[0]]:g}")
+                                  f"is {what}, disordered by up to {d:g}")
+        spread[n.name] = _output_spread(n, spread)      # after the raise: it may use it
         if isinstance(n, LftaNode):
             strict[n.name] = False
             if not needs_order[n.name] and n.set_merge_column is not None:
@@ -565,6 +590,38 @@ def order_pass(nodes: list[PlanNode]) -> list[PlanNode]:
     return out
 
 
+def _with_joint_punctuation(n: HftaAggregate, earlier: list[PlanNode],
+                            any_order: bool) -> HftaAggregate:
+    """An aggregation reading a join directly whose temporal group-by keys
+    cover both the join's left time and its right time (each key over one of
+    them) uses the join's joint punctuation (seed 004 section 7); the join
+    (in `earlier`, replaced there) then emits it.  any_order: no reader needs
+    the aggregation's output in order, so covered groups may leave from any
+    open epoch."""
+    at = next((i for i, x in enumerate(earlier) if x.name == n.inputs[0]), None)
+    src = earlier[at] if at is not None else None
+    if not isinstance(src, HftaJoin) or isinstance(src, HftaFilterJoin):
+        return n
+    sides = tuple({col.name for col, (_, e) in zip(src.output.columns, src.select)
+                   if col.temporal.is_temporal and key(e) == key(src.join.time[s])}
+                  for s in (0, 1))
+    keys: tuple[list[int], list[int]] = ([], [])
+    for i, (_, e) in enumerate(n.group_by):
+        reads = fields_of(e)
+        if not e.info.temporal.is_temporal or len(reads) != 1:
+            continue
+        (_, name), = reads
+        for s in (0, 1):
+            if name in sides[s]:
+                keys[s].append(i)
+    if not keys[0] or not keys[1]:
+        return n
+    assert at is not None
+    earlier[at] = dataclasses.replace(src, joint_punctuation=True)
+    return dataclasses.replace(n, joint_left=tuple(keys[0]), joint_right=tuple(keys[1]),
+                               ordered_output=not any_order)
+
+
 def _arrives_in_order(n: PlanNode, ordered: dict[str, bool]) -> bool:
     """Whether n's output comes in order of its temporal columns."""
     if isinstance(n, LftaNode):
@@ -575,7 +632,9 @@ def _arrives_in_order(n: PlanNode, ordered: dict[str, bool]) -> bool:
         return ordered[n.inputs[0]]
     if isinstance(n, HftaJoin) and not isinstance(n, HftaFilterJoin):
         return all(n.inputs_ordered) and band_output_disorder(n.join) == 0
-    return True     # aggregations close epochs in order; filter joins follow S
+    if isinstance(n, HftaAggregate):
+        return n.ordered_output
+    return True     # filter joins follow S
 
 
 def describe_expr(e: ast.Expr, node: PlanNode) -> str:

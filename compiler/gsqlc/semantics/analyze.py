@@ -686,6 +686,7 @@ def analyze_query(q: ast.Query, name: str, file: str, sources: list[Source]) -> 
     if len(sources) == 2:
         aq.join = _analyze_join(aq)
         _check_join_without_regexes(aq, aq.join)
+        _drop_temporal_of_empty_sides(aq, aq.join)
     if q.having is not None:
         hb = b.bind_grouped(q.having, "HAVING")
         if hb.info.type is not Type.BOOL:
@@ -836,6 +837,28 @@ def _analyze_join(aq: AnalyzedQuery) -> JoinInfo:
     if lx.info.temporal is Temporal.DECREASING:
         raise not_supported(span, "a join on decreasing temporal fields")
     return JoinInfo(kind, (lx, rx), lo, hi, keys, filters, fill, span)
+
+
+# The sides whose fields an outer join's unmatched rows of the other side
+# leave empty (zero).
+_EMPTY_SIDES = {"inner": (), "left": (1,), "right": (0,), "full": (0, 1)}
+
+
+def _drop_temporal_of_empty_sides(aq: AnalyzedQuery, j: JoinInfo) -> None:
+    """An outer join's unmatched row leaves the fields of the missing side
+    empty, except those the join predicate equates with a field of the
+    present side (the key-fill rule, `j.fill`).  An output column reading
+    such an unfilled field (e.g. B.time of a LEFT_OUTER_JOIN on a band) then
+    holds zero on those rows, so it follows no order and bounds nothing: it
+    is not temporal."""
+    empty = _EMPTY_SIDES.get(j.kind, ())
+    for i, (name, e) in enumerate(aq.select):
+        if not e.info.temporal.is_temporal:
+            continue
+        if any(isinstance(n, FieldRef) and n.source in empty and (n.source, n.name) not in j.fill
+               for n in walk(e)):
+            aq.select[i] = (name, dataclasses.replace(
+                e, info=dataclasses.replace(e.info, temporal=Temporal.NONE)))
 
 
 def _check_join_without_regexes(aq: AnalyzedQuery, j: JoinInfo) -> None:
