@@ -504,15 +504,25 @@ def _output_spread(n: PlanNode, spread: dict[str, float]) -> float:
     return 0.0      # LFTAs read sources; aggregations close epochs in order
 
 
+def _node_named(nodes: list[PlanNode], name: str) -> Optional[PlanNode]:
+    return next((x for x in nodes if x.name == name), None)
+
+
+def _time_columns(j: HftaJoin, side: int) -> set[str]:
+    """The join's temporal output columns that are its left (0) or right (1)
+    time itself."""
+    return {col.name for col, (_, e) in zip(j.output.columns, j.select)
+            if col.temporal.is_temporal and key(e) == key(j.join.time[side])}
+
+
 def _right_time_lag(n: HftaAggregate, earlier: list[PlanNode]) -> float:
     """A band join's output is ordered by its left time up to its spread;
     an aggregation whose epochs are made by the right time sees that time
     spread by the band's width more (tr = tl + delta, delta in [-lo, hi])."""
-    src = next((x for x in earlier if x.name == n.inputs[0]), None)
+    src = _node_named(earlier, n.inputs[0])
     if not isinstance(src, HftaJoin) or isinstance(src, HftaFilterJoin) or not n.epoch_indices:
         return 0.0
-    right = {(0, col.name) for col, (_, e) in zip(src.output.columns, src.select)
-             if key(e) == key(src.join.time[1])}
+    right = {(0, name) for name in _time_columns(src, 1)}
     if not fields_of(n.group_by[n.epoch_indices[0]][1]) <= right:
         return 0.0
     return max(0.0, src.join.band_lo + src.join.band_hi)
@@ -562,7 +572,7 @@ def order_pass(nodes: list[PlanNode]) -> list[PlanNode]:
             d = spread[n.inputs[0]] + _right_time_lag(n, out)
             need = _epochs_spanning(n, d)
             if need > n.disorder:
-                src = next((x for x in out if x.name == n.inputs[0]), None)
+                src = _node_named(out, n.inputs[0])
                 what = ("an aggregation's output, its groups released by joint punctuation"
                         if isinstance(src, HftaAggregate) else "a band join's output")
                 n = dataclasses.replace(
@@ -598,13 +608,10 @@ def _with_joint_punctuation(n: HftaAggregate, earlier: list[PlanNode],
     (in `earlier`, replaced there) then emits it.  any_order: no reader needs
     the aggregation's output in order, so covered groups may leave from any
     open epoch."""
-    at = next((i for i, x in enumerate(earlier) if x.name == n.inputs[0]), None)
-    src = earlier[at] if at is not None else None
+    src = _node_named(earlier, n.inputs[0])
     if not isinstance(src, HftaJoin) or isinstance(src, HftaFilterJoin):
         return n
-    sides = tuple({col.name for col, (_, e) in zip(src.output.columns, src.select)
-                   if col.temporal.is_temporal and key(e) == key(src.join.time[s])}
-                  for s in (0, 1))
+    sides = (_time_columns(src, 0), _time_columns(src, 1))
     keys: tuple[list[int], list[int]] = ([], [])
     for i, (_, e) in enumerate(n.group_by):
         reads = fields_of(e)
@@ -616,8 +623,7 @@ def _with_joint_punctuation(n: HftaAggregate, earlier: list[PlanNode],
                 keys[s].append(i)
     if not keys[0] or not keys[1]:
         return n
-    assert at is not None
-    earlier[at] = dataclasses.replace(src, joint_punctuation=True)
+    earlier[earlier.index(src)] = dataclasses.replace(src, joint_punctuation=True)
     return dataclasses.replace(n, joint_left=tuple(keys[0]), joint_right=tuple(keys[1]),
                                ordered_output=not any_order)
 
