@@ -37,7 +37,7 @@ from .runtime.bindings import (
     run_options,
     skew_options,
 )
-from .runtime.interfaces import Interfaces
+from .runtime.interfaces import Interfaces, TimeBounds, check_seconds
 
 PathLike = Union[str, os.PathLike]
 
@@ -106,6 +106,10 @@ class CompiledQuerySet:
     def run(self, sources: Optional[Mapping[str, Any]] = None, output=None, *,
             params: Optional[Mapping[str, Any]] = None, clock: str = "wall",
             heartbeat_interval: Union[str, float] = 1, max_skew: Optional[Mapping[str, float]] = None,
+            out_of_order: Optional[Mapping[str, float]] = None,
+            latency: Optional[Mapping[str, float]] = None,
+            skew: Optional[Mapping[tuple[str, str], tuple[float, float]]] = None,
+            heartbeat_timeout: Optional[float] = None,
             csv_separator: str = ",", csv_strict: bool = False, stall_intervals: int = 3,
             trace: Optional[PathLike] = None, batch_rows: int = 65536,
             strings: str = "str") -> "Run":
@@ -114,17 +118,32 @@ class CompiledQuerySet:
         `output` (a query name; default: the only output query).  With a list
         of query names the iteration yields (query, batch) pairs.
         strings: 'str' gives utf8 columns (the bytes must be valid UTF-8),
-        'bytes' gives binary columns."""
+        'bytes' gives binary columns.
+        Time bounds (issue 11, as in the interfaces file): out_of_order=
+        {interface: seconds} (its heartbeats promise the largest timestamp
+        read less this); latency= {interface: seconds}, skew= {(a, b):
+        (after, bound)} and heartbeat_timeout= are checked, and refused as
+        not yet used."""
         if strings not in ("str", "bytes"):
             raise UsageError(f"strings must be 'str' or 'bytes', got {strings!r}")
         if not isinstance(batch_rows, int) or batch_rows < 1:
             raise UsageError(f"batch_rows must be a positive integer, got {batch_rows!r}")
         sources = dict(sources or {})
         skews = {k: check_skew(k, v) for k, v in (max_skew or {}).items()}
-        ifaces, arrow = interfaces_of(sources, skews, self.interfaces_file)
-        for name in skews:
-            if name not in ifaces.sources and name not in ifaces.sets:
-                raise UsageError(f"max skew {name}: no source binds an interface '{name}'")
+        bounds = TimeBounds(
+            [(k, check_seconds(f"out_of_order {k}", "out_of_order", v))
+             for k, v in (out_of_order or {}).items()],
+            [(k, check_seconds(f"latency {k}", "latency", v)) for k, v in (latency or {}).items()],
+            [_skew_entry(k, v) for k, v in (skew or {}).items()],
+            None if heartbeat_timeout is None else
+            check_seconds("heartbeat_timeout", "timeout", heartbeat_timeout))
+        ifaces, arrow = interfaces_of(sources, skews, self.interfaces_file, bounds)
+        for what, names in (("max skew", list(skews)),
+                            ("out_of_order", [n for n, _ in bounds.out_of_order]),
+                            ("latency", [n for n, _ in bounds.latency])):
+            for name in names:
+                if name not in ifaces.sources and name not in ifaces.sets:
+                    raise UsageError(f"{what} {name}: no source binds an interface '{name}'")
         qs = self.compiled.queryset
         params = {k: str(v) for k, v in (params or {}).items()}
         check_params(qs.plan, params)
@@ -170,6 +189,17 @@ class CompiledQuerySet:
         name = r.outputs[0]
         schema = self.output_schema(name, kw.get("strings", "str"))
         return pa.Table.from_batches(batches, schema=schema)
+
+
+def _skew_entry(pair: Any, value: Any) -> tuple[str, str, float, float]:
+    """skew={(a, b): (after, bound)} of run(), checked."""
+    if not (isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
+        raise UsageError(f"skew: key {pair!r} must be a pair of interface names (a, b)")
+    where = f"skew {pair[0]}:{pair[1]}"
+    if not (isinstance(value, (tuple, list)) and len(value) == 2):
+        raise UsageError(f"{where}: value {value!r} must be (after, bound) in seconds")
+    return (pair[0], pair[1], check_seconds(where, "after", value[0]),
+            check_seconds(where, "bound", value[1]))
 
 
 def compile(files: Union[PathLike, Sequence[PathLike]], schema=None, *,

@@ -28,7 +28,7 @@ from .runtime.bindings import (
     run_options,
     skew_options,
 )
-from .runtime.interfaces import DEFAULT_IFACE, Interfaces
+from .runtime.interfaces import DEFAULT_IFACE, Interfaces, TimeBounds, check_seconds
 from .runtime.interfaces import build as build_interfaces
 from .runtime.runner import run_library
 
@@ -43,8 +43,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-L", "--library", action="append", default=[], metavar="DIR",
                    help="directory holding query libraries (FROM LIB/query)")
     p.add_argument("--interfaces", metavar="FILE",
-                   help="interfaces file (TOML): [interface.NAME] source/max_skew, "
-                        "[set.NAME] members")
+                   help="interfaces file (TOML): [interface.NAME] source/max_skew/"
+                        "out_of_order/latency/arrival, [set.NAME] members, [skew.A.B] "
+                        "after/bound, [heartbeats]")
     p.add_argument("--max-lfta-disorder", type=int, metavar="N",
                    help="epochs of the temporal group-by an LFTA aggregation keeps open "
                         "(default 2; 1: in order; DEFINE max_lfta_disorder wins)")
@@ -86,6 +87,20 @@ def make_parser() -> argparse.ArgumentParser:
                    help="maximum skew of interface NAME's timestamps behind the clock: an idle "
                         "interface's time advances from the clock less this; later tuples are "
                         "discarded and counted")
+    r.add_argument("--out-of-order", action="append", default=[], metavar="NAME=SECONDS",
+                   help="a record of interface NAME never trails the largest timestamp read "
+                        "before it by more than this (application time): its heartbeats "
+                        "promise only that largest timestamp less this; later records are "
+                        "discarded and counted")
+    r.add_argument("--latency", action="append", default=[], metavar="NAME=SECONDS",
+                   help="wall-clock seconds from emission to arrival on interface NAME "
+                        "(parsed and checked; not yet used)")
+    r.add_argument("--skew", action="append", default=[], metavar="A:B=AFTER,BOUND",
+                   help="skew bound of interface A on B (seed 002 B_ab = (t_ab, delta_ab)) "
+                        "(parsed and checked; not yet used)")
+    r.add_argument("--heartbeat-timeout", metavar="SECONDS",
+                   help="progress when every input pauses this long (parsed and checked; "
+                        "not yet used)")
     r.add_argument("--stall-intervals", type=int, default=3, metavar="N",
                    help="report a source or LFTA silent for N heartbeat intervals as stalled")
     r.add_argument("--trace", metavar="FILE",
@@ -147,8 +162,34 @@ def _usage(fn, *a):
         raise UsageError(_flag_names(str(e))) from None
 
 
-def _interfaces(args, sources=(), skews=()) -> Interfaces:
-    return build_interfaces(list(sources), list(skews), args.interfaces)
+def _interfaces(args, sources=(), skews=(), bounds=None) -> Interfaces:
+    return build_interfaces(list(sources), list(skews), args.interfaces, bounds)
+
+
+def _time_bounds(args) -> TimeBounds:
+    """--out-of-order, --latency, --skew and --heartbeat-timeout."""
+    b = TimeBounds()
+    for flag, key, texts, into in (("--out-of-order", "out_of_order", args.out_of_order,
+                                    b.out_of_order),
+                                   ("--latency", "latency", args.latency, b.latency)):
+        for text in texts:
+            name, value = _split_binding(text, flag)
+            into.append((name, check_seconds(f"{flag} {name}", key, value)))
+    for text in args.skew:
+        pair, value = _split_binding(text, "--skew")
+        a, _, bb = pair.partition(":")
+        parts = value.split(",")
+        if not a or not bb or len(parts) != 2:
+            raise UsageError(f"--skew '{text}': expected A:B=AFTER,BOUND (two interfaces, "
+                             "wall-clock seconds after which B's timestamps are within BOUND "
+                             "application seconds of A's)")
+        where = f"--skew {a}:{bb}"
+        b.skew.append((a, bb, check_seconds(where, "after", parts[0]),
+                       check_seconds(where, "bound", parts[1])))
+    if args.heartbeat_timeout is not None:
+        b.heartbeat_timeout = check_seconds("--heartbeat-timeout", "timeout",
+                                            args.heartbeat_timeout)
+    return b
 
 
 def _runner_sets(ifaces: Interfaces) -> tuple[tuple[str, str], ...]:
@@ -214,10 +255,15 @@ def cmd_run(args) -> int:
     for text in args.max_skew:
         name, value = _split_binding(text, "--max-skew")
         skews.append((name, _usage(check_skew, name, value)))
-    ifaces = _interfaces(args, sources, skews)
+    bounds = _time_bounds(args)
+    ifaces = _interfaces(args, sources, skews, bounds)
     for name, _ in skews:
         if name not in ifaces.sources and name not in ifaces.sets:
             raise UsageError(f"--max-skew {name}: no --source binds an interface '{name}'")
+    for flag, given in (("--out-of-order", bounds.out_of_order), ("--latency", bounds.latency)):
+        for name, _ in given:
+            if name not in ifaces.sources and name not in ifaces.sets:
+                raise UsageError(f"{flag} {name}: no --source binds an interface '{name}'")
     params = dict(_split_binding(p, "--param") for p in args.param)
     qs = plan_queries(args.files, _options(args, sanitize=args.sanitize))
     _usage(check_params, qs.plan, params)

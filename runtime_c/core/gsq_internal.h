@@ -77,6 +77,8 @@ struct gsq_node {
     /* LFTA, heartbeats (heartbeat.c) */
     int has_skew;                 /* max_skew is set for its interface */
     uint64_t skew_usec;
+    int has_ooo;                  /* out_of_order is set for its interface */
+    uint64_t ooo_usec;
     uint64_t seen_pushed;         /* queue.pushed when last observed */
     uint64_t last_emit_usec;      /* clock when an emission was observed */
     int stalled;
@@ -236,7 +238,7 @@ typedef struct gsq_set_member {
     char *member;
 } gsq_set_member;
 
-/* max_skew:NAME */
+/* max_skew:NAME, out_of_order:NAME */
 typedef struct gsq_skew {
     char *iface;
     uint64_t usec;
@@ -258,6 +260,8 @@ struct gsq_run {
     int arrow_flush;            /* flush the sinks after each Arrow source batch */
     gsq_skew *skews;
     uint32_t n_skews;
+    gsq_skew *ooos;             /* out_of_order:NAME */
+    uint32_t n_ooos;
     /* configuration */
     gsq_param_kv *params;
     uint32_t n_params;

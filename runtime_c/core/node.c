@@ -128,6 +128,14 @@ int gsq_clock_bound_usec(gsq_node *node, uint64_t *out)
     return 0;
 }
 
+int gsq_out_of_order_usec(gsq_node *node, uint64_t *out)
+{
+    if (!node->lfta || !node->has_ooo)
+        return 1;
+    *out = node->ooo_usec;
+    return 0;
+}
+
 void gsq_count(gsq_node *node, int counter, uint64_t n)
 {
     if (counter >= 0 && counter < GSQ_CNT__COUNT)

@@ -97,6 +97,15 @@ uint32_t gsq_clock_seconds(gsq_node *node);
  * time is below it and counts them as GSQ_CNT_SKEW_DROPPED. */
 int gsq_clock_bound_usec(gsq_node *node, uint64_t *out);
 
+/* The out-of-order bound of an LFTA's interface (option out_of_order:NAME;
+ * seed 002, B_ii): no record trails the largest timestamp read before it by
+ * more than *out microseconds.  Result 0 and *out set when the option is
+ * set for the interface, else nonzero (*out untouched).  The LFTA's
+ * heartbeat then promises only (largest timestamp seen - bound), and a
+ * later record below a promise is discarded and counted as
+ * GSQ_CNT_SKEW_DROPPED. */
+int gsq_out_of_order_usec(gsq_node *node, uint64_t *out);
+
 /* n zeroed elements of `size` bytes for an operator's hash table (NULL if
  * out of memory); large tables are backed by huge pages where the kernel
  * allows (table_mem.c).  Free with gsq_table_free. */
@@ -275,7 +284,9 @@ GSQ_EXPORT gsq_run *gsqlc_create(void);
  * "heartbeat_interval" (seconds > 0 of the run's clock between heartbeat
  * ticks, e.g. "1" or "0.5"; "0" or "off" disables them; default 1),
  * "max_skew:NAME" (seconds >= 0 that interface NAME's timestamps may lag the
- * clock; enables gsq_clock_bound_usec for its LFTAs), "stall_intervals"
+ * clock; enables gsq_clock_bound_usec for its LFTAs), "out_of_order:NAME"
+ * (seconds >= 0 that a record of interface NAME may trail the largest
+ * timestamp read before it; enables gsq_out_of_order_usec), "stall_intervals"
  * (integer >= 1, default 3: a source or LFTA silent that many intervals is
  * reported stalled), "trace" (a file: one JSON line per heartbeat trace),
  * "arrow_heartbeats" and "final_heartbeat" ("0", the default, or "1"; they
@@ -312,7 +323,7 @@ GSQ_EXPORT int gsqlc_bind_source(gsq_run *r, const char *iface, const char *uri)
 /* Make interface `member` ("" is "default") a member of interface set
  * `set` ("" is "default"), in the order of the calls (a member once per
  * set).  The member is bound like any interface (gsqlc_bind_source or
- * gsqlc_bind_arrow, under its own name) and has its own max_skew:member.
+ * gsqlc_bind_arrow, under its own name) and has its own max_skew:member and out_of_order:member.
  * At gsqlc_run, an LFTA reading `set` runs once per member: with one
  * member it simply reads that member (same node name); with k >= 2 it runs
  * as k instances "<lfta>@<member>" whose outputs an order-preserving merge

@@ -82,41 +82,45 @@ static int parse_seconds(const char *s, uint64_t *usec)
     return 0;
 }
 
-static int set_skew(gsq_run *r, const char *iface, const char *value)
+/* max_skew:NAME and out_of_order:NAME: seconds >= 0 per interface, kept in
+ * *arr (the option `what` names it in errors). */
+static int set_iface_seconds(gsq_run *r, const char *what, gsq_skew **arr, uint32_t *n,
+                             const char *iface, const char *value)
 {
     uint64_t us;
     uint32_t i;
     gsq_skew *ns;
     int rc = parse_seconds(value, &us);
     if (!*iface) {
-        gsq_set_error(r, "max_skew needs an interface name: max_skew:NAME");
+        gsq_set_error(r, "%s needs an interface name: %s:NAME", what, what);
         return -1;
     }
     if (rc == -2 || rc == -1) {
-        gsq_set_error(r, "max_skew:%s must be a number of seconds >= 0 (e.g. 2 or 0.5), got '%s'",
-                  iface, value);
+        gsq_set_error(r, "%s:%s must be a number of seconds >= 0 (e.g. 2 or 0.5), got '%s'",
+                      what, iface, value);
         return -1;
     }
     if (rc == -3) {
-        gsq_set_error(r, "max_skew:%s '%s' is too large (at most 1000000000 seconds)", iface, value);
+        gsq_set_error(r, "%s:%s '%s' is too large (at most 1000000000 seconds)", what, iface,
+                      value);
         return -1;
     }
     if (rc == -4)
-        us = 0; /* below a microsecond: no skew */
-    for (i = 0; i < r->n_skews; i++)
-        if (strcmp(r->skews[i].iface, iface) == 0) {
-            r->skews[i].usec = us;
+        us = 0; /* below a microsecond: none */
+    for (i = 0; i < *n; i++)
+        if (strcmp((*arr)[i].iface, iface) == 0) {
+            (*arr)[i].usec = us;
             return 0;
         }
-    ns = realloc(r->skews, (r->n_skews + 1) * sizeof *ns);
+    ns = realloc(*arr, (*n + 1) * sizeof *ns);
     if (!ns)
         goto oom;
-    r->skews = ns;
-    ns[r->n_skews].iface = gsq_strdup(iface);
-    if (!ns[r->n_skews].iface)
+    *arr = ns;
+    ns[*n].iface = gsq_strdup(iface);
+    if (!ns[*n].iface)
         goto oom;
-    ns[r->n_skews].usec = us;
-    r->n_skews++;
+    ns[*n].usec = us;
+    (*n)++;
     return 0;
 oom:
     gsq_set_error(r, "out of memory");
@@ -205,7 +209,9 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
         }
         r->hb_interval_usec = us;
     } else if (strncmp(key, "max_skew:", 9) == 0) {
-        return set_skew(r, key + 9, value);
+        return set_iface_seconds(r, "max_skew", &r->skews, &r->n_skews, key + 9, value);
+    } else if (strncmp(key, "out_of_order:", 13) == 0) {
+        return set_iface_seconds(r, "out_of_order", &r->ooos, &r->n_ooos, key + 13, value);
     } else if (strcmp(key, "stall_intervals") == 0) {
         uint32_t n;
         if (parse_u32(value, &n) != 0 || n == 0 || n > 1000000u) {
@@ -228,7 +234,7 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
         r->trace_path = p;
     } else {
         gsq_set_error(r, "unknown option '%s' (known: csv_separator, csv_strict, clock, batch, "
-                     "heartbeat_interval, max_skew:NAME, stall_intervals, trace, "
+                     "heartbeat_interval, max_skew:NAME, out_of_order:NAME, stall_intervals, trace, "
                      "arrow_heartbeats, final_heartbeat, arrow_flush)", key);
         return -1;
     }

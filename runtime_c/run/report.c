@@ -205,7 +205,7 @@ void gsq_build_report(gsq_run *r)
         if (n->counters[GSQ_CNT_SKEW_DROPPED])
             gsq_buf_printf(b,
                            "gsqlc: %s: %llu tuples arrived later than the time its heartbeats "
-                           "had already promised (max_skew) and were discarded\n",
+                           "had already promised (max_skew, out_of_order) and were discarded\n",
                            n->name, (unsigned long long)n->counters[GSQ_CNT_SKEW_DROPPED]);
     }
     for (i = 0; r->nodes && i < r->n_skews; i++) {
@@ -217,6 +217,12 @@ void gsq_build_report(gsq_run *r)
                            "reads\n",
                            r->skews[i].iface);
     }
+    for (i = 0; r->nodes && i < r->n_ooos; i++)
+        if (!gsq_iface_read(r, r->ooos[i].iface))
+            gsq_buf_printf(b,
+                           "gsqlc: warning: out_of_order is set for interface '%s', which no "
+                           "query reads\n",
+                           r->ooos[i].iface);
     for (i = 0; i < r->n_events && i < GSQ_REPORTED_EVENTS; i++)
         report_event(b, &r->events[i]);
     extra = (r->n_events > GSQ_REPORTED_EVENTS ? r->n_events - GSQ_REPORTED_EVENTS : 0) +

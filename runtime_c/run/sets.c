@@ -4,7 +4,7 @@
  * gsqlc_add_set_member records (set, member) pairs.  gsq_build_nodes lays
  * out run->nodes (gsq_internal.h): an LFTA whose interface is a set of
  * k >= 2 members becomes k instances "<lfta>@<member>" (own state, own
- * member's source and max_skew) feeding one set merge named after the LFTA
+ * member's source, max_skew and out_of_order) feeding one set merge named after the LFTA
  * (its definition's set_merge, a generated order-preserving merge on the
  * LFTA's temporal column) whose output is the LFTA's stream; a set of one
  * member is that member under the LFTA's own name.  The plan of the query
@@ -110,6 +110,11 @@ static void set_skew(gsq_run *r, gsq_node *n)
         if (n->iface && strcmp(r->skews[k].iface, n->iface) == 0) {
             n->has_skew = 1;
             n->skew_usec = r->skews[k].usec;
+        }
+    for (k = 0; k < r->n_ooos; k++)
+        if (n->iface && strcmp(r->ooos[k].iface, n->iface) == 0) {
+            n->has_ooo = 1;
+            n->ooo_usec = r->ooos[k].usec;
         }
 }
 

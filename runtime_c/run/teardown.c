@@ -62,6 +62,9 @@ GSQ_EXPORT void gsqlc_destroy(gsq_run *r)
     for (i = 0; i < r->n_skews; i++)
         free(r->skews[i].iface);
     free(r->skews);
+    for (i = 0; i < r->n_ooos; i++)
+        free(r->ooos[i].iface);
+    free(r->ooos);
     free(r->trace_path);
     gsq_hb_free(r);
     for (i = 0; i < r->n_sinks; i++) {

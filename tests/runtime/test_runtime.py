@@ -897,7 +897,8 @@ def test_heartbeat_option_errors(build, tmp_path):
              "1.0", "off", "0", "-0"]]
     opts += [["stall_intervals", v] for v in ["0", "x", "-1", "2"]]
     opts += [["max_skew:a", "-1"], ["max_skew:", "1"], ["max_skew:a", "one"],
-             ["max_skew:a", "0.25"], ["trace", ""], ["arrow_flush", "yes"],
+             ["max_skew:a", "0.25"], ["out_of_order:a", "-2"], ["out_of_order:", "1"],
+             ["out_of_order:a", "1e10"], ["out_of_order:a", "2"], ["trace", ""], ["arrow_flush", "yes"],
              ["arrow_flush", "1"], ["bogus", "1"]]
     r = run(build, tmp_path, "hb", do_run=False, options=opts)
     errs = [e[1] for e in r.setup_errors]
@@ -923,10 +924,14 @@ def test_heartbeat_option_errors(build, tmp_path):
         "max_skew:a must be a number of seconds >= 0 (e.g. 2 or 0.5), got '-1'",
         "max_skew needs an interface name: max_skew:NAME",
         "max_skew:a must be a number of seconds >= 0 (e.g. 2 or 0.5), got 'one'",
+        "out_of_order:a must be a number of seconds >= 0 (e.g. 2 or 0.5), got '-2'",
+        "out_of_order needs an interface name: out_of_order:NAME",
+        "out_of_order:a '1e10' is too large (at most 1000000000 seconds)",
         "trace needs a file path",
         "arrow_flush must be 0 or 1, got 'yes'",
         "unknown option 'bogus' (known: csv_separator, csv_strict, clock, batch, "
-        "heartbeat_interval, max_skew:NAME, stall_intervals, trace, arrow_heartbeats, "
+        "heartbeat_interval, max_skew:NAME, out_of_order:NAME, stall_intervals, trace, "
+        "arrow_heartbeats, "
         "final_heartbeat, arrow_flush)",
     ]
 
@@ -973,7 +978,7 @@ def test_skew_dropped_counter_in_report(build, tmp_path):
     assert r.nodes["hb_a"]["skew_dropped"] == 1 and r.nodes["hb_b"]["skew_dropped"] == 0
     assert [x["ts_usec"] for x in r.rows["a.jsonl"]][-2:] == [1005000000, 1005500000]
     assert r.report == ("gsqlc: hb_a: 1 tuples arrived later than the time its heartbeats had "
-                        "already promised (max_skew) and were discarded\n")
+                        "already promised (max_skew, out_of_order) and were discarded\n")
 
 
 def stall_events(r):

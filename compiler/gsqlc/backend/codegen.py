@@ -374,15 +374,29 @@ class Generator:
                              f"{{ st->hb_last_{sfx} = {var}; st->hb_seen_{sfx} = 1; }}")
                 hb_body.append(f"{ct} {var};")
                 div = _CLOCK_DIVISOR.get(f.accessor.lower() if f.accessor else "")
+                # The heartbeat promises max(largest value seen - the
+                # out-of-order bound (seed 002, B_ii; rounded up to the
+                # field's unit), the clock less the skew, earlier promises).
                 if div is not None:
                     hb_body.append(
                         f"if (have_bound) {{ {ct} b_ = ({ct})(bound_usec / {div}u); "
-                        f"if (!st->hb_seen_{sfx} || b_ > st->hb_last_{sfx}) "
-                        f"{{ st->hb_last_{sfx} = b_; st->hb_seen_{sfx} = 1; }} "
                         f"if (!st->hb_promised_{sfx} || b_ > st->hb_bound_{sfx}) "
                         f"{{ st->hb_bound_{sfx} = b_; st->hb_promised_{sfx} = 1; }} }}")
-                hb_body.append(f"if (!st->hb_seen_{sfx}) return;")
-                hb_body.append(f"{var} = st->hb_last_{sfx};")
+                else:
+                    hb_body.append(
+                        f"if (have_ooo) {{ gsq_node_fail(node, \"out_of_order is set for the "
+                        f"interface of {n.name}, whose time field {name} (PROTOCOL "
+                        f"{proto.name}) has no known unit of seconds\"); return; }}")
+                hb_body.append(f"if (!st->hb_seen_{sfx} && !st->hb_promised_{sfx}) return;")
+                hb_body.append(f"{var} = st->hb_seen_{sfx} ? st->hb_last_{sfx} : st->hb_bound_{sfx};")
+                if div is not None:
+                    hb_body.append(
+                        f"if (have_ooo) {{ {ct} d_ = ({ct})((ooo_usec + {div - 1}u) / {div}u); "
+                        f"{var} = {var} > d_ ? ({ct})({var} - d_) : ({ct})0; }}")
+                hb_body.append(f"if (st->hb_promised_{sfx} && st->hb_bound_{sfx} > {var}) "
+                               f"{var} = st->hb_bound_{sfx};")
+                hb_body.append(f"if (have_ooo) {{ st->hb_bound_{sfx} = {var}; "
+                               f"st->hb_promised_{sfx} = 1; }}")
         for c in n.where:
             for name in fields_of(c):
                 unpack(name)

@@ -18,7 +18,7 @@ from ..errors import UsageError
 from ..planner.nodes import LftaNode
 from ..planner.plan import Plan
 from ..semantics.resolve import leaves
-from .interfaces import DEFAULT_IFACE, Interfaces
+from .interfaces import DEFAULT_IFACE, Interfaces, TimeBounds
 from .interfaces import build as build_interfaces
 from .interfaces import check_skew as _skew_seconds
 
@@ -208,10 +208,35 @@ def _bind_member(n: LftaNode, m: str, ifaces: Interfaces, arrow: set[str], out: 
 
 
 def skew_options(ifaces: Interfaces, bindings: Bindings) -> dict[str, str]:
-    """The runtime's max_skew options for the bound interfaces that have one."""
+    """The runtime's time-bound options for the bound interfaces that have
+    them: max_skew:NAME and out_of_order:NAME.  The time bounds the runtime
+    does not use yet (latency, arrival, [skew.A.B], [heartbeats] other than
+    estimate = "given") are refused, not ignored (issue 11)."""
+    check_time_bounds_used(ifaces)
     bound = {name for name, _ in bindings.sources}
-    return {f"max_skew:{iface}": repr(skew) for iface, skew in ifaces.skews.items()
+    opts = {f"max_skew:{iface}": repr(skew) for iface, skew in ifaces.skews.items()
             if iface in bound}
+    opts.update({f"out_of_order:{iface}": repr(d) for iface, d in ifaces.out_of_order.items()
+                 if iface in bound})
+    return opts
+
+
+def check_time_bounds_used(ifaces: Interfaces) -> None:
+    """UsageError for a declared time bound that runs cannot use yet."""
+    later = "is parsed but not yet used by the heartbeat generator (issue 11); remove it"
+    for name in ifaces.latency:
+        raise UsageError(f"latency for interface '{name}' {later}")
+    for name in ifaces.arrival:
+        raise UsageError(f"arrival for interface '{name}' {later}")
+    for (a, b), where in ifaces.skew_where.items():
+        raise UsageError(f"{where}: the skew bound of {a} on {b} {later}")
+    hb = ifaces.heartbeats
+    if hb.estimate != "given":
+        raise UsageError(f"[heartbeats] estimate = {hb.estimate!r} {later}")
+    for key in ("horizon", "window", "alpha", "timeout"):
+        if getattr(hb, key) is not None:
+            what = "--heartbeat-timeout" if key == "timeout" else f"[heartbeats] {key}"
+            raise UsageError(f"{what} {later}")
 
 
 def _warn(msg: str) -> None:
@@ -274,7 +299,8 @@ def as_record_batch_reader(obj: Any, name: str):
 
 
 def interfaces_of(sources: Mapping[str, Any], skews: Mapping[str, float],
-                  interfaces_file: Optional[str]) -> tuple[Interfaces, dict[str, list]]:
+                  interfaces_file: Optional[str], bounds: Optional[TimeBounds] = None
+                  ) -> tuple[Interfaces, dict[str, list]]:
     """Interfaces from run()'s sources: a URI binds an interface, a list binds
     an interface set (members NAME.0, NAME.1, ...); Arrow data is kept aside
     (returned by member interface name)."""
@@ -291,4 +317,4 @@ def interfaces_of(sources: Mapping[str, Any], skews: Mapping[str, float],
                 member = name if len(values) == 1 else f"{name}.{i}"
                 arrow[member] = v
                 pairs.append((name, f"{ARROW}:{member}"))
-    return build_interfaces(pairs, list(skews.items()), interfaces_file), arrow
+    return build_interfaces(pairs, list(skews.items()), interfaces_file, bounds), arrow
