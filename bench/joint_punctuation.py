@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -33,8 +32,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
+import oop_experiments  # noqa: E402
 import pktgen  # noqa: E402
-from oop_experiments import _WRAPPER, _git, _stats_of, _table, answer_digest  # noqa: E402
+from oop_experiments import _git, _table, answer_digest  # noqa: E402
 
 JOIN = ("DEFINE {{ query_name 'ra'; }}\nselect time - {skew} as t, srcIP from eth0.IPV4;\n"
         "DEFINE {{ query_name 'rb'; }}\nselect time as t, srcIP from eth1.IPV4;\n"
@@ -54,21 +54,14 @@ WAYS = {
 
 
 def run(query: Path, pcap: Path, out_file: Path) -> dict:
-    cmd = [sys.executable, "-m", "gsqlc", "run", str(query), "--source", f"eth0=pcap:{pcap}",
-           "--source", f"eth1=pcap:{pcap}", "--clock", "data", "--stats",
-           "--output-file", str(out_file)]
-    with tempfile.TemporaryFile("w+") as err:
-        p = subprocess.run([sys.executable, "-c", _WRAPPER, *cmd], stdout=subprocess.PIPE,
-                           stderr=err, text=True)
-        err.seek(0)
-        text = err.read()
-    usage = json.loads(p.stdout) if p.returncode == 0 and p.stdout.strip() else {"rc": -1}
-    if usage["rc"] != 0:
-        raise SystemExit(f"{' '.join(cmd)}\nexit {usage['rc']}\n{text[-4000:]}")
-    stats, _ = _stats_of(text)
+    """One run over the capture read as both links (oop_experiments.run, heartbeats
+    every second of the data clock), with what this experiment reports."""
+    r = oop_experiments.run(query, {"eth0": pcap, "eth1": pcap}, [], out_file=str(out_file),
+                            heartbeats="1")
+    stats = r["stats"]
     nodes = {n["name"]: n for n in stats["nodes"]}
     streams = {n["name"]: n for n in stats["streams"]}
-    return {"wall": usage["wall"], "max_rss_kb": usage["max_rss_kb"],
+    return {"wall": r["wall"], "max_rss_kb": r["max_rss_kb"],
             "held": nodes["c"]["peak_held_tuples"], "join_rows": streams["j"]["tuples"],
             "joint_heartbeats": streams["j"]["joint_heartbeats"],
             "late": sum(n["late_dropped"] for n in stats["nodes"]),
