@@ -424,6 +424,39 @@ def generate_delayed(out, n: int, n_groups: int = 32768, *, delay: float,
     return _write(out, chunks, payload, truth, parquet)
 
 
+def generate_arrivals(out, n: int, n_groups: int = 4096, *, delays, pps: float = 1000,
+                      seed: int = 1, frag: float = 0.0, start: int = 1_700_000_000,
+                      truth: bool = False, parquet: str | None = None):
+    """One capture of len(delays) links written in order of ARRIVAL.
+
+    Link i is generate(n, n_groups, seed=seed + i) with its sources in
+    (10 + i).0.0.0/8 (so link 0 is 10/8, link 1 is 11/8 = LINK_B_NET, ...).
+    delays[i] is link i's delay in seconds: a number, or a function of the
+    packets' timestamps (numpy float seconds since `start`) returning the
+    delay of each -- e.g. an occasional spike.  A packet stamped t arrives
+    at t + delay; ties keep link order.  For the heartbeat generator's tests
+    and experiments (seed 002): a link's records trail the capture's
+    largest timestamp by its delay (and by the jumps of a varying delay).
+    Holds every packet in memory: meant for up to a few million."""
+    kw = dict(pps=pps, payload=False, payload_frac=0.0, tcp=0.7, udp=0.25, icmp=0.05,
+              frag=frag, start=start)
+    links, arrive = [], []
+    for i, d in enumerate(delays):
+        chunks = list(_link_chunks(n, n_groups, seed=seed + i,
+                                   src_net=0x0A000000 + (i << 24), **kw))
+        p = _cat(chunks) if chunks else None
+        if p is None:
+            continue
+        rel = (p["ts"].astype(np.int64) - start * 1_000_000) / 1e6
+        dl = d(rel) if callable(d) else np.full(len(rel), float(d))
+        arrive.append(p["ts"].astype(np.int64) + np.round(np.asarray(dl) * 1e6).astype(np.int64))
+        links.append(p)
+    if not links:
+        return _write(out, [], False, truth, parquet)
+    order = np.argsort(np.concatenate(arrive), kind="stable")
+    return _write(out, [_take(_cat(links), order)], False, truth, parquet)
+
+
 def _schema():
     s = pa.schema([
         ("time", pa.uint32()), ("timestamp", pa.uint64()), ("caplen", pa.uint32()),

@@ -113,7 +113,9 @@
 //      K = 1: the current epoch closes exactly as if a tuple of epoch h had
 //      arrived -- its slow flush starts, a flush still running completes
 //      first -- and h becomes the current epoch, nothing inserted).  If
-//      F::strict_heartbeats, h also says every epoch before h is complete:
+//      F::strict_heartbeats (or, at run time, the input is an LFTA keeping
+//      generated promises: gsq_input_heartbeats_strict), h also says every
+//      epoch before h is complete:
 //      every open epoch older than h closes (oldest first), and h, if it is
 //      not open, opens as the oldest open epoch when there is room.  Later
 //      data tuples then follow the rules above: with K = 1, or strict
@@ -273,7 +275,8 @@ public:
     static_assert(n_inputs >= 1, "an operator needs at least one input");
     static_assert(max_disorder >= 1, "max_disorder: at least one epoch is open");
 
-    explicit groupby_op(gsq_node *node) : functor_(node) {}
+    explicit groupby_op(gsq_node *node)
+        : functor_(node), strict_(strict_heartbeats || gsq_input_heartbeats_strict(node, 0) != 0) {}
 
     void accept(gsq_node *node, int input, int kind, const void *tup, uint32_t len)
     {
@@ -469,12 +472,9 @@ private:
             if (admissible_below(h))
                 open_at(node, 0, h);
         } else if (functor_.epoch_compare(open_[n_open_ - 1].epoch, h) > 0) {
-            if constexpr (strict_heartbeats)
-                open_newest(node, h); // h is still needed below
-            else
-                open_newest(node, std::move(h));
+            open_newest(node, h); // h may still be needed below
         }
-        if constexpr (strict_heartbeats) {
+        if (strict_) {
             raise_floor(h);
             while (n_open_ != 0 && functor_.epoch_compare(open_[0].epoch, h) > 0)
                 close_oldest(node);
@@ -622,6 +622,10 @@ private:
     }
 
     F functor_;
+    // Heartbeats close every older epoch: F::strict_heartbeats (the plan's),
+    // or at run time when the input is an LFTA keeping generated promises
+    // (seed 002; gsq_input_heartbeats_strict).  Initialised after functor_.
+    bool strict_;
     input_eofs eofs_{n_inputs};
     std::array<open_epoch, max_disorder> open_; // open epochs, oldest first
     size_t n_open_ = 0;

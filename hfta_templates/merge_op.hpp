@@ -70,6 +70,11 @@
 // slack it is lower by the slack an input may still go back.  Data tuples and
 // the EOF of a single input release tuples but emit no heartbeat.
 //
+// Generated heartbeats.  When the run generates heartbeats from declared
+// time bounds (gsq_heartbeats_generated: seed 002), an input's data may
+// trail its largest value by the declared bound, so data says nothing of
+// progress: progress_j = hb_j and lb_j = max(hb_j, released_max - slack).
+//
 // End of stream: when every input has ended, every buffered tuple goes out in
 // t order, then GSQ_EOF.  A heartbeat without bytes (tup == NULL) is ignored,
 // and so is a joint heartbeat (GSQ_JOINT_HEARTBEAT, a join's joint
@@ -152,7 +157,8 @@ public:
 
     // `inputs` inputs (>= 2; F::n_inputs when F declares it).
     merge_op(gsq_node *node, int inputs)
-        : functor_(node), eofs_(checked(inputs)), inputs_(static_cast<size_t>(inputs)) {}
+        : functor_(node), eofs_(checked(inputs)), inputs_(static_cast<size_t>(inputs)),
+          data_progress_(gsq_heartbeats_generated(node) == 0) {}
 
     void accept(gsq_node *node, int input, int kind, const void *tup, uint32_t len)
     {
@@ -235,8 +241,10 @@ private:
         return s > time_type(0) ? s : time_type(0);
     }
 
-    static std::optional<time_type> progress(const input_state &in)
+    std::optional<time_type> progress(const input_state &in) const
     {
+        if (!data_progress_)
+            return in.hb_max;
         if (in.data_max && in.hb_max)
             return latest(*in.data_max, *in.hb_max);
         return in.data_max ? in.data_max : in.hb_max;
@@ -346,7 +354,7 @@ private:
             if (in.ended)
                 continue;
             std::optional<time_type> lb = in.hb_max;
-            if (in.data_max)
+            if (in.data_max && data_progress_)
                 raise(lb, earlier_by(*in.data_max, slack()));
             if (!lb)
                 return std::nullopt;
@@ -373,6 +381,11 @@ private:
     std::optional<time_type> released_max_; // max t released
     std::optional<time_type> hb_out_;       // last heartbeat emitted
     merge_stats stats_;
+    // Whether an input's own data bounds its progress (max(data, hb) above).
+    // Not when the run generates heartbeats from declared time bounds (seed
+    // 002, gsq_heartbeats_generated): the records of a source may then trail
+    // by its bound, which only its heartbeats carry.
+    bool data_progress_;
 };
 
 } // namespace gsq

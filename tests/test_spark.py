@@ -1,10 +1,13 @@
-"""gsqlc inside PySpark (issue 4, parts 2, 4 and 6): run_query over Spark
-DataFrames in local[2] gives the same answer as the Python API / CLI and as
-Spark SQL, whatever the partitioning; bad input fails early and clearly."""
+"""gsqlc inside PySpark (issue 4, parts 2, 4 and 6; issue 11, part 8): run_query
+over Spark DataFrames in local[2] gives the same answer as the Python API / CLI
+and as Spark SQL, whatever the partitioning; bad input fails early and
+clearly; over streams, declared time bounds are per-source watermarks."""
 from __future__ import annotations
 
 import os
+import re
 import sys
+from datetime import datetime
 
 import numpy as np
 import pyarrow as pa
@@ -403,3 +406,178 @@ def test_structured_streaming_counts_rows_late_within_the_disorder(spark, tmp_pa
     assert w.exception() is None
     got = rows(spark.table(name))
     assert got == [r for r in want if r[0] <= b + 180]
+
+
+# ------------------------------------------------ declared time bounds (issue 11, part 8)
+
+PER_SECOND_Q = ("DEFINE {query_name 'ps';}\n"
+                "select tb, srcIP, count(*) as c, sum(len) as b from eth0.PKTS where len > 0\n"
+                "group by time as tb, srcIP\n")
+PKT_SCHEMA = "time long, srcIP long, destIP long, len long"
+
+
+def _packet_files(d, files: list[list[tuple]]) -> None:
+    """PKTS rows (time, srcIP, destIP, len), one CSV file (micro-batch) per list."""
+    _stream_files(d, [[",".join(map(str, r)) for r in f] for f in files])
+
+
+def _run_stream(spark, out, name: str, ckpt):
+    """out to a memory table `name` with trigger(availableNow=True): (the
+    sorted rows, the query's progress reports)."""
+    w = (out.writeStream.format("memory").queryName(name).outputMode("append")
+         .option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start())
+    w.awaitTermination(300)
+    assert w.exception() is None
+    return rows(spark.table(name)), w.recentProgress
+
+
+def _dropped(progress) -> int:
+    return sum(s.get("numRowsDroppedByWatermark", 0) for p in progress
+               for s in p["stateOperators"])
+
+
+def _watermarks(out) -> dict[str, str]:
+    """{source directory name: the delay of the EventTimeWatermark over it}
+    in the analyzed plan (each watermark's subtree, printed below it,
+    reaches one file source)."""
+    lines = out._jdf.queryExecution().analyzed().toString().splitlines()
+    found = {}
+    for i, line in enumerate(lines):
+        m = re.search(r"EventTimeWatermark .*, (\d+ seconds?)$", line)
+        if m:
+            src = next(x for x in lines[i:] if "FileSource[" in x)
+            found[os.path.basename(re.search(r"FileSource\[([^\]]+)\]", src).group(1))] = \
+                m.group(1)
+    return found
+
+
+def test_declared_out_of_order_keeps_late_rows_in_structured_streaming(spark, tmp_path, files):
+    """One source out of order by up to 2 s across micro-batches (each late
+    file after a file that does not advance time, so Spark's watermark has
+    caught up with the newest row when the late ones come), epochs of one
+    second, in-order processing (M = 1).  Declared out_of_order = 2 makes
+    the source's watermark 3 epochs behind: no row lost, the answer is the
+    true count.  Without the declaration (watermark 1 behind) both late
+    partials are dropped, with out_of_order = 1 (2 behind) the one 2 s
+    late is."""
+    q = tmp_path / "ps.gsql"
+    q.write_text(PER_SECOND_Q)
+    sch = str(files / "schema.txt")
+    batches = [
+        [(t, 1 + t % 3, 100 + t % 7) for t in range(1000, 1011)],
+        [(1010, 2, 50)],                                   # time stands still
+        [(1008, 1, 7), (1009, 2, 7), (1011, 1, 70), (1012, 2, 70)],   # 2 s and 1 s late
+        [(1030, 1, 0)],                       # rejected by the WHERE: its heartbeat closes
+    ]
+    counts: dict = {}
+    for t, ip, n in (r for b in batches for r in b if r[2] > 0):
+        c, s = counts.get((t, ip), (0, 0))
+        counts[(t, ip)] = (c + 1, s + n)
+    truth = sorted((t, ip, c, s) for (t, ip), (c, s) in counts.items())
+    _packet_files(tmp_path / "in", [[(t, ip, ip, n) for t, ip, n in b] for b in batches])
+
+    def run(tag, **bounds):
+        stream = spark.readStream.schema(PKT_SCHEMA).option("maxFilesPerTrigger", 1) \
+                      .csv(str(tmp_path / "in"))
+        out = run_query(spark, [str(q)], schema=sch, sources={"eth0": stream},
+                        max_hfta_disorder=1, max_lfta_disorder=1, **bounds)
+        return _watermarks(out)["in"], *_run_stream(spark, out, f"gsqlc_ooo_{tag}",
+                                                   tmp_path / f"ckpt_{tag}")
+
+    delay, got, progress = run("declared", out_of_order={"eth0": 2})
+    assert delay == "3 seconds"
+    assert got == truth and _dropped(progress) == 0
+    delay, got, progress = run("undeclared")
+    assert delay == "1 seconds"
+    assert _dropped(progress) == 2 and got != truth
+    assert {r[:2] for r in truth} - {r[:2] for r in got} == set()   # counts short, not groups
+    delay, got, progress = run("too_small", out_of_order={"eth0": 1})
+    assert delay == "2 seconds"
+    assert _dropped(progress) == 1 and got != truth
+
+
+def test_each_source_gets_the_watermark_delay_of_its_declared_bound(spark, tmp_path, files):
+    """Two sources of a join, with bounds from the interfaces file and from
+    out_of_order=: each side's watermark is its own, max(M, ceil(B / w) + 1)
+    epochs of time/10 (M = 3); a member of an interface set takes the bound
+    given for it.  Wall-clock bounds warn; the estimators and Spark's 'max'
+    watermark policy are refused."""
+    q = tmp_path / "sj.gsql"
+    q.write_text(STREAM_JOIN_Q)
+    sch = str(files / "schema.txt")
+    for name in ("eth0", "eth1", "m0", "m1"):
+        _packet_files(tmp_path / name, [[(1000, 1, 1, 1)]])
+
+    def stream(name):
+        return spark.readStream.schema(PKT_SCHEMA).csv(str(tmp_path / name))
+    ifile = tmp_path / "ifaces.toml"
+    ifile.write_text("[interface.eth0]\nout_of_order = 45.0\n")    # ceil(4.5) + 1 = 6
+    join = dict(schema=sch, output="j", sources={"eth0": stream("eth0"), "eth1": stream("eth1")})
+    out = run_query(spark, [str(q)], interfaces=ifile, out_of_order={"eth1": 35}, **join)
+    assert _watermarks(out) == {"eth0": "6 seconds", "eth1": "5 seconds"}
+    out = run_query(spark, [str(q)], out_of_order={"eth1": 5}, **join)   # ceil(.5) + 1 < M
+    assert _watermarks(out) == {"eth0": "3 seconds", "eth1": "3 seconds"}
+    assert spark.conf.get("spark.sql.streaming.multipleWatermarkPolicy") == "min"
+
+    pm = tmp_path / "pm.gsql"
+    pm.write_text("DEFINE {query_name 'pm';}\n"
+                  "select tb, srcIP, count(*) as c from [links].PKTS group by time/10 as tb, srcIP")
+    out = run_query(spark, [str(pm)], schema=sch, sources={"links": [stream("m0"), stream("m1")]},
+                    out_of_order={"links.1": 25})
+    assert _watermarks(out) == {"m0": "3 seconds", "m1": "4 seconds"}
+
+    with pytest.warns(UserWarning, match=r"latency of eth0; \[heartbeats\] timeout: wall-clock"):
+        run_query(spark, [str(q)], latency={"eth0": 0.5}, heartbeat_timeout=3, **join)
+    bad = tmp_path / "estimate.toml"
+    bad.write_text('[heartbeats]\nestimate = "adaptive"\n')
+    with pytest.raises(gsqlc.UsageError, match=r"\[heartbeats\] estimate = 'adaptive'"):
+        run_query(spark, [str(q)], interfaces=bad, **join)
+    with pytest.raises(gsqlc.UsageError, match="out_of_order eth7: no source binds"):
+        run_query(spark, [str(q)], out_of_order={"eth7": 1}, **join)
+    spark.conf.set("spark.sql.streaming.multipleWatermarkPolicy", "max")
+    try:
+        with pytest.raises(SparkQueryError, match="needs 'min'"):
+            run_query(spark, [str(q)], **join)
+    finally:
+        spark.conf.set("spark.sql.streaming.multipleWatermarkPolicy", "min")
+
+
+def test_a_lagging_source_holds_the_watermark_back_and_loses_nothing(spark, tmp_path, files):
+    """Spark's watermark is the MIN over the sources' (the policy run_query
+    sets), which is how a skew bound between two sources holds: eth0 sends
+    all its 2 minutes in the first micro-batch, eth1 the same minutes over
+    three.  The query's watermark follows eth1 -- its latest epoch less 3 --
+    so no eth1 row is late and the join equals the batch answer; with the
+    'max' policy (forced after run_query) eth1's rows are dropped."""
+    q = tmp_path / "sj.gsql"
+    q.write_text(STREAM_JOIN_Q)
+    sch = str(files / "schema.txt")
+    a, b = packets(1500, 11), packets(1500, 12)
+    want = rows(gsqlc.compile([q], schema=sch).table({"eth0": a, "eth1": b}, output="j"))
+    last = int(max(a.column("time").to_pylist() + b.column("time").to_pylist()))
+    closing = (last + 30, 0x0A000000, 0x0B000000, 0)
+    recs = {k: [tuple(r.values()) for r in t.to_pylist()] for k, t in (("eth0", a), ("eth1", b))}
+    _packet_files(tmp_path / "eth0", [recs["eth0"], [closing]])
+    chunks = [recs["eth1"][i:i + 500] for i in range(0, 1500, 500)]
+    _packet_files(tmp_path / "eth1", chunks + [[closing]])
+
+    def run(tag, skew=None):
+        streams = {k: spark.readStream.schema(PKT_SCHEMA).option("maxFilesPerTrigger", 1)
+                   .csv(str(tmp_path / k)) for k in ("eth0", "eth1")}
+        out = run_query(spark, [str(q)], schema=sch, output="j", sources=streams, skew=skew)
+        if tag == "max":
+            spark.conf.set("spark.sql.streaming.multipleWatermarkPolicy", "max")
+        try:
+            return _run_stream(spark, out, f"gsqlc_lag_{tag}", tmp_path / f"ckpt_{tag}")
+        finally:
+            spark.conf.set("spark.sql.streaming.multipleWatermarkPolicy", "min")
+
+    got, progress = run("min", skew={("eth0", "eth1"): (1.0, 120.0)})
+    assert got == want and _dropped(progress) == 0
+    # after the first micro-batch eth0 is at its last epoch, eth1 at the
+    # epoch of its first chunk's last row: the watermark is eth1's, less 3
+    epoch0, epoch1 = int(max(a.column("time").to_pylist())) // 10, chunks[0][-1][0] // 10
+    wm = datetime.fromisoformat(progress[1]["eventTime"]["watermark"].replace("Z", "+00:00"))
+    assert wm.timestamp() == epoch1 - 3 < epoch0 - 3, progress[1]
+    got, progress = run("max")
+    assert _dropped(progress) > 0 and got != want

@@ -35,9 +35,9 @@ from .runtime.bindings import (
     outputs_of,
     resolve_bindings,
     run_options,
-    skew_options,
+    time_options,
 )
-from .runtime.interfaces import Interfaces, TimeBounds, check_seconds
+from .runtime.interfaces import Interfaces, TimeBounds, check_seconds, check_time_unit
 
 PathLike = Union[str, os.PathLike]
 
@@ -110,6 +110,8 @@ class CompiledQuerySet:
             latency: Optional[Mapping[str, float]] = None,
             skew: Optional[Mapping[tuple[str, str], tuple[float, float]]] = None,
             heartbeat_timeout: Optional[float] = None,
+            heartbeats: Optional[Mapping[str, Any]] = None,
+            time_unit: Optional[Mapping[str, str]] = None,
             csv_separator: str = ",", csv_strict: bool = False, stall_intervals: int = 3,
             trace: Optional[PathLike] = None, batch_rows: int = 65536,
             strings: str = "str") -> "Run":
@@ -119,31 +121,26 @@ class CompiledQuerySet:
         of query names the iteration yields (query, batch) pairs.
         strings: 'str' gives utf8 columns (the bytes must be valid UTF-8),
         'bytes' gives binary columns.
-        Time bounds (issue 11, as in the interfaces file): out_of_order=
-        {interface: seconds} (its heartbeats promise the largest timestamp
-        read less this); latency= {interface: seconds}, skew= {(a, b):
-        (after, bound)} and heartbeat_timeout= are checked, and refused as
-        not yet used."""
+        Time bounds (issue 11, seed 002, as in the interfaces file):
+        out_of_order= {interface: seconds} (B_ii: its heartbeats promise the
+        largest timestamp read less this); latency= {interface: seconds}
+        (L_i); skew= {(a, b): (after, bound)} (B_ab); heartbeat_timeout=
+        seconds; heartbeats= {"estimate": "given" | "max" | "adaptive",
+        "horizon": s, "window": n, "alpha": a, "level": "operator" |
+        "query"} (the file's [heartbeats]).  time_unit= {interface: 's' |
+        'ms' | 'us' | 'ns'}: the unit of a CSV (or Arrow) interface's time
+        column, whose values are its records' timestamps (the data clock
+        under clock='data')."""
         if strings not in ("str", "bytes"):
             raise UsageError(f"strings must be 'str' or 'bytes', got {strings!r}")
         if not isinstance(batch_rows, int) or batch_rows < 1:
             raise UsageError(f"batch_rows must be a positive integer, got {batch_rows!r}")
         sources = dict(sources or {})
         skews = {k: check_skew(k, v) for k, v in (max_skew or {}).items()}
-        bounds = TimeBounds(
-            [(k, check_seconds(f"out_of_order {k}", "out_of_order", v))
-             for k, v in (out_of_order or {}).items()],
-            [(k, check_seconds(f"latency {k}", "latency", v)) for k, v in (latency or {}).items()],
-            [_skew_entry(k, v) for k, v in (skew or {}).items()],
-            None if heartbeat_timeout is None else
-            check_seconds("heartbeat_timeout", "timeout", heartbeat_timeout))
+        bounds = time_bounds(out_of_order, latency, skew, heartbeat_timeout, heartbeats,
+                             time_unit)
         ifaces, arrow = interfaces_of(sources, skews, self.interfaces_file, bounds)
-        for what, names in (("max skew", list(skews)),
-                            ("out_of_order", [n for n, _ in bounds.out_of_order]),
-                            ("latency", [n for n, _ in bounds.latency])):
-            for name in names:
-                if name not in ifaces.sources and name not in ifaces.sets:
-                    raise UsageError(f"{what} {name}: no source binds an interface '{name}'")
+        check_bound_interfaces(ifaces, bounds, skews)
         qs = self.compiled.queryset
         params = {k: str(v) for k, v in (params or {}).items()}
         check_params(qs.plan, params)
@@ -156,7 +153,7 @@ class CompiledQuerySet:
             {k: v for k, v in ifaces.sources.items() if k not in ifaces_arrow},
             ifaces.sets, ifaces.skews, ifaces.default), ifaces_arrow)
         set_members = bindings.members
-        opts.update(skew_options(ifaces, bindings))
+        opts.update(time_options(ifaces, bindings))
         if output is None:
             leaves = qs.leaves()
             if len(leaves) != 1:
@@ -189,6 +186,41 @@ class CompiledQuerySet:
         name = r.outputs[0]
         schema = self.output_schema(name, kw.get("strings", "str"))
         return pa.Table.from_batches(batches, schema=schema)
+
+
+def time_bounds(out_of_order: Optional[Mapping[str, float]] = None,
+                latency: Optional[Mapping[str, float]] = None,
+                skew: Optional[Mapping[tuple[str, str], tuple[float, float]]] = None,
+                heartbeat_timeout: Optional[float] = None,
+                heartbeats: Optional[Mapping[str, Any]] = None,
+                time_unit: Optional[Mapping[str, str]] = None) -> TimeBounds:
+    """The time-bound keywords of run() (and of gsqlc.spark.run_query),
+    checked: out_of_order= and latency= {interface: seconds}, skew= {(a, b):
+    (after, bound)}, heartbeat_timeout= seconds, heartbeats= the [heartbeats]
+    keys (checked with the interfaces), time_unit= {interface: unit}."""
+    return TimeBounds(
+        [(k, check_seconds(f"out_of_order {k}", "out_of_order", v))
+         for k, v in (out_of_order or {}).items()],
+        [(k, check_seconds(f"latency {k}", "latency", v)) for k, v in (latency or {}).items()],
+        [_skew_entry(k, v) for k, v in (skew or {}).items()],
+        None if heartbeat_timeout is None else
+        check_seconds("heartbeat_timeout", "timeout", heartbeat_timeout),
+        heartbeats=dict(heartbeats) if heartbeats else None,
+        time_unit=[(k, check_time_unit(f"time_unit {k}", v), f"time_unit {k}")
+                   for k, v in (time_unit or {}).items()])
+
+
+def check_bound_interfaces(ifaces: Interfaces, bounds: TimeBounds,
+                           skews: Optional[Mapping[str, float]] = None) -> None:
+    """UsageError for a max skew, out_of_order or latency keyword naming an
+    interface no source binds (a skew pair's are checked by build)."""
+    for what, names in (("max skew", list(skews or {})),
+                        ("out_of_order", [n for n, _ in bounds.out_of_order]),
+                        ("latency", [n for n, _ in bounds.latency]),
+                        ("time_unit", [n for n, _, _ in bounds.time_unit])):
+        for name in names:
+            if name not in ifaces.sources and name not in ifaces.sets:
+                raise UsageError(f"{what} {name}: no source binds an interface '{name}'")
 
 
 def _skew_entry(pair: Any, value: Any) -> tuple[str, str, float, float]:

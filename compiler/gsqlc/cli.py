@@ -26,9 +26,15 @@ from .runtime.bindings import (
     outputs_of,
     resolve_bindings,
     run_options,
-    skew_options,
+    time_options,
 )
-from .runtime.interfaces import DEFAULT_IFACE, Interfaces, TimeBounds, check_seconds
+from .runtime.interfaces import (
+    DEFAULT_IFACE,
+    Interfaces,
+    TimeBounds,
+    check_seconds,
+    check_time_unit,
+)
 from .runtime.interfaces import build as build_interfaces
 from .runtime.runner import run_library
 
@@ -44,8 +50,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="directory holding query libraries (FROM LIB/query)")
     p.add_argument("--interfaces", metavar="FILE",
                    help="interfaces file (TOML): [interface.NAME] source/max_skew/"
-                        "out_of_order/latency/arrival, [set.NAME] members, [skew.A.B] "
-                        "after/bound, [heartbeats]")
+                        "out_of_order/latency/arrival/time_unit, [set.NAME] members, "
+                        "[skew.A.B] after/bound, [heartbeats]")
     p.add_argument("--max-lfta-disorder", type=int, metavar="N",
                    help="epochs of the temporal group-by an LFTA aggregation keeps open "
                         "(default 2; 1: in order; DEFINE max_lfta_disorder wins)")
@@ -92,15 +98,26 @@ def make_parser() -> argparse.ArgumentParser:
                         "before it by more than this (application time): its heartbeats "
                         "promise only that largest timestamp less this; later records are "
                         "discarded and counted")
+    r.add_argument("--time-unit", action="append", default=[], metavar="NAME=UNIT",
+                   help="unit of CSV interface NAME's time column: s (default), ms, us or ns "
+                        "(a float column holds units with a fraction)")
     r.add_argument("--latency", action="append", default=[], metavar="NAME=SECONDS",
-                   help="wall-clock seconds from emission to arrival on interface NAME "
-                        "(parsed and checked; not yet used)")
+                   help="wall-clock seconds from emission to arrival on interface NAME: its "
+                        "generated heartbeats wait this long (seed 002 L_i)")
     r.add_argument("--skew", action="append", default=[], metavar="A:B=AFTER,BOUND",
-                   help="skew bound of interface A on B (seed 002 B_ab = (t_ab, delta_ab)) "
-                        "(parsed and checked; not yet used)")
+                   help="skew bound of interface A on B (seed 002 B_ab = (t_ab, delta_ab)): "
+                        "AFTER wall-clock seconds after A's record stamped T arrived, B's "
+                        "records are stamped >= T - BOUND, so B's heartbeats advance from A's")
     r.add_argument("--heartbeat-timeout", metavar="SECONDS",
-                   help="progress when every input pauses this long (parsed and checked; "
-                        "not yet used)")
+                   help="when every input pauses this long, every interface's heartbeat "
+                        "moves to the largest timestamp seen (seed 002 section 3.4)")
+    r.add_argument("--heartbeats", action="append", default=[], metavar="KEY=VALUE",
+                   help="heartbeat generator setting, as in the interfaces file's [heartbeats]: "
+                        "estimate=given|max|adaptive, horizon=S, window=N, alpha=A, "
+                        "level=operator|query")
+    r.add_argument("--batch", type=int, metavar="N",
+                   help="records read per batch (default 512): heartbeats, generated ones "
+                        "included, are brought up to date between batches")
     r.add_argument("--stall-intervals", type=int, default=3, metavar="N",
                    help="report a source or LFTA silent for N heartbeat intervals as stalled")
     r.add_argument("--trace", metavar="FILE",
@@ -189,7 +206,27 @@ def _time_bounds(args) -> TimeBounds:
     if args.heartbeat_timeout is not None:
         b.heartbeat_timeout = check_seconds("--heartbeat-timeout", "timeout",
                                             args.heartbeat_timeout)
+    if args.heartbeats:
+        b.heartbeats = {}
+        for text in args.heartbeats:
+            key, value = _split_binding(text, "--heartbeats")
+            b.heartbeats[key] = _setting_value(value)
+    for text in args.time_unit:
+        name, value = _split_binding(text, "--time-unit")
+        where = f"--time-unit {name}"
+        b.time_unit.append((name, check_time_unit(where, value), where))
     return b
+
+
+def _setting_value(text: str):
+    """A [heartbeats] value from the command line: an integer, a number, or
+    the text itself (checked as the file's would be)."""
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return text
 
 
 def _runner_sets(ifaces: Interfaces) -> tuple[tuple[str, str], ...]:
@@ -232,11 +269,12 @@ def cmd_explain(args) -> int:
 
 
 def cmd_trace(args) -> int:
-    from .runtime.trace import load, plot, summary
+    from .runtime.trace import load, plot, progress, summary
     per_node = load(args.file)
-    sys.stdout.write(summary(per_node))
+    per_source = progress(args.file)
+    sys.stdout.write(summary(per_node, per_source))
     if args.plot:
-        plot(per_node, args.plot)
+        plot(per_node, args.plot, per_source)
         print(f"gsqlc: wrote {args.plot}", file=sys.stderr)
     return EXIT_OK
 
@@ -245,7 +283,8 @@ def cmd_run(args) -> int:
     try:
         options = run_options(clock=args.clock, heartbeat_interval=args.heartbeat_interval,
                               csv_separator=args.csv_separator, csv_strict=args.csv_strict,
-                              stall_intervals=args.stall_intervals, trace=args.trace)
+                              stall_intervals=args.stall_intervals, trace=args.trace,
+                              batch=args.batch)
     except UsageError as e:
         raise UsageError(_flag_names(str(e))) from None
     sources = [(n, normalize_uri(u)) for n, u in (_source_binding(s) for s in args.source)]
@@ -260,7 +299,8 @@ def cmd_run(args) -> int:
     for name, _ in skews:
         if name not in ifaces.sources and name not in ifaces.sets:
             raise UsageError(f"--max-skew {name}: no --source binds an interface '{name}'")
-    for flag, given in (("--out-of-order", bounds.out_of_order), ("--latency", bounds.latency)):
+    for flag, given in (("--out-of-order", bounds.out_of_order), ("--latency", bounds.latency),
+                        ("--time-unit", [(n, u) for n, u, _ in bounds.time_unit])):
         for name, _ in given:
             if name not in ifaces.sources and name not in ifaces.sets:
                 raise UsageError(f"{flag} {name}: no --source binds an interface '{name}'")
@@ -270,7 +310,7 @@ def cmd_run(args) -> int:
     bindings = _usage(resolve_bindings, qs.plan, ifaces)
     outputs = _usage(outputs_of, qs.plan, args.output)
     res = compile_planned(qs, _options(args, sanitize=args.sanitize))
-    options.update(skew_options(ifaces, bindings))
+    options.update(time_options(ifaces, bindings))
     sinks = [(q, args.format, args.output_file) for q in outputs]
     result = run_library(res.library, bindings.sources, sinks, options, params,
                          handle_signals=True, set_members=bindings.members)

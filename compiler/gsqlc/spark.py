@@ -19,6 +19,49 @@ bytes travel with the tasks and are loaded on each executor with cffi):
 On a streaming DataFrame the same plan runs per micro-batch; aggregations
 over a stream are completed by Spark's own stateful aggregation with a
 watermark on the temporal key (see _streaming_aggregate).
+
+Declared time bounds (seed 002, Srivastava & Widom; runtime/interfaces.py)
+become per-source watermarks.  They come as for CompiledQuerySet.run: the
+interfaces file (compile's interfaces=, or run_query's) and the keywords
+out_of_order=, latency=, skew=, heartbeat_timeout=.
+
+    out = run_query(spark, ["j.gsql"], schema="schema.txt", output="j",
+                    sources={"eth0": s0, "eth1": s1},    # streaming DataFrames
+                    out_of_order={"eth1": 25})           # B_11 = 25 s
+    # GROUP BY time/10 (w = 10), the plan's M = 3 epochs: eth0's partials are
+    # watermarked 3 epochs behind their latest, eth1's ceil(25/10) + 1 = 4
+
+  * out_of_order.  Every LFTA reads one source (an interface, or one member
+    of a set); the temporal column of its output, as seconds (EPOCH_COL),
+    is that source's event time, under its own withWatermark(EPOCH_COL,
+    delay) with delay = max(M, ceil(B / w) + 1) units of the column: B the
+    interface's out_of_order, counted in units of its time field (a
+    DataFrame column has no other unit; EPOCH_COL reads them as seconds), w
+    the epoch width (the column is `field / w`, else w = 1:
+    planner.plan.epochs_spanning) and M what the plan needs -- the disorder
+    of the aggregation over the source, of those reading a merge, of those
+    feeding a join.  A source's watermark is the latest event time it
+    showed in earlier micro-batches less the delay; Spark counts for sure
+    a row less than the delay behind that latest time and may drop a later
+    one (numRowsDroppedByWatermark).  A record up to B behind its
+    interface's latest makes a partial at most ceil(B / w) epochs behind,
+    less than the delay: none is lost.  (The runtime's option
+    out_of_order:NAME is not passed to the LFTAs: their heartbeats only
+    move the watermark, which the data rows move as far.)
+  * Skew bounds B_ab.  Spark event time has no per-pair bound; its query
+    watermark is the MIN of the sources' (spark.sql.streaming.
+    multipleWatermarkPolicy = min, the default: run_query sets it and
+    refuses max, which would drop the lagging source's rows), so a source
+    behind the others holds every epoch open until it moved past it, and
+    nothing it sends within its own bound is dropped.  What is lost: with
+    B_ab gsqlc's heartbeat generator may advance b from a's timestamps (less
+    delta_ab, t_ab after) while b is silent; Spark waits for b's own data.
+  * latency, arrival, max_skew and [heartbeats] timeout are wall-clock
+    notions an event-time watermark cannot take: ignored with one warning
+    (a silent source delays results, it drops none).  The estimators
+    ([heartbeats] estimate other than "given", horizon, window, alpha) are
+    refused, as by the runtime: the bounds they would find are not ones
+    Spark would get.
 """
 from __future__ import annotations
 
@@ -27,6 +70,7 @@ import os
 import re
 import sys
 import tempfile
+import warnings
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 from urllib.parse import unquote, urlparse
@@ -34,13 +78,15 @@ from urllib.parse import unquote, urlparse
 from .api import CompiledQuerySet
 from .errors import SparkQueryError, UsageError
 from .planner.nodes import HftaAggregate, HftaFilterJoin, HftaJoin, HftaMerge, HftaSelect, LftaNode
+from .planner.plan import epochs_spanning
 from .runtime.bindings import check_params, interfaces_of, outputs_of, run_options, set_members
-from .runtime.interfaces import DEFAULT_IFACE
+from .runtime.interfaces import DEFAULT_IFACE, Interfaces
 from .semantics.bound import FieldRef, GroupRef
 from .semantics.types import Temporal, Type
 
 HEARTBEAT_COL = "__heartbeat"   # the runtime's flag column (option arrow_heartbeats)
 EPOCH_COL = "__epoch"           # streaming: the watermarked event time (an epoch, as seconds)
+WATERMARK_POLICY = "spark.sql.streaming.multipleWatermarkPolicy"
 
 
 MAX_REPORTS = 10   # partitions' malformed-row reports the driver keeps
@@ -430,7 +476,11 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
               direct_files: bool = True, on_malformed: str = "count",
               lfta_table_size: int = 1 << 19, lfta_table_ways: int = 4,
               max_lfta_disorder: Optional[int] = None, max_hfta_disorder: Optional[int] = None,
-              compiled: Optional[CompiledQuerySet] = None):
+              compiled: Optional[CompiledQuerySet] = None, interfaces=None,
+              out_of_order: Optional[Mapping[str, float]] = None,
+              latency: Optional[Mapping[str, float]] = None,
+              skew: Optional[Mapping[tuple[str, str], tuple[float, float]]] = None,
+              heartbeat_timeout: Optional[float] = None):
     """Run GSQL queries over Spark DataFrames; returns the DataFrame of
     `output` (default: the only output query).  sources: {interface:
     DataFrame, or a list of DataFrames for an interface set}.  Columns are
@@ -445,7 +495,11 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
     gsqlc.compile; over streaming DataFrames an aggregation's disorder K is
     its watermark delay, K epochs: an epoch closes once the watermark passes
     it plus the bound, so rows up to K-1 epochs late -- in a later
-    micro-batch -- still count."""
+    micro-batch -- still count.  interfaces (an interfaces file, else
+    compiled's), out_of_order, latency, skew, heartbeat_timeout: declared
+    time bounds, as in CompiledQuerySet.run; over streaming DataFrames an
+    interface's out_of_order lengthens its own watermark delay (module
+    docstring)."""
     from pyspark.sql import functions as F
 
     from . import api
@@ -453,6 +507,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
         raise UsageError(f"strings must be 'str' or 'bytes', got {strings!r}")
     if on_malformed not in ("count", "fail"):
         raise UsageError(f"on_malformed must be 'count' or 'fail', got {on_malformed!r}")
+    bounds = api.time_bounds(out_of_order, latency, skew, heartbeat_timeout)
     sources = dict(sources or {})
     placeholder = {}
     for name, v in sources.items():
@@ -462,17 +517,20 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                 raise SparkQueryError(f"source {name}: expected a pyspark DataFrame, got "
                                       f"{type(df).__name__}")
         placeholder[name] = [object() for _ in vals] if isinstance(v, list) else object()
-    ifaces, arrow_members = interfaces_of(placeholder, {}, None)
     # A Spark task pre-aggregates a whole partition (millions of records):
     # a larger, 4-way table ejects far fewer partials into the shuffle (on
     # 65,536 groups a minute: 2^20 slots direct-mapped eject 2.2 partials per
     # group and epoch, 2^19 slots 4-way 1.01) and, denser, misses the cache
     # less.
     cqs = compiled or api.compile(files, schema, library_paths=library_paths,
-                                  lfta_table_size=lfta_table_size,
+                                  interfaces=interfaces, lfta_table_size=lfta_table_size,
                                   lfta_table_ways=lfta_table_ways,
                                   max_lfta_disorder=max_lfta_disorder,
                                   max_hfta_disorder=max_hfta_disorder)
+    ifaces, _ = interfaces_of(placeholder, {}, os.fspath(interfaces) if interfaces
+                              else cqs.interfaces_file, bounds)
+    api.check_bound_interfaces(ifaces, bounds)
+    _check_time_bounds(ifaces)
     b = cqs.compiled
     qs = b.queryset
     params = {k: str(v) for k, v in (params or {}).items()}
@@ -494,6 +552,8 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
         members = ifaces.members(name or ifaces.default) if isinstance(v, list) else [name]
         for m, df in zip(members, vals):
             member_df[m] = df
+    if any(df.isStreaming for df in member_df.values()):
+        _min_watermark_policy(spark)
 
     def shuffle(d, cols: list[str]):
         """d hash-partitioned on cols (one partition without keys): into
@@ -570,12 +630,12 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
         streaming = any(frames[s].isStreaming for s in n.inputs)
         if isinstance(n, HftaAggregate) and streaming and n.inputs[0] in with_hb:
             frames[n.name] = _streaming_aggregate(n, frames[n.inputs[0]], stage, out_schema,
-                                                  out_schema_spark,
-                                                  _merge_info(splan.node(n.inputs[0])))
+                                                  out_schema_spark, splan.node(n.inputs[0]),
+                                                  ifaces.out_of_order)
             continue
         if isinstance(n, HftaMerge) and streaming and all(s in with_hb for s in n.inputs):
-            frames[n.name] = _streaming_merge(n, [frames[s] for s in n.inputs],
-                                              _readers_disorder(splan, n.name))
+            frames[n.name] = _streaming_merge(n, splan, [frames[s] for s in n.inputs],
+                                              ifaces.out_of_order)
             with_hb.add(n.name)
             continue
         ins = [data_rows(s) for s in n.inputs]
@@ -612,7 +672,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
         if isinstance(n, HftaJoin):
             if streaming:
                 frames[n.name] = _streaming_join(n, splan, frames, with_hb, stage, out_schema,
-                                                 out_schema_spark)
+                                                 out_schema_spark, ifaces.out_of_order)
                 continue
             frames[n.name] = _join(n, ins, shuffle, stage, out_schema, out_schema_spark)
             continue
@@ -640,6 +700,54 @@ def _readers_disorder(plan, stream: str) -> int:
                default=1)
 
 
+def _watermark_delay(node, col: str, epochs: int, out_of_order: Mapping[str, float]) -> int:
+    """The watermark delay, in units of column `col`, of the stream `node`
+    makes when it is an LFTA (of one source): the plan's `epochs`, or more
+    if the interface's declared out_of_order bound B needs it -- a record B
+    behind its interface's latest makes a row of col (`field / w`, else w =
+    1) at most ceil(B / w) epochs behind, and Spark counts for sure only a
+    row less than the delay behind (module docstring)."""
+    bound = out_of_order.get(node.iface) if isinstance(node, LftaNode) else None
+    if not bound:
+        return epochs
+    e = dict(node.select)[col]
+    if isinstance(e, GroupRef):
+        e = node.group_by[e.index][1]
+    return max(epochs, epochs_spanning([e], bound))
+
+
+def _check_time_bounds(ifaces: Interfaces) -> None:
+    """The declared time bounds a Spark run cannot take (module docstring):
+    UsageError for the estimators, one warning for the wall-clock bounds."""
+    hb = ifaces.heartbeats
+    refused = ([f"estimate = {hb.estimate!r}"] if hb.estimate != "given" else []) + \
+        [k for k in ("horizon", "window", "alpha") if getattr(hb, k) is not None]
+    if refused:
+        raise UsageError(f"[heartbeats] {refused[0]}: Spark runs take declared bounds only "
+                         "(out_of_order becomes each source's watermark delay); remove it")
+    clock = [f"{what} of {', '.join(sorted(table))}" for what, table in
+             (("latency", ifaces.latency), ("arrival", ifaces.arrival),
+              ("max_skew", ifaces.skews)) if table]
+    if hb.timeout is not None:
+        clock.append("[heartbeats] timeout")
+    if clock:
+        warnings.warn(f"gsqlc.spark: {'; '.join(clock)}: wall-clock bounds, which Spark's "
+                      "event-time watermark cannot take, are ignored (a silent source holds "
+                      "the results back; no row is dropped for it)", stacklevel=3)
+
+
+def _min_watermark_policy(spark) -> None:
+    """Spark's watermark over several watermarked inputs is the MIN of
+    theirs, so a lagging source holds epochs open: set it so explicitly;
+    'max' would drop the lagging source's rows, and is refused."""
+    policy = spark.conf.get(WATERMARK_POLICY, None) or "min"
+    if policy.lower() != "min":
+        raise SparkQueryError(
+            f"{WATERMARK_POLICY} is {policy!r}: over streaming DataFrames gsqlc needs 'min' "
+            "(the default), or rows of a source behind the others are dropped as late")
+    spark.conf.set(WATERMARK_POLICY, "min")
+
+
 def _release_per_epoch(marked, group_cols: list, cols: list[str]):
     """The data rows (columns `cols`) of a watermarked stream, gathered in
     Spark state per group_cols (EPOCH_COL first) and released, once, when
@@ -660,14 +768,19 @@ def _side_columns(i: int, sd) -> tuple[list[str], list[str]]:
     return [f"__{i}_{c}" for c in cols], cols
 
 
-def _streaming_merge(n, ins, disorder: int = 1):
+def _streaming_merge(n, plan, ins, out_of_order: Mapping[str, float]):
     """A merge of streams (an interface set's LFTAs) per micro-batch: the
     union of its inputs, heartbeat rows kept, each input under its own
-    watermark on the merge column, so the query's watermark -- the smallest
-    -- waits for the input that lags (a consumer's epoch closes only once
-    every member moved past it)."""
+    watermark on the merge column -- the epochs its readers keep open, or
+    more for its source's out_of_order -- so the query's watermark -- the
+    smallest -- waits for the input that lags (a consumer's epoch closes
+    only once every member moved past it)."""
     cols = [c.name for c in n.output.columns] + [HEARTBEAT_COL]
-    parts = [_with_epoch(d.toDF(*cols), n.merge.field, disorder) for d in ins]
+    at = cols.index(n.merge.field)
+    epochs = _readers_disorder(plan, n.name)
+    parts = [_with_epoch(d.toDF(*cols), n.merge.field,
+                         _watermark_delay(plan.node(s), sd.columns[at].name, epochs, out_of_order))
+             for s, sd, d in zip(n.inputs, n.input_defs, ins)]
     u = parts[0]
     for d in parts[1:]:
         u = u.unionByName(d)
@@ -702,11 +815,13 @@ def _epoch_source(plan, j, side: int, with_hb: set) -> tuple[Any, str]:
         "(run it in batch)")
 
 
-def _streaming_join(n, plan, frames, with_hb, stage, out_schema, out_schema_spark):
+def _streaming_join(n, plan, frames, with_hb, stage, out_schema, out_schema_spark,
+                    out_of_order: Mapping[str, float]):
     """A join of two aggregations over streams, per epoch.  Both LFTAs'
     partials (with their heartbeat rows) are gathered in Spark state per
     epoch -- the common value of the temporal keys the join equates --
-    under a watermark on each side, so an epoch is released once both
+    under a watermark on each side (its aggregation's open epochs, or more
+    for its source's out_of_order), so an epoch is released once both
     sides have moved past it (data or heartbeats) and its state dropped.
     One task then runs both aggregations and the join over the epoch's
     partials, exactly as in batch mode (outer rows included)."""
@@ -728,7 +843,8 @@ def _streaming_join(n, plan, frames, with_hb, stage, out_schema, out_schema_spar
         side = frames[lf].select(*[F.col(c).alias(r) for c, r in zip(cols, renamed)],
                                  F.col(HEARTBEAT_COL), F.lit(i).alias(tag))
         # a watermark per side: the query's is the smaller of the two
-        parts.append(_with_epoch(side, f"__{i}_{tcol}"))
+        parts.append(_with_epoch(side, f"__{i}_{tcol}",
+                                 _watermark_delay(plan.node(lf), tcol, a.disorder, out_of_order)))
     u = parts[0].unionByName(parts[1], allowMissingColumns=True)
     released = _release_per_epoch(u, [EPOCH_COL], [c for r, _ in names for c in r] + [tag])
     return released.mapInArrow(
@@ -781,15 +897,18 @@ def _join(n, ins, shuffle, stage, out_schema, out_schema_spark):
               sort_cols=[_first_increasing(sd) for sd in n.input_defs]), out_schema_spark)
 
 
-def _streaming_aggregate(n, d, stage, out_schema, out_schema_spark, merge=None):
+def _streaming_aggregate(n, d, stage, out_schema, out_schema_spark, source,
+                         out_of_order: Mapping[str, float]):
     """An HFTA aggregation over a stream, per micro-batch.  Spark's stateful
     aggregation gathers the input rows of each (epoch, group key) with a
     watermark on the temporal key: a group is released, and its state
     dropped, once a later epoch has been seen -- from data or from the
     LFTAs' heartbeats, which arrive as rows flagged __heartbeat (so records
-    the LFTA's predicate rejected still advance time).  The HFTA then runs
-    over the released rows, ordered on the temporal key, and computes the
-    groups exactly as in batch mode (its own folds, HAVING, SELECT)."""
+    the LFTA's predicate rejected still advance time); the watermark is
+    n.disorder epochs behind, or more for its source's out_of_order.  The
+    HFTA then runs over the released rows, ordered on the temporal key, and
+    computes the groups exactly as in batch mode (its own folds, HAVING,
+    SELECT)."""
     q = n.query.name
     in_def = n.input_defs[0]
     cols = [c.name for c in in_def.columns]
@@ -802,13 +921,15 @@ def _streaming_aggregate(n, d, stage, out_schema, out_schema_spark, merge=None):
     if EPOCH_COL in d.columns:
         # a streaming merge's output: its inputs' watermarks (Spark lets no
         # operator redefine them) are on the merge column's epochs
+        merge = _merge_info(source)
         if merge is None or merge.field != tkeys[0]:
             raise SparkQueryError(
                 f"query {q}: over a streaming merge the aggregation's temporal GROUP BY key "
                 f"must be the merge column {merge.field if merge else '?'} (got {tkeys[0]})")
         marked = d
     else:
-        marked = _with_epoch(d, tkeys[0], n.disorder)
+        marked = _with_epoch(d, tkeys[0],
+                             _watermark_delay(source, tkeys[0], n.disorder, out_of_order))
     released = _release_per_epoch(marked, [EPOCH_COL, *keys], cols)
     return released.mapInArrow(
         stage(iface=None, streams=[n.inputs[0]], tag_col=None, stream_cols=[cols],

@@ -79,6 +79,7 @@ struct gsq_node {
     uint64_t skew_usec;
     int has_ooo;                  /* out_of_order is set for its interface */
     uint64_t ooo_usec;
+    uint64_t unit_ns;             /* time_unit of its interface (ns per unit) */
     uint64_t seen_pushed;         /* queue.pushed when last observed */
     uint64_t last_emit_usec;      /* clock when an emission was observed */
     int stalled;
@@ -186,13 +187,35 @@ struct gsq_source {
                            * and the sinks not flushed since (the run loop
                            * flushes before the next one is awaited) */
     void *impl;
-    /* time-aligned replay (data clock, several pcap files): read only
-     * records stamped <= limit_usec this round; UINT64_MAX: no limit */
+    /* record timestamps (source_time.c), decided at set-up before open:
+     * has_ts when its records carry them (gsq_record.h): pcap always; a
+     * source of CSV records when it has a time column (time_pos, from its
+     * first running LFTA that declares one) or an arrival column
+     * (arrival_pos, option arrival:NAME).  Both columns are in the value
+     * cache (csv_layout.c) and read in unit_ns nanoseconds per unit. */
+    int has_ts;
+    uint32_t time_pos;        /* 0: none */
+    int time_type;
+    const gsq_node *time_lfta; /* the LFTA that declared time_pos */
+    uint32_t arrival_pos;     /* 0: none (arrival = application time) */
+    int arrival_type;
+    uint64_t unit_ns;
+    uint64_t last_app_usec;   /* of the last readable record (0: none yet) */
+    uint64_t last_arrival_usec;
+    uint64_t time_unreadable; /* records stamped ts_unreadable */
+    /* time-aligned replay (data clock, several file sources with
+     * timestamps): read only records that arrived <= limit_usec this round
+     * (UINT64_MAX: no limit); held_back counts the records held back for a
+     * later round */
     int aligned;
     uint64_t limit_usec;
+    uint64_t held_back;
     /* stall detection (heartbeat.c) */
     uint64_t last_rec_usec;   /* clock when it last delivered records */
     int stalled;
+    /* heartbeat generation (heartbeat_gen.c): its stream, NULL when the
+     * generator is off or the source has no record timestamps */
+    struct gsq_tg_stream *tg;
 };
 
 /* A stall event (seed 000 6.1): a source that delivered no record, or an
@@ -228,6 +251,11 @@ typedef struct gsq_trace {
     int clock_known;
     uint64_t emitted_usec;    /* CLOCK_MONOTONIC */
     uint64_t clock_usec;
+    /* the origin's source, when its heartbeats are generated (seed 002):
+     * the generated heartbeat and the largest timestamp arrived then */
+    const char *source;
+    int data_known;
+    uint64_t heartbeat_usec, data_usec;
     gsq_hop *hops;            /* owned */
     uint32_t n_hops, cap_hops;
 } gsq_trace;
@@ -238,11 +266,118 @@ typedef struct gsq_set_member {
     char *member;
 } gsq_set_member;
 
+/* ---- heartbeat generation: types (seed 002; core/heartbeat_gen.c) ----- */
+
+/* One skew bound pair (t, delta), microseconds: once a record stamped tau
+ * arrived on stream i at wall instant c, every record arriving on stream j
+ * after c + t + L_j is stamped >= tau - delta (ties allowed). */
+typedef struct gsq_bound_pair {
+    uint64_t t_usec;
+    uint64_t delta_usec;
+} gsq_bound_pair;
+
+/* A skew bound set.  Invariant: p[0..n) sorted by t ascending with delta
+ * strictly descending -- no pair is redundant (seed 002 footnote 1: none
+ * has both a t and a delta no smaller than another pair's); n <= cap <=
+ * GSQ_MAX_BOUND_PAIRS (a pair that would not fit is dropped: a weaker
+ * guarantee, never a wrong one).  p is owned. */
+#define GSQ_MAX_BOUND_PAIRS 64
+typedef struct gsq_bound_set {
+    gsq_bound_pair *p;
+    uint32_t n, cap;
+} gsq_bound_set;
+
+/* Add (t, d) to s unless redundant, dropping the pairs it makes redundant;
+ * a full set keeps its pairs (the new one is lost: weaker, still valid).
+ * 0, or -1 when out of memory. */
+int gsq_bound_set_add(gsq_bound_set *s, uint64_t t, uint64_t d);
+
+/* Option skew:FROM:TO -- the declared set B_FROM,TO (owned strings). */
+typedef struct gsq_skew_decl {
+    char *from;
+    char *to;
+    gsq_bound_set set;
+} gsq_skew_decl;
+
+enum gsq_hb_estimate { GSQ_EST_GIVEN, GSQ_EST_MAX, GSQ_EST_ADAPTIVE };
+enum gsq_hb_level { GSQ_LEVEL_OPERATOR, GSQ_LEVEL_QUERY };
+
+/* One stream S_i of the generator: a source with record timestamps.
+ * Invariants: max_usec is the largest application timestamp that arrived
+ * (valid once seen); b_* summarise the arrivals since the last flush
+ * (b_n of them, dropped ones included); hb_usec (valid once has_hb)
+ * never decreases; pending[k] (valid when pending_set[k]) is the largest
+ * heartbeat due at wall quantum q with q % gen->cap == k, for q in
+ * [gen->base_q, gen->base_q + gen->cap) -- the seed's array tau_i[c] kept
+ * only over the window it can reach (section 5.1); hist[k] is max_usec as
+ * of estimation step h with h % gen->steps == k, for the last `steps`
+ * steps up to hist_step. */
+typedef struct gsq_tg_stream {
+    gsq_source *src;
+    uint64_t latency_usec;        /* L_i (given bounds only) */
+    uint64_t ooo_usec;            /* declared out_of_order (B_ii), for stats */
+    int seen;
+    uint64_t max_usec;
+    uint64_t b_n, b_max, b_min;
+    uint64_t b_disorder;          /* largest trail behind the running max */
+    int has_hb;
+    uint64_t hb_usec;
+    int issued;                   /* a promise was given downstream */
+    uint64_t issued_usec;         /* the least promise of its LFTAs */
+    int tick_promised;            /* promises collected in the current tick */
+    uint64_t tick_promise_usec;
+    uint64_t dropped;             /* arrived below issued_usec */
+    uint64_t *pending;            /* gen->cap slots */
+    uint8_t *pending_set;
+    uint64_t *hist;               /* gen->steps slots (estimation) */
+    int hist_init;
+    uint64_t hist_first, hist_step;
+} gsq_tg_stream;
+
+/* The run's heartbeat generator.  Invariants when active: st[0..n) are the
+ * sources with record timestamps, in source order; bstar holds n*n closed
+ * bound sets (B*, given bounds; [i*n + j] is B*_ij); est_* hold n*n*steps
+ * entries ([(i*n + j)*steps + t] estimates delta_ij at t*step_usec). */
+typedef struct gsq_time_gen {
+    int active;
+    int estimate;                 /* enum gsq_hb_estimate */
+    int level;                    /* enum gsq_hb_level */
+    uint64_t horizon_usec;        /* t_max (estimation) */
+    uint32_t window;              /* W (adaptive) */
+    double alpha;                 /* (adaptive) */
+    uint64_t timeout_usec;        /* 0: none */
+    uint32_t n;
+    gsq_tg_stream *st;
+    gsq_bound_set *bstar;
+    uint32_t pairs_declared, pairs_closure; /* B's pairs; B*'s beyond them */
+    int timeout_needed;           /* seed 002 theorem 3.3 */
+    uint64_t quantum_usec;        /* wall-clock unit of `pending` */
+    uint32_t cap;
+    uint64_t base_q;              /* pending covers [base_q, base_q + cap) */
+    int based;
+    uint32_t steps;               /* estimation: t = 0 .. steps-1 */
+    uint64_t step_usec;
+    uint64_t *est_delta, *est_win, *est_num;
+    uint64_t last_arrival_mono;   /* CLOCK_MONOTONIC of the last arrival */
+    int idle_fired;               /* the timeout fired in this pause */
+    int tick_due;                 /* it fired: the next chance ticks */
+    uint64_t timeouts;            /* times the timeout fired */
+    uint64_t flushes;
+} gsq_time_gen;
+
 /* max_skew:NAME, out_of_order:NAME */
 typedef struct gsq_skew {
     char *iface;
     uint64_t usec;
 } gsq_skew;
+
+/* time_unit:NAME and arrival:NAME of one interface (0: not given) */
+typedef struct gsq_iface_time {
+    char *iface;
+    uint64_t unit_ns;         /* ns per unit: 1, 10^3, 10^6 or 10^9 */
+    uint32_t arrival_pos;
+    int arrival_type;         /* 0: the time column's type */
+} gsq_iface_time;
 
 struct gsq_run {
     const gsq_queryset_def *qs;
@@ -262,6 +397,18 @@ struct gsq_run {
     uint32_t n_skews;
     gsq_skew *ooos;             /* out_of_order:NAME */
     uint32_t n_ooos;
+    gsq_skew *latencies;        /* latency:NAME */
+    uint32_t n_latencies;
+    gsq_skew_decl *skew_decls;  /* skew:FROM:TO */
+    uint32_t n_skew_decls;
+    int hb_estimate;            /* hb_estimate: enum gsq_hb_estimate */
+    int hb_level;               /* hb_level: enum gsq_hb_level */
+    uint64_t hb_horizon_usec;   /* hb_horizon (default 10 s) */
+    uint32_t hb_window;         /* hb_window (default 1000) */
+    double hb_alpha;            /* hb_alpha (default 0.5) */
+    uint64_t hb_timeout_usec;   /* hb_timeout (0: none) */
+    gsq_iface_time *times;      /* time_unit:NAME, arrival:NAME */
+    uint32_t n_times;
     /* configuration */
     gsq_param_kv *params;
     uint32_t n_params;
@@ -287,11 +434,11 @@ struct gsq_run {
     gsq_source *sources;
     uint32_t n_sources;
     gsq_stream_rt *streams;
-    uint64_t data_usec;     /* data clock: largest timestamp seen */
-    uint64_t data_first_usec; /* the first timestamp seen */
+    uint64_t data_usec;     /* data clock: largest arrival_usec seen */
+    uint64_t data_first_usec; /* the first one seen */
     int data_seen;
-    int ts_sources;         /* sources with record timestamps (pcap) */
-    int aligned;            /* time-aligned replay of pcap files */
+    int ts_sources;         /* sources with record timestamps (has_ts) */
+    int aligned;            /* sources replayed time-aligned (0 or >= 2) */
     /* heartbeat timer (heartbeat.c); invariant once started: the clock has
      * not reached hb_next since the last tick */
     int hb_started;
@@ -301,6 +448,7 @@ struct gsq_run {
     gsq_event *events;
     uint32_t n_events, cap_events;
     uint64_t events_dropped;
+    gsq_time_gen tg;            /* heartbeat generation (seed 002) */
     /* traces */
     int trace_fd;               /* -1 when closed */
     gsq_buf trace_out;
@@ -313,6 +461,51 @@ struct gsq_run {
     gsq_buf stats;
     gsq_buf report;
 };
+
+/* ---- heartbeat generation (seed 002; core/heartbeat_gen.c) ------------- */
+
+/* Set up the generator from the run's options once the sources are open
+ * (0, or -1 with the run failed); release it. */
+int gsq_tg_setup(gsq_run *r);
+void gsq_tg_free(gsq_run *r);
+/* A record of the stream stamped ts_usec arrived: 0 to deliver it, 1 when
+ * it is below a heartbeat already issued (dropped and counted). */
+static inline int gsq_tg_arrive(gsq_tg_stream *t, uint64_t ts_usec)
+{
+    /* measured whether or not it is dropped: the estimators learn from it */
+    if (!t->b_n) {
+        t->b_max = t->b_min = ts_usec;
+    } else {
+        if (ts_usec > t->b_max)
+            t->b_max = ts_usec;
+        if (ts_usec < t->b_min)
+            t->b_min = ts_usec;
+    }
+    if (t->seen || t->b_n) {
+        uint64_t run_max = t->seen && t->max_usec > t->b_max ? t->max_usec : t->b_max;
+        if (run_max > ts_usec && run_max - ts_usec > t->b_disorder)
+            t->b_disorder = run_max - ts_usec;
+    }
+    t->b_n++;
+    if (t->issued && ts_usec < t->issued_usec) {
+        t->dropped++;
+        return 1;
+    }
+    return 0;
+}
+/* After a batch of source s (may be NULL) at run clock now: apply its
+ * arrivals (Figure 2; estimation, section 6), move the heartbeats due by
+ * now.  Returns nonzero when the timeout fired (every input paused): the
+ * caller fires a tick. */
+int gsq_tg_after_batch(gsq_run *r, gsq_source *s, int clock_known, uint64_t now);
+/* At a tick, before the LFTAs' heartbeat(): heartbeats due by now; after
+ * them: the promises collected become the drop thresholds. */
+void gsq_tg_tick_begin(gsq_run *r, int clock_known, uint64_t now);
+void gsq_tg_tick_end(gsq_run *r);
+/* Stats: the generator's part of the run and of a source. */
+void gsq_tg_stats_run(const gsq_run *r, gsq_buf *b);
+void gsq_tg_stats_source(const gsq_run *r, const gsq_source *s, gsq_buf *b);
+void gsq_tg_report(const gsq_run *r, gsq_buf *b);
 
 /* Set the error message (the last one wins) without failing the run: for
  * the configuration calls, whose failure is their return value (node.c). */
@@ -409,6 +602,28 @@ typedef struct gsq_csv_slots {
 } gsq_csv_slots;
 int gsq_csv_slots_build(gsq_csv_slots *cs, const gsq_source *s); /* 0, -1 oom */
 void gsq_csv_slots_free(gsq_csv_slots *cs);
+
+/* The slot of (pos, type) in a built layout, or -1 (csv_layout.c). */
+int32_t gsq_csv_slot_of(const gsq_csv_slots *cs, uint32_t pos, int type);
+
+/* Record timestamps (source_time.c).  setup: decide s->has_ts and the
+ * columns, before the source is opened (its LFTAs known); 0, or -1 with
+ * the run failed (an arrival column the source cannot read).  stamp: the
+ * timestamps of a CSV record of s from its cached time value tv and
+ * arrival value av (NULL: unavailable -- a failed conversion, a null, a
+ * short row; ignored for a column s does not have); an unreadable one
+ * gets the source's last readable timestamps and ts_unreadable, and is
+ * counted in s->time_unreadable. */
+typedef struct gsq_stamp {
+    uint64_t app_usec;
+    uint64_t arrival_usec;
+    uint8_t unreadable;
+} gsq_stamp;
+int gsq_source_time_setup(gsq_run *r, gsq_source *s);
+void gsq_source_stamp(gsq_source *s, const gsq_csv_value *tv, const gsq_csv_value *av,
+                      gsq_stamp *out);
+/* "s", "ms", "us" or "ns" for a unit in nanoseconds (NULL: another). */
+const char *gsq_time_unit_name(uint64_t unit_ns);
 
 /* Fill pi from a frame of this link type (DLT_*). */
 void gsq_pkt_decode(gsq_pkt_info *pi, int linktype, const uint8_t *p, uint32_t caplen);

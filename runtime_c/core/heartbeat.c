@@ -27,7 +27,8 @@
  *
  * Traces (seed 000 6.2), with option trace.  Every heartbeat an LFTA emits
  * gets the next trace id and an origin (LFTA, CLOCK_MONOTONIC time, run
- * clock).  The drain dispatches it with run->cur_trace set, and every HFTA
+ * clock; for a source with generated heartbeats, seed 002, also the
+ * source, its generated heartbeat and its largest timestamp then).  The drain dispatches it with run->cur_trace set, and every HFTA
  * that receives a heartbeat meanwhile -- the LFTA's, or one an HFTA emitted
  * while handling it -- is a hop.  After each drain every pending trace has
  * been delivered and is written as one JSON line (id order) to a buffer
@@ -121,14 +122,21 @@ static void check_stalls(gsq_run *r, uint64_t now)
 
 /* ---- the timer -------------------------------------------------------- */
 
+/* Every LFTA's heartbeat(), then a drain.  Generated heartbeats (seed
+ * 002) are brought up to the clock first, and the promises the LFTAs made
+ * become their sources' drop thresholds after. */
 static void tick(gsq_run *r)
 {
     uint32_t i;
+    uint64_t now = 0;
+    int known = gsq_run_clock_usec(r, &now) == 0;
+    gsq_tg_tick_begin(r, known, now);
     for (i = 0; i < r->n_lfta_nodes && !r->failed; i++) {
         gsq_node *n = &r->nodes[i];
         if (n->live && n->lfta->heartbeat)
             n->lfta->heartbeat(n->state, n);
     }
+    gsq_tg_tick_end(r);
     gsq_drain(r);
 }
 
@@ -164,8 +172,17 @@ void gsq_hb_after_batch(gsq_run *r, gsq_source *s, uint32_t n_recs, int fire)
         }
     }
     observe(r, s, n_recs, now);
+    /* arrivals into generated heartbeats; every input paused past the
+     * timeout: a tick now, whether or not the clock moved */
+    if (gsq_tg_after_batch(r, s, 1, now))
+        r->tg.tick_due = 1;
     if (!iv || !fire)
         return;
+    if (r->tg.tick_due) {
+        r->tg.tick_due = 0;
+        tick(r);
+        observe(r, NULL, 0, now);
+    }
     if (now + iv < r->hb_next) /* the wall clock was set back */
         r->hb_next = now + iv;
     while (!r->failed && now >= r->hb_next) {
@@ -256,6 +273,14 @@ void gsq_trace_emitted(gsq_run *r, gsq_node *lfta)
     t->origin = (uint32_t)(lfta - r->nodes);
     t->emitted_usec = gsq_mono_usec();
     t->clock_known = gsq_run_clock_usec(r, &t->clock_usec) == 0;
+    /* the heartbeat the LFTA was given (the least of all at query level) */
+    if (lfta->source && lfta->source->tg &&
+        gsq_generated_heartbeat_usec(lfta, &t->heartbeat_usec) == 0) {
+        const gsq_tg_stream *g = lfta->source->tg;
+        t->source = lfta->source->iface;
+        t->data_known = g->seen;
+        t->data_usec = g->max_usec;
+    }
 }
 
 /* The trace of the heartbeat just popped from this LFTA's queue: its
@@ -315,6 +340,13 @@ void gsq_trace_write_pending(gsq_run *r)
             gsq_buf_printf(b, ",\"emitted_usec\":%llu,\"clock_usec\":",
                            (unsigned long long)t->emitted_usec);
             json_clock(b, t->clock_known, t->clock_usec);
+            if (t->source) {
+                gsq_buf_adds(b, ",\"source\":");
+                gsq_buf_json_str(b, t->source, strlen(t->source));
+                gsq_buf_printf(b, ",\"heartbeat_usec\":%llu,\"data_usec\":",
+                               (unsigned long long)t->heartbeat_usec);
+                json_clock(b, t->data_known, t->data_usec);
+            }
             gsq_buf_adds(b, ",\"hops\":[");
             for (j = 0; j < t->n_hops; j++) {
                 const gsq_hop *h = &t->hops[j];

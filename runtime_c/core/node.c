@@ -136,6 +136,14 @@ int gsq_out_of_order_usec(gsq_node *node, uint64_t *out)
     return 0;
 }
 
+int gsq_time_unit_nsec(gsq_node *node, uint64_t *out)
+{
+    if (!node->lfta)
+        return 1;
+    *out = node->unit_ns;
+    return 0;
+}
+
 void gsq_count(gsq_node *node, int counter, uint64_t n)
 {
     if (counter >= 0 && counter < GSQ_CNT__COUNT)

@@ -23,6 +23,19 @@
  * pcap records: `data` holds the captured frame (len == pkt.caplen bytes);
  * `pkt` holds the header offsets decoded once by the reader (see
  * gsq_packet.h for the accessors).
+ *
+ * Timestamps (every record of a source with timestamps: pcap always, a CSV
+ * file or an Arrow source whose time column is known; 0 otherwise):
+ * app_usec is the record's application time and arrival_usec the instant
+ * it arrived, both in microseconds.  pcap: both are the packet timestamp
+ * (also in pkt.ts_usec).  CSV records: app_usec is the time column in its
+ * unit; arrival_usec the arrival column in the same unit, or app_usec
+ * when there is none.  The data clock is the largest arrival_usec read, and
+ * time-aligned replay holds records back by arrival_usec.  A record whose
+ * time (or arrival) value is unreadable -- negative, not a number, empty,
+ * null -- still reaches the LFTAs with ts_unreadable set: its app_usec and
+ * arrival_usec are those of the last readable record of its source (0
+ * before the first) and advance no clock.
  */
 #ifndef GSQ_RECORD_H
 #define GSQ_RECORD_H
@@ -98,6 +111,10 @@ struct gsq_record {
     const uint8_t *valid;         /* NULL, or layout->n_slots bytes: 0 = null */
     /* pcap only */
     gsq_pkt_info pkt;
+    /* timestamps (above) */
+    uint64_t app_usec;            /* application time, microseconds */
+    uint64_t arrival_usec;        /* arrival instant, microseconds */
+    uint8_t ts_unreadable;        /* 1: carries the last readable ones */
 };
 
 /* ---- CSV accessors -------------------------------------------------- */

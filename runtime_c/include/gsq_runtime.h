@@ -106,6 +106,36 @@ int gsq_clock_bound_usec(gsq_node *node, uint64_t *out);
  * GSQ_CNT_SKEW_DROPPED. */
 int gsq_out_of_order_usec(gsq_node *node, uint64_t *out);
 
+/* Generated heartbeats (seed 002; core/heartbeat_gen.c).  When the run
+ * generates heartbeats for the LFTA's source (time bounds declared: skew,
+ * latency, out_of_order of a source with record timestamps, an estimator,
+ * a timeout), the heartbeat it may promise now, in microseconds of the
+ * source's record timestamps: 0 and *out; -1 while none is known yet (emit
+ * nothing); 1 when the source's heartbeats are not generated (the LFTA
+ * infers its own).  Every later record of the source is stamped >= the
+ * promise the LFTA reports back with gsq_heartbeat_promised (its time
+ * field's value in microseconds): the runtime drops and counts the others
+ * before any LFTA sees them. */
+int gsq_generated_heartbeat_usec(gsq_node *node, uint64_t *out);
+void gsq_heartbeat_promised(gsq_node *node, uint64_t usec);
+/* Nonzero when the run generates heartbeats (any source): a stream's data
+ * may then trail its largest value by a declared bound, and only its
+ * heartbeats carry progress (operators must not infer it from data). */
+int gsq_heartbeats_generated(gsq_node *node);
+/* Nonzero when HFTA input `input` is fed by an LFTA whose heartbeats are
+ * generated promises it keeps (records below them are dropped before it,
+ * its aggregation closes and flushes every older epoch at once): each such
+ * heartbeat h says no later tuple of that input belongs to an epoch before
+ * h's. */
+int gsq_input_heartbeats_strict(gsq_node *node, int input);
+/* The unit of an LFTA's interface's CSV time values (option time_unit:NAME:
+ * s, ms, us or ns; seconds by default), in nanoseconds per unit (a power of
+ * 1000 from 1 to 10^9): result 0 and *out set for an LFTA, nonzero for an
+ * HFTA (*out untouched).  The generated heartbeat converts the out-of-order
+ * bound into the unit of a temporal field read from a CSV column with it
+ * (a float column holds units with a fraction). */
+int gsq_time_unit_nsec(gsq_node *node, uint64_t *out);
+
 /* n zeroed elements of `size` bytes for an operator's hash table (NULL if
  * out of memory); large tables are backed by huge pages where the kernel
  * allows (table_mem.c).  Free with gsq_table_free. */
@@ -223,6 +253,21 @@ typedef struct gsq_lfta_def {
      * Binding a set of k >= 2 members to an LFTA without it is a run
      * error. */
     const struct gsq_hfta_def *set_merge;
+    /* The CSV column of the LFTA's temporal field (CSV-kind PROTOCOLs: the
+     * first field its heartbeat follows, an increasing numeric field behind
+     * its temporal output): 1-based position and the enum gsq_type it is
+     * read as, also listed in csv_fields; 0 and 0 when there is none (and
+     * for packet PROTOCOLs).  A source of CSV records (a CSV file, an Arrow
+     * stream) takes its time column from its first running LFTA that
+     * declares one: its records then carry timestamps (gsq_record.h). */
+    uint32_t time_pos;
+    int time_type;
+    /* Nonzero when every field its heartbeat follows is the record's own
+     * timestamp (a packet's, or the CSV time column): under generated
+     * heartbeats (seed 002) its heartbeats are then kept promises, and an
+     * HFTA reading it may take them as closing every older epoch
+     * (gsq_input_heartbeats_strict). */
+    int hb_record_time;
 } gsq_lfta_def;
 
 typedef struct gsq_hfta_def {
@@ -286,7 +331,14 @@ GSQ_EXPORT gsq_run *gsqlc_create(void);
  * "max_skew:NAME" (seconds >= 0 that interface NAME's timestamps may lag the
  * clock; enables gsq_clock_bound_usec for its LFTAs), "out_of_order:NAME"
  * (seconds >= 0 that a record of interface NAME may trail the largest
- * timestamp read before it; enables gsq_out_of_order_usec), "stall_intervals"
+ * timestamp read before it; enables gsq_out_of_order_usec), "time_unit:NAME"
+ * ("s", the default, "ms", "us" or "ns": the unit of the time and arrival
+ * columns of interface NAME's CSV records; gsq_time_unit_nsec),
+ * "arrival:NAME" ("POS" or "POS:TYPE", TYPE a numeric GSQL type, by
+ * default the time column's: the 1-based CSV column giving each record's
+ * arrival instant, in the time column's unit: it drives the data clock and
+ * time-aligned replay instead of the time column; CSV files only),
+ * "stall_intervals"
  * (integer >= 1, default 3: a source or LFTA silent that many intervals is
  * reported stalled), "trace" (a file: one JSON line per heartbeat trace),
  * "arrow_heartbeats" and "final_heartbeat" ("0", the default, or "1"; they

@@ -65,7 +65,11 @@
  *    So a closed epoch's groups are out before the next epoch closes.
  *  - A heartbeat (gsq_agg_heartbeat) is progress: an epoch hb newer than
  *    every open one opens (with no groups), closing the oldest if N were
- *    open.  Before any record it is sent on unchanged and changes nothing.
+ *    open.  A promise (`promise`: every later record is at or after hb,
+ *    e.g. generated heartbeats, seed 002) also closes every open epoch
+ *    older than hb's and ejects its groups and the closed epoch's pending
+ *    ones at once (they are complete), and is sent on as hb itself.
+ *    Before any record it is sent on unchanged and changes nothing.
  *    Sent on (GSQ_AGG_EJECT_HEARTBEAT): while the table holds groups, the
  *    oldest epoch that may still produce output (the closed epoch while
  *    groups of it are pending, else the oldest open epoch), never lower than
@@ -472,7 +476,7 @@ GSQ_AGG_HOT void gsq_agg_accept(gsq_agg_table *t, const gsq_agg_shape *sh, const
  * the invariants); hb's temporal keys are then set to the bound it may
  * promise, and hb is sent on (GSQ_AGG_EJECT_HEARTBEAT). */
 static inline void gsq_agg_heartbeat(gsq_agg_table *t, const gsq_agg_shape *sh, void *hb,
-                                     void *ctx)
+                                     int promise, void *ctx)
 {
     if (t->newest) {
         const unsigned char *bound = NULL; /* NULL: hb as inferred */
@@ -481,6 +485,24 @@ static inline void gsq_agg_heartbeat(gsq_agg_table *t, const gsq_agg_shape *sh, 
         if (sh->epoch_cmp(t->newest, hb) & GSQ_AGG_LATER) {
             gsq_agg_open(t, sh, hb, t->n_open, ctx);
             oldest = gsq_agg_epoch_of(t, sh, t->order[0]);
+        }
+        if (promise) {
+            /* no record older than hb will be counted: every open epoch
+             * before hb's is complete -- closed, and its groups (and a
+             * closed epoch's still pending) out now.  What is sent is hb
+             * itself: a record at or after it may still be passed on as a
+             * late partial of hb's epoch when that one is not open. */
+            while (t->n_open > 1 && sh->epoch_cmp(oldest, hb) == GSQ_AGG_LATER) {
+                gsq_agg_close_oldest(t, sh, ctx);
+                oldest = gsq_agg_epoch_of(t, sh, t->order[0]);
+            }
+            gsq_agg_finish_pending(t, sh, ctx);
+            if (!t->have_promised || sh->epoch_cmp(promised, hb) == GSQ_AGG_LATER) {
+                sh->epoch_set(promised, hb);
+                t->have_promised = 1;
+            }
+            sh->out(ctx, hb, GSQ_AGG_EJECT_HEARTBEAT);
+            return;
         }
         if (t->n_used) {
             bound = t->n_pending ? gsq_agg_epoch_of(t, sh, t->closed_tag) : oldest;

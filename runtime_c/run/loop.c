@@ -54,22 +54,29 @@ static void prefetch_record(gsq_source *s, uint32_t i)
     }
 }
 
+/* The data clock follows the arrival instants of the records of sources
+ * with timestamps (an unreadable one advances nothing). */
 static void run_batch(gsq_run *r, gsq_source *s)
 {
     uint32_t i, j;
-    int data_clock = r->clock_mode == GSQ_CLOCK_DATA && s->ops->timestamps;
+    int data_clock = r->clock_mode == GSQ_CLOCK_DATA && s->has_ts;
+    gsq_tg_stream *tg = s->tg;
     for (i = 0; i < GSQ_PREFETCH_AHEAD && i < s->ring.n_recs; i++)
         prefetch_record(s, i);
     for (i = 0; i < s->ring.n_recs && !r->failed; i++) {
         const gsq_record *rec = &s->ring.recs[i];
         if (i + GSQ_PREFETCH_AHEAD < s->ring.n_recs)
             prefetch_record(s, i + GSQ_PREFETCH_AHEAD);
-        if (data_clock && (!r->data_seen || rec->pkt.ts_usec > r->data_usec)) {
+        if (data_clock && !rec->ts_unreadable &&
+            (!r->data_seen || rec->arrival_usec > r->data_usec)) {
             if (!r->data_seen)
-                r->data_first_usec = rec->pkt.ts_usec;
-            r->data_usec = rec->pkt.ts_usec;
+                r->data_first_usec = rec->arrival_usec;
+            r->data_usec = rec->arrival_usec;
             r->data_seen = 1;
         }
+        /* below a heartbeat already issued: dropped and counted (seed 002) */
+        if (tg && !rec->ts_unreadable && gsq_tg_arrive(tg, rec->app_usec))
+            continue;
         for (j = 0; j < s->n_lftas && !r->failed; j++) {
             gsq_node *n = s->lftas[j];
             n->lfta->accept(n->state, n, rec);
@@ -86,8 +93,9 @@ void gsq_flush_sinks(gsq_run *r)
             gsq_sink_flush(r, r->sinks[i]);
 }
 
-/* Time-aligned replay: this round reads, from every pcap file, the records
- * stamped up to the earliest next timestamp among them plus a quantum (the
+/* Time-aligned replay: this round reads, from every file with timestamps
+ * (pcap, CSV with a time or arrival column), the records that arrived up
+ * to the earliest next arrival instant among them plus a quantum (the
  * heartbeat interval, at most 1 s), so the files advance together on the
  * data clock as live interfaces would, and an idle stretch of one of them
  * shows (stalls, heartbeats from the clock) instead of being read ahead. */

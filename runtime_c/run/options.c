@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format.h"
 #include "gsq_run_steps.h"
 
 static int parse_u32(const char *s, uint32_t *out)
@@ -127,6 +128,182 @@ oom:
     return -1;
 }
 
+/* skew:FROM:TO -- "AFTER,BOUND" pairs of seconds, several separated by ';'
+ * (a bound set, seed 002 section 3.1); replaces an earlier setting. */
+static int set_skew_decl(gsq_run *r, const char *names, const char *value)
+{
+    const char *colon = strchr(names, ':'), *p = value;
+    gsq_bound_set set = {NULL, 0, 0};
+    gsq_skew_decl *nd;
+    uint32_t i;
+    char buf[128];
+    if (!colon || colon == names || !colon[1] || strchr(colon + 1, ':')) {
+        gsq_set_error(r, "skew needs two interface names: skew:FROM:TO, got 'skew:%s'", names);
+        return -1;
+    }
+    if ((size_t)(colon - names) == strlen(colon + 1) &&
+        strncmp(names, colon + 1, (size_t)(colon - names)) == 0) {
+        gsq_set_error(r, "skew:%s names one interface twice (its own disorder is out_of_order)",
+                      names);
+        return -1;
+    }
+    for (;;) {
+        const char *end = strchr(p, ';'), *comma;
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        uint64_t t, d;
+        int rt, rd;
+        if (len >= sizeof buf)
+            goto bad;
+        memcpy(buf, p, len);
+        buf[len] = 0;
+        comma = strchr(buf, ',');
+        if (!comma)
+            goto bad;
+        buf[comma - buf] = 0;
+        rt = parse_seconds(buf, &t);
+        rd = parse_seconds(comma + 1, &d);
+        if (rt == -1 || rt == -2 || rt == -3 || rd == -1 || rd == -2 || rd == -3)
+            goto bad;
+        if (gsq_bound_set_add(&set, rt == -4 ? 0 : t, rd == -4 ? 0 : d) != 0)
+            goto oom;
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    for (i = 0; i < r->n_skew_decls; i++)
+        if (strlen(r->skew_decls[i].from) == (size_t)(colon - names) &&
+            strncmp(r->skew_decls[i].from, names, (size_t)(colon - names)) == 0 &&
+            strcmp(r->skew_decls[i].to, colon + 1) == 0) {
+            free(r->skew_decls[i].set.p);
+            r->skew_decls[i].set = set;
+            return 0;
+        }
+    nd = realloc(r->skew_decls, (r->n_skew_decls + 1) * sizeof *nd);
+    if (!nd)
+        goto oom;
+    r->skew_decls = nd;
+    nd += r->n_skew_decls;
+    nd->from = malloc((size_t)(colon - names) + 1);
+    if (nd->from) {
+        memcpy(nd->from, names, (size_t)(colon - names));
+        nd->from[colon - names] = 0;
+    }
+    nd->to = gsq_strdup(colon + 1);
+    nd->set = set;
+    if (!nd->from || !nd->to) {
+        free(nd->from);
+        free(nd->to);
+        return gsq_set_error(r, "out of memory"), -1;
+    }
+    r->n_skew_decls++;
+    return 0;
+bad:
+    free(set.p);
+    gsq_set_error(r, "skew:%s must be AFTER,BOUND seconds >= 0 (wall-clock delay, "
+                  "application-time bound), several separated by ';', got '%s'", names, value);
+    return -1;
+oom:
+    free(set.p);
+    gsq_set_error(r, "out of memory");
+    return -1;
+}
+
+/* A plain number >= 0 (hb_alpha, in [0, 1]); 0 or -1. */
+static int parse_unit_real(const char *s, double *out)
+{
+    uint64_t us;
+    int rc = parse_seconds(s, &us); /* microseconds of "seconds": 6 decimals */
+    if (rc == -1 || rc == -2 || rc == -3)
+        return -1;
+    *out = rc == -4 ? 0.0 : (double)us / 1e6;
+    return *out <= 1.0 ? 0 : -1;
+}
+
+/* The entry of interface iface in r->times, added if need be (NULL: out
+ * of memory, error set). */
+static gsq_iface_time *iface_time(gsq_run *r, const char *iface)
+{
+    uint32_t i;
+    gsq_iface_time *nt;
+    for (i = 0; i < r->n_times; i++)
+        if (strcmp(r->times[i].iface, iface) == 0)
+            return &r->times[i];
+    nt = realloc(r->times, (r->n_times + 1) * sizeof *nt);
+    if (!nt)
+        goto oom;
+    r->times = nt;
+    nt = &r->times[r->n_times];
+    memset(nt, 0, sizeof *nt);
+    nt->iface = gsq_strdup(iface);
+    if (!nt->iface)
+        goto oom;
+    r->n_times++;
+    return nt;
+oom:
+    gsq_set_error(r, "out of memory");
+    return NULL;
+}
+
+/* time_unit:NAME = s | ms | us | ns */
+static int set_time_unit(gsq_run *r, const char *iface, const char *value)
+{
+    static const char *const names[] = {"ns", "us", "ms", "s"};
+    uint64_t ns = 1;
+    gsq_iface_time *t;
+    int i;
+    if (!*iface) {
+        gsq_set_error(r, "time_unit needs an interface name: time_unit:NAME");
+        return -1;
+    }
+    for (i = 0; i < 4 && strcmp(names[i], value) != 0; i++)
+        ns *= 1000;
+    if (i == 4) {
+        gsq_set_error(r, "time_unit:%s must be s, ms, us or ns, got '%s'", iface, value);
+        return -1;
+    }
+    t = iface_time(r, iface);
+    if (!t)
+        return -1;
+    t->unit_ns = ns;
+    return 0;
+}
+
+/* arrival:NAME = POS or POS:TYPE (TYPE a numeric GSQL type name) */
+static int set_arrival(gsq_run *r, const char *iface, const char *value)
+{
+    static const int numeric[] = {GSQ_T_USHORT, GSQ_T_UINT, GSQ_T_INT, GSQ_T_ULLONG,
+                                  GSQ_T_LLONG, GSQ_T_FLOAT};
+    const char *colon = strchr(value, ':');
+    size_t n = colon ? (size_t)(colon - value) : strlen(value);
+    uint32_t pos;
+    int type = 0;
+    gsq_iface_time *t;
+    if (!*iface) {
+        gsq_set_error(r, "arrival needs an interface name: arrival:NAME");
+        return -1;
+    }
+    if (n == 0 || gsq_parse_uint(value, n, &pos) != 0 || pos == 0 || pos > (1u << 30))
+        goto bad;
+    if (colon) {
+        size_t i;
+        for (i = 0; i < sizeof numeric / sizeof numeric[0]; i++)
+            if (strcmp(colon + 1, gsq_type_name(numeric[i])) == 0)
+                type = numeric[i];
+        if (!type)
+            goto bad;
+    }
+    t = iface_time(r, iface);
+    if (!t)
+        return -1;
+    t->arrival_pos = pos;
+    t->arrival_type = type;
+    return 0;
+bad:
+    gsq_set_error(r, "arrival:%s must be a CSV position, optionally with a numeric type "
+                     "(e.g. 3 or 3:ullong), got '%s'", iface, value);
+    return -1;
+}
+
 GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
 {
     if (!key || !value) {
@@ -212,6 +389,56 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
         return set_iface_seconds(r, "max_skew", &r->skews, &r->n_skews, key + 9, value);
     } else if (strncmp(key, "out_of_order:", 13) == 0) {
         return set_iface_seconds(r, "out_of_order", &r->ooos, &r->n_ooos, key + 13, value);
+    } else if (strncmp(key, "latency:", 8) == 0) {
+        return set_iface_seconds(r, "latency", &r->latencies, &r->n_latencies, key + 8, value);
+    } else if (strncmp(key, "skew:", 5) == 0) {
+        return set_skew_decl(r, key + 5, value);
+    } else if (strcmp(key, "hb_estimate") == 0) {
+        if (strcmp(value, "given") == 0)
+            r->hb_estimate = GSQ_EST_GIVEN;
+        else if (strcmp(value, "max") == 0)
+            r->hb_estimate = GSQ_EST_MAX;
+        else if (strcmp(value, "adaptive") == 0)
+            r->hb_estimate = GSQ_EST_ADAPTIVE;
+        else {
+            gsq_set_error(r, "hb_estimate must be given, max or adaptive, got '%s'", value);
+            return -1;
+        }
+    } else if (strcmp(key, "hb_level") == 0) {
+        if (strcmp(value, "operator") == 0)
+            r->hb_level = GSQ_LEVEL_OPERATOR;
+        else if (strcmp(value, "query") == 0)
+            r->hb_level = GSQ_LEVEL_QUERY;
+        else {
+            gsq_set_error(r, "hb_level must be operator or query, got '%s'", value);
+            return -1;
+        }
+    } else if (strcmp(key, "hb_horizon") == 0 || strcmp(key, "hb_timeout") == 0) {
+        uint64_t us = 0;
+        int rc = parse_seconds(value, &us);
+        int horizon = key[3] == 'h';
+        if (rc == -1 || rc == -2 || rc == -3 || (horizon && (rc == -4 || us == 0))) {
+            gsq_set_error(r, "%s must be a number of seconds %s (at most 1000000000), got '%s'",
+                          key, horizon ? "> 0" : ">= 0 (0: none)", value);
+            return -1;
+        }
+        *(horizon ? &r->hb_horizon_usec : &r->hb_timeout_usec) = rc == -4 ? 0 : us;
+    } else if (strcmp(key, "hb_window") == 0) {
+        uint32_t n;
+        if (parse_u32(value, &n) != 0 || n == 0) {
+            gsq_set_error(r, "hb_window must be an integer >= 1 (records), got '%s'", value);
+            return -1;
+        }
+        r->hb_window = n;
+    } else if (strcmp(key, "hb_alpha") == 0) {
+        if (parse_unit_real(value, &r->hb_alpha) != 0) {
+            gsq_set_error(r, "hb_alpha must be a number from 0 to 1, got '%s'", value);
+            return -1;
+        }
+    } else if (strncmp(key, "time_unit:", 10) == 0) {
+        return set_time_unit(r, key + 10, value);
+    } else if (strncmp(key, "arrival:", 8) == 0) {
+        return set_arrival(r, key + 8, value);
     } else if (strcmp(key, "stall_intervals") == 0) {
         uint32_t n;
         if (parse_u32(value, &n) != 0 || n == 0 || n > 1000000u) {
@@ -234,7 +461,9 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
         r->trace_path = p;
     } else {
         gsq_set_error(r, "unknown option '%s' (known: csv_separator, csv_strict, clock, batch, "
-                     "heartbeat_interval, max_skew:NAME, out_of_order:NAME, stall_intervals, trace, "
+                     "heartbeat_interval, max_skew:NAME, out_of_order:NAME, latency:NAME, "
+                     "skew:FROM:TO, hb_estimate, hb_level, hb_horizon, hb_window, hb_alpha, "
+                     "hb_timeout, time_unit:NAME, arrival:NAME, stall_intervals, trace, "
                      "arrow_heartbeats, final_heartbeat, arrow_flush)", key);
         return -1;
     }

@@ -30,6 +30,31 @@ static void kv_str(gsq_buf *b, const char *key, const char *v, int comma)
         gsq_buf_adds(b, "null");
 }
 
+static void kv_pos(gsq_buf *b, const char *key, uint32_t pos)
+{
+    if (pos)
+        gsq_buf_printf(b, ",\"%s\":%u", key, (unsigned)pos);
+    else
+        gsq_buf_printf(b, ",\"%s\":null", key);
+}
+
+/* A source's record timestamps (source_time.c): whether it has them, its
+ * CSV time and arrival columns and their unit, and the time-aligned
+ * replay's hold-backs. */
+static void source_time_stats(gsq_buf *b, const gsq_source *s)
+{
+    int csv_cols = s->time_pos || s->arrival_pos;
+    gsq_buf_printf(b, ",\"timestamps\":%s", s->has_ts ? "true" : "false");
+    kv_pos(b, "time_column", s->time_pos);
+    kv_str(b, "time_type", s->time_pos ? gsq_type_name(s->time_type) : NULL, 1);
+    kv_str(b, "time_lfta", s->time_lfta ? s->time_lfta->name : NULL, 1);
+    kv_pos(b, "arrival_column", s->arrival_pos);
+    kv_str(b, "time_unit", csv_cols ? gsq_time_unit_name(s->unit_ns) : NULL, 1);
+    kv_u64(b, "time_unreadable", s->time_unreadable, 1);
+    gsq_buf_printf(b, ",\"aligned\":%s", s->aligned ? "true" : "false");
+    kv_u64(b, "held_back", s->held_back, 1);
+}
+
 static const char *clock_name(const gsq_run *r)
 {
     return r->clock_mode == GSQ_CLOCK_DATA ? "data"
@@ -46,6 +71,7 @@ void gsq_build_stats(gsq_run *r)
     gsq_buf_printf(b, "{\"ok\":%s,\"interrupted\":%s", r->started && !r->failed ? "true" : "false",
                    r->interrupted ? "true" : "false");
     kv_str(b, "clock", clock_name(r), 1);
+    gsq_tg_stats_run(r, b);
 
     gsq_buf_adds(b, ",\"sources\":[");
     for (i = 0; i < r->n_sources; i++) {
@@ -61,6 +87,8 @@ void gsq_build_stats(gsq_run *r)
         kv_u64(b, "bytes_read", s->bytes_read, 1);
         gsq_buf_printf(b, ",\"truncated\":%s", s->truncated ? "true" : "false");
         kv_u64(b, "ring_high_water_bytes", s->ring.high_water, 1);
+        source_time_stats(b, s);
+        gsq_tg_stats_source(r, s, b);
         gsq_buf_addc(b, '}');
     }
 
@@ -125,6 +153,13 @@ void gsq_build_stats(gsq_run *r)
     }
     gsq_buf_adds(b, "]");
     kv_u64(b, "tuples_written", written, 1);
+    if (r->data_seen) {
+        kv_u64(b, "data_clock_usec", r->data_usec, 1);
+        kv_u64(b, "data_clock_first_usec", r->data_first_usec, 1);
+    } else {
+        gsq_buf_adds(b, ",\"data_clock_usec\":null,\"data_clock_first_usec\":null");
+    }
+    kv_u64(b, "aligned_sources", (uint64_t)r->aligned, 1);
     kv_u64(b, "heartbeat_interval_usec", r->hb_interval_usec, 1);
     kv_u64(b, "heartbeat_ticks", r->hb_ticks, 1);
     kv_u64(b, "heartbeat_ticks_skipped", r->hb_ticks_skipped, 1);
@@ -178,6 +213,14 @@ void gsq_build_report(gsq_run *r)
     for (i = 0; i < r->n_sources; i++) {
         const gsq_source *s = &r->sources[i];
         s->ops->report(s, b);
+        if (s->time_unreadable)
+            gsq_buf_printf(b,
+                           "gsqlc: warning: source %s (%s): %llu records had an unreadable time "
+                           "(negative, empty or not a number in column %u%s); they were "
+                           "processed without advancing its time\n",
+                           s->iface, s->uri, (unsigned long long)s->time_unreadable,
+                           (unsigned)(s->time_pos ? s->time_pos : s->arrival_pos),
+                           s->time_pos && s->arrival_pos ? " or the arrival column" : "");
     }
     for (i = 0; i < r->n_injects; i++)
         gsq_inject_report(&r->injects[i], b);
@@ -195,6 +238,8 @@ void gsq_build_report(gsq_run *r)
                                r->binds[i].iface, r->binds[i].uri);
         }
     }
+    if (r->sources)
+        gsq_tg_report(r, b);
     for (i = 0; r->nodes && i < r->n_nodes; i++) {
         const gsq_node *n = &r->nodes[i];
         if (n->counters[GSQ_CNT_LATE_DROPPED])

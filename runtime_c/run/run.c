@@ -27,6 +27,9 @@ GSQ_EXPORT gsq_run *gsqlc_create(void)
     r->batch = 512;
     r->hb_interval_usec = 1000000u;
     r->stall_intervals = 3;
+    r->hb_horizon_usec = 10000000u;
+    r->hb_window = 1000;
+    r->hb_alpha = 0.5;
     r->trace_fd = -1;
     r->cur_trace = -1;
     atomic_init(&r->cancel, 0);

@@ -116,6 +116,10 @@ static void set_skew(gsq_run *r, gsq_node *n)
             n->has_ooo = 1;
             n->ooo_usec = r->ooos[k].usec;
         }
+    n->unit_ns = 1000000000u; /* seconds unless time_unit says otherwise */
+    for (k = 0; k < r->n_times; k++)
+        if (n->iface && r->times[k].unit_ns && strcmp(r->times[k].iface, n->iface) == 0)
+            n->unit_ns = r->times[k].unit_ns;
 }
 
 static char *instance_name(const char *lfta, const char *member)

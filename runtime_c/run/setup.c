@@ -1,8 +1,13 @@
 /*
  * setup.c -- from a configured run to one ready to loop: the nodes, which
- * of them run (plan.c), the sources (bindings -> gsq_source, opened through
- * their ops), the subscriber tables, the Arrow-fed streams, the sinks, the
- * trace file, and the nodes' init/create (queryset order).
+ * of them run (plan.c), the sources (bindings -> gsq_source, their record
+ * timestamps decided, opened through their ops), the subscriber tables, the
+ * Arrow-fed streams, the sinks, the trace file, and the nodes' init/create
+ * (queryset order).
+ *
+ * Under the data clock, the sources with timestamps that can be peeked and
+ * are not streaming (pcap and CSV files, not stdin or a live interface) are
+ * replayed time-aligned when there are two or more of them (run/loop.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -84,18 +89,20 @@ static int open_sources(gsq_run *r)
     uint32_t i;
     for (i = 0; i < r->n_sources; i++) {
         gsq_source *s = &r->sources[i];
+        int streaming;
         if (gsq_ring_init(&s->ring, GSQ_RING_BYTES, r->batch) != 0) {
             gsq_run_fail(r, "out of memory");
             return -1;
         }
-        if (s->ops->open(r, s) != 0)
+        if (gsq_source_time_setup(r, s) != 0 || s->ops->open(r, s) != 0)
             return -1;
-        if (s->ops->streaming && s->ops->streaming(s))
+        streaming = s->ops->streaming && s->ops->streaming(s);
+        if (streaming)
             r->streaming = 1;
         s->limit_usec = UINT64_MAX;
-        if (s->ops->timestamps) {
+        if (s->has_ts) {
             r->ts_sources++;
-            if (r->clock_mode == GSQ_CLOCK_DATA && s->ops->peek) {
+            if (r->clock_mode == GSQ_CLOCK_DATA && s->ops->peek && !streaming) {
                 s->aligned = 1;
                 r->aligned++;
             }
@@ -220,7 +227,8 @@ int gsq_setup_nodes(gsq_run *r)
 int gsq_setup_graph(gsq_run *r)
 {
     if (check_queryset(r) == 0 && gsq_plan(r) == 0 && setup_sources(r) == 0 &&
-        open_sources(r) == 0 && setup_streams(r) == 0 && open_injects(r) == 0)
+        open_sources(r) == 0 && gsq_tg_setup(r) == 0 && setup_streams(r) == 0 &&
+        open_injects(r) == 0)
         return 0;
     return -1;
 }

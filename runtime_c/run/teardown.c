@@ -65,6 +65,19 @@ GSQ_EXPORT void gsqlc_destroy(gsq_run *r)
     for (i = 0; i < r->n_ooos; i++)
         free(r->ooos[i].iface);
     free(r->ooos);
+    for (i = 0; i < r->n_latencies; i++)
+        free(r->latencies[i].iface);
+    free(r->latencies);
+    for (i = 0; i < r->n_skew_decls; i++) {
+        free(r->skew_decls[i].from);
+        free(r->skew_decls[i].to);
+        free(r->skew_decls[i].set.p);
+    }
+    free(r->skew_decls);
+    gsq_tg_free(r);
+    for (i = 0; i < r->n_times; i++)
+        free(r->times[i].iface);
+    free(r->times);
     free(r->trace_path);
     gsq_hb_free(r);
     for (i = 0; i < r->n_sinks; i++) {

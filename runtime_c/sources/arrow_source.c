@@ -15,6 +15,11 @@
  * range, or an invalid address text, rejects the row (counted, the first
  * GSQ_MAX_DESCRIBED described, like malformed CSV rows).
  *
+ * Timestamps (source_time.c): with a time column (s->has_ts) every record
+ * is stamped from its cached value (a null time is unreadable).  There is
+ * no arrival column and no peek: an Arrow stream is read as it comes, not
+ * replayed time-aligned.
+ *
  * Reader state invariants: batch is the current record batch (release !=
  * NULL while held) and row the next of its rows to convert; a ring batch
  * never spans two record batches, so the records of the ring (whose string
@@ -46,6 +51,7 @@ typedef struct arrow_reader {
     uint32_t *fail_slot;       /* per row of a run: the slot that failed, or
                                 * NO_SLOT (kept NO_SLOT between runs) */
     int batch_flushed;         /* batch is wholly read and its end signalled */
+    int32_t time_slot;         /* the slot of the source's time column, -1 */
 } arrow_reader;
 
 void gsq_arrow_stream_release(struct ArrowArrayStream **stream)
@@ -199,6 +205,7 @@ static int arrow_open(gsq_run *r, gsq_source *s)
     if (!rd->slot_col || !rd->rc || !rd->fail_slot)
         goto oom;
     memset(rd->fail_slot, 0xff, s->ring.max_recs * sizeof *rd->fail_slot);
+    rd->time_slot = gsq_csv_slot_of(&rd->cs, s->time_pos, s->time_type);
     return match_columns(r, s, rd);
 oom:
     gsq_run_fail(r, "out of memory");
@@ -368,6 +375,15 @@ static int take_rows(gsq_run *r, gsq_source *s, arrow_reader *rd)
         rec->layout = &rd->cs.layout;
         rec->valid = (flags & GSQ_AVS_NULL) && memchr(mem + vals_sz, 0, n) ? mem + vals_sz
                                                                            : NULL;
+        if (s->has_ts) {
+            gsq_stamp st;
+            int32_t ts = rd->time_slot;
+            gsq_source_stamp(s, ts >= 0 && mem[vals_sz + (size_t)ts] ? &rec->vals[ts] : NULL,
+                             NULL, &st);
+            rec->app_usec = st.app_usec;
+            rec->arrival_usec = st.arrival_usec;
+            rec->ts_unreadable = st.unreadable;
+        }
         rec++;
     }
     s->records_read += got;

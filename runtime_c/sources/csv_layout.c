@@ -2,42 +2,50 @@
  * csv_layout.c -- the value cache layout of a source whose records are CSV
  * records (a CSV file, or an Arrow source): the distinct (position, type)
  * pairs the LFTAs of the source read, one slot each, and the map from
- * (type, position) to slot that the gsq_csv_get_* accessors use.
+ * (type, position) to slot that the gsq_csv_get_* accessors use.  The
+ * source's time and arrival columns (source_time.c) have slots too, so the
+ * reader converts them once per row with the rest.
  */
 #include <stdlib.h>
 
 #include "gsq_internal.h"
 
+/* Add (pos, type) to cs->slot[0..*n) unless it is there or invalid. */
+static void add_slot(gsq_csv_slots *cs, uint32_t *n, uint32_t pos, int type, int *used,
+                     uint32_t *max_pos)
+{
+    uint32_t k;
+    if (pos == 0 || type < GSQ_T_BOOL || type > GSQ_T_STRING)
+        return;
+    for (k = 0; k < *n; k++)
+        if (cs->slot[k].pos == pos && cs->slot[k].type == type)
+            return;
+    cs->slot[*n].pos = pos;
+    cs->slot[*n].type = type;
+    (*n)++;
+    used[type] = 1;
+    if (pos > *max_pos)
+        *max_pos = pos;
+}
+
 int gsq_csv_slots_build(gsq_csv_slots *cs, const gsq_source *s)
 {
-    uint32_t i, j, k, max_pos = 0, n = 0, cnt = 0;
+    uint32_t i, j, k, max_pos = 0, n = 0, cnt = 2; /* + the time and arrival columns */
     int t, used[GSQ_T_STRING + 1] = {0};
     int32_t *m;
 
     for (i = 0; i < s->n_lftas; i++)
         cnt += s->lftas[i]->lfta->n_csv_fields;
-    cs->slot = calloc(cnt ? cnt : 1, sizeof *cs->slot);
+    cs->slot = calloc(cnt, sizeof *cs->slot);
     if (!cs->slot)
         return -1;
     for (i = 0; i < s->n_lftas; i++) {
         const gsq_lfta_def *d = s->lftas[i]->lfta;
-        for (j = 0; j < d->n_csv_fields; j++) {
-            const gsq_csv_field *f = &d->csv_fields[j];
-            if (f->pos == 0 || f->type < GSQ_T_BOOL || f->type > GSQ_T_STRING)
-                continue;
-            for (k = 0; k < n; k++)
-                if (cs->slot[k].pos == f->pos && cs->slot[k].type == f->type)
-                    break;
-            if (k < n)
-                continue;
-            cs->slot[n].pos = f->pos;
-            cs->slot[n].type = f->type;
-            n++;
-            used[f->type] = 1;
-            if (f->pos > max_pos)
-                max_pos = f->pos;
-        }
+        for (j = 0; j < d->n_csv_fields; j++)
+            add_slot(cs, &n, d->csv_fields[j].pos, d->csv_fields[j].type, used, &max_pos);
     }
+    add_slot(cs, &n, s->time_pos, s->time_type, used, &max_pos);
+    add_slot(cs, &n, s->arrival_pos, s->arrival_type, used, &max_pos);
     /* sort by position: the slots of one cell are adjacent */
     for (i = 1; i < n; i++) {
         gsq_csv_slot x = cs->slot[i];
@@ -69,6 +77,15 @@ int gsq_csv_slots_build(gsq_csv_slots *cs, const gsq_source *s)
         m += max_pos + 1;
     }
     return 0;
+}
+
+int32_t gsq_csv_slot_of(const gsq_csv_slots *cs, uint32_t pos, int type)
+{
+    const gsq_csv_layout *l = &cs->layout;
+    if (pos == 0 || pos > l->max_pos || type < GSQ_T_BOOL || type > GSQ_T_STRING ||
+        !l->slot[type])
+        return -1;
+    return l->slot[type][pos];
 }
 
 void gsq_csv_slots_free(gsq_csv_slots *cs)

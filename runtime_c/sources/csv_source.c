@@ -22,11 +22,21 @@
  * until the next heartbeat tick (at most 100 ms) the reader returns an
  * empty batch, so ticks fire and stalls show without traffic.
  *
+ * Timestamps (source_time.c): when the source has a time or arrival column
+ * (s->has_ts), both are cached values converted with the row, and every
+ * record is stamped from them.  Time-aligned replay (run/loop.c, a file
+ * under the data clock): a row that arrived after s->limit_usec is held --
+ * its converted record copied aside, exactly as it was laid out in the
+ * ring -- and becomes the first record of a later batch; csv_peek reads
+ * the next row ahead the same way.  A held row is never read or converted
+ * again, and is counted (records_read, values_coerced) when delivered.
+ *
  * Reader state invariants: buf[start..end) holds unconsumed input; the
  * record being scanned starts at `start` (unless skipping an over-long
  * record, whose bytes are discarded as scanned); buf[start..scan) has been
  * scanned, ending in scanner state `st` with `seps` separators and `nls`
- * quoted line breaks seen.
+ * quoted line breaks seen.  When held.set, the held row is the next
+ * record, before the one at `start`.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -39,6 +49,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "csv_held.h"
 #include "format.h"
 #include "gsq_source_ops.h"
 
@@ -66,6 +77,10 @@ typedef struct csv_reader {
     gsq_buf described;       /* report lines of the first malformed rows */
     gsq_buf first_coerced;   /* "path:line: field N 'x' is not a valid T" */
     gsq_buf warnings;        /* short-row warnings */
+    int32_t time_slot;       /* value cache slots of the source's time and */
+    int32_t arrival_slot;    /*   arrival columns (-1: none) */
+    int peeking;             /* csv_peek: hold the next row, whatever its time */
+    gsq_csv_held held;       /* set: the next record (csv_held.h) */
 } csv_reader;
 
 /* ---- setup ------------------------------------------------------------ */
@@ -103,6 +118,8 @@ static int csv_open(gsq_run *r, gsq_source *s)
         gsq_run_fail(r, "out of memory");
         return -1;
     }
+    rd->time_slot = gsq_csv_slot_of(&rd->cs, s->time_pos, s->time_type);
+    rd->arrival_slot = gsq_csv_slot_of(&rd->cs, s->arrival_pos, s->arrival_type);
     return 0;
 }
 
@@ -118,6 +135,7 @@ static void csv_close(gsq_source *s)
     gsq_buf_free(&rd->described);
     gsq_buf_free(&rd->first_coerced);
     gsq_buf_free(&rd->warnings);
+    gsq_csv_held_free(&rd->held);
     free(rd);
     s->impl = NULL;
 }
@@ -333,7 +351,42 @@ static void first_row(csv_reader *rd, uint32_t nf)
     }
 }
 
-enum { ROW_DONE, ROW_FULL, ROW_ERR };
+enum { ROW_DONE, ROW_FULL, ROW_ERR, ROW_HELD };
+
+/* Commit the row converted at mem (the ring's reservation of need bytes:
+ * values, nf + 1 field ends, len bytes of text) as the next record. */
+static void commit_row(gsq_source *s, csv_reader *rd, uint8_t *mem, size_t need, uint32_t nf,
+                       uint32_t len, uint64_t coerced, const gsq_stamp *st)
+{
+    gsq_record *rec = gsq_ring_commit(&s->ring, need);
+    rec->kind = GSQ_SRC_CSV;
+    rec->vals = (const gsq_csv_value *)(void *)mem;
+    rec->field_end = (const uint32_t *)(void *)(mem + (size_t)rd->cs.n * sizeof(gsq_csv_value));
+    rec->data = mem + gsq_csv_text_off(&rd->cs, nf);
+    rec->len = len;
+    rec->n_fields = nf;
+    rec->layout = &rd->cs.layout;
+    rec->app_usec = st->app_usec;
+    rec->arrival_usec = st->arrival_usec;
+    rec->ts_unreadable = st->unreadable;
+    s->records_read++;
+    s->values_coerced += coerced;
+}
+
+/* Deliver the held row as the first record of the (empty) ring's batch.
+ * 0, or -1 with the run failed. */
+static int release_held(gsq_run *r, gsq_source *s, csv_reader *rd)
+{
+    gsq_csv_held *h = &rd->held;
+    uint8_t *mem = gsq_ring_reserve(&s->ring, h->need);
+    if (!mem) {
+        gsq_run_fail(r, "out of memory reading %s", rd->name);
+        return -1;
+    }
+    gsq_csv_unhold(h, &rd->cs, mem);
+    commit_row(s, rd, mem, h->need, h->nf, h->len, h->coerced, &h->ts);
+    return 0;
+}
 
 /* Turn the record content p[0..n) with nf fields, starting at `line`, into
  * a ring record (or a rejection). */
@@ -345,9 +398,10 @@ static int take_row(gsq_run *r, gsq_source *s, csv_reader *rd, const char *p, si
     gsq_csv_value *vals;
     uint32_t *ends, k, len;
     char *data;
-    gsq_record *rec;
     uint64_t coerced = 0;
     uint32_t last_coerced = 0;
+    int time_bad = 0, arrival_bad = 0;
+    gsq_stamp st = {0, 0, 0};
 
     if (rd->expected == 0)
         first_row(rd, nf);
@@ -382,11 +436,15 @@ static int take_row(gsq_run *r, gsq_source *s, csv_reader *rd, const char *p, si
         if (pos > nf) { /* short row: the zero value (warned once) */
             if (type == GSQ_T_STRING)
                 vals[k].s.p = data;
+            time_bad |= (int32_t)k == rd->time_slot;
+            arrival_bad |= (int32_t)k == rd->arrival_slot;
             continue;
         }
         fp = data + ends[pos - 1];
         fn = ends[pos] - ends[pos - 1];
         if (convert(type, fp, fn, &vals[k]) != 0) {
+            time_bad |= (int32_t)k == rd->time_slot;
+            arrival_bad |= (int32_t)k == rd->arrival_slot;
             if (r->csv_strict) {
                 s->records_read++;
                 s->rows_rejected++;
@@ -405,16 +463,22 @@ static int take_row(gsq_run *r, gsq_source *s, csv_reader *rd, const char *p, si
             last_coerced = pos;
         }
     }
-    rec = gsq_ring_commit(&s->ring, need);
-    rec->kind = GSQ_SRC_CSV;
-    rec->data = (const uint8_t *)data;
-    rec->len = len;
-    rec->n_fields = nf;
-    rec->field_end = ends;
-    rec->vals = vals;
-    rec->layout = &rd->cs.layout;
-    s->records_read++;
-    s->values_coerced += coerced;
+    if (s->has_ts)
+        gsq_source_stamp(s, rd->time_slot >= 0 && !time_bad ? &vals[rd->time_slot] : NULL,
+                         rd->arrival_slot >= 0 && !arrival_bad ? &vals[rd->arrival_slot] : NULL,
+                         &st);
+    if (rd->peeking || (!st.unreadable && st.arrival_usec > s->limit_usec)) {
+        if (!rd->peeking) /* the next round's */
+            s->held_back++;
+        if (gsq_csv_hold(&rd->held, &rd->cs, mem, need, nf, len) != 0) {
+            gsq_run_fail(r, "out of memory reading %s", rd->name);
+            return ROW_ERR;
+        }
+        rd->held.coerced = coerced;
+        rd->held.ts = st;
+        return ROW_HELD;
+    }
+    commit_row(s, rd, mem, need, nf, len, coerced, &st);
     return ROW_DONE;
 }
 
@@ -432,6 +496,14 @@ static int csv_read_batch(gsq_run *r, gsq_source *s)
     csv_reader *rd = s->impl;
     const char sep = r->csv_sep;
 
+    if (rd->held.set) {
+        if (!rd->held.ts.unreadable && rd->held.ts.arrival_usec > s->limit_usec) {
+            s->held_back++; /* still a later round's */
+            return 0;
+        }
+        if (release_held(r, s, rd) != 0)
+            return -1;
+    }
     while (!gsq_ring_batch_full(&s->ring) && !r->failed) {
         size_t nl = 0, n, next;
         int found = scan_record(rd, sep, &nl);
@@ -504,8 +576,34 @@ static int csv_read_batch(gsq_run *r, gsq_source *s)
         if (rc == ROW_FULL)
             return 0;
         advance(rd, next);
+        if (rc == ROW_HELD)
+            return 0;
     }
     return r->failed ? -1 : 0;
+}
+
+/* The arrival instant of the next row, read ahead and held (the ring is
+ * empty: peek comes between batches).  A pipe (a FIFO path) is waited
+ * for; a row with an unreadable time gives the last readable one. */
+static int csv_peek(gsq_run *r, gsq_source *s, uint64_t *ts_usec)
+{
+    csv_reader *rd = s->impl;
+    while (!rd->held.set) {
+        int rc;
+        if (s->at_eof)
+            return 0;
+        if (gsq_run_cancelled(r)) {
+            s->at_eof = 1;
+            return 0;
+        }
+        rd->peeking = 1;
+        rc = csv_read_batch(r, s);
+        rd->peeking = 0;
+        if (rc < 0)
+            return -1;
+    }
+    *ts_usec = rd->held.ts.arrival_usec;
+    return 1;
 }
 
 static void csv_report(const gsq_source *s, gsq_buf *out)
@@ -542,9 +640,11 @@ const gsq_source_ops gsq_csv_ops = {
     .scheme = "csv:",
     .records_key = "rows_read",
     .lfta_kind = GSQ_SRC_CSV,
+    .arrival = 1,
     .check_lfta = gsq_source_check_lfta,
     .open = csv_open,
     .streaming = csv_streaming,
+    .peek = csv_peek,
     .read_batch = csv_read_batch,
     .close = csv_close,
     .report = csv_report,

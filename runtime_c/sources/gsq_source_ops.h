@@ -11,6 +11,13 @@
  *   gsq_pcap_live_ops  pcap-live:IFACE           sources/pcap_source.c
  *   gsq_arrow_ops      gsqlc_bind_arrow          sources/arrow_source.c
  *
+ * Record timestamps (sources/source_time.c): whether a source's records
+ * carry them is decided per source at set-up, before open (s->has_ts:
+ * always for a kind with `timestamps`; for CSV records when a time or
+ * arrival column is known).  A reader of a source with has_ts stamps every
+ * record it delivers (gsq_record.h: app_usec, arrival_usec, ts_unreadable;
+ * CSV records through gsq_source_stamp).
+ *
  * (Streams fed from Arrow, gsqlc_bind_stream_arrow, are no interface: they
  * feed a stream directly, sources/arrow_inject.c.)
  *
@@ -22,15 +29,18 @@
  *   streaming   (NULL: never) nonzero when input arrives over time (a pipe,
  *               a live interface): the sinks are flushed after every round.
  *   peek        (NULL: the source cannot be replayed time-aligned) the
- *               timestamp of the next record: 1 and *ts_usec, 0 at the end
- *               (s->at_eof set), -1 on a fatal error.  Only for sources
- *               with `timestamps`.
+ *               arrival instant of the next record (read ahead and held
+ *               until a read_batch delivers it): 1 and *ts_usec, 0 at the
+ *               end (s->at_eof set), -1 on a fatal error.  Only called for
+ *               sources with has_ts that are not streaming.
  *   read_batch  fill s->ring with up to a batch of records (none is fine:
  *               an idle input returns within gsq_hb_wait_ms), set
  *               s->at_eof at the end; -1 on a fatal error (run failed).
  *               An idle wait ends early, as at the end of input, once
- *               gsq_run_cancelled(r).  Records stamped above s->limit_usec
- *               are held back for a later round (time-aligned replay).
+ *               gsq_run_cancelled(r).  Records that arrived after
+ *               s->limit_usec (arrival_usec, not ts_unreadable) are held
+ *               back, without being read again, for a later round
+ *               (time-aligned replay), and counted in s->held_back.
  *   close       release s->impl and what the source owns (s->arrow); safe
  *               after a failed or missing open, and twice.
  *   report      append the source's "gsqlc: " report lines; called at the
@@ -46,7 +56,8 @@ struct gsq_source_ops {
     const char *scheme;      /* URI prefix ("csv:"); NULL: not bound by URI */
     const char *records_key; /* the stats' name of records_read */
     int lfta_kind;           /* enum gsq_source_kind of the records it delivers */
-    int timestamps;          /* records carry timestamps: the data clock's */
+    int timestamps;          /* records always carry timestamps (packets) */
+    int arrival;             /* can read an arrival column (arrival:NAME) */
     int (*check_lfta)(gsq_run *r, const gsq_source *s, const gsq_lfta_def *d);
     int (*open)(gsq_run *r, gsq_source *s);
     int (*streaming)(const gsq_source *s);

@@ -11,8 +11,9 @@
  * ready the reader polls the selectable fd for at most 100 ms, so a stop
  * signal is noticed promptly.
  *
- * Time-aligned replay (run/loop.c): a batch stops before the first packet
- * stamped after s->limit_usec; that packet is copied aside ("held") and is
+ * Every record's app_usec and arrival_usec are its packet timestamp (as
+ * pkt.ts_usec).  Time-aligned replay (run/loop.c): a batch stops before the
+ * first packet stamped after s->limit_usec; that packet is copied aside ("held") and is
  * the first one of the next batch.  pcap_src_peek reads ahead the same way.
  *
  * Reader state invariants: handle is open from pcap_src_open to
@@ -221,6 +222,7 @@ static int pcap_src_read_batch(gsq_run *r, gsq_source *s)
         if (ts_of(h) > s->limit_usec) { /* the next round's */
             if (!pr->held && hold(r, s, pr, h, data) != 0)
                 return -1;
+            s->held_back++;
             return 0;
         }
         mem = gsq_ring_reserve(&s->ring, h->caplen);
@@ -235,6 +237,7 @@ static int pcap_src_read_batch(gsq_run *r, gsq_source *s)
         rec->data = mem;
         rec->len = h->caplen;
         rec->pkt.ts_usec = ts_of(h);
+        rec->app_usec = rec->arrival_usec = rec->pkt.ts_usec;
         rec->pkt.wire_len = h->len;
         gsq_pkt_decode(&rec->pkt, pr->decoded ? pr->linktype : -1, mem, h->caplen);
         s->records_read++;

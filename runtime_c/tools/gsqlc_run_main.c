@@ -3,13 +3,17 @@
  *
  *   gsqlc-run --source NAME=URI [...] --output QUERY [...] [--format pipe|csv|jsonl]
  *             [--clock wall|data|fixed:T] [--csv-separator C] [--csv-strict]
- *             [--param NAME=VALUE] [--member SET=IFACE] [--stats]
+ *             [--param NAME=VALUE] [--member SET=IFACE] [--option KEY=VALUE] [--stats]
  *
  * Interface sets, as the Python CLI: a NAME given to several --source
  * options is a set of members NAME.0, NAME.1, ...; --member SET=IFACE makes
  * interface IFACE (bound by its own --source) a member of SET.  The sets of
  * the --interfaces file given to `gsqlc compile` (gsqlc_run_sets, generated
  * runner_sets.c) apply to a set the command line does not define.
+ *
+ * --option sets any runtime option of gsqlc_set_option (gsq_runtime.h),
+ * e.g. --option out_of_order:eth0=2, --option hb_estimate=adaptive,
+ * --option time_unit:a=ms or --option arrival:a=4:ullong.
  *
  * It drives the library through the same exported ABI as the Python CLI
  * (gsqlc_create ... gsqlc_run), so a compiled query set runs without Python,
@@ -63,7 +67,7 @@ static int usage(const char *msg)
                     "usage: gsqlc-run --source NAME=URI [...] --output QUERY [...] "
                     "[--format pipe|csv|jsonl] [--clock wall|data|fixed:T] "
                     "[--csv-separator C] [--csv-strict] [--param NAME=VALUE] "
-                    "[--member SET=IFACE] [--stats]\n",
+                    "[--member SET=IFACE] [--option KEY=VALUE] [--stats]\n",
             msg);
     return 2;
 }
@@ -150,7 +154,19 @@ int main(int argc, char **argv)
             goto out;
         }
         i++;
-        if (!strcmp(a, "--source") || !strcmp(a, "--param") || !strcmp(a, "--member")) {
+        if (!strcmp(a, "--option")) {
+            char *key = argv[i];
+            char *val = split_eq(key);
+            if (!val) {
+                rc = usage("expected --option KEY=VALUE");
+                goto out;
+            }
+            if (gsqlc_set_option(r, key, val)) {
+                fprintf(stderr, "gsqlc-run: %s\n", gsqlc_error(r));
+                rc = 2;
+                goto out;
+            }
+        } else if (!strcmp(a, "--source") || !strcmp(a, "--param") || !strcmp(a, "--member")) {
             char *name = argv[i];
             char *val = split_eq(name);
             if (!val) {

@@ -143,12 +143,18 @@ static void put(gsq_agg_table *t, const gsq_agg_shape *sh, uint32_t ep, uint32_t
     gsq_agg_accept(t, sh, &g, h, lg);
 }
 
-static void heartbeat(gsq_agg_table *t, const gsq_agg_shape *sh, uint32_t ep, event_log *lg)
+static void heartbeat_as(gsq_agg_table *t, const gsq_agg_shape *sh, uint32_t ep, int promise,
+                         event_log *lg)
 {
     tslot hb;
     memset(&hb, 0, sizeof hb);
     hb.ep = ep;
-    gsq_agg_heartbeat(t, sh, &hb, lg);
+    gsq_agg_heartbeat(t, sh, &hb, promise, lg);
+}
+
+static void heartbeat(gsq_agg_table *t, const gsq_agg_shape *sh, uint32_t ep, event_log *lg)
+{
+    heartbeat_as(t, sh, ep, 0, lg);
 }
 
 /* Used slots, counted; and that a bucket's used slots precede its free ones. */
@@ -667,6 +673,36 @@ static void test_heartbeat_oop(void)
     free(lg.ev);
 }
 
+/* A promise (the LFTA drops every later record older than it: generated
+ * heartbeats, seed 002) closes every open epoch before its own and ejects
+ * their groups at once, whatever the flush; a plain heartbeat keeps N open. */
+static void test_heartbeat_promise(void)
+{
+    for (int fl = GSQ_AGG_FLUSH_IMMEDIATE; fl <= GSQ_AGG_FLUSH_LAZY; fl++) {
+        gsq_agg_shape sh = shape_oop(64, 4, 3, (enum gsq_agg_flush)fl);
+        gsq_agg_table t;
+        event_log lg = {0};
+        uint32_t ep[8];
+        table_new(&t, &sh);
+        put(&t, &sh, 5, 1, 1, 1, &lg);
+        put(&t, &sh, 6, 2, 1, 2, &lg);
+        put(&t, &sh, 6, 3, 1, 3, &lg);
+        heartbeat_as(&t, &sh, 6, 0, &lg); /* not a promise: 5 stays open */
+        CHECK(lg.n == 1 && ev_is(&lg, 0, HB, 5, 0, 0, 0) && t.n_open == 2);
+        heartbeat_as(&t, &sh, 6, 1, &lg); /* 5 is complete: out now */
+        CHECK(lg.n == 3 && ev_is(&lg, 1, FL, 5, 1, 1, 1) && ev_is(&lg, 2, HB, 6, 0, 0, 0));
+        CHECK(open_eps(&t, &sh, ep) == 1 && ep[0] == 6 && t.n_pending == 0);
+        heartbeat_as(&t, &sh, 9, 1, &lg); /* 9 opens; 6 closes, both groups out */
+        CHECK(lg.n == 6 && lg.ev[3].why == FL && lg.ev[4].why == FL &&
+              ev_is(&lg, 5, HB, 9, 0, 0, 0));
+        CHECK(open_eps(&t, &sh, ep) == 1 && ep[0] == 9 && t.n_used == 0 && state_ok(&t, &sh));
+        put(&t, &sh, 8, 4, 1, 4, &lg); /* behind the promise: late */
+        CHECK(lg.n == 7 && lg.ev[6].why == LATE);
+        table_free(&t);
+        free(lg.ev);
+    }
+}
+
 /* Epoch 0's groups 0..9 in slots 0..9 (direct-mapped), one group of epoch 1
  * in slot 10; then a record of epoch 2 (key 11, slot 11) closes epoch 0. */
 static void fill_three(gsq_agg_table *t, const gsq_agg_shape *sh, event_log *lg)
@@ -894,6 +930,7 @@ int main(void)
     }
     test_open_rules();
     test_heartbeat_oop();
+    test_heartbeat_promise();
     test_slow_flush();
     test_lazy_flush();
     test_unlink();

@@ -899,7 +899,17 @@ def test_heartbeat_option_errors(build, tmp_path):
     opts += [["max_skew:a", "-1"], ["max_skew:", "1"], ["max_skew:a", "one"],
              ["max_skew:a", "0.25"], ["out_of_order:a", "-2"], ["out_of_order:", "1"],
              ["out_of_order:a", "1e10"], ["out_of_order:a", "2"], ["trace", ""], ["arrow_flush", "yes"],
-             ["arrow_flush", "1"], ["bogus", "1"]]
+             ["arrow_flush", "1"], ["time_unit:a", "min"], ["time_unit:", "ms"], ["time_unit:a", "ns"],
+             ["arrival:a", "0"], ["arrival:a", "3:string"], ["arrival:", "3"],
+             ["arrival:a", "3:ullong"],
+             # the heartbeat generator's (seed 002)
+             ["latency:a", "-1"], ["latency:a", "0.5"], ["skew:a", "1,2"], ["skew:a:a", "1,2"],
+             ["skew:a:b", "1"], ["skew:a:b", "1,-2"], ["skew:a:b", "1,2;3,0.5"],
+             ["hb_estimate", "guess"], ["hb_estimate", "adaptive"], ["hb_level", "global"],
+             ["hb_level", "query"], ["hb_horizon", "0"], ["hb_horizon", "5"],
+             ["hb_timeout", "-1"], ["hb_timeout", "0"], ["hb_window", "0"], ["hb_window", "10"],
+             ["hb_alpha", "1.5"], ["hb_alpha", "-0.5"], ["hb_alpha", "0.25"],
+             ["bogus", "1"]]
     r = run(build, tmp_path, "hb", do_run=False, options=opts)
     errs = [e[1] for e in r.setup_errors]
     assert errs == [
@@ -929,10 +939,31 @@ def test_heartbeat_option_errors(build, tmp_path):
         "out_of_order:a '1e10' is too large (at most 1000000000 seconds)",
         "trace needs a file path",
         "arrow_flush must be 0 or 1, got 'yes'",
+        "time_unit:a must be s, ms, us or ns, got 'min'",
+        "time_unit needs an interface name: time_unit:NAME",
+        "arrival:a must be a CSV position, optionally with a numeric type (e.g. 3 or 3:ullong), "
+        "got '0'",
+        "arrival:a must be a CSV position, optionally with a numeric type (e.g. 3 or 3:ullong), "
+        "got '3:string'",
+        "arrival needs an interface name: arrival:NAME",
+        "latency:a must be a number of seconds >= 0 (e.g. 2 or 0.5), got '-1'",
+        "skew needs two interface names: skew:FROM:TO, got 'skew:a'",
+        "skew:a:a names one interface twice (its own disorder is out_of_order)",
+        "skew:a:b must be AFTER,BOUND seconds >= 0 (wall-clock delay, application-time "
+        "bound), several separated by ';', got '1'",
+        "skew:a:b must be AFTER,BOUND seconds >= 0 (wall-clock delay, application-time "
+        "bound), several separated by ';', got '1,-2'",
+        "hb_estimate must be given, max or adaptive, got 'guess'",
+        "hb_level must be operator or query, got 'global'",
+        "hb_horizon must be a number of seconds > 0 (at most 1000000000), got '0'",
+        "hb_timeout must be a number of seconds >= 0 (0: none) (at most 1000000000), got '-1'",
+        "hb_window must be an integer >= 1 (records), got '0'",
+        "hb_alpha must be a number from 0 to 1, got '1.5'",
+        "hb_alpha must be a number from 0 to 1, got '-0.5'",
         "unknown option 'bogus' (known: csv_separator, csv_strict, clock, batch, "
-        "heartbeat_interval, max_skew:NAME, out_of_order:NAME, stall_intervals, trace, "
-        "arrow_heartbeats, "
-        "final_heartbeat, arrow_flush)",
+        "heartbeat_interval, max_skew:NAME, out_of_order:NAME, latency:NAME, skew:FROM:TO, "
+        "hb_estimate, hb_level, hb_horizon, hb_window, hb_alpha, hb_timeout, time_unit:NAME, "
+        "arrival:NAME, stall_intervals, trace, arrow_heartbeats, final_heartbeat, arrow_flush)",
     ]
 
 

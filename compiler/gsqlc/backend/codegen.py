@@ -48,6 +48,24 @@ _PARSE_FN = {
 # microseconds to their unit: an idle source's heartbeat may advance them from
 # the run's clock less the interface's maximum skew.
 _CLOCK_DIVISOR = {"get_time": 1000000, "get_timestamp": 1, "get_system_time": 1000000}
+# accessors of the record's own timestamp: the run's generated heartbeats
+# (runtime_c/core/heartbeat_gen.c) are in its microseconds
+_RECORD_TIME = ("get_time", "get_timestamp")
+
+def _ooo_in_unit(ct: str, var: str) -> str:
+    """C statements lowering `var` (a temporal field of C type `ct` read
+    from a CSV column) by the out-of-order bound `ooo_usec`, in the unit of
+    the interface's time column (gsq_time_unit_nsec: a power of 1000 ns),
+    rounded up; a float column holds units with a fraction."""
+    unit = "uint64_t u_ = 1000000000u; (void)gsq_time_unit_nsec(node, &u_);"
+    if ct == "double":
+        return (f"{unit} double d_ = (double)ooo_usec * 1000.0 / (double)u_; "
+                f"{var} = {var} > d_ ? {var} - d_ : 0.0;")
+    return (f"{unit} uint64_t d_ = u_ >= 1000u ? (ooo_usec + u_ / 1000u - 1u) / (u_ / 1000u) "
+            f": ooo_usec * (1000u / u_); "
+            f"{var} = {var} > 0 && (uint64_t){var} > d_ ? ({ct})((uint64_t){var} - d_) "
+            f": ({ct})0;")
+
 
 _CSV_GET = {
     Type.BOOL: "bool", Type.USHORT: "ushort", Type.UINT: "uint", Type.INT: "int",
@@ -361,7 +379,10 @@ class Generator:
                         and proto.fields[name].type.is_numeric:
                     hb_fields.append(name)
         hb_state, hb_body = [], []
+        hb_record_time = bool(hb_fields)   # every heartbeat field is the record's time
+        time_field: Optional[str] = None   # gsq_lfta_def.time_pos / time_type
         if hb_exprs and all(nm in hb_fields for e in hb_exprs for nm in fields_of(e)):
+            time_field = next((nm for nm in hb_fields if proto.fields[nm].source == "csv"), None)
             for name in hb_fields:
                 unpack(name)
                 f = proto.fields[name]
@@ -374,15 +395,45 @@ class Generator:
                              f"{{ st->hb_last_{sfx} = {var}; st->hb_seen_{sfx} = 1; }}")
                 hb_body.append(f"{ct} {var};")
                 div = _CLOCK_DIVISOR.get(f.accessor.lower() if f.accessor else "")
-                # The heartbeat promises max(largest value seen - the
-                # out-of-order bound (seed 002, B_ii; rounded up to the
+                # A field of the record's own timestamp follows the run's
+                # generated heartbeat (seed 002) when there is one: it
+                # promises that (in its unit, rounded down) and reports the
+                # promise back, so the runtime drops what arrives below it.
+                # (A CSV source's record time is its time column, in the
+                # interface's unit: gsq_time_unit_nsec.)
+                from_record = (f.accessor is not None and f.accessor.lower() in _RECORD_TIME) \
+                    or (f.source == "csv" and name == time_field)
+                hb_record_time = hb_record_time and from_record
+                if from_record:
+                    if div is not None:
+                        conv = f"{var} = ({ct})(gen_usec / {div}u);"
+                        back = f"(uint64_t){var} * {div}u"
+                    else:
+                        conv = ("uint64_t u_ = 1000000000u; (void)gsq_time_unit_nsec(node, &u_); "
+                                + (f"{var} = (double)gen_usec * 1000.0 / (double)u_;"
+                                   if ct == "double" else
+                                   f"{var} = ({ct})(u_ >= 1000u ? gen_usec / (u_ / 1000u) "
+                                   f": gen_usec * (1000u / u_));"))
+                        back = (f"{var} > 0 ? (uint64_t)({var} * (double)u_ / 1000.0) : 0u"
+                                if ct == "double" else
+                                f"(u_ >= 1000u ? (uint64_t){var} * (u_ / 1000u) "
+                                f": (uint64_t){var} / (1000u / u_))")
+                    hb_body.append(
+                        f"if (gen == 0) {{ {conv} "
+                        f"if (st->hb_promised_{sfx} && st->hb_bound_{sfx} > {var}) "
+                        f"{var} = st->hb_bound_{sfx}; st->hb_bound_{sfx} = {var}; "
+                        f"st->hb_promised_{sfx} = 1; "
+                        f"gsq_heartbeat_promised(node, {back}); }} else {{")
+                # Otherwise the heartbeat promises max(largest value seen -
+                # the out-of-order bound (seed 002, B_ii; rounded up to the
                 # field's unit), the clock less the skew, earlier promises).
+                # A CSV column's unit is its interface's time_unit.
                 if div is not None:
                     hb_body.append(
                         f"if (have_bound) {{ {ct} b_ = ({ct})(bound_usec / {div}u); "
                         f"if (!st->hb_promised_{sfx} || b_ > st->hb_bound_{sfx}) "
                         f"{{ st->hb_bound_{sfx} = b_; st->hb_promised_{sfx} = 1; }} }}")
-                else:
+                elif f.source != "csv":
                     hb_body.append(
                         f"if (have_ooo) {{ gsq_node_fail(node, \"out_of_order is set for the "
                         f"interface of {n.name}, whose time field {name} (PROTOCOL "
@@ -393,10 +444,14 @@ class Generator:
                     hb_body.append(
                         f"if (have_ooo) {{ {ct} d_ = ({ct})((ooo_usec + {div - 1}u) / {div}u); "
                         f"{var} = {var} > d_ ? ({ct})({var} - d_) : ({ct})0; }}")
+                elif f.source == "csv":
+                    hb_body.append(f"if (have_ooo) {{ {_ooo_in_unit(ct, var)} }}")
                 hb_body.append(f"if (st->hb_promised_{sfx} && st->hb_bound_{sfx} > {var}) "
                                f"{var} = st->hb_bound_{sfx};")
                 hb_body.append(f"if (have_ooo) {{ st->hb_bound_{sfx} = {var}; "
                                f"st->hb_promised_{sfx} = 1; }}")
+                if from_record:
+                    hb_body.append("}")
         for c in n.where:
             for name in fields_of(c):
                 unpack(name)
@@ -435,9 +490,19 @@ class Generator:
             "decls": decls, "steps": steps, "uses": uses,
             "query_comment": c_string(f"query {n.query.name}: {n.note}"),
             "hb_state": hb_state, "hb_body": hb_body, "has_heartbeat": bool(hb_body),
+            # the heartbeat is a promise the LFTA keeps (it drops the records
+            # below it) when every temporal field's bound was promised
+            "hb_promise": " && ".join(f"st->hb_promised_{c_identifier(nm)}"
+                                      for nm in hb_fields) if hb_body else "0",
             "prefetch_reads": prefetch_reads,
             "set_merge": (f"lfta_{self.idents[n.name]}_set_merge"
                           if n.set_merge_column is not None else None),
+            "hb_record_time": int(hb_record_time and bool(hb_body)),
+            "time_pos": proto.fields[time_field].csv_pos if time_field else 0,
+            "time_type": ((proto.fields[time_field].csv_type or proto.fields[time_field].type).code
+                          if time_field else "0"),
+            "time_comment": c_comment(f"time column: field {time_field}" if time_field
+                                      else "no time column"),
         }
         if isinstance(n, LftaSelect):
             assigns, strs = output_assignments(em, n.output, n.select, out_t)

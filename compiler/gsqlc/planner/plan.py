@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Optional
+from typing import Iterable, Optional
 
 from ..frontend import ast
 from ..semantics.analyze import AggCall, AnalyzedQuery, Column, JoinInfo, MergeInfo, StreamDef
@@ -528,19 +528,25 @@ def _right_time_lag(n: HftaAggregate, earlier: list[PlanNode]) -> float:
     return max(0.0, src.join.band_lo + src.join.band_hi)
 
 
-def _epochs_spanning(n: HftaAggregate, d: float) -> int:
+def epochs_spanning(keys: Iterable[ast.Expr], d: float) -> int:
     """Open epochs that cover input disordered by up to d time units: an
     epoch of a temporal key `col / w` (or `col`, w = 1) spans w units, so a
-    row up to d behind is at most ceil(d / w) epochs behind."""
+    row up to d behind is at most ceil(d / w) epochs behind (the largest
+    over `keys`; 1 for none)."""
     need = 1
-    for i in n.epoch_indices:
-        e = n.group_by[i][1]
+    for e in keys:
         w = 1.0
         if isinstance(e, ast.Binary) and e.op == "/" and isinstance(e.right, ast.Literal) \
                 and isinstance(e.right.value, (int, float)) and e.right.value > 0:
             w = float(e.right.value)
         need = max(need, int(-(-d // w)) + 1)
-    return min(need, MAX_BAND_EPOCHS)
+    return need
+
+
+def _epochs_spanning(n: HftaAggregate, d: float) -> int:
+    """epochs_spanning over n's epoch keys, at most MAX_BAND_EPOCHS."""
+    return min(epochs_spanning((n.group_by[i][1] for i in n.epoch_indices), d),
+               MAX_BAND_EPOCHS)
 
 
 def order_pass(nodes: list[PlanNode]) -> list[PlanNode]:

@@ -31,8 +31,13 @@ _PCAP_MAGIC = {b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1",
 
 def run_options(*, clock: str = "wall", heartbeat_interval: Union[str, float] = "1",
                 csv_separator: str = ",", csv_strict: bool = False,
-                stall_intervals: int = 3, trace: Optional[str] = None) -> dict[str, str]:
+                stall_intervals: int = 3, trace: Optional[str] = None,
+                batch: Optional[int] = None) -> dict[str, str]:
     """Validated runtime options (the CLI's flags and run()'s keywords)."""
+    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int)
+                              or not 1 <= batch <= 1 << 20):
+        raise UsageError(f"the read batch must be an integer from 1 to 1048576 records, "
+                         f"got {batch}")
     hb = str(heartbeat_interval)
     if hb != "off":
         try:
@@ -53,6 +58,8 @@ def run_options(*, clock: str = "wall", heartbeat_interval: Union[str, float] = 
         opts["trace"] = str(trace)
     if csv_strict:
         opts["csv_strict"] = "1"
+    if batch is not None:
+        opts["batch"] = str(batch)
     return opts
 
 
@@ -134,6 +141,8 @@ class Bindings:
     query set serves any binding."""
     sources: list[tuple[str, str]] = field(default_factory=list)
     members: list[tuple[str, str]] = field(default_factory=list)
+    # bound interface -> the LFTAs reading it (set members: each member)
+    readers: dict[str, list[LftaNode]] = field(default_factory=dict)
 
 
 def set_members(n: LftaNode, ifaces: Interfaces) -> tuple[str, list[str]]:
@@ -165,6 +174,8 @@ def resolve_bindings(plan: Plan, ifaces: Interfaces,
             continue
         iface = n.iface or DEFAULT_IFACE
         target, members = set_members(n, ifaces)
+        for m in members:
+            out.readers.setdefault(m, []).append(n)
         if iface in done:
             continue
         done.add(iface)
@@ -207,36 +218,84 @@ def _bind_member(n: LftaNode, m: str, ifaces: Interfaces, arrow: set[str], out: 
     out.sources.append((m, uri))
 
 
-def skew_options(ifaces: Interfaces, bindings: Bindings) -> dict[str, str]:
-    """The runtime's time-bound options for the bound interfaces that have
-    them: max_skew:NAME and out_of_order:NAME.  The time bounds the runtime
-    does not use yet (latency, arrival, [skew.A.B], [heartbeats] other than
-    estimate = "given") are refused, not ignored (issue 11)."""
-    check_time_bounds_used(ifaces)
-    bound = {name for name, _ in bindings.sources}
+def time_options(ifaces: Interfaces, bindings: Bindings) -> dict[str, str]:
+    """The runtime's time options for the bound interfaces: max_skew,
+    out_of_order, latency, time_unit and arrival (the arrival column resolved
+    to POS:TYPE through the PROTOCOLs of the queries reading the interface)
+    per interface, skew:A:B (seed 002 B_ab) and the heartbeat generator's
+    hb_* settings (runtime_c/core/heartbeat_gen.c)."""
+    uris = dict(bindings.sources)
+    bound = set(uris)
     opts = {f"max_skew:{iface}": repr(skew) for iface, skew in ifaces.skews.items()
-            if iface in bound}
+            if iface in uris}
     opts.update({f"out_of_order:{iface}": repr(d) for iface, d in ifaces.out_of_order.items()
                  if iface in bound})
+    opts.update({f"latency:{iface}": repr(d) for iface, d in ifaces.latency.items()
+                 if iface in bound})
+    for (a, b), pairs in ifaces.skew_bounds.items():
+        # a bound given for a set holds between each pair of their members
+        for ma in ifaces.members(a):
+            for mb in ifaces.members(b):
+                if ma in bound and mb in bound and ma != mb:
+                    opts[f"skew:{ma}:{mb}"] = ";".join(f"{t!r},{d!r}" for t, d in pairs)
+    for iface, unit in ifaces.time_unit.items():
+        if iface in uris:
+            _check_csv_time(ifaces.time_unit_where.get(iface, f"time_unit {iface}"), iface,
+                            uris[iface], "time_unit", "the unit of a CSV time column; packet "
+                            "timestamps are microseconds")
+            opts[f"time_unit:{iface}"] = unit
+    for iface, column in ifaces.arrival.items():
+        if iface in uris:
+            opts[f"arrival:{iface}"] = arrival_column(
+                ifaces.arrival_where.get(iface, f"arrival {iface}"), iface, column,
+                uris[iface], bindings.readers.get(iface, []))
+    hb = ifaces.heartbeats
+    if hb.estimate != "given":
+        opts["hb_estimate"] = hb.estimate
+    if hb.level != "operator":
+        opts["hb_level"] = hb.level
+    for key in ("horizon", "window", "alpha", "timeout"):
+        v = getattr(hb, key)
+        if v is not None:
+            opts[f"hb_{key}"] = repr(v)
     return opts
 
 
-def check_time_bounds_used(ifaces: Interfaces) -> None:
-    """UsageError for a declared time bound that runs cannot use yet."""
-    later = "is parsed but not yet used by the heartbeat generator (issue 11); remove it"
-    for name in ifaces.latency:
-        raise UsageError(f"latency for interface '{name}' {later}")
-    for name in ifaces.arrival:
-        raise UsageError(f"arrival for interface '{name}' {later}")
-    for (a, b), where in ifaces.skew_where.items():
-        raise UsageError(f"{where}: the skew bound of {a} on {b} {later}")
-    hb = ifaces.heartbeats
-    if hb.estimate != "given":
-        raise UsageError(f"[heartbeats] estimate = {hb.estimate!r} {later}")
-    for key in ("horizon", "window", "alpha", "timeout"):
-        if getattr(hb, key) is not None:
-            what = "--heartbeat-timeout" if key == "timeout" else f"[heartbeats] {key}"
-            raise UsageError(f"{what} {later}")
+def _check_csv_time(where: str, iface: str, uri: str, key: str, why: str) -> None:
+    if uri.partition(":")[0] in ("pcap", "pcap-live"):
+        raise UsageError(f"{where}: {key} is for CSV interfaces ({why}), but interface "
+                         f"'{iface}' is bound to {uri}")
+
+
+def arrival_column(where: str, iface: str, column: str, uri: str,
+                   readers: Sequence[LftaNode]) -> str:
+    """The runtime option arrival:NAME's value POS:TYPE for column
+    `column` of interface `iface` (bound to `uri`), found among the CSV
+    fields of the PROTOCOLs of `readers`; a UsageError naming `where` if
+    there is none, or the interface is not a CSV file."""
+    _check_csv_time(where, iface, uri, "arrival", "a packet's arrival is its timestamp")
+    if uri == ARROW:
+        raise UsageError(f"{where}: arrival '{column}': interface '{iface}' is bound to Arrow "
+                         "data; an arrival column is read from CSV files only (give the "
+                         "arrival instants as the time column)")
+    for n in readers:
+        f = n.protocol.fields.get(column)
+        if f is None or f.source != "csv":
+            continue
+        ct = f.csv_type or f.type
+        if not ct.is_numeric:
+            raise UsageError(f"{where}: arrival '{column}': field {column} of PROTOCOL "
+                             f"{n.protocol.name} is read as {ct}; an arrival column holds "
+                             "numbers of time units")
+        return f"{f.csv_pos}:{ct}"
+    protos = {n.protocol.name: n.protocol for n in readers}
+    known = "; ".join(f"PROTOCOL {name} has "
+                      + (", ".join(fn for fn, f in p.fields.items() if f.source == "csv")
+                         or "none")
+                      for name, p in protos.items())
+    raise UsageError(f"{where}: arrival '{column}': no query reading interface '{iface}' has "
+                     f"a field of that name read from a CSV column (get_csv_<type>_posN)"
+                     + (f" ({known})" if known else ""))
 
 
 def _warn(msg: str) -> None:

@@ -25,12 +25,14 @@ Time bounds (seed 002, Srivastava & Widom, "Flexible time management in data
 stream systems"; issue 11).  An interface's table may also give
 
     [interface.a]
-    source = "pcap:/data/a.pcap"
+    source = "csv:/data/a.csv"
     out_of_order = 2.0    # B_aa, application-time seconds: a record never
                           # trails the largest timestamp read before it on
                           # this interface by more
     latency = 0.5         # L_a, wall-clock seconds from emission to arrival
-    arrival = "recv_ts"   # a column giving each row's arrival instant
+    time_unit = "ms"      # "s" (default) | "ms" | "us" | "ns": the unit of
+                          # a CSV interface's time and arrival columns
+    arrival = "recv_ts"   # a CSV field giving each row's arrival instant
 
 and the file may give skew bounds between two declared interfaces and the
 heartbeat generator's settings:
@@ -39,6 +41,9 @@ heartbeat generator's settings:
     after = 1.0           # t_ab, wall-clock seconds
     bound = 5.0           # delta_ab, application-time seconds
 
+(or several [[skew.a.b]] tables: a set of pairs, seed 002 section 3.1 -- e.g.
+a loose bound at once and a tight one later; a pair given again on the
+command line is added to the set)
     [heartbeats]
     estimate = "given"    # "given" | "max" | "adaptive"
     horizon = 10          # t_max, seconds
@@ -53,11 +58,25 @@ The command line gives the same: --out-of-order NAME=S, --latency NAME=S,
 --skew A:B=AFTER,BOUND, --heartbeat-timeout S (the Python API: out_of_order=,
 latency=, skew={("a", "b"): (after, bound)}, heartbeat_timeout=).
 
-In use today: out_of_order (the runtime's option out_of_order:NAME; an
-LFTA's heartbeats promise only the largest timestamp it read less the bound,
-and a record below a promise is discarded and counted as skew_dropped) and
-estimate = "given".  The others are parsed and validated, and a run that
-sets them is refused (bindings.time_options) until the generator uses them.
+They become the runtime's options (bindings.time_options): out_of_order:NAME,
+latency:NAME, skew:A:B ("after,bound;after,bound"), hb_estimate, hb_horizon,
+hb_window, hb_alpha, hb_timeout and hb_level (the [heartbeats] key `level`,
+"operator" or "query"), for the heartbeat generator (runtime_c/core/
+heartbeat_gen.c, seed 002), with time_unit:NAME and arrival:NAME below.
+
+Record timestamps of CSV (and Arrow) interfaces.  A CSV interface's records
+carry timestamps when its time column is known: the temporal field the
+heartbeats of the first query reading it follow (an increasing
+get_csv_<type>_posN field behind its temporal output).  Its values are
+time_unit units (a float column: units with a fraction; runtime option
+time_unit:NAME, --time-unit NAME=UNIT, run(time_unit={NAME: UNIT})).  Under
+--clock data the data clock is the largest arrival instant read: the arrival
+column's value when `arrival` names one (a CSV field of a PROTOCOL of a
+query reading the interface, resolved to its position: runtime option
+arrival:NAME=POS:TYPE; CSV files only), else the time column's; several
+files (CSV or pcap) are replayed time-aligned on it, and out_of_order works
+in the column's unit.  A time value that is negative or not a number leaves
+the record's time unchanged (counted as time_unreadable in the stats).
 """
 from __future__ import annotations
 
@@ -71,9 +90,11 @@ DEFAULT_IFACE = "default"
 
 
 ESTIMATES = ("given", "max", "adaptive")
-_IFACE_KEYS = ("source", "max_skew", "out_of_order", "latency", "arrival")
+_IFACE_KEYS = ("source", "max_skew", "out_of_order", "latency", "arrival", "time_unit")
+TIME_UNITS = ("s", "ms", "us", "ns")
 _SKEW_KEYS = ("after", "bound")
-_HB_KEYS = ("estimate", "horizon", "window", "alpha", "timeout")
+_HB_KEYS = ("estimate", "horizon", "window", "alpha", "timeout", "level")
+LEVELS = ("operator", "query")
 
 
 @dataclass
@@ -84,6 +105,7 @@ class Heartbeats:
     window: Optional[int] = None
     alpha: Optional[float] = None
     timeout: Optional[float] = None
+    level: str = "operator"   # "query": one heartbeat for every source (seed 002 7.1)
 
 
 @dataclass
@@ -95,8 +117,13 @@ class Interfaces:
     out_of_order: dict[str, float] = field(default_factory=dict)  # interface -> seconds
     latency: dict[str, float] = field(default_factory=dict)       # interface -> seconds
     arrival: dict[str, str] = field(default_factory=dict)         # interface -> column
-    # (a, b) -> (after, bound), and where it was given (for errors)
-    skew_bounds: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
+    time_unit: dict[str, str] = field(default_factory=dict)       # interface -> unit
+    # where arrival and time_unit were given (for errors), by interface
+    arrival_where: dict[str, str] = field(default_factory=dict)
+    time_unit_where: dict[str, str] = field(default_factory=dict)
+    # (a, b) -> the set of (after, bound) pairs (seed 002 3.1: usually one),
+    # and where it was given (for errors)
+    skew_bounds: dict[tuple[str, str], list[tuple[float, float]]] = field(default_factory=dict)
     skew_where: dict[tuple[str, str], str] = field(default_factory=dict)
     heartbeats: Heartbeats = field(default_factory=Heartbeats)
     declared: set[str] = field(default_factory=set)  # [interface.NAME] tables
@@ -112,6 +139,8 @@ class TimeBounds:
     latency: list[tuple[str, float]] = field(default_factory=list)
     skew: list[tuple[str, str, float, float]] = field(default_factory=list)
     heartbeat_timeout: Optional[float] = None
+    heartbeats: Optional[dict] = None     # [heartbeats] keys, over the file's
+    time_unit: list[tuple[str, str, str]] = field(default_factory=list)  # name, unit, where
 
 
 def check_skew(where: str, value: Any) -> float:
@@ -135,6 +164,15 @@ def check_seconds(where: str, key: str, value: Any) -> float:
     return v
 
 
+def check_time_unit(where: str, value: Any) -> str:
+    """A time unit ("s", "ms", "us" or "ns"), or InterfaceError naming
+    `where`."""
+    if not isinstance(value, str) or value not in TIME_UNITS:
+        raise InterfaceError(f"{where}: time_unit must be one of "
+                             f"{', '.join(repr(u) for u in TIME_UNITS)} (got {value!r})")
+    return value
+
+
 def _unknown_keys(where: str, spec: dict, known: tuple[str, ...]) -> None:
     bad = sorted(set(spec) - set(known))
     if bad:
@@ -152,8 +190,15 @@ def check_heartbeats(where: str, spec: dict) -> Heartbeats:
                                  f"{', '.join(repr(e) for e in ESTIMATES)} "
                                  f"(got {spec['estimate']!r})")
         hb.estimate = spec["estimate"]
+    if "level" in spec:
+        if spec["level"] not in LEVELS:
+            raise InterfaceError(f"{where}: level must be one of "
+                                 f"{', '.join(repr(e) for e in LEVELS)} (got {spec['level']!r})")
+        hb.level = spec["level"]
     if "horizon" in spec:
         hb.horizon = check_seconds(where, "horizon", spec["horizon"])
+        if hb.horizon == 0:
+            raise InterfaceError(f"{where}: horizon must be more than 0 seconds")
     if "timeout" in spec:
         hb.timeout = check_seconds(where, "timeout", spec["timeout"])
     if "window" in spec:
@@ -202,6 +247,10 @@ def load_file(path: str, into: Interfaces) -> None:
                 raise InterfaceError(f"{where}: arrival must be a column name "
                                      f"(got {spec['arrival']!r})")
             into.arrival[name] = spec["arrival"]
+            into.arrival_where[name] = where
+        if "time_unit" in spec:
+            into.time_unit[name] = check_time_unit(where, spec["time_unit"])
+            into.time_unit_where[name] = where
     for name, spec in doc.get("set", {}).items():
         members = spec.get("members") if isinstance(spec, dict) else None
         if not isinstance(members, list) or not members or \
@@ -212,18 +261,22 @@ def load_file(path: str, into: Interfaces) -> None:
     if not isinstance(skew, dict):
         raise InterfaceError(f"{path}: skew must be tables [skew.A.B]")
     for a, row in skew.items():
-        if not isinstance(row, dict) or not row or \
-                not all(isinstance(v, dict) for v in row.values()):
+        if not isinstance(row, dict) or not row or not all(
+                isinstance(v, dict) or (isinstance(v, list) and v and
+                                        all(isinstance(x, dict) for x in v))
+                for v in row.values()):
             raise InterfaceError(f"{path}: [skew.{a}] must hold tables [skew.{a}.B], one per "
-                                 "interface B (a skew bound is for a pair of interfaces)")
-        for b, spec in row.items():
+                                 "interface B (a skew bound is for a pair of interfaces; "
+                                 f"[[skew.{a}.B]] tables give a set of pairs)")
+        for b, specs in row.items():
             where = f"{path}: [skew.{a}.{b}]"
-            _unknown_keys(where, spec, _SKEW_KEYS)
-            missing = [k for k in _SKEW_KEYS if k not in spec]
-            if missing:
-                raise InterfaceError(f"{where}: needs {' and '.join(missing)}")
-            add_skew_bound(into, where, a, b, check_seconds(where, "after", spec["after"]),
-                           check_seconds(where, "bound", spec["bound"]))
+            for spec in specs if isinstance(specs, list) else [specs]:
+                _unknown_keys(where, spec, _SKEW_KEYS)
+                missing = [k for k in _SKEW_KEYS if k not in spec]
+                if missing:
+                    raise InterfaceError(f"{where}: needs {' and '.join(missing)}")
+                add_skew_bound(into, where, a, b, check_seconds(where, "after", spec["after"]),
+                               check_seconds(where, "bound", spec["bound"]))
     hb = doc.get("heartbeats")
     if hb is not None:
         if not isinstance(hb, dict):
@@ -236,7 +289,7 @@ def add_skew_bound(into: Interfaces, where: str, a: str, b: str, after: float,
     if a == b:
         raise InterfaceError(f"{where}: a skew bound is between two interfaces; the bound "
                              f"of {a} on itself is [interface.{a}] out_of_order")
-    into.skew_bounds[(a, b)] = (after, bound)
+    into.skew_bounds.setdefault((a, b), []).append((after, bound))
     into.skew_where[(a, b)] = where
 
 
@@ -284,14 +337,29 @@ def build(bindings: list[tuple[str, str]], skews: list[tuple[str, float]],
             ifs.latency[name] = v
         for a, b, after, bound in bounds.skew:
             add_skew_bound(ifs, f"--skew {a}:{b}", a, b, after, bound)
+        if bounds.heartbeats:
+            merged = {k: v for k, v in vars(ifs.heartbeats).items()
+                      if v is not None and not (k == "estimate" and v == "given")
+                      and not (k == "level" and v == "operator")}
+            merged.update(bounds.heartbeats)
+            ifs.heartbeats = check_heartbeats("--heartbeats", merged)
         if bounds.heartbeat_timeout is not None:
             ifs.heartbeats.timeout = bounds.heartbeat_timeout
-    # a bound given for a set holds for each of its members
-    for table in (ifs.out_of_order, ifs.latency):
+        for name, unit, where in bounds.time_unit:
+            ifs.time_unit[name] = unit
+            ifs.time_unit_where[name] = where
+    # a bound (or a column, a unit) given for a set holds for each member
+    for table, where in ((ifs.out_of_order, None), (ifs.latency, None),
+                         (ifs.arrival, ifs.arrival_where),
+                         (ifs.time_unit, ifs.time_unit_where)):
         for name in [n for n in table if n in ifs.sets]:
             v = table.pop(name)
+            w = where.pop(name, None) if where is not None else None
             for m in ifs.members(name):
-                table.setdefault(m, v)
+                if m not in table:
+                    table[m] = v
+                    if where is not None and w is not None:
+                        where[m] = w
     _check_declared(ifs)
     names = set(by_name) | set(ifs.sets) | set(ifs.sources)
     if DEFAULT_IFACE not in names and len(set(by_name)) == 1:

@@ -1,0 +1,154 @@
+/*
+ * source_time.c -- the timestamps of a source's records (gsq_record.h:
+ * app_usec, arrival_usec, ts_unreadable): which sources have them, which
+ * CSV columns give them, and the conversion of a column's value to
+ * microseconds.
+ *
+ * Set-up (gsq_source_time_setup, before the source is opened, once its
+ * LFTAs are known): a kind whose records always carry timestamps
+ * (ops->timestamps: pcap) has them, and its reader stamps every record.
+ * A source of CSV records (a CSV file, an Arrow stream) takes its time
+ * column from its first running LFTA, in query-set order, whose
+ * gsq_lfta_def declares one (time_pos != 0).  When LFTAs of one interface
+ * declare different columns, the first one wins: the others still read
+ * their own temporal fields, but the source's clock and replay follow the
+ * first one's column.  Option arrival:NAME adds an arrival column (kinds
+ * with ops->arrival: CSV files).  Option time_unit:NAME gives the unit of
+ * both (seconds by default).  The source has timestamps when it has either
+ * column; with one only, the other time equals it.
+ *
+ * Conversion: an integer value v is v units; a float value is units with a
+ * fraction, rounded to the nearest microsecond (nanoseconds are truncated
+ * to microseconds).  A negative value, NaN, an infinity, a value beyond
+ * 2^64 - 1 microseconds, or a value the reader could not convert cleanly
+ * (empty, not a number, null) is unreadable: the record carries the
+ * source's last readable timestamps and ts_unreadable, and is counted in
+ * s->time_unreadable; it still reaches the LFTAs.
+ */
+#include <string.h>
+
+#include "gsq_source_ops.h"
+
+#define NS_PER_S 1000000000u
+
+const char *gsq_time_unit_name(uint64_t unit_ns)
+{
+    switch (unit_ns) {
+    case 1: return "ns";
+    case 1000: return "us";
+    case 1000000: return "ms";
+    case NS_PER_S: return "s";
+    default: return NULL;
+    }
+}
+
+/* A type a time column can have. */
+static int time_type_ok(int type)
+{
+    return type >= GSQ_T_USHORT && type <= GSQ_T_IP;
+}
+
+int gsq_source_time_setup(gsq_run *r, gsq_source *s)
+{
+    const gsq_iface_time *t = NULL;
+    uint32_t i;
+    for (i = 0; i < r->n_times; i++)
+        if (strcmp(r->times[i].iface, s->iface) == 0)
+            t = &r->times[i];
+    s->unit_ns = t && t->unit_ns ? t->unit_ns : NS_PER_S;
+    if (t && t->arrival_pos && !s->ops->arrival) {
+        gsq_run_fail(r,
+                     "interface '%s' (%s) cannot read an arrival column (option arrival:%s): "
+                     "arrival columns are read from CSV files only%s",
+                     s->iface, s->uri, s->iface,
+                     s->ops->timestamps ? "; a packet's arrival is its timestamp"
+                                        : "; give the arrival instants as the time column");
+        return -1;
+    }
+    if (s->ops->timestamps) {
+        s->has_ts = 1;
+        return 0;
+    }
+    if (s->ops->lfta_kind != GSQ_SRC_CSV)
+        return 0;
+    for (i = 0; i < s->n_lftas && !s->time_pos; i++) {
+        const gsq_lfta_def *d = s->lftas[i]->lfta;
+        if (d->time_pos && time_type_ok(d->time_type)) { /* the first one wins */
+            s->time_pos = d->time_pos;
+            s->time_type = d->time_type;
+            s->time_lfta = s->lftas[i];
+        }
+    }
+    if (t && t->arrival_pos) {
+        s->arrival_pos = t->arrival_pos;
+        s->arrival_type = t->arrival_type ? t->arrival_type
+                          : s->time_pos   ? s->time_type
+                                          : GSQ_T_FLOAT;
+    }
+    s->has_ts = s->time_pos || s->arrival_pos;
+    return 0;
+}
+
+/* v (of type `type`) in units of unit_ns nanoseconds as microseconds: 0,
+ * or -1 when it is unreadable (above). */
+static int to_usec(int type, const gsq_csv_value *v, uint64_t unit_ns, uint64_t *out)
+{
+    uint64_t u;
+    switch (type) {
+    case GSQ_T_INT:
+    case GSQ_T_LLONG:
+        if (v->i < 0)
+            return -1;
+        u = (uint64_t)v->i;
+        break;
+    case GSQ_T_FLOAT: {
+        double us = v->f * ((double)unit_ns / 1000.0);
+        if (!(us >= 0.0) || us >= 18446744073709551616.0) /* NaN fails the first */
+            return -1;
+        *out = (uint64_t)(us + 0.5);
+        return 0;
+    }
+    case GSQ_T_USHORT:
+    case GSQ_T_UINT:
+    case GSQ_T_ULLONG:
+    case GSQ_T_IP:
+        u = v->u;
+        break;
+    default:
+        return -1;
+    }
+    if (unit_ns >= 1000) {
+        uint64_t m = unit_ns / 1000;
+        if (u > UINT64_MAX / m)
+            return -1;
+        *out = u * m;
+    } else {
+        *out = u / (1000 / unit_ns);
+    }
+    return 0;
+}
+
+void gsq_source_stamp(gsq_source *s, const gsq_csv_value *tv, const gsq_csv_value *av,
+                      gsq_stamp *out)
+{
+    uint64_t app = 0, arr = 0;
+    int ok = 1;
+    if (s->time_pos)
+        ok = tv && to_usec(s->time_type, tv, s->unit_ns, &app) == 0;
+    if (ok && s->arrival_pos)
+        ok = av && to_usec(s->arrival_type, av, s->unit_ns, &arr) == 0;
+    if (!ok) {
+        out->app_usec = s->last_app_usec;
+        out->arrival_usec = s->last_arrival_usec;
+        out->unreadable = 1;
+        s->time_unreadable++;
+        return;
+    }
+    if (!s->arrival_pos)
+        arr = app;
+    if (!s->time_pos)
+        app = arr;
+    s->last_app_usec = out->app_usec = app;
+    s->last_arrival_usec = out->arrival_usec = arr;
+    out->unreadable = 0;
+}
