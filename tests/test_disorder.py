@@ -309,16 +309,18 @@ def test_join_of_two_delayed_unions_runs_out_of_order_and_equals_duckdb(gsqlc, t
         "and a.column1 = b.column1 group by all order by all").fetchall()]
     peaks = {}
     for k in ("6", "1"):
-        # Heartbeats off: both links of a union come through ONE interface,
-        # whose heartbeats follow its leading link, so whether the late link's
-        # tuples fall below one depends on when the run emits it (seen: 0 or
-        # ~4,000 dropped from run to run); per-link bounds are issue 11's.
+        # Both links of a union come through ONE interface, one of them 20 s
+        # late: out_of_order = 20 s makes the interface's heartbeats (on the
+        # data clock of the CSV time column) wait for it (seed 002, B_ii).
         p = gsqlc("run", "--schema", SCHEMA, q, "--source", f"A=csv:{ca}",
                   "--source", f"B=csv:{cb}", "--stats", "--clock", "data",
-                  "--heartbeat-interval", "off", "--max-hfta-disorder", k)
+                  "--heartbeat-interval", "1", "--out-of-order", "A=20",
+                  "--out-of-order", "B=20", "--max-hfta-disorder", k)
         assert p.returncode == 0, p.err
         st = _stats(p.err)
         assert _late(st) == 0, k
+        assert all(x["time"]["dropped_below_heartbeat"] == 0 for x in st["sources"]), k
+        assert min(x["heartbeats"] for x in st["streams"]) > 10, k
         assert _rows(p.out) == want, k
         peaks[k] = {s["name"]: s["peak_held_tuples"] for s in st["nodes"]}
     assert peaks["6"]["m1"] == peaks["6"]["m2"] == 0          # OOP: the unions hold nothing
