@@ -60,8 +60,9 @@ out_of_order=, latency=, skew=, heartbeat_timeout=.
     notions an event-time watermark cannot take: ignored with one warning
     (a silent source delays results, it drops none).  The estimators
     ([heartbeats] estimate other than "given", horizon, window, alpha) are
-    refused, as by the runtime: the bounds they would find are not ones
-    Spark would get.
+    refused: they learn bounds from the arrival of each record in gsqlc's
+    input manager, which a Spark micro-batch does not expose; declare the
+    bounds instead.
 """
 from __future__ import annotations
 
