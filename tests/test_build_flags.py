@@ -77,3 +77,22 @@ def test_a_warning_fails_the_build_only_under_gsqlc_werror(tmp_path, monkeypatch
     monkeypatch.delenv("GSQLC_WERROR")
     with pytest.raises(BuildError, match="gsqlc_werror_probe"):
         build(gen, werror=True)                 # the caller's request, without the variable
+
+
+def test_templates_compiled_once_into_the_cache(tmp_path, monkeypatch):
+    """The code templates' compiled form is kept in the cache folder (a
+    cached run's start-up) and reused; a cache that cannot be written only
+    costs the compile."""
+    q = tmp_path / "q.gsql"
+    q.write_text(QUERY)
+    monkeypatch.setenv("GSQLC_CACHE_DIR", str(tmp_path / "cache"))
+    first = generate(plan_queries([str(q)]).plan)
+    kept = sorted((tmp_path / "cache" / "templates").glob("*.cache"))
+    assert kept
+    stamps = [p.stat().st_mtime_ns for p in kept]
+    assert generate(plan_queries([str(q)]).plan).files == first.files
+    assert [p.stat().st_mtime_ns for p in kept] == stamps      # read, not rewritten
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    monkeypatch.setenv("GSQLC_CACHE_DIR", str(blocked / "cache"))   # under a file
+    assert generate(plan_queries([str(q)]).plan).files == first.files

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 import jinja2
+import jinja2.bccache
 
 from ..frontend import ast
 from ..planner.nodes import (
@@ -30,7 +31,7 @@ from ..planner.nodes import (
     PlanNode,
 )
 from ..planner.plan import Plan, describe_expr
-from ..resources import resource_dir
+from ..resources import cache_root, resource_dir
 from ..semantics.analyze import StreamDef
 from ..semantics.bound import AccumRef, AggRef, FieldRef, GroupRef, key, walk
 from ..semantics.types import Temporal, Type
@@ -74,11 +75,33 @@ _CSV_GET = {
 }
 
 
+class _TemplateCache(jinja2.FileSystemBytecodeCache):
+    """The templates compiled once and kept in the cache folder (jinja keys
+    them by source checksum): compiling them was most of a cached run's
+    start-up.  Best effort: a folder that cannot be written only costs the
+    compile."""
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().dump_bytecode(bucket)
+        except OSError:
+            pass
+
+
+def _template_cache() -> Optional[jinja2.BytecodeCache]:
+    d = cache_root() / "templates"
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return _TemplateCache(str(d))
+
+
 def _env() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
         autoescape=False, keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
-        trim_blocks=True, lstrip_blocks=True)
+        trim_blocks=True, lstrip_blocks=True, bytecode_cache=_template_cache())
 
 
 def struct_member_type(t: Type) -> str:
