@@ -50,7 +50,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "compiler"))
 import oop_experiments  # noqa: E402
 import pktgen  # noqa: E402
-from gsqlc.runtime.trace import progress  # noqa: E402
+from gsqlc.runtime.trace import read as read_trace  # noqa: E402
 
 OUT = HERE / "results_time"
 N_GROUPS = 4096
@@ -77,7 +77,7 @@ def _run(query: Path, capture, opts: list[str], work: Path, tag: str) -> dict:
                             heartbeats="0.1")
     st = r["stats"]
     lags: dict[str, list[float]] = {}
-    for name, sp in progress(str(trace)).items():
+    for name, sp in read_trace(str(trace))[1].items():
         lags[name] = [max(d - h, 0.0) for d, h in zip(sp.data_s, sp.heartbeat_s)]
     return {
         "dropped": {s["iface"]: (s["time"] or {}).get("dropped_below_heartbeat", 0)

@@ -47,6 +47,18 @@ def _counts_per_interface(names: str) -> str:
                    for x in names)
 
 
+def _captures(d, packets: dict[str, int], seed: int) -> list[str]:
+    """One capture per interface (packets[name] at 100 pps from START), as
+    --source arguments."""
+    args = []
+    for i, (name, n) in enumerate(packets.items()):
+        pcap = d / f"{name}.pcap"
+        pktgen.generate(str(pcap), n, 50, pps=100, seed=seed + i, start=START, frag=0.0,
+                        truth=False)
+        args += ["--source", f"{name}=pcap:{pcap}"]
+    return args
+
+
 def _time(st, iface="default"):
     return next(s for s in st["sources"] if s["iface"] == iface)["time"]
 
@@ -116,14 +128,9 @@ def test_closure_gives_a_heartbeat_no_direct_bound_gives(gsqlc, tmp_path):
     """a -> b within 1 s and b -> c within 1 s: c is within 2 s of a (seed
     002 section 3.2), although no bound of a on c is declared.  b and c
     stop after 5 s; a goes on to 40 s, and c's heartbeat follows it."""
-    pcaps = {}
-    for i, (name, n) in enumerate((("a", N), ("b", 500), ("c", 500))):
-        pcaps[name] = tmp_path / f"{name}.pcap"
-        pktgen.generate(str(pcaps[name]), n, 50, pps=100, seed=10 + i, start=START,
-                        frag=0.0, truth=False)
     q = tmp_path / "three.gsql"
     q.write_text(_counts_per_interface("abc"))
-    src = [a for x in "abc" for a in ("--source", f"{x}=pcap:{pcaps[x]}")]
+    src = _captures(tmp_path, {"a": N, "b": 500, "c": 500}, seed=10)
     _, st = _run(gsqlc, q, *src, "--skew", "a:b=0,1", "--skew", "b:c=0,1")
     gen = st["heartbeat_generator"]
     assert gen["pairs_from_closure"] >= 1
@@ -142,14 +149,9 @@ def test_closure_gives_a_heartbeat_no_direct_bound_gives(gsqlc, tmp_path):
 def test_query_level_heartbeat_is_the_least(gsqlc, tmp_path):
     """hb_level=query (seed 002 7.1): every source is given the least
     heartbeat of all; operator level (default) each its own."""
-    pcaps = {}
-    for i, (name, n) in enumerate((("a", N), ("b", 500))):
-        pcaps[name] = tmp_path / f"{name}.pcap"
-        pktgen.generate(str(pcaps[name]), n, 50, pps=100, seed=20 + i, start=START,
-                        frag=0.0, truth=False)
     q = tmp_path / "two.gsql"
     q.write_text(_counts_per_interface("ab"))
-    src = [a for x in "ab" for a in ("--source", f"{x}=pcap:{pcaps[x]}")]
+    src = _captures(tmp_path, {"a": N, "b": 500}, seed=20)
     base = ["--out-of-order", "a=0.5", "--out-of-order", "b=0.5"]
     _, op = _run(gsqlc, q, *src, *base)
     _, qu = _run(gsqlc, q, *src, *base, "--heartbeats", "level=query")

@@ -269,9 +269,8 @@ def cmd_explain(args) -> int:
 
 
 def cmd_trace(args) -> int:
-    from .runtime.trace import load, plot, progress, summary
-    per_node = load(args.file)
-    per_source = progress(args.file)
+    from .runtime.trace import plot, read, summary
+    per_node, per_source = read(args.file)
     sys.stdout.write(summary(per_node, per_source))
     if args.plot:
         plot(per_node, args.plot, per_source)

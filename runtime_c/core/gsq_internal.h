@@ -315,7 +315,6 @@ enum gsq_hb_level { GSQ_LEVEL_OPERATOR, GSQ_LEVEL_QUERY };
 typedef struct gsq_tg_stream {
     gsq_source *src;
     uint64_t latency_usec;        /* L_i (given bounds only) */
-    uint64_t ooo_usec;            /* declared out_of_order (B_ii), for stats */
     int seen;
     uint64_t max_usec;
     uint64_t b_n, b_max, b_min;
@@ -497,7 +496,7 @@ static inline int gsq_tg_arrive(gsq_tg_stream *t, uint64_t ts_usec)
  * arrivals (Figure 2; estimation, section 6), move the heartbeats due by
  * now.  Returns nonzero when the timeout fired (every input paused): the
  * caller fires a tick. */
-int gsq_tg_after_batch(gsq_run *r, gsq_source *s, int clock_known, uint64_t now);
+int gsq_tg_after_batch(gsq_run *r, gsq_source *s, uint64_t now);
 /* At a tick, before the LFTAs' heartbeat(): heartbeats due by now; after
  * them: the promises collected become the drop thresholds. */
 void gsq_tg_tick_begin(gsq_run *r, int clock_known, uint64_t now);

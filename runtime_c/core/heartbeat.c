@@ -28,8 +28,9 @@
  * Traces (seed 000 6.2), with option trace.  Every heartbeat an LFTA emits
  * gets the next trace id and an origin (LFTA, CLOCK_MONOTONIC time, run
  * clock; for a source with generated heartbeats, seed 002, also the
- * source, its generated heartbeat and its largest timestamp then).  The drain dispatches it with run->cur_trace set, and every HFTA
- * that receives a heartbeat meanwhile -- the LFTA's, or one an HFTA emitted
+ * source, its generated heartbeat and its largest timestamp then).  The
+ * drain dispatches it with run->cur_trace set, and every HFTA that
+ * receives a heartbeat meanwhile -- the LFTA's, or one an HFTA emitted
  * while handling it -- is a hop.  After each drain every pending trace has
  * been delivered and is written as one JSON line (id order) to a buffer
  * that goes to the file when it is large and at the end of the run.
@@ -174,7 +175,7 @@ void gsq_hb_after_batch(gsq_run *r, gsq_source *s, uint32_t n_recs, int fire)
     observe(r, s, n_recs, now);
     /* arrivals into generated heartbeats; every input paused past the
      * timeout: a tick now, whether or not the clock moved */
-    if (gsq_tg_after_batch(r, s, 1, now))
+    if (gsq_tg_after_batch(r, s, now))
         r->tg.tick_due = 1;
     if (!iv || !fire)
         return;

@@ -196,16 +196,16 @@ int gsq_tg_setup(gsq_run *r)
         s->tg = &g->st[j];
         if ((k = find_iface(r->latencies, r->n_latencies, s->iface)) != NULL)
             g->st[j].latency_usec = k->usec;
-        if ((k = find_iface(r->ooos, r->n_ooos, s->iface)) != NULL)
-            g->st[j].ooo_usec = k->usec;
         if (g->st[j].latency_usec > lmax)
             lmax = g->st[j].latency_usec;
         j++;
     }
     if (g->estimate == GSQ_EST_GIVEN) {
-        for (i = 0; i < n; i++)
-            if (gsq_bound_set_add(&g->bstar[i * n + i], 0, g->st[i].ooo_usec) != 0)
+        for (i = 0; i < n; i++) { /* B_ii = (0, out_of_order), (0, 0) undeclared */
+            const gsq_skew *k = find_iface(r->ooos, r->n_ooos, g->st[i].src->iface);
+            if (gsq_bound_set_add(&g->bstar[i * n + i], 0, k ? k->usec : 0) != 0)
                 goto oom;
+        }
         for (i = 0; i < r->n_skew_decls; i++) {
             const gsq_skew_decl *d = &r->skew_decls[i];
             int a = stream_of(g, d->from), b = stream_of(g, d->to);
@@ -452,49 +452,43 @@ static void apply(gsq_time_gen *g, uint32_t i, uint64_t now)
     ti->b_disorder = 0;
 }
 
-int gsq_tg_after_batch(gsq_run *r, gsq_source *s, int clock_known, uint64_t now)
+int gsq_tg_after_batch(gsq_run *r, gsq_source *s, uint64_t now)
 {
     gsq_time_gen *g = &r->tg;
     uint32_t i;
-    uint64_t mono;
+    uint64_t mono, top = 0;
+    int any = 0;
     if (!g->active)
         return 0;
     mono = gsq_mono_usec();
     if (s && s->tg && s->tg->b_n) {
         g->last_arrival_mono = mono;
         g->idle_fired = 0;
-        if (clock_known) {
-            advance(g, now);
-            apply(g, (uint32_t)(s->tg - g->st), now);
-            g->flushes++;
-        }
+        advance(g, now);
+        apply(g, (uint32_t)(s->tg - g->st), now);
+        g->flushes++;
         return 0;
     }
     if (!g->timeout_usec || g->idle_fired || mono - g->last_arrival_mono < g->timeout_usec)
         return 0;
-    {
-        /* every input paused (section 3.4): the largest timestamp seen */
-        uint64_t top = 0;
-        int any = 0;
-        for (i = 0; i < g->n; i++) {
-            gsq_tg_stream *t = &g->st[i];
-            if (t->b_n && clock_known) { /* arrivals not applied yet: apply now */
-                advance(g, now);
-                apply(g, i, now);
-            }
-            if (t->seen && (!any || t->max_usec > top)) {
-                top = t->max_usec;
-                any = 1;
-            }
+    /* every input paused (section 3.4): the largest timestamp seen */
+    advance(g, now);
+    for (i = 0; i < g->n; i++) {
+        gsq_tg_stream *t = &g->st[i];
+        if (t->b_n) /* arrivals not applied yet: apply now */
+            apply(g, i, now);
+        if (t->seen && (!any || t->max_usec > top)) {
+            top = t->max_usec;
+            any = 1;
         }
-        g->idle_fired = 1;
-        if (!any)
-            return 0;
-        for (i = 0; i < g->n; i++)
-            raise_hb(&g->st[i], top);
-        g->timeouts++;
-        return 1;
     }
+    g->idle_fired = 1;
+    if (!any)
+        return 0;
+    for (i = 0; i < g->n; i++)
+        raise_hb(&g->st[i], top);
+    g->timeouts++;
+    return 1;
 }
 
 void gsq_tg_tick_begin(gsq_run *r, int clock_known, uint64_t now)

@@ -10,7 +10,7 @@ before that operator.
 
 When the run generates heartbeats from time bounds (seed 002), a line also
 has the origin's "source", its generated "heartbeat_usec" and "data_usec",
-the largest timestamp that had arrived on it: `progress` gathers them per
+the largest timestamp that had arrived on it: `read` gathers them per
 source, the summary reports each source's heartbeat lag and the plot draws
 data and heartbeat progress per source against the run's clock.
 """
@@ -38,65 +38,49 @@ class SourceProgress:
     heartbeat_s: list[float] = field(default_factory=list)  # generated heartbeat
 
 
-def _lines(path: str) -> list[str]:
+def read(path: str) -> tuple[dict[str, NodeDelays], dict[str, SourceProgress]]:
+    """Both views of a trace file, in one pass over its lines: the delay of
+    every hop per operator, and -- for sources with generated heartbeats --
+    data and heartbeat progress per source (seconds since the run clock's
+    first traced value, one point per traced heartbeat of one of its
+    LFTAs)."""
+    per_node: dict[str, NodeDelays] = {}
+    per_source: dict[str, SourceProgress] = {}
+    t_first = c_first = None
     try:
-        return Path(path).read_text().splitlines()
+        lines = Path(path).read_text().splitlines()
     except OSError as e:
         raise TraceError(f"{path}: {e.strerror}") from None
-
-
-def progress(path: str) -> dict[str, SourceProgress]:
-    """Per source with generated heartbeats: data and heartbeat progress
-    (seconds since the run clock's first traced value), one point per
-    traced heartbeat of one of its LFTAs."""
-    per_source: dict[str, SourceProgress] = {}
-    c_first = None
-    for lineno, line in enumerate(_lines(path), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            raise TraceError(f"{path}:{lineno}: not a heartbeat trace line") from None
-        if not isinstance(rec, dict) or "source" not in rec or rec.get("clock_usec") is None \
-                or rec.get("data_usec") is None:
-            continue
-        try:
-            clock, hb, data = (float(rec[k]) for k in ("clock_usec", "heartbeat_usec",
-                                                        "data_usec"))
-        except (ValueError, KeyError, TypeError):
-            raise TraceError(f"{path}:{lineno}: not a heartbeat trace line") from None
-        if c_first is None:
-            c_first = clock
-        sp = per_source.setdefault(str(rec["source"]), SourceProgress(str(rec["source"])))
-        sp.clock_s.append((clock - c_first) / 1e6)
-        sp.data_s.append((data - c_first) / 1e6)
-        sp.heartbeat_s.append((hb - c_first) / 1e6)
-    return per_source
-
-
-def load(path: str) -> dict[str, NodeDelays]:
-    per_node: dict[str, NodeDelays] = {}
-    t_first = None
-    for lineno, line in enumerate(_lines(path), 1):
+    for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             rec = json.loads(line)
             t0 = float(rec["emitted_usec"])
-            hops = rec["hops"]
-        except (ValueError, KeyError, TypeError):
+            arrivals = [(h["node"], float(h["arrived_usec"])) for h in rec["hops"]]
+            progress_of = ("source" in rec and rec.get("clock_usec") is not None
+                           and rec.get("data_usec") is not None)
+            if progress_of:
+                clock, hb, data = (float(rec[k]) for k in ("clock_usec", "heartbeat_usec",
+                                                            "data_usec"))
+        except (ValueError, KeyError, TypeError, AttributeError):
             raise TraceError(f"{path}:{lineno}: not a heartbeat trace line") from None
         if t_first is None:
             t_first = t0
         prev = t0
-        for h in hops:
-            arrived = float(h["arrived_usec"])
-            nd = per_node.setdefault(h["node"], NodeDelays(h["node"]))
+        for node, arrived in arrivals:
+            nd = per_node.setdefault(node, NodeDelays(node))
             nd.times_s.append((t0 - t_first) / 1e6)
             nd.delays_us.append(max(arrived - prev, 0.0))
             prev = arrived
-    return per_node
+        if progress_of:
+            if c_first is None:
+                c_first = clock
+            sp = per_source.setdefault(str(rec["source"]), SourceProgress(str(rec["source"])))
+            sp.clock_s.append((clock - c_first) / 1e6)
+            sp.data_s.append((data - c_first) / 1e6)
+            sp.heartbeat_s.append((hb - c_first) / 1e6)
+    return per_node, per_source
 
 
 def _pct(sorted_vals: list[float], q: float) -> float:
