@@ -15,7 +15,9 @@ Engines:
   gsqlc_arrow  gsqlc's Python API over the same Arrow table: the query over
            PROTOCOL PKTS (queries/arrow_q1.gsql, spark_q2.gsql), LFTA + HFTA
            on one thread, result materialised as an Arrow table (compiled
-           before the clock starts; default LFTA table)
+           before the clock starts; default LFTA table); the LFTAs read
+           chunks of columns (columnar=auto, the default)
+  gsqlc_arrow_rows  the same, the LFTAs a record at a time (columnar=off)
 
 Every time is the best of GSQ_BENCH_REPEAT (default 3) runs, after `all` has
 read the files once into the page cache.  The in-process engines load only
@@ -44,7 +46,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 LOOP = HERE / "baseline_c" / "loop"
 COLUMNS = ["time", "srcIP", "destIP", "len", "protocol"]
-ENGINES = ["c", "duckdb1", "duckdb", "polars", "gsqlc_arrow"]
+ENGINES = ["c", "duckdb1", "duckdb", "polars", "gsqlc_arrow", "gsqlc_arrow_rows"]
 QUERIES = ["q1", "q2"]
 REPEAT = int(os.environ.get("GSQ_BENCH_REPEAT", "3"))
 
@@ -119,10 +121,10 @@ def compile_gsqlc_arrow(query):
     return gsqlc.compile([q], schema=HERE / "queries" / "packets_columns.txt")
 
 
-def run_gsqlc_arrow(table, query, keep=False, qs=None):
+def run_gsqlc_arrow(table, query, keep=False, qs=None, columnar="auto"):
     qs = qs or compile_gsqlc_arrow(query)
     t0 = time.perf_counter()
-    res = qs.table({"pkts": table})
+    res = qs.table({"pkts": table}, columnar=columnar)
     dt = time.perf_counter() - t0
     return dt, res.num_rows, (res if keep else None)
 
@@ -189,9 +191,10 @@ def run_one(engine, query, file, repeat=REPEAT):
             runs.append(run_duckdb(table, query))
         elif engine == "polars":
             runs.append(run_polars(table, query))
-        elif engine == "gsqlc_arrow":
+        elif engine in ("gsqlc_arrow", "gsqlc_arrow_rows"):
             qs = qs or compile_gsqlc_arrow(query)
-            runs.append(run_gsqlc_arrow(table, query, qs=qs))
+            runs.append(run_gsqlc_arrow(table, query, qs=qs,
+                                        columnar="off" if engine.endswith("_rows") else "auto"))
         else:
             raise SystemExit(f"unknown engine {engine}")
     dt, n = min(r[0] for r in runs), runs[0][1]
@@ -217,7 +220,7 @@ def run_all(file, engines=ENGINES, queries=QUERIES):
             r = run_subprocess(e, q, file)
             r["records_per_s"] = r["records"] / r["seconds"]
             rows.append(r)
-            print(f"{q:3} {e:8} {r['seconds']:8.3f} s {r['records_per_s'] / 1e6:8.2f} M rec/s "
+            print(f"{q:3} {e:16} {r['seconds']:8.3f} s {r['records_per_s'] / 1e6:8.2f} M rec/s "
                   f"rows {r['rows']:>10}  peak {r['peak_rss_mb']:8.0f} MB"
                   + (f" (table {r['rss_after_load_mb']:.0f} MB)"
                      if "rss_after_load_mb" in r else ""), flush=True)

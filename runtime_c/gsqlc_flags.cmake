@@ -4,16 +4,50 @@
 option(GSQLC_WERROR "treat warnings as errors" OFF)
 option(GSQLC_SANITIZE "build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
 
+# The options themselves, as lists: gsqlc_target_flags gives them to a
+# target, gsqlc_write_toolchain to gsqlc's own driver of the compiler.
+set(GSQLC_COMPILE_OPTIONS -Wall -Wextra)
+set(GSQLC_LINK_OPTIONS "")
+if(GSQLC_WERROR)
+  list(APPEND GSQLC_COMPILE_OPTIONS -Werror)
+endif()
+if(GSQLC_SANITIZE)
+  list(APPEND GSQLC_COMPILE_OPTIONS -fsanitize=address,undefined
+    -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1)
+  list(APPEND GSQLC_LINK_OPTIONS -fsanitize=address,undefined)
+endif()
+
 function(gsqlc_target_flags target)
-  target_compile_options(${target} PRIVATE -Wall -Wextra)
-  if(GSQLC_WERROR)
-    target_compile_options(${target} PRIVATE -Werror)
+  target_compile_options(${target} PRIVATE ${GSQLC_COMPILE_OPTIONS})
+  if(GSQLC_LINK_OPTIONS)
+    target_link_options(${target} PRIVATE ${GSQLC_LINK_OPTIONS})
   endif()
-  if(GSQLC_SANITIZE)
-    target_compile_options(${target} PRIVATE -fsanitize=address,undefined
-      -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1)
-    target_link_options(${target} PRIVATE -fsanitize=address,undefined)
-  endif()
+endfunction()
+
+# What gsqlc needs to compile a generated query set without CMake
+# (compiler/gsqlc/backend/native_build.py) with the toolchain found here:
+# one NAME=VALUE line each, list items separated by ';'.  The build type's
+# flags are the Release ones, as generated query sets ask for.
+function(gsqlc_write_toolchain path)
+  separate_arguments(c_flags UNIX_COMMAND "${CMAKE_C_FLAGS} ${CMAKE_C_FLAGS_RELEASE}")
+  separate_arguments(cxx_flags UNIX_COMMAND "${CMAKE_CXX_FLAGS} ${CMAKE_CXX_FLAGS_RELEASE}")
+  separate_arguments(shared_link UNIX_COMMAND
+    "${CMAKE_SHARED_LINKER_FLAGS} ${CMAKE_SHARED_LINKER_FLAGS_RELEASE}")
+  separate_arguments(exe_link UNIX_COMMAND
+    "${CMAKE_EXE_LINKER_FLAGS} ${CMAKE_EXE_LINKER_FLAGS_RELEASE}")
+  file(WRITE "${path}"
+    "c_compiler=${CMAKE_C_COMPILER}\n"
+    "cxx_compiler=${CMAKE_CXX_COMPILER}\n"
+    "c_flags=${c_flags}\n"
+    "cxx_flags=${cxx_flags}\n"
+    "c_standard=${CMAKE_C11_STANDARD_COMPILE_OPTION}\n"
+    "cxx_standard=${CMAKE_CXX17_STANDARD_COMPILE_OPTION}\n"
+    "shared_linker_flags=${shared_link}\n"
+    "exe_linker_flags=${exe_link}\n"
+    "compile_options=${GSQLC_COMPILE_OPTIONS}\n"
+    "link_options=${GSQLC_LINK_OPTIONS}\n"
+    "pcap_include_dir=${PCAP_INCLUDE_DIR}\n"
+    "pcap_library=${PCAP_LIBRARY}\n")
 endfunction()
 
 # The runtime under `root` (its runtime_c directory):

@@ -68,6 +68,9 @@ QUERIES = {
     "big_per_minute.gsql": "DEFINE { query_name 'big_per_minute'; }\n"
                            "SELECT tb*60 as minute, store, count(*) as sales, sum(qty) as units\n"
                            "FROM SALES WHERE qty >= 3 GROUP BY ts/60 as tb, store\n",
+    # the clock read per row (get_system_time: the data clock follows ts)
+    "clocked.gsql": "DEFINE { query_name 'clocked'; }\n"
+                    "SELECT ts, qty, get_system_time() as now FROM SALES WHERE qty > 10\n",
     # a stream with a column of the name option arrow_heartbeats adds
     "hb_clash.gsql": "DEFINE { query_name 'hb_clash'; }\n"
                      "SELECT ts as __heartbeat, qty FROM SALES\n",
@@ -498,6 +501,82 @@ def scenario_columnar(lib):
     return res
 
 
+def _random_sales(rng: random.Random, n: int, ts_type, qty_type, nulls: bool) -> pa.Table:
+    def maybe(v):
+        return None if nulls and rng.random() < 0.02 else v
+    return pa.table({
+        "ts": pa.array([maybe(1000 + i // 7) for i in range(n)], ts_type),
+        "store": pa.array([maybe(f"s{rng.randrange(5)}") for _ in range(n)], pa.string()),
+        "item": pa.array(["x"] * n, pa.string()),
+        "qty": pa.array([maybe(rng.randrange(40)) for _ in range(n)], qty_type),
+        "price": pa.array([maybe(rng.random() * 10) for _ in range(n)], pa.float64()),
+        "client": pa.array([f"10.0.0.{rng.randrange(256)}" for _ in range(n)], pa.string()),
+    })
+
+
+def scenario_columnar_lftas(lib):
+    """LFTAs over columnar chunks (the default) give what they give a
+    record at a time (option columnar off), output for output and statistic
+    for statistic: selections, predicates, aggregations, a query reading
+    the data clock row by row; columns read as they are (uint32, no nulls)
+    or converted (int64, nulls, out-of-range rows); chunks cut by odd batch
+    and read-batch sizes, in sliced record batches."""
+    rng = random.Random(13)
+    streams = ["sales_all", "big_sales", "per_minute", "big_per_minute", "clocked"]
+    tables = [
+        _random_sales(rng, 3000, pa.uint32(), pa.uint32(), nulls=False),  # raw columns
+        _random_sales(rng, 3000, pa.int64(), pa.int64(), nulls=True),     # converted
+        scenario_columnar_input(rng),                                     # rejects, null rows
+    ]
+    for k, t in enumerate(tables):
+        for clock in ("fixed:0", "data"):
+            got = {}
+            for mode in ("auto", "off"):
+                r = Run(lib, {"columnar": mode, "clock": clock, "batch": "97"})
+                batches = [b.slice(1) for b in t.to_batches(max_chunksize=401)]
+                r.arrow("default", pa.RecordBatchReader.from_batches(t.schema, iter(batches)))
+                for st in streams:
+                    r.sink(st)
+                res = r.run()
+                assert res.rc == 0, res
+                assert res.stats["sources"][0]["columnar"] is (mode == "auto"), (k, mode)
+                got[mode] = res
+            a, b = got["auto"], got["off"]
+            for st in streams:
+                ta, tb = a.table(st), b.table(st)
+                assert (ta is None and tb is None) or ta.equals(tb), (k, clock, st)
+            assert a.report == b.report, (k, clock)
+            for key in ("rows_read", "rows_rejected", "time_unreadable"):
+                assert a.stats["sources"][0][key] == b.stats["sources"][0][key], (k, key)
+            for st in streams:
+                na, nb = a.node(st), b.node(st)
+                assert {x: na[x] for x in na if x not in _TIMINGS} == \
+                    {x: nb[x] for x in nb if x not in _TIMINGS}, (k, clock, st)
+
+
+# per-node statistics of time and buffering, not of what was done (a chunk
+# of columns holds the rows rejected as malformed, a ring batch does not)
+_TIMINGS = {"cpu_usec", "busy_usec", "wall_usec", "queue_high_water_entries",
+            "queue_high_water_bytes"}
+
+
+def scenario_columnar_input(rng: random.Random) -> pa.Table:
+    """Rows with out-of-range numbers, invalid addresses and null rows."""
+    n = 2000
+    qty = [rng.randrange(100) if rng.random() > 0.02 else rng.choice([-1, 2 ** 40])
+           for _ in range(n)]
+    client = ["1.2.3" if rng.random() < 0.02 else f"10.0.1.{rng.randrange(256)}"
+              for _ in range(n)]
+    arrays = [pa.array([2000 + i // 9 for i in range(n)], pa.int64()),
+              pa.array([f"s{rng.randrange(4)}" for _ in range(n)], pa.string()),
+              pa.array(["y"] * n, pa.string()), pa.array(qty, pa.int64()),
+              pa.array([rng.random() for _ in range(n)], pa.float64()),
+              pa.array(client, pa.string())]
+    st = pa.StructArray.from_arrays(arrays, names=SALES_COLS,
+                                    mask=pa.array([rng.random() < 0.01 for _ in range(n)]))
+    return pa.Table.from_batches([pa.RecordBatch.from_struct_array(st)])
+
+
 def main(lib_path: str, work_dir: str) -> None:
     lib = ffi.dlopen(lib_path)
     d = Path(work_dir)
@@ -507,6 +586,7 @@ def main(lib_path: str, work_dir: str) -> None:
     scenario_nulls(lib)
     scenario_rejects(lib)
     scenario_columnar(lib)
+    scenario_columnar_lftas(lib)
     scenario_cancel(lib)
     scenario_heartbeats(lib, d)
     print("ok")

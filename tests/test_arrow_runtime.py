@@ -418,3 +418,7 @@ def test_arrow_paths_under_sanitizers(work, tmp_path):
 
 def test_column_at_a_time_conversion_matches_a_row_reference(lib):
     A.scenario_columnar(lib)
+
+
+def test_columnar_lftas_equal_the_row_path(lib):
+    A.scenario_columnar_lftas(lib)

@@ -3,6 +3,7 @@ sets GSQLC_WERROR=1, so generated query sets and the runtime archive compile
 with -Werror (and a warning fails the build); without it they do not."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -21,7 +22,11 @@ QUERY = "DEFINE { query_name 'wq'; }\nselect time, len from IPV4 where len > 40\
 
 
 def _compile_commands(bdir: Path) -> list[str]:
-    """The compiler invocations of a CMake build directory (Ninja or Make)."""
+    """The compiler invocations of a build directory: the compilation
+    database of a cached query set's build (backend/native_build.py), or a
+    CMake build's (Ninja or Make)."""
+    if (bdir / "compile_commands.json").exists():
+        return [" ".join(e["arguments"]) for e in json.loads((bdir / "compile_commands.json").read_text())]
     if (bdir / "build.ninja").exists():
         ninja = shutil.which("ninja")
         assert ninja, "a Ninja build directory but no ninja"
@@ -33,8 +38,10 @@ def _compile_commands(bdir: Path) -> list[str]:
 
 
 def _runtime_dir(bdir: Path) -> Path:
-    cache = (bdir / "CMakeCache.txt").read_text()
-    m = re.search(r"^GSQLC_RUNTIME_LIB:FILEPATH=(.+)$", cache, re.M)
+    """The build folder of the runtime archive the query set was linked with
+    (its link command, in the build's log)."""
+    log = (bdir.parent / "build.log").read_text()
+    m = re.search(r"-Wl,--whole-archive (\S+/libgsqlc_runtime\.a) ", log)
     assert m, "the query set was not linked against the cached runtime archive"
     return Path(m.group(1)).parent
 
@@ -44,9 +51,9 @@ def test_test_builds_compile_with_werror(tmp_path):
     q = tmp_path / "q.gsql"
     q.write_text(QUERY)
     bdir = gsqlc.compile(q).library.parent
-    assert "GSQLC_WERROR:BOOL=ON" in (bdir / "CMakeCache.txt").read_text()
-    for d in (bdir, _runtime_dir(bdir)):
-        assert "GSQLC_WERROR:BOOL=ON" in (d / "CMakeCache.txt").read_text(), d
+    runtime = _runtime_dir(bdir)
+    assert "GSQLC_WERROR:BOOL=ON" in (runtime / "CMakeCache.txt").read_text()
+    for d in (bdir, runtime):
         cmds = _compile_commands(d)
         assert cmds, d
         assert all(" -Werror" in c for c in cmds), (d, [c for c in cmds if "-Werror" not in c])

@@ -91,3 +91,22 @@ def test_case(case, gsqlc):
         assert len(fields) == len(types), line
         for f, t in zip(fields, types):
             assert re.fullmatch(_FORMS[t], f), (t, f, line)
+
+
+def _columnar(stats_err: str) -> list:
+    """The sources' `columnar` flags from --stats JSON on stderr."""
+    import json
+    start = stats_err.index("{")
+    return [s["columnar"] for s in json.JSONDecoder().raw_decode(stats_err[start:])[0]["sources"]]
+
+
+@pytest.mark.needs_shared
+@pytest.mark.parametrize("case", params(CASES), ids=_id)
+def test_case_columnar_equals_row_path(case, gsqlc):
+    """Every case's LFTAs read the CSV file a chunk of columns at a time by
+    default, and give exactly what they give a record at a time."""
+    cols = gsqlc(*_command(case, "--stats"))
+    rows = gsqlc(*_command(case, "--stats", "--columnar", "off"))
+    assert cols.returncode == 0 and rows.returncode == 0, cols.err + rows.err
+    assert _columnar(cols.err) == [True] and _columnar(rows.err) == [False]
+    assert cols.out == rows.out

@@ -114,7 +114,7 @@ class CompiledQuerySet:
             time_unit: Optional[Mapping[str, str]] = None,
             csv_separator: str = ",", csv_strict: bool = False, stall_intervals: int = 3,
             trace: Optional[PathLike] = None, batch_rows: int = 65536,
-            strings: str = "str") -> "Run":
+            strings: str = "str", columnar: str = "auto") -> "Run":
         """Run over `sources` ({interface: URI | Arrow data | list of those for
         an interface set}); iterate the result for pyarrow RecordBatches of
         `output` (a query name; default: the only output query).  With a list
@@ -130,7 +130,10 @@ class CompiledQuerySet:
         "query"} (the file's [heartbeats]).  time_unit= {interface: 's' |
         'ms' | 'us' | 'ns'}: the unit of a CSV (or Arrow) interface's time
         column, whose values are its records' timestamps (the data clock
-        under clock='data')."""
+        under clock='data').
+        columnar: 'auto' runs the LFTAs over Arrow data a chunk of columns at
+        a time (when none reads the clock); 'off' forces the row path (the
+        same results: for comparisons and benchmarks)."""
         if strings not in ("str", "bytes"):
             raise UsageError(f"strings must be 'str' or 'bytes', got {strings!r}")
         if not isinstance(batch_rows, int) or batch_rows < 1:
@@ -143,13 +146,13 @@ class CompiledQuerySet:
         check_bound_interfaces(ifaces, bounds, skews)
         qs = self.compiled.queryset
         params = {k: str(v) for k, v in (params or {}).items()}
-        check_params(qs.plan, params)
+        check_params(qs.summary, params)
         opts = run_options(clock=clock, heartbeat_interval=heartbeat_interval,
                            csv_separator=csv_separator, csv_strict=csv_strict,
                            stall_intervals=stall_intervals,
-                           trace=os.fspath(trace) if trace else None)
+                           trace=os.fspath(trace) if trace else None, columnar=columnar)
         ifaces_arrow = {m for m, u in ifaces.sources.items() if u.startswith(ARROW + ":")}
-        bindings = resolve_bindings(qs.plan, Interfaces(
+        bindings = resolve_bindings(qs.summary, Interfaces(
             {k: v for k, v in ifaces.sources.items() if k not in ifaces_arrow},
             ifaces.sets, ifaces.skews, ifaces.default), ifaces_arrow)
         set_members = bindings.members
@@ -161,9 +164,9 @@ class CompiledQuerySet:
                                  f"({', '.join(leaves)}): name one with output=, or a list")
             names, pairs = leaves, False
         elif isinstance(output, str):
-            names, pairs = outputs_of(qs.plan, [output]), False
+            names, pairs = outputs_of(qs.summary, [output]), False
         else:
-            names, pairs = outputs_of(qs.plan, list(output)), True
+            names, pairs = outputs_of(qs.summary, list(output)), True
         readers = {}
         for iface, uri in bindings.sources:
             if uri == ARROW:

@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from . import __version__
+from . import __version__, input_cache
 from .errors import BuildError, GsqlcError, InternalError, QueryError, UsageError
 from .pipeline import CompileOptions, check_plan_options, compile_planned, compile_queries, plan_queries
-from .planner.nodes import FLUSH_POLICIES
+from .planner.policies import FLUSH_POLICIES
 from .runtime.bindings import (
     URI_SCHEMES,
     check_params,
@@ -118,6 +118,13 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--batch", type=int, metavar="N",
                    help="records read per batch (default 512): heartbeats, generated ones "
                         "included, are brought up to date between batches")
+    r.add_argument("--columnar", choices=("auto", "off"), default="auto",
+                   help="auto: LFTAs over CSV records (files, Arrow data) run a chunk of "
+                        "columns at a time when none reads the clock; off: a record at a "
+                        "time (the same results)")
+    r.add_argument("--pcap-reader", choices=["mmap", "libpcap"],
+                   help="how pcap:PATH files are read: mmap (default: memory-mapped, zero "
+                        "copy; libpcap for pipes and formats it does not take) or libpcap")
     r.add_argument("--stall-intervals", type=int, default=3, metavar="N",
                    help="report a source or LFTA silent for N heartbeat intervals as stalled")
     r.add_argument("--trace", metavar="FILE",
@@ -283,7 +290,8 @@ def cmd_run(args) -> int:
         options = run_options(clock=args.clock, heartbeat_interval=args.heartbeat_interval,
                               csv_separator=args.csv_separator, csv_strict=args.csv_strict,
                               stall_intervals=args.stall_intervals, trace=args.trace,
-                              batch=args.batch)
+                              batch=args.batch, columnar=args.columnar,
+                              pcap_reader=args.pcap_reader)
     except UsageError as e:
         raise UsageError(_flag_names(str(e))) from None
     sources = [(n, normalize_uri(u)) for n, u in (_source_binding(s) for s in args.source)]
@@ -304,14 +312,29 @@ def cmd_run(args) -> int:
             if name not in ifaces.sources and name not in ifaces.sets:
                 raise UsageError(f"{flag} {name}: no --source binds an interface '{name}'")
     params = dict(_split_binding(p, "--param") for p in args.param)
-    qs = plan_queries(args.files, _options(args, sanitize=args.sanitize))
-    _usage(check_params, qs.plan, params)
-    bindings = _usage(resolve_bindings, qs.plan, ifaces)
-    outputs = _usage(outputs_of, qs.plan, args.output)
-    res = compile_planned(qs, _options(args, sanitize=args.sanitize))
+    compile_options = _options(args, sanitize=args.sanitize)
+    # a query set built before runs from the input-keyed cache: no parsing,
+    # planning or code generation (an error in a query is never cached)
+    key = input_cache.input_key(args.files, compile_options)
+    hit = input_cache.lookup(key)
+    if hit is None:
+        qs = plan_queries(args.files, compile_options)
+        summary = qs.summary
+        deps = input_cache.library_deps(qs, compile_options)
+    else:
+        summary = hit.summary
+    # the bindings are checked before anything is built
+    _usage(check_params, summary, params)
+    bindings = _usage(resolve_bindings, summary, ifaces)
+    outputs = _usage(outputs_of, summary, args.output)
+    if hit is None:
+        library = compile_planned(qs, compile_options).library
+        input_cache.store(args.files, compile_options, key, deps, summary, library)
+    else:
+        library = hit.library
     options.update(time_options(ifaces, bindings))
     sinks = [(q, args.format, args.output_file) for q in outputs]
-    result = run_library(res.library, bindings.sources, sinks, options, params,
+    result = run_library(library, bindings.sources, sinks, options, params,
                          handle_signals=True, set_members=bindings.members)
     if result.report:
         sys.stderr.write(result.report if result.report.endswith("\n") else result.report + "\n")

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .frontend.ast import NO_SPAN, Span
+from .frontend.span import NO_SPAN, Span
 
 # Source text of every file the compiler has read, for rendering carets.
 _SOURCES: dict[str, str] = {}

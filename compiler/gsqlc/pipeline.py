@@ -17,16 +17,19 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
-from .backend.build import BuildResult, build
-from .backend.codegen import GeneratedSet, generate
-from .planner.nodes import LftaNode
-from .planner.plan import Plan, PlanDefaults, make_plan
-from .semantics.analyze import AnalyzedQuery
-from .semantics.resolve import leaves, resolve_files
-from .semantics.schema import Schema
+# The stages are imported where they are used: a face that finds its query
+# set built (a cached run) loads neither the front end nor code generation.
+if TYPE_CHECKING:
+    from .backend.build import BuildResult
+    from .backend.codegen import GeneratedSet
+    from .planner.plan import Plan, PlanDefaults
+    from .runtime.plan_summary import PlanSummary
+    from .semantics.analyze import AnalyzedQuery
+    from .semantics.schema import Schema
 
 
 @dataclass(frozen=True)
@@ -62,13 +65,21 @@ class QuerySet:
                 return q
         raise KeyError(name)
 
+    @cached_property
+    def summary(self) -> "PlanSummary":
+        """What a run needs of the plan (runtime.plan_summary)."""
+        from .runtime.plan_summary import summarize
+        return summarize(self.plan)
+
     def leaves(self) -> list[str]:
         """Queries whose output no other query reads."""
+        from .semantics.resolve import leaves
         return leaves(self.queries)
 
     def interfaces(self) -> list[str]:
         """Interface (or interface set) names the LFTAs read ("default" for
         a bare FROM PROTOCOL)."""
+        from .planner.nodes import LftaNode
         out: list[str] = []
         for n in self.plan.nodes:
             if isinstance(n, LftaNode) and (n.iface or "default") not in out:
@@ -93,8 +104,7 @@ def check_plan_options(max_lfta_disorder: object = None, max_hfta_disorder: obje
                        flush: object = None) -> None:
     """Raise UsageError on a bad disorder or flush option (None: default)."""
     from .errors import UsageError
-    from .planner.nodes import FLUSH_POLICIES
-    from .planner.plan import MAX_DISORDER
+    from .planner.policies import FLUSH_POLICIES, MAX_DISORDER
     for name, v in (("max_lfta_disorder", max_lfta_disorder),
                     ("max_hfta_disorder", max_hfta_disorder)):
         if v is not None and (not isinstance(v, int) or isinstance(v, bool)
@@ -107,6 +117,7 @@ def check_plan_options(max_lfta_disorder: object = None, max_hfta_disorder: obje
 
 def plan_defaults(options: CompileOptions) -> PlanDefaults:
     """The planner's defaults from the compile options (None: the planner's own)."""
+    from .planner.plan import PlanDefaults
     given = {k: getattr(options, k) for k in ("lfta_table_size", "lfta_table_ways",
                                               "max_lfta_disorder", "max_hfta_disorder", "flush")
              if getattr(options, k) is not None}
@@ -116,6 +127,8 @@ def plan_defaults(options: CompileOptions) -> PlanDefaults:
 def plan_queries(files: Sequence[str], options: CompileOptions = CompileOptions()) -> QuerySet:
     """Parse, resolve, analyze and plan `files`; raises QueryError.  The
     plan does not depend on run-time bindings (interface sets included)."""
+    from .planner.plan import make_plan
+    from .semantics.resolve import resolve_files
     aset = resolve_files(files, options.schema, options.library_paths)
     plan = make_plan(list(aset.queries), plan_defaults(options))
     return QuerySet(aset.schema, aset.queries, plan, aset.files)
@@ -133,6 +146,8 @@ def compile_planned(qs: QuerySet, options: CompileOptions = CompileOptions(),
                     out_dir: "Optional[os.PathLike[str]]" = None) -> Compiled:
     """Generate and build an already planned query set (a face that checks
     the plan against the user's bindings first builds only when they fit)."""
+    from .backend.build import build
+    from .backend.codegen import generate
     gen = generate(qs.plan, options.runner_sets) if options.runner_sets else generate(qs.plan)
     built = build(gen, Path(out_dir) if out_dir is not None else None,
                   sanitize=options.sanitize, werror=options.werror)

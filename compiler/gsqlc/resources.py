@@ -22,6 +22,11 @@ def resource_dir(name: str) -> Path:
         f"gsqlc resource directory '{name}' is missing: reinstall gsqlc (pip install .)")
 
 
+def package_dir() -> Path:
+    """The gsqlc package's own folder."""
+    return _PKG
+
+
 def data_path(name: str) -> Path:
     """A file shipped in the package's data/ folder."""
     return _PKG / "data" / name

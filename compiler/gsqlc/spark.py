@@ -407,7 +407,9 @@ def _spark_plan(plan, ifaces):
     import dataclasses
 
     from .planner.plan import Plan
+    from .runtime.plan_summary import summarize
     from .semantics.analyze import MergeInfo, StreamDef
+    lftas = {n.name: n for n in summarize(plan).lftas}
     nodes: list = []
     runs: dict[str, tuple[str, str]] = {}   # node name -> (library LFTA, its interface)
     for n in plan.nodes:
@@ -415,7 +417,7 @@ def _spark_plan(plan, ifaces):
             nodes.append(n)
             continue
         lib_iface = n.iface or DEFAULT_IFACE
-        target, members = set_members(n, ifaces)
+        target, members = set_members(lftas[n.name], ifaces)
         if len(members) < 2:
             nodes.append(dataclasses.replace(n, iface=members[0]))
             runs[n.name] = (n.name, lib_iface)
@@ -535,7 +537,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
     b = cqs.compiled
     qs = b.queryset
     params = {k: str(v) for k, v in (params or {}).items()}
-    check_params(qs.plan, params)
+    check_params(qs.summary, params)
     if output is None:
         leaves = qs.leaves()
         if len(leaves) != 1:
@@ -543,7 +545,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                              f"({', '.join(leaves)}): name one with output=")
         output = leaves[0]
     else:
-        outputs_of(qs.plan, [output])
+        outputs_of(qs.summary, [output])
     options = run_options(clock="data", heartbeat_interval=heartbeat_interval)
     data = b.library.read_bytes()
     digest = hashlib.sha256(data).hexdigest()[:24]

@@ -70,6 +70,11 @@ struct gsq_node {
     int eof_inputs;               /* HFTA: inputs that delivered GSQ_EOF */
     gsq_source *source;           /* LFTA: the source it reads */
     gsq_tuple_queue queue;        /* LFTA: its output stream's queue */
+    /* LFTA whose stream has no strings and one subscriber, an Arrow sink
+     * without heartbeat rows: its data tuples are dispatched as they are
+     * emitted (counted in queue.pushed), not queued; heartbeats and EOF
+     * are queued as ever (the sink ignores them) */
+    int direct;
     uint8_t *pack;                /* HFTA: packing scratch (8-aligned) */
     size_t pack_cap;
     uint64_t counters[GSQ_CNT__COUNT];
@@ -168,6 +173,31 @@ typedef struct gsq_param_kv {
  * are the LFTAs bound to iface, in queryset order; ring holds the current
  * batch; impl is the reader's state, owned; arrow (gsq_arrow_ops) is the
  * stream taken from the binding, contents owned: released by its close. */
+/* A columnar chunk of a source's CSV records, read by the LFTAs'
+ * accept_cols (core/chunk.c).  Invariants: n <= cap; one column per slot
+ * of the source's value cache (n_slots): slot_cols[k] describes slot k's
+ * values, kept at vals + k * cap (validities at valid + k * cap) unless
+ * its raw points into the source's own data; when any_skipped, row_ok[i]
+ * == 0 marks row i (< n) as not to be read (else every row is read);
+ * app_usec, arrival_usec and ts_unreadable hold the first n rows' stamps
+ * (when the source has_ts); clock_usec[i] the data clock after row i
+ * (run/loop.c); lfta_cols[j] lists the columns LFTA
+ * s->lftas[j] reads, in the order of its csv_fields (n_lftas lists).
+ * Owns every buffer; the run's teardown frees it (gsq_chunk_free). */
+typedef struct gsq_chunk {
+    uint32_t n, cap, n_slots, n_lftas;
+    uint8_t *row_ok;
+    int any_skipped;
+    uint64_t *app_usec;
+    uint64_t *arrival_usec;
+    uint8_t *ts_unreadable;
+    uint64_t *clock_usec;     /* run_cols: the data clock after each row */
+    gsq_csv_value *vals;
+    uint8_t *valid;
+    gsq_col *slot_cols;
+    const gsq_col *const **lfta_cols;
+} gsq_chunk;
+
 struct gsq_source {
     const char *iface;    /* the binding's */
     const char *uri;      /* the binding's */
@@ -216,6 +246,13 @@ struct gsq_source {
     /* heartbeat generation (heartbeat_gen.c): its stream, NULL when the
      * generator is off or the source has no record timestamps */
     struct gsq_tg_stream *tg;
+    /* columnar reading, decided at set-up before open: when option
+     * columnar is not off, the source delivers CSV records and every LFTA
+     * bound to it has accept_cols.  The kind's read_cols then fills
+     * `chunk`, or (a kind without) read_batch fills the ring and the run
+     * loop transposes it into `chunk` (initialised at the first records) */
+    int columnar;
+    gsq_chunk chunk;
 };
 
 /* A stall event (seed 000 6.1): a source that delivered no record, or an
@@ -300,6 +337,8 @@ typedef struct gsq_skew_decl {
 } gsq_skew_decl;
 
 enum gsq_hb_estimate { GSQ_EST_GIVEN, GSQ_EST_MAX, GSQ_EST_ADAPTIVE };
+/* option pcap_reader: how pcap:PATH files are read (sources/pcap_source.c) */
+enum gsq_pcap_reader { GSQ_PCAP_READER_MMAP, GSQ_PCAP_READER_LIBPCAP };
 enum gsq_hb_level { GSQ_LEVEL_OPERATOR, GSQ_LEVEL_QUERY };
 
 /* One stream S_i of the generator: a source with record timestamps.
@@ -392,6 +431,8 @@ struct gsq_run {
     int arrow_heartbeats;       /* Arrow sinks deliver heartbeat rows */
     int final_heartbeat;        /* one last heartbeat of every LFTA at the end */
     int arrow_flush;            /* flush the sinks after each Arrow source batch */
+    int columnar;               /* option columnar: 1 auto (default), 0 off */
+    int pcap_reader;            /* enum gsq_pcap_reader (default mmap) */
     gsq_skew *skews;
     uint32_t n_skews;
     gsq_skew *ooos;             /* out_of_order:NAME */
@@ -538,6 +579,10 @@ void gsq_deliver(gsq_run *r, gsq_node *h, int input, int kind, const void *tup, 
 
 /* Deliver one tuple of `stream` to its subscribers. */
 void gsq_dispatch(gsq_run *r, int stream, int kind, const void *tup, uint32_t len);
+/* gsq_dispatch of n GSQ_DATA tuples of len bytes, tuple j at first + j *
+ * stride: each subscriber takes them in order (a sink all at once). */
+void gsq_dispatch_run(gsq_run *r, int stream, const uint8_t *first, size_t stride, uint32_t len,
+                      uint32_t n);
 
 /* Drain every LFTA queue into its stream's subscribers (run/loop.c). */
 void gsq_drain(gsq_run *r);
@@ -600,6 +645,13 @@ typedef struct gsq_csv_slots {
     gsq_csv_layout layout;
 } gsq_csv_slots;
 int gsq_csv_slots_build(gsq_csv_slots *cs, const gsq_source *s); /* 0, -1 oom */
+/* Columnar chunks (core/chunk.c): the buffers of a chunk of cap rows over
+ * a value cache's layout, for the LFTAs of s (0, -1 out of memory: free
+ * it still); release; the ring's records (at most cap) as the chunk. */
+int gsq_chunk_init(gsq_chunk *ch, const gsq_source *s, uint32_t cap,
+                   const gsq_csv_layout *layout);
+void gsq_chunk_free(gsq_chunk *ch);
+void gsq_chunk_from_ring(gsq_chunk *ch, const gsq_ring *ring);
 void gsq_csv_slots_free(gsq_csv_slots *cs);
 
 /* The slot of (pos, type) in a built layout, or -1 (csv_layout.c). */
@@ -633,11 +685,18 @@ int gsq_arrow_sink_write(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d, int 
                          const void *tup, uint32_t len);
 int gsq_arrow_sink_flush(gsq_run *r, gsq_sink *k);
 void gsq_arrow_sink_close(gsq_sink *k);
+/* gsq_sink_write_run for an Arrow sink. */
+int gsq_arrow_sink_write_run(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
+                             const uint8_t *first, size_t stride, uint32_t len, uint32_t n);
 int gsq_sink_open(gsq_run *r, gsq_sink *k);
 /* Write one tuple of kind GSQ_DATA, or GSQ_HEARTBEAT to a sink with
  * `heartbeats` set (a heartbeat given to another sink is ignored). */
 int gsq_sink_write(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d, int kind,
                    const void *tup, uint32_t len);
+/* gsq_sink_write of n GSQ_DATA tuples of len bytes, tuple j at first + j *
+ * stride. */
+int gsq_sink_write_run(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d, const uint8_t *first,
+                       size_t stride, uint32_t len, uint32_t n);
 int gsq_sink_flush(gsq_run *r, gsq_sink *k);
 void gsq_sink_close(gsq_sink *k);
 

@@ -85,6 +85,15 @@ uint32_t gsq_clock_seconds(gsq_node *node)
     }
 }
 
+void gsq_cols_row_clock(gsq_node *node, const gsq_cols *cols, uint32_t i)
+{
+    gsq_run *r = node->run;
+    if (!cols->clock_usec || i >= cols->n)
+        return;
+    r->data_seen = cols->clock_usec[i] != UINT64_MAX;
+    r->data_usec = r->data_seen ? cols->clock_usec[i] : 0;
+}
+
 static uint64_t clock_usec(clockid_t id)
 {
     struct timespec ts;
@@ -230,6 +239,11 @@ void gsq_emit(gsq_node *node, int kind, const void *fixed, uint32_t fixed_size,
                       (unsigned)fixed_size, d->name, (unsigned)d->fixed_size);
         return;
     }
+    if (node->direct && kind == GSQ_DATA) { /* no strings: the tuple as it is */
+        node->queue.pushed++;
+        gsq_dispatch(r, node->out_stream, kind, fixed, fixed_size);
+        return;
+    }
     total = fixed_size;
     for (i = 0; i < n_strs; i++) {
         if (strs[i].field_off > fixed_size ||
@@ -256,6 +270,22 @@ void gsq_emit(gsq_node *node, int kind, const void *fixed, uint32_t fixed_size,
         off += ref.len;
     }
     out_commit(node, kind, dst, (uint32_t)total);
+}
+
+void gsq_emit_run(gsq_node *node, const void *tups, uint32_t size, uint32_t n)
+{
+    gsq_run *r = node->run;
+    const uint8_t *p = (const uint8_t *)tups;
+    uint32_t j;
+    if (r->failed || n == 0 || check_kind(node, GSQ_DATA) != 0)
+        return;
+    if (node->direct && size == r->qs->streams[node->out_stream].fixed_size) {
+        node->queue.pushed += n;
+        gsq_dispatch_run(r, node->out_stream, p, size, size, n);
+        return;
+    }
+    for (j = 0; j < n && !r->failed; j++)
+        gsq_emit(node, GSQ_DATA, p + (size_t)j * size, size, NULL, 0);
 }
 
 void gsq_emit_raw(gsq_node *node, int kind, const void *tup, uint32_t len)
@@ -310,6 +340,26 @@ void gsq_deliver(gsq_run *r, gsq_node *h, int input, int kind, const void *tup, 
     else if (kind == GSQ_HEARTBEAT && r->cur_trace >= 0)
         gsq_trace_hop(r, h);
     h->hfta->accept(h->state, h, input, kind, tup, len);
+}
+
+void gsq_dispatch_run(gsq_run *r, int stream, const uint8_t *first, size_t stride, uint32_t len,
+                      uint32_t n)
+{
+    gsq_stream_rt *st = &r->streams[stream];
+    uint32_t j;
+    if (st->n_subs != 1) { /* each tuple to every subscriber in turn, as ever */
+        for (j = 0; j < n && !r->failed; j++)
+            gsq_dispatch(r, stream, GSQ_DATA, first + (size_t)j * stride, len);
+        return;
+    }
+    st->n_data += n;
+    if (st->subs[0].hfta) {
+        for (j = 0; j < n && !r->failed; j++)
+            gsq_deliver(r, st->subs[0].hfta, st->subs[0].input, GSQ_DATA,
+                        first + (size_t)j * stride, len);
+    } else {
+        gsq_sink_write_run(r, st->subs[0].sink, &r->qs->streams[stream], first, stride, len, n);
+    }
 }
 
 void gsq_dispatch(gsq_run *r, int stream, int kind, const void *tup, uint32_t len)

@@ -10,8 +10,12 @@
  * to wrap), which also keeps the hot bytes at the same addresses.
  *
  * Invariants: used <= cap; recs[0..n_recs) describe committed records whose
- * bytes lie in buf[0..used); every reservation is 8-byte aligned.
- * Ownership: the ring owns buf and recs; records point into buf.
+ * bytes lie in buf[0..used), except those committed by gsq_ring_commit_ref
+ * (their bytes are the reader's, valid until the batch is released; their
+ * descriptors are not zeroed); every
+ * reservation is 8-byte aligned.
+ * Ownership: the ring owns buf and recs; records point into buf (or into
+ * memory their reader owns).
  */
 #ifndef GSQ_RING_BUFFER_H
 #define GSQ_RING_BUFFER_H
@@ -58,6 +62,21 @@ gsq_record *gsq_ring_commit_run(gsq_ring *r, size_t bytes, uint32_t k);
 static inline int gsq_ring_batch_full(const gsq_ring *r)
 {
     return r->n_recs >= r->max_recs;
+}
+
+/* A descriptor for a record whose bytes live outside the ring and stay
+ * valid while the batch is processed (a zero-copy reader: the memory-
+ * mapped capture file), or NULL when the batch is full.  Takes no bytes.
+ * Not zeroed (that costs more than the rest of a small record's reading):
+ * it holds what the last record in its slot left, zero after
+ * gsq_ring_init.  A source's records all come from one reader, so one that
+ * sets the same members of every record it commits this way (and commits
+ * no other way a member it leaves alone) sees the others stay zero. */
+static inline gsq_record *gsq_ring_commit_ref(gsq_ring *r)
+{
+    if (r->n_recs >= r->max_recs)
+        return NULL;
+    return &r->recs[r->n_recs++];
 }
 
 /* Release the whole batch. */

@@ -62,6 +62,27 @@ void gsq_tq_commit(gsq_tuple_queue *q, int kind, uint32_t len)
         q->hw_bytes = bytes;
 }
 
+uint32_t gsq_tq_pop_run(gsq_tuple_queue *q, int kind, uint32_t len, uint32_t max,
+                        const uint8_t **first, size_t *stride)
+{
+    const uint32_t want[2] = {(uint32_t)kind, len};
+    size_t step = HDR + PAD8(len), at = q->head;
+    uint32_t n = 0;
+    while (n < max && at < q->tail && memcmp(q->buf + at, want, sizeof want) == 0) {
+        at += step;
+        n++;
+    }
+    if (n == 0)
+        return 0;
+    *first = q->buf + q->head + HDR;
+    *stride = step;
+    q->head = at;
+    q->n_entries -= n;
+    if (q->head >= q->tail)
+        q->head = q->tail = 0;
+    return n;
+}
+
 int gsq_tq_pop(gsq_tuple_queue *q, int *kind, const void **tup, uint32_t *len)
 {
     uint32_t hdr[2];

@@ -40,5 +40,11 @@ void *gsq_tq_reserve(gsq_tuple_queue *q, uint32_t len);
 void gsq_tq_commit(gsq_tuple_queue *q, int kind, uint32_t len);
 /* Take the oldest entry: 1 and the entry, or 0 when the queue is empty. */
 int gsq_tq_pop(gsq_tuple_queue *q, int *kind, const void **tup, uint32_t *len);
+/* Take the longest run (at most max) of the oldest entries that are all of
+ * this kind and all `len` bytes long: their count (0: the oldest entry is
+ * not one), the first tuple in *first and the distance between tuples in
+ * *stride.  Same validity as gsq_tq_pop's pointers. */
+uint32_t gsq_tq_pop_run(gsq_tuple_queue *q, int kind, uint32_t len, uint32_t max,
+                        const uint8_t **first, size_t *stride);
 
 #endif /* GSQ_TUPLE_QUEUE_H */

@@ -57,6 +57,34 @@ typedef union gsq_csv_value {
     gsq_str s;
 } gsq_csv_value;
 
+/* Columnar input (an Arrow source read a chunk of rows at a time, option
+ * columnar): an LFTA's accept_cols receives the chunk's columns, one per
+ * entry of its gsq_lfta_def.csv_fields, in that order.  Invariants: a
+ * gsq_col holds n values (vals[i] is row i's, converted as for the value
+ * cache, unless raw is set); valid is NULL when no row of the chunk is null there, else
+ * valid[i] == 0 marks row i null; row_ok is NULL when every row is to be
+ * read, else a row with row_ok[i] == 0 is skipped (rejected as malformed,
+ * or dropped below a generated heartbeat).  Strings are views into the
+ * source's current record batch, valid during the call. */
+typedef struct gsq_col {
+    const gsq_csv_value *vals;
+    const uint8_t *valid;
+    /* NULL, or the chunk's values as they are in the source (row i at
+     * raw[i] as the C type of the field's type; then vals is not filled
+     * and valid is NULL): a column already of that exact type and without
+     * nulls is not converted at all */
+    const void *raw;
+} gsq_col;
+
+typedef struct gsq_cols {
+    uint32_t n;
+    const uint8_t *row_ok;
+    const gsq_col *const *col;
+    /* under the data clock: the clock after row i was read (UINT64_MAX:
+     * not known yet), for gsq_cols_row_clock; else NULL */
+    const uint64_t *clock_usec;
+} gsq_cols;
+
 /* Per-source map from (type, position) to a slot of the value cache.
  * Invariants: slot[t] is NULL (no LFTA reads type t) or has max_pos + 1
  * entries; an entry is -1 (not cached) or < n_slots.  Index 0 is unused

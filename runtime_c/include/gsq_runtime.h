@@ -38,6 +38,7 @@ extern "C" {
 /* ---- records: what an LFTA reads from the ring buffer ------------------ */
 
 typedef struct gsq_record gsq_record; /* defined in gsq_record.h */
+struct gsq_cols; /* a columnar chunk, defined in gsq_record.h */
 
 /* ---- the per-node context handed to generated code --------------------- */
 
@@ -86,6 +87,15 @@ int gsq_node_failed(gsq_node *node);
  * largest source timestamp seen so far, or wall time for sources without
  * timestamps).  Used by get_system_time and the function of that name. */
 uint32_t gsq_clock_seconds(gsq_node *node);
+
+/* n GSQ_DATA tuples of the stream's fixed size and without strings, tuple
+ * j at tups + j * size: what n gsq_emit calls do, at once. */
+void gsq_emit_run(gsq_node *node, const void *tups, uint32_t size, uint32_t n);
+
+/* Before an LFTA reading the clock takes row i of a columnar chunk: the
+ * data clock as it stood when row i was read (gsq_cols.clock_usec; nothing
+ * under the other clocks), so the row sees what it would as a record. */
+void gsq_cols_row_clock(gsq_node *node, const struct gsq_cols *cols, uint32_t i);
 
 /* The time bound an idle source can promise from the clock (seed 000 4.5).
  * For an LFTA whose interface has a maximum skew (option max_skew:NAME) and
@@ -268,6 +278,12 @@ typedef struct gsq_lfta_def {
      * HFTA reading it may take them as closing every older epoch
      * (gsq_input_heartbeats_strict). */
     int hb_record_time;
+    /* May be NULL: accept over a columnar chunk (gsq_record.h, gsq_cols),
+     * row by row exactly as accept() would take the rows as records.  An
+     * Arrow source reads columnar chunks when every LFTA bound to it has
+     * one (option columnar, default auto); the generator leaves it out for
+     * LFTAs that read the clock, whose value follows each record. */
+    void (*accept_cols)(void *state, gsq_node *node, const struct gsq_cols *cols);
 } gsq_lfta_def;
 
 typedef struct gsq_hfta_def {

@@ -1,6 +1,7 @@
 /*
  * loop.c -- the run loop.  Each round: per source, read a batch into its
- * ring (through its ops), run every LFTA bound to it over each record,
+ * ring (through its ops), run every LFTA bound to it over each record (or,
+ * reading columns, a chunk into s->chunk and every LFTA over the chunk),
  * release the batch, drain the LFTA queues into the streams' subscribers,
  * fire due heartbeat ticks; per Arrow-fed stream, dispatch a batch of its
  * rows (or its GSQ_EOF).  Until every source and Arrow-fed stream is at
@@ -25,7 +26,22 @@ void gsq_drain(gsq_run *r)
         int kind;
         const void *tup;
         uint32_t len;
-        while (!r->failed && gsq_tq_pop(&n->queue, &kind, &tup, &len)) {
+        const gsq_stream_desc *d = &r->qs->streams[n->out_stream];
+        for (;;) {
+            /* runs of data tuples without strings go to the subscribers
+             * together; anything else one at a time */
+            const uint8_t *first;
+            size_t stride;
+            uint32_t m = n->merge || r->failed
+                             ? 0
+                             : gsq_tq_pop_run(&n->queue, GSQ_DATA, d->fixed_size, UINT32_MAX,
+                                              &first, &stride);
+            if (m) {
+                gsq_dispatch_run(r, n->out_stream, first, stride, d->fixed_size, m);
+                continue;
+            }
+            if (r->failed || !gsq_tq_pop(&n->queue, &kind, &tup, &len))
+                break;
             if (kind == GSQ_HEARTBEAT && r->trace_path)
                 r->cur_trace = gsq_trace_take(r, n);
             if (n->merge) /* an instance over an interface set */
@@ -85,6 +101,47 @@ static void run_batch(gsq_run *r, gsq_source *s)
     gsq_ring_release(&s->ring);
 }
 
+/* run_batch over a columnar chunk: the data clock and the generated
+ * heartbeats' drops first (a row's only effects before the LFTAs read
+ * it), then each LFTA over the whole chunk.  Under the data clock the
+ * clock after each row is kept (clock_usec): an LFTA reading the clock
+ * sets it back row by row (gsq_cols_row_clock), as records would see it;
+ * the clock is left as the whole chunk moved it. */
+static void run_cols(gsq_run *r, gsq_source *s)
+{
+    gsq_chunk *ch = &s->chunk;
+    int data_clock = r->clock_mode == GSQ_CLOCK_DATA;
+    uint32_t i, j;
+    for (i = 0; i < ch->n && (data_clock || s->tg); i++) {
+        int readable = s->has_ts && !(ch->any_skipped && !ch->row_ok[i]) && !ch->ts_unreadable[i];
+        if (readable && data_clock && (!r->data_seen || ch->arrival_usec[i] > r->data_usec)) {
+            if (!r->data_seen)
+                r->data_first_usec = ch->arrival_usec[i];
+            r->data_usec = ch->arrival_usec[i];
+            r->data_seen = 1;
+        }
+        if (data_clock)
+            ch->clock_usec[i] = r->data_seen ? r->data_usec : UINT64_MAX;
+        if (readable && s->tg && gsq_tg_arrive(s->tg, ch->app_usec[i])) {
+            ch->row_ok[i] = 0;
+            ch->any_skipped = 1;
+        }
+    }
+    for (j = 0; j < s->n_lftas && !r->failed; j++) {
+        gsq_node *n = s->lftas[j];
+        gsq_cols cv;
+        cv.n = ch->n;
+        cv.row_ok = ch->any_skipped ? ch->row_ok : NULL;
+        cv.col = ch->lfta_cols[j];
+        cv.clock_usec = data_clock ? ch->clock_usec : NULL;
+        n->lfta->accept_cols(n->state, n, &cv);
+    }
+    if (data_clock && ch->n) { /* as the last row left it */
+        r->data_seen = ch->clock_usec[ch->n - 1] != UINT64_MAX;
+        r->data_usec = r->data_seen ? ch->clock_usec[ch->n - 1] : 0;
+    }
+}
+
 void gsq_flush_sinks(gsq_run *r)
 {
     uint32_t i;
@@ -137,11 +194,32 @@ void gsq_main_loop(gsq_run *r)
             if (s->at_eof)
                 continue;
             active = 1;
-            rc = s->ops->read_batch(r, s);
-            if (rc < 0)
-                break;
-            n = s->ring.n_recs;
-            run_batch(r, s);
+            if (s->columnar && s->ops->read_cols) {
+                if (s->ops->read_cols(r, s) < 0)
+                    break;
+                n = s->chunk.n;
+                run_cols(r, s);
+            } else if (s->columnar) { /* records, transposed */
+                if (s->ops->read_batch(r, s) < 0)
+                    break;
+                n = s->ring.n_recs;
+                if (n && !s->chunk.cap &&
+                    gsq_chunk_init(&s->chunk, s, s->ring.max_recs, s->ring.recs[0].layout) != 0) {
+                    gsq_run_fail(r, "out of memory");
+                    break;
+                }
+                if (n) {
+                    gsq_chunk_from_ring(&s->chunk, &s->ring);
+                    run_cols(r, s);
+                }
+                gsq_ring_release(&s->ring);
+            } else {
+                rc = s->ops->read_batch(r, s);
+                if (rc < 0)
+                    break;
+                n = s->ring.n_recs;
+                run_batch(r, s);
+            }
             gsq_drain(r);
             gsq_hb_after_batch(r, s, n, !r->aligned);
             input_done |= s->input_done;

@@ -359,6 +359,15 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
             gsq_set_error(r, "clock must be wall, data or fixed:SECONDS, got '%s'", value);
             return -1;
         }
+    } else if (strcmp(key, "columnar") == 0) {
+        if (strcmp(value, "auto") == 0) {
+            r->columnar = 1;
+        } else if (strcmp(value, "off") == 0) {
+            r->columnar = 0;
+        } else {
+            gsq_set_error(r, "columnar must be auto or off, got '%s'", value);
+            return -1;
+        }
     } else if (strcmp(key, "batch") == 0) {
         uint32_t b;
         if (parse_u32(value, &b) != 0 || b == 0 || b > (1u << 20)) {
@@ -439,6 +448,15 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
         return set_time_unit(r, key + 10, value);
     } else if (strncmp(key, "arrival:", 8) == 0) {
         return set_arrival(r, key + 8, value);
+    } else if (strcmp(key, "pcap_reader") == 0) {
+        if (strcmp(value, "mmap") == 0) {
+            r->pcap_reader = GSQ_PCAP_READER_MMAP;
+        } else if (strcmp(value, "libpcap") == 0) {
+            r->pcap_reader = GSQ_PCAP_READER_LIBPCAP;
+        } else {
+            gsq_set_error(r, "pcap_reader must be mmap or libpcap, got '%s'", value);
+            return -1;
+        }
     } else if (strcmp(key, "stall_intervals") == 0) {
         uint32_t n;
         if (parse_u32(value, &n) != 0 || n == 0 || n > 1000000u) {
@@ -461,10 +479,11 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
         r->trace_path = p;
     } else {
         gsq_set_error(r, "unknown option '%s' (known: csv_separator, csv_strict, clock, batch, "
-                     "heartbeat_interval, max_skew:NAME, out_of_order:NAME, latency:NAME, "
-                     "skew:FROM:TO, hb_estimate, hb_level, hb_horizon, hb_window, hb_alpha, "
+                     "columnar, heartbeat_interval, max_skew:NAME, out_of_order:NAME, "
+                     "latency:NAME, skew:FROM:TO, hb_estimate, hb_level, hb_horizon, hb_window, "
+                     "hb_alpha, "
                      "hb_timeout, time_unit:NAME, arrival:NAME, stall_intervals, trace, "
-                     "arrow_heartbeats, final_heartbeat, arrow_flush)", key);
+                     "arrow_heartbeats, final_heartbeat, arrow_flush, pcap_reader)", key);
         return -1;
     }
     return 0;

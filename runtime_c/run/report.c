@@ -86,8 +86,11 @@ void gsq_build_stats(gsq_run *r)
         kv_u64(b, "values_coerced", s->values_coerced, 1);
         kv_u64(b, "bytes_read", s->bytes_read, 1);
         gsq_buf_printf(b, ",\"truncated\":%s", s->truncated ? "true" : "false");
+        gsq_buf_printf(b, ",\"columnar\":%s", s->columnar ? "true" : "false");
         kv_u64(b, "ring_high_water_bytes", s->ring.high_water, 1);
         source_time_stats(b, s);
+        if (s->ops->stats)
+            s->ops->stats(s, b);
         gsq_tg_stats_source(r, s, b);
         gsq_buf_addc(b, '}');
     }

@@ -25,6 +25,7 @@ GSQ_EXPORT gsq_run *gsqlc_create(void)
     r->csv_sep = ',';
     r->clock_mode = GSQ_CLOCK_WALL;
     r->batch = 512;
+    r->columnar = 1;
     r->hb_interval_usec = 1000000u;
     r->stall_intervals = 3;
     r->hb_horizon_usec = 10000000u;

@@ -84,6 +84,16 @@ static int setup_sources(gsq_run *r)
     return 0;
 }
 
+/* Whether every LFTA bound to s reads columnar chunks. */
+static int lftas_read_cols(const gsq_source *s)
+{
+    uint32_t j;
+    for (j = 0; j < s->n_lftas; j++)
+        if (!s->lftas[j]->lfta->accept_cols)
+            return 0;
+    return s->n_lftas > 0;
+}
+
 static int open_sources(gsq_run *r)
 {
     uint32_t i;
@@ -94,6 +104,7 @@ static int open_sources(gsq_run *r)
             gsq_run_fail(r, "out of memory");
             return -1;
         }
+        s->columnar = r->columnar && s->ops->lfta_kind == GSQ_SRC_CSV && lftas_read_cols(s);
         if (gsq_source_time_setup(r, s) != 0 || s->ops->open(r, s) != 0)
             return -1;
         streaming = s->ops->streaming && s->ops->streaming(s);
@@ -155,6 +166,16 @@ static int setup_streams(gsq_run *r)
     for (i = 0; i < r->n_sinks; i++)
         if (add_sub(&r->streams[r->sinks[i]->stream], NULL, 0, r->sinks[i]) != 0)
             goto oom;
+    for (i = 0; i < r->n_lfta_nodes; i++) {
+        gsq_node *n = &r->nodes[i];
+        const gsq_stream_rt *st = &r->streams[n->out_stream];
+        const gsq_stream_desc *d = &qs->streams[n->out_stream];
+        uint32_t c, strings = 0;
+        for (c = 0; c < d->n_cols; c++)
+            strings += d->cols[c].type == GSQ_T_STRING;
+        n->direct = !n->merge && !strings && st->n_subs == 1 && !st->subs[0].hfta &&
+                    st->subs[0].sink->format == GSQ_FMT_ARROW && !st->subs[0].sink->heartbeats;
+    }
     return 0;
 oom:
     gsq_run_fail(r, "out of memory");

@@ -33,6 +33,7 @@ void gsq_teardown(gsq_run *r)
         gsq_source *s = &r->sources[i];
         s->ops->close(s);
         gsq_ring_free(&s->ring);
+        gsq_chunk_free(&s->chunk);
     }
     for (i = 0; i < r->n_injects; i++)
         gsq_inject_close(&r->injects[i]);

@@ -453,3 +453,91 @@ int gsq_arrow_sink_write(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d, int 
         return gsq_arrow_sink_flush(r, k);
     return 0;
 }
+
+/* Append m values of a fixed-width column, value t at src + t * stride
+ * (sz bytes each, the column's Arrow width). */
+static int append_fixed(acol *c, const uint8_t *src, size_t stride, uint32_t sz, uint32_t m)
+{
+    uint8_t *dst;
+    uint32_t t;
+    if (abuf_reserve(&c->data, (size_t)m * sz) != 0)
+        return -1;
+    dst = c->data.p + c->data.len;
+    switch (sz) { /* constant sizes: each copy is one load and store */
+    case 2: for (t = 0; t < m; t++) memcpy(dst + 2u * t, src + t * stride, 2); break;
+    case 4: for (t = 0; t < m; t++) memcpy(dst + 4u * t, src + t * stride, 4); break;
+    case 8: for (t = 0; t < m; t++) memcpy(dst + 8u * t, src + t * stride, 8); break;
+    default: for (t = 0; t < m; t++) memcpy(dst + (size_t)sz * t, src + t * stride, sz); break;
+    }
+    c->data.len += (size_t)m * sz;
+    return 0;
+}
+
+/* Append m bits (rows `rows`..rows+m-1) of a boolean column: value t is
+ * src[t * stride] != 0, or 0 for every row when src is NULL. */
+static int append_bits(acol *c, uint32_t rows, const uint8_t *src, size_t stride, uint32_t m)
+{
+    size_t need = ((size_t)rows + m + 7u) / 8u;
+    uint32_t t;
+    if (need > c->data.len) {
+        if (abuf_reserve(&c->data, need - c->data.len) != 0)
+            return -1;
+        c->data.len = need; /* the bytes past the content are zero */
+    }
+    if (src)
+        for (t = 0; t < m; t++)
+            if (src[t * stride])
+                c->data.p[(rows + t) / 8u] |= (uint8_t)(1u << ((rows + t) % 8u));
+    return 0;
+}
+
+int gsq_arrow_sink_write_run(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
+                             const uint8_t *first, size_t stride, uint32_t len, uint32_t n)
+{
+    gsq_arrow_sink *a = k->arrow;
+    uint32_t i, j, done = 0;
+    if (!a || k->failed || r->failed)
+        return -1;
+    for (i = 0; i < d->n_cols; i++) {
+        const gsq_column *c = &d->cols[i];
+        uint32_t sz = gsq_type_size(c->type);
+        if (c->type == GSQ_T_STRING) { /* strings: a row at a time */
+            for (j = 0; j < n; j++)
+                if (gsq_arrow_sink_write(r, k, d, GSQ_DATA, first + (size_t)j * stride, len) != 0)
+                    return -1;
+            return 0;
+        }
+        if (sz == 0 || c->offset > len || sz > len - c->offset) {
+            gsq_run_fail(r, "internal error: tuple of stream %s (%u bytes) has a broken column %s",
+                         d->name, (unsigned)len, c->name);
+            return -1;
+        }
+    }
+    while (done < n) {
+        const uint8_t *base = first + (size_t)done * stride;
+        uint32_t m = n - done, room = k->batch_rows > a->rows ? k->batch_rows - a->rows : 1;
+        int rc = 0;
+        if (m > room)
+            m = room;
+        for (i = 0; i < d->n_cols && rc == 0; i++) {
+            const gsq_column *c = &d->cols[i];
+            rc = c->type == GSQ_T_BOOL
+                     ? append_bits(&a->cols[i], a->rows, base + c->offset, stride, m)
+                     : append_fixed(&a->cols[i], base + c->offset, stride,
+                                    gsq_type_size(c->type), m);
+        }
+        if (rc == 0 && a->hb) /* data rows: __heartbeat false */
+            rc = append_bits(&a->cols[d->n_cols], a->rows, NULL, 0, m);
+        if (rc != 0) {
+            k->failed = 1;
+            gsq_run_fail(r, "out of memory gathering an Arrow batch of %s", d->name);
+            return -1;
+        }
+        a->rows += m;
+        k->tuples += m;
+        done += m;
+        if (a->rows >= k->batch_rows && gsq_arrow_sink_flush(r, k) != 0)
+            return -1;
+    }
+    return 0;
+}

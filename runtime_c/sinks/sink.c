@@ -157,6 +157,20 @@ static int pipe_row(gsq_buf *b, const gsq_stream_desc *d, const void *tup, uint3
     return 0;
 }
 
+int gsq_sink_write_run(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d, const uint8_t *first,
+                       size_t stride, uint32_t len, uint32_t n)
+{
+    uint32_t j;
+    if (k->failed || r->failed)
+        return -1;
+    if (k->format == GSQ_FMT_ARROW)
+        return gsq_arrow_sink_write_run(r, k, d, first, stride, len, n);
+    for (j = 0; j < n; j++)
+        if (gsq_sink_write(r, k, d, GSQ_DATA, first + (size_t)j * stride, len) != 0)
+            return -1;
+    return 0;
+}
+
 int gsq_sink_write(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d, int kind,
                    const void *tup, uint32_t len)
 {

@@ -342,7 +342,7 @@ int gsq_arrow_value(const struct ArrowArray *ch, const gsq_arrow_col *c, int64_t
 /* ---- columns ---------------------------------------------------------- */
 
 #define OUT_VAL(j) ((gsq_csv_value *)(void *)(vals + (size_t)(j) * stride))
-#define OUT_VALID(j) (valid[(size_t)(j) * stride])
+#define OUT_VALID(j) (valid[(size_t)(j) * vstride])
 
 /* The integer loops: one per (signedness, width) so the element read and
  * the range check are straight-line code.  `nulls` is the validity bitmap
@@ -372,7 +372,8 @@ int gsq_arrow_value(const struct ArrowArray *ch, const gsq_arrow_col *c, int64_t
     }
 
 static int int_column(const struct ArrowArray *ch, const gsq_arrow_col *c, int64_t i0, int64_t m,
-                      int type, uint8_t *vals, size_t stride, uint8_t *valid, uint8_t *rc)
+                      int type, uint8_t *vals, size_t stride, uint8_t *valid, size_t vstride,
+                      uint8_t *rc)
 {
     const void *data = ch->buffers[1];
     const void *nulls = ch->null_count != 0 ? ch->buffers[0] : NULL;
@@ -423,7 +424,8 @@ static int int_column(const struct ArrowArray *ch, const gsq_arrow_col *c, int64
     }
 
 static int str_column(const struct ArrowArray *ch, const gsq_arrow_col *c, int64_t i0, int64_t m,
-                      uint8_t *vals, size_t stride, uint8_t *valid, uint8_t *rc)
+                      uint8_t *vals, size_t stride, uint8_t *valid, size_t vstride,
+                      uint8_t *rc)
 {
     const void *offs = ch->buffers[1];
     const char *data = (const char *)ch->buffers[2];
@@ -439,15 +441,16 @@ static int str_column(const struct ArrowArray *ch, const gsq_arrow_col *c, int64
 }
 
 int gsq_arrow_values(const struct ArrowArray *ch, const gsq_arrow_col *c, int64_t idx, int64_t m,
-                     int type, uint8_t *vals, size_t stride, uint8_t *valid, uint8_t *rc)
+                     int type, uint8_t *vals, size_t stride, uint8_t *valid, size_t vstride,
+                     uint8_t *rc)
 {
     int64_t i0 = ch->offset + idx, j;
     int flags = 0;
     if ((c->cat == GSQ_AC_INT || c->cat == GSQ_AC_UINT) &&
-        (flags = int_column(ch, c, i0, m, type, vals, stride, valid, rc)) >= 0)
+        (flags = int_column(ch, c, i0, m, type, vals, stride, valid, vstride, rc)) >= 0)
         return flags;
     if ((c->cat == GSQ_AC_UTF8 || c->cat == GSQ_AC_BIN) && type == GSQ_T_STRING)
-        return str_column(ch, c, i0, m, vals, stride, valid, rc);
+        return str_column(ch, c, i0, m, vals, stride, valid, vstride, rc);
     flags = 0;
     for (j = 0; j < m; j++) { /* the rarer conversions, a value at a time */
         int r = gsq_arrow_value(ch, c, idx + j, type, OUT_VAL(j));

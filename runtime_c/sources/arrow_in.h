@@ -81,14 +81,15 @@ int gsq_arrow_value(const struct ArrowArray *ch, const gsq_arrow_col *c, int64_t
 
 /* Convert elements [idx, idx + m) of ch (column c) as GSQL type `type`, as
  * gsq_arrow_value does one: element j's value goes to vals + j * stride and
- * its validity (1, or 0 for null) to valid[j * stride]; a conversion that
+ * its validity (1, or 0 for null) to valid[j * vstride]; a conversion that
  * fails sets rc[j] to its gsq_arrow_value_rc unless rc[j] is already set
  * (GSQ_AV_BROKEN always wins), leaving the value zeroed.  Returns the
  * GSQ_AVS_* flags of what was seen.  The loops for integers and strings are
  * specialised by width: this is the row source's hot path. */
 enum { GSQ_AVS_NULL = 1, GSQ_AVS_FAILED = 2 };
 int gsq_arrow_values(const struct ArrowArray *ch, const gsq_arrow_col *c, int64_t idx, int64_t m,
-                     int type, uint8_t *vals, size_t stride, uint8_t *valid, uint8_t *rc);
+                     int type, uint8_t *vals, size_t stride, uint8_t *valid, size_t vstride,
+                     uint8_t *rc);
 
 /* Append a short rendering of element idx of ch for a message. */
 void gsq_arrow_describe_value(gsq_buf *b, const struct ArrowArray *ch, const gsq_arrow_col *c,

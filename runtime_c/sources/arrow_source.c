@@ -20,6 +20,13 @@
  * no arrival column and no peek: an Arrow stream is read as it comes, not
  * replayed time-aligned.
  *
+ * Columnar reading (s->columnar, run/loop.c): the same rows, the same
+ * conversion, rejections and stamps, delivered as chunks of columns
+ * (s->chunk, core/chunk.c, over the value cache's slots) instead of ring
+ * records; a column that needs no conversion is not converted but read
+ * where it is (gsq_col.raw).  A chunk never spans two record batches
+ * either, and is processed before the next read_cols.
+ *
  * Reader state invariants: batch is the current record batch (release !=
  * NULL while held) and row the next of its rows to convert; a ring batch
  * never spans two record batches, so the records of the ring (whose string
@@ -206,6 +213,8 @@ static int arrow_open(gsq_run *r, gsq_source *s)
         goto oom;
     memset(rd->fail_slot, 0xff, s->ring.max_recs * sizeof *rd->fail_slot);
     rd->time_slot = gsq_csv_slot_of(&rd->cs, s->time_pos, s->time_type);
+    if (s->columnar && gsq_chunk_init(&s->chunk, s, s->ring.max_recs, &rd->cs.layout) != 0)
+        goto oom;
     return match_columns(r, s, rd);
 oom:
     gsq_run_fail(r, "out of memory");
@@ -301,17 +310,89 @@ enum { ROW_DONE, ROW_FULL, ROW_ERR };
 
 #define NO_SLOT UINT32_MAX
 
-/* Convert the next rows of the batch into a run of ring records, a column
- * at a time (gsq_arrow_values); the rows a conversion rejects are counted
- * and described in row order, and take no record. */
+/* Convert the next m rows of the batch, a column at a time
+ * (gsq_arrow_values): slot k's value of row j goes to vals + k * kstep +
+ * j * stride, its validity to valid + k * vkstep + j * vstride; a row that
+ * a conversion rejects gets rd->rc[j] set and rd->fail_slot[j] to its
+ * first failing slot; a row null as a whole is a row of nulls.  Slots
+ * with raw[k].raw set (raw may be NULL) are left as they are.  Returns
+ * the GSQ_AVS_* flags seen, or -1 with the run failed (a broken array). */
+static int convert_rows(gsq_run *r, gsq_source *s, arrow_reader *rd, uint32_t m, uint8_t *vals,
+                        size_t kstep, size_t stride, uint8_t *valid, size_t vkstep,
+                        size_t vstride, const gsq_col *raw)
+{
+    const struct ArrowArray *a = &rd->batch;
+    uint32_t n = rd->cs.n, k, j;
+    int flags = 0, struct_nulls = a->null_count != 0 && a->buffers[0];
+    uint8_t *rc = rd->rc;
+    memset(rc, 0, m);
+    for (k = 0; k < n; k++) {
+        int64_t c = rd->slot_col[k];
+        int f;
+        if (raw && raw[k].raw)
+            continue; /* read as it is */
+        f = gsq_arrow_values(a->children[c], &rd->cols[c], a->offset + rd->row, m,
+                                 rd->cs.slot[k].type, vals + k * kstep, stride,
+                                 valid + k * vkstep, vstride, rc);
+        if (f & GSQ_AVS_FAILED)
+            for (j = 0; j < m; j++)
+                if (rc[j] && rd->fail_slot[j] == NO_SLOT)
+                    rd->fail_slot[j] = k;
+        flags |= f;
+    }
+    if (struct_nulls) /* a null row is a row of nulls, never a rejection */
+        for (j = 0; j < m; j++)
+            if (gsq_arrow_row_null(a, rd->row + j)) {
+                for (k = 0; k < n; k++) {
+                    gsq_csv_value *v = (gsq_csv_value *)(void *)(vals + k * kstep + j * stride);
+                    memset(v, 0, sizeof *v);
+                    if (rd->cs.slot[k].type == GSQ_T_STRING)
+                        v->s.p = "";
+                    valid[k * vkstep + j * vstride] = 0;
+                }
+                rc[j] = 0;
+                rd->fail_slot[j] = NO_SLOT;
+                flags |= GSQ_AVS_NULL;
+            }
+    for (j = 0; j < m; j++)
+        if (rc[j] == GSQ_AV_BROKEN) {
+            gsq_run_fail(r, "interface '%s': column %lld of a record batch holds broken "
+                            "offsets or lacks a buffer",
+                         s->iface, (long long)rd->slot_col[rd->fail_slot[j]] + 1);
+            return -1;
+        }
+    return flags;
+}
+
+/* Count and describe row j of the last conversion, which it rejected. */
+static void reject_row(gsq_source *s, arrow_reader *rd, uint32_t j)
+{
+    const struct ArrowArray *a = &rd->batch;
+    int64_t c = rd->slot_col[rd->fail_slot[j]];
+    s->rows_rejected++;
+    describe(rd, rd->row_no + j + 1, rd->schema.children[c], a->children[c], &rd->cols[c],
+             a->offset + rd->row + j, rd->cs.slot[rd->fail_slot[j]].type, rd->rc[j]);
+    rd->fail_slot[j] = NO_SLOT;
+}
+
+static void advance(gsq_source *s, arrow_reader *rd, uint32_t m)
+{
+    s->records_read += m;
+    rd->row += m;
+    rd->row_no += m;
+}
+
+/* Convert the next rows of the batch into a run of ring records; the rows
+ * a conversion rejects are counted and described in row order, and take
+ * no record. */
 static int take_rows(gsq_run *r, gsq_source *s, arrow_reader *rd)
 {
     const struct ArrowArray *a = &rd->batch;
-    uint32_t n = rd->cs.n, k, j, got = 0, kept = 0;
+    uint32_t n = rd->cs.n, j, got = 0, kept = 0;
     size_t vals_sz = (size_t)n * sizeof(gsq_csv_value);
     size_t rec_sz = (vals_sz + n + 7u) & ~(size_t)7u;
     int64_t left = a->length - rd->row;
-    int flags = 0, struct_nulls = a->null_count != 0 && a->buffers[0];
+    int flags;
     uint8_t *base, *rc = rd->rc;
     gsq_record *rec;
 
@@ -324,50 +405,17 @@ static int take_rows(gsq_run *r, gsq_source *s, arrow_reader *rd)
         }
         return ROW_FULL;
     }
-    memset(rc, 0, got);
-    for (k = 0; k < n; k++) {
-        int64_t c = rd->slot_col[k];
-        int f = gsq_arrow_values(a->children[c], &rd->cols[c], a->offset + rd->row, got,
-                                 rd->cs.slot[k].type, base + k * sizeof(gsq_csv_value), rec_sz,
-                                 base + vals_sz + k, rc);
-        if (f & GSQ_AVS_FAILED)
-            for (j = 0; j < got; j++)
-                if (rc[j] && rd->fail_slot[j] == NO_SLOT)
-                    rd->fail_slot[j] = k;
-        flags |= f;
-    }
-    if (struct_nulls) /* a null row is a row of nulls, never a rejection */
-        for (j = 0; j < got; j++)
-            if (gsq_arrow_row_null(a, rd->row + j)) {
-                gsq_csv_value *v = (gsq_csv_value *)(void *)(base + j * rec_sz);
-                memset(v, 0, vals_sz);
-                memset(base + j * rec_sz + vals_sz, 0, n);
-                for (k = 0; k < n; k++)
-                    if (rd->cs.slot[k].type == GSQ_T_STRING)
-                        v[k].s.p = "";
-                rc[j] = 0;
-                rd->fail_slot[j] = NO_SLOT;
-                flags |= GSQ_AVS_NULL;
-            }
-    for (j = 0; j < got; j++) {
-        if (rc[j] == GSQ_AV_BROKEN) {
-            gsq_run_fail(r, "interface '%s': column %lld of a record batch holds broken "
-                            "offsets or lacks a buffer",
-                         s->iface, (long long)rd->slot_col[rd->fail_slot[j]] + 1);
-            return ROW_ERR;
-        }
+    flags = convert_rows(r, s, rd, got, base, sizeof(gsq_csv_value), rec_sz, base + vals_sz, 1,
+                         rec_sz, NULL);
+    if (flags < 0)
+        return ROW_ERR;
+    for (j = 0; j < got; j++)
         kept += rc[j] == 0;
-    }
     rec = gsq_ring_commit_run(&s->ring, (size_t)got * rec_sz, kept);
     for (j = 0; j < got; j++) {
         uint8_t *mem = base + j * rec_sz;
         if (rc[j]) {
-            int64_t c = rd->slot_col[rd->fail_slot[j]];
-            s->rows_rejected++;
-            describe(rd, rd->row_no + j + 1, rd->schema.children[c], a->children[c],
-                     &rd->cols[c], a->offset + rd->row + j,
-                     rd->cs.slot[rd->fail_slot[j]].type, rc[j]);
-            rd->fail_slot[j] = NO_SLOT;
+            reject_row(s, rd, j);
             continue;
         }
         rec->kind = GSQ_SRC_CSV;
@@ -386,10 +434,160 @@ static int take_rows(gsq_run *r, gsq_source *s, arrow_reader *rd)
         }
         rec++;
     }
-    s->records_read += got;
-    rd->row += got;
-    rd->row_no += got;
+    advance(s, rd, got);
     return ROW_DONE;
+}
+
+/* Whether slot type `type` may be read from column c as it is (gsq_col.raw):
+ * the values have exactly the type's C representation. */
+static int raw_width(int type, const gsq_arrow_col *c)
+{
+    switch (type) {
+    case GSQ_T_USHORT: return c->cat == GSQ_AC_UINT && c->width == 2;
+    case GSQ_T_UINT: case GSQ_T_IP: return c->cat == GSQ_AC_UINT && c->width == 4;
+    case GSQ_T_INT: return c->cat == GSQ_AC_INT && c->width == 4;
+    case GSQ_T_ULLONG: return c->cat == GSQ_AC_UINT && c->width == 8;
+    case GSQ_T_LLONG: return c->cat == GSQ_AC_INT && c->width == 8;
+    case GSQ_T_FLOAT: return c->cat == GSQ_AC_F64;
+    default: return 0;
+    }
+}
+
+/* Row j's value of the time slot in the chunk (NULL: none, or null). */
+static const gsq_csv_value *time_value(const arrow_reader *rd, const gsq_chunk *ch, uint32_t j,
+                                       gsq_csv_value *tmp)
+{
+    size_t cap = ch->cap;
+    int32_t ts = rd->time_slot;
+    const gsq_col *c;
+    const uint8_t *p;
+    if (ts < 0)
+        return NULL;
+    c = &ch->slot_cols[ts];
+    if (!c->raw)
+        return ch->valid[(size_t)ts * cap + j] ? &ch->vals[(size_t)ts * cap + j] : NULL;
+    memset(tmp, 0, sizeof *tmp);
+    p = (const uint8_t *)c->raw;
+    switch (rd->cs.slot[ts].type) {
+    case GSQ_T_USHORT: {
+        uint16_t x;
+        memcpy(&x, p + 2u * j, 2);
+        tmp->u = x;
+        break;
+    }
+    case GSQ_T_UINT: case GSQ_T_IP: {
+        uint32_t x;
+        memcpy(&x, p + 4u * j, 4);
+        tmp->u = x;
+        break;
+    }
+    case GSQ_T_INT: {
+        int32_t x;
+        memcpy(&x, p + 4u * j, 4);
+        tmp->i = x;
+        break;
+    }
+    case GSQ_T_ULLONG: memcpy(&tmp->u, p + 8u * j, 8); break;
+    case GSQ_T_LLONG: memcpy(&tmp->i, p + 8u * j, 8); break;
+    default: memcpy(&tmp->f, p + 8u * j, 8); break;
+    }
+    return tmp;
+}
+
+/* Stamp row j of the chunk, as take_rows stamps a record. */
+static void stamp_row(gsq_source *s, const arrow_reader *rd, gsq_chunk *ch, uint32_t j)
+{
+    gsq_stamp st;
+    gsq_csv_value tv;
+    gsq_source_stamp(s, time_value(rd, ch, j, &tv), NULL, &st);
+    ch->app_usec[j] = st.app_usec;
+    ch->arrival_usec[j] = st.arrival_usec;
+    ch->ts_unreadable[j] = (uint8_t)st.unreadable;
+}
+
+/* Convert the next rows of the batch into s->chunk: the same values,
+ * rejections and stamps as take_rows, a column per slot. */
+static int take_cols(gsq_run *r, gsq_source *s, arrow_reader *rd)
+{
+    gsq_chunk *ch = &s->chunk;
+    int64_t left = rd->batch.length - rd->row;
+    uint32_t m = left > (int64_t)ch->cap ? ch->cap : (uint32_t)left, k, j;
+    int summary;
+    uint32_t last_kept;
+    size_t cap = ch->cap;
+    const struct ArrowArray *a = &rd->batch;
+    int flags, struct_nulls = a->null_count != 0 && a->buffers[0];
+    for (k = 0; k < rd->cs.n; k++) {
+        const struct ArrowArray *c = a->children[rd->slot_col[k]];
+        const gsq_arrow_col *col = &rd->cols[rd->slot_col[k]];
+        const uint8_t *p = (const uint8_t *)c->buffers[1] +
+                           (size_t)(c->offset + a->offset + rd->row) * (size_t)col->width;
+        /* as it is: no nulls, the exact representation, aligned for it */
+        ch->slot_cols[k].raw = !struct_nulls && (c->null_count == 0 || !c->buffers[0]) &&
+                                       raw_width(rd->cs.slot[k].type, col) &&
+                                       (uintptr_t)p % (uintptr_t)col->width == 0
+                                   ? p
+                                   : NULL;
+    }
+    flags = convert_rows(r, s, rd, m, (uint8_t *)ch->vals, cap * sizeof(gsq_csv_value),
+                         sizeof(gsq_csv_value), ch->valid, cap, 1, ch->slot_cols);
+    if (flags < 0)
+        return -1;
+    for (k = 0; k < rd->cs.n; k++)
+        ch->slot_cols[k].valid = !ch->slot_cols[k].raw && (flags & GSQ_AVS_NULL) &&
+                                         memchr(ch->valid + k * cap, 0, m)
+                                     ? ch->valid + k * cap
+                                     : NULL;
+    ch->any_skipped = 0;
+    /* Stamps row by row only for those who read them (the data clock,
+     * generated heartbeats): a time column of uint32 or narrower values,
+     * read as it is, is readable in any unit, so its last kept row says
+     * all. */
+    summary = s->has_ts && !s->arrival_pos && !s->tg && r->clock_mode != GSQ_CLOCK_DATA &&
+              rd->time_slot >= 0 && ch->slot_cols[rd->time_slot].raw &&
+              (rd->cs.slot[rd->time_slot].type == GSQ_T_UINT ||
+               rd->cs.slot[rd->time_slot].type == GSQ_T_USHORT);
+    for (last_kept = m; last_kept > 0 && rd->rc[last_kept - 1]; last_kept--)
+        ;
+    last_kept--; /* UINT32_MAX when every row was rejected */
+    if (!(flags & GSQ_AVS_FAILED) && (!s->has_ts || summary)) {
+        /* no row rejected, no stamps but the last: row_ok is not read */
+        if (s->has_ts && m)
+            stamp_row(s, rd, ch, m - 1);
+        ch->n = m;
+        advance(s, rd, m);
+        return 0;
+    }
+    for (j = 0; j < m; j++) {
+        ch->row_ok[j] = rd->rc[j] == 0;
+        if (rd->rc[j]) {
+            ch->any_skipped = 1;
+            reject_row(s, rd, j);
+        } else if (s->has_ts && (!summary || j == last_kept)) {
+            stamp_row(s, rd, ch, j);
+        }
+    }
+    ch->n = m;
+    advance(s, rd, m);
+    return 0;
+}
+
+/* The current batch is wholly read (or there is none yet): with option
+ * arrow_flush, signal its end once, handing its results over before the
+ * next is awaited (a live producer may only send it in response); else
+ * take the next batch.  1: back to the run loop (signalled, or at the
+ * end), 0: rows to read, -1: the run failed. */
+static int batch_done(gsq_run *r, gsq_source *s, arrow_reader *rd)
+{
+    if (r->arrow_flush && rd->batch.release && !rd->batch_flushed) {
+        rd->batch_flushed = 1;
+        s->input_done = 1;
+        return 1;
+    }
+    rd->batch_flushed = 0;
+    if (next_batch(r, s, rd) != 0)
+        return -1;
+    return s->at_eof ? 1 : 0;
 }
 
 static int arrow_read_batch(gsq_run *r, gsq_source *s)
@@ -400,18 +598,8 @@ static int arrow_read_batch(gsq_run *r, gsq_source *s)
         if (!rd->batch.release || rd->row >= rd->batch.length) {
             if (s->ring.n_recs > 0)
                 return 0; /* its records point into this batch: process them first */
-            if (r->arrow_flush && rd->batch.release && !rd->batch_flushed) {
-                /* hand the batch's results over before awaiting the next
-                 * one, which a live producer may only send in response */
-                rd->batch_flushed = 1;
-                s->input_done = 1;
-                return 0;
-            }
-            rd->batch_flushed = 0;
-            if (next_batch(r, s, rd) != 0)
-                return -1;
-            if (s->at_eof)
-                return 0;
+            if ((rc = batch_done(r, s, rd)) != 0)
+                return rc < 0 ? -1 : 0;
             continue;
         }
         rc = take_rows(r, s, rd);
@@ -421,6 +609,26 @@ static int arrow_read_batch(gsq_run *r, gsq_source *s)
             return 0;
     }
     return r->failed ? -1 : 0;
+}
+
+/* read_batch's rules, a chunk of columns instead of ring records: the
+ * previous chunk was processed before this call, so the batch it viewed
+ * may be released. */
+static int arrow_read_cols(gsq_run *r, gsq_source *s)
+{
+    arrow_reader *rd = s->impl;
+    s->chunk.n = 0;
+    s->chunk.any_skipped = 0;
+    while (!r->failed) {
+        int rc;
+        if (!rd->batch.release || rd->row >= rd->batch.length) {
+            if ((rc = batch_done(r, s, rd)) != 0)
+                return rc < 0 ? -1 : 0;
+            continue;
+        }
+        return take_cols(r, s, rd);
+    }
+    return -1;
 }
 
 static void arrow_report(const gsq_source *s, gsq_buf *out)
@@ -456,6 +664,7 @@ const gsq_source_ops gsq_arrow_ops = {
     .check_lfta = arrow_check_lfta,
     .open = arrow_open,
     .read_batch = arrow_read_batch,
+    .read_cols = arrow_read_cols,
     .close = arrow_close,
     .report = arrow_report,
 };

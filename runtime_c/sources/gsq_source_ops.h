@@ -41,10 +41,18 @@
  *               s->limit_usec (arrival_usec, not ts_unreadable) are held
  *               back, without being read again, for a later round
  *               (time-aligned replay), and counted in s->held_back.
+ *   read_cols   (NULL: the kind reads no columns) read_batch for a source
+ *               set to columnar reading (s->columnar): fill s->chunk with
+ *               the next chunk of up to chunk.cap rows (none is fine) and
+ *               stamp them, under read_batch's other rules; its records
+ *               are never in the ring.
  *   close       release s->impl and what the source owns (s->arrow); safe
  *               after a failed or missing open, and twice.
  *   report      append the source's "gsqlc: " report lines; called at the
  *               end of the run before close (also after a failed open).
+ *   stats       (NULL: none) append the kind's own members to the source's
+ *               stats object, each as `,"key":value`; called when report
+ *               is (also after a failed open: impl may be NULL).
  */
 #ifndef GSQ_SOURCE_OPS_H
 #define GSQ_SOURCE_OPS_H
@@ -63,8 +71,10 @@ struct gsq_source_ops {
     int (*streaming)(const gsq_source *s);
     int (*peek)(gsq_run *r, gsq_source *s, uint64_t *ts_usec);
     int (*read_batch)(gsq_run *r, gsq_source *s);
+    int (*read_cols)(gsq_run *r, gsq_source *s);
     void (*close)(gsq_source *s);
     void (*report)(const gsq_source *s, gsq_buf *out);
+    void (*stats)(const gsq_source *s, gsq_buf *out);
 };
 
 extern const gsq_source_ops gsq_csv_ops;

@@ -1,24 +1,37 @@
 /*
- * pcap_source.c -- the pcap:PATH and pcap-live:IFACE readers (libpcap).
- * Each frame's headers are decoded once into gsq_pkt_info by
- * gsq_pkt_decode (pkt_decode.c).
+ * pcap_source.c -- the pcap:PATH and pcap-live:IFACE readers.  Each frame's
+ * headers are decoded once into gsq_pkt_info by gsq_pkt_decode
+ * (pkt_decode.c).
  *
- * Offline: the file is opened with fopen (for a precise error message) and
- * handed to pcap_fopen_offline.  A read error in the middle of the file
- * (libpcap: "truncated dump file") ends the source; what was read is
- * processed and the report says so.  Live: pcap_open_live(snaplen 65535,
- * promiscuous off, 100 ms timeout) in non-blocking mode; when no packet is
- * ready the reader polls the selectable fd for at most 100 ms, so a stop
- * signal is noticed promptly.
+ * Files: read through the memory-mapped reader of pcap_mmap.c (zero copy:
+ * a record's data points into the mapping) when it takes the file -- a
+ * regular file, classic pcap or pcapng of a decoded link type (pcap_mmap.h
+ * says exactly which) -- and option pcap_reader is mmap (the default).
+ * Otherwise (pcap_reader=libpcap, a pipe or FIFO, a format variant or link
+ * type it leaves alone) through libpcap as before: the file is opened with
+ * fopen (for a precise error message) and handed to pcap_fopen_offline.
+ * Both deliver the same packets, timestamps and lengths.  A read error in
+ * the middle of the file (libpcap: "truncated dump file"; the mapped
+ * reader: a record or block cut short or inconsistent) ends the source;
+ * what was read is processed and the report says so, with the reason (the
+ * mapped reader: and the byte offset of the record or block).  Live:
+ * pcap_open_live(snaplen 65535, promiscuous off, 100 ms timeout) in
+ * non-blocking mode; when no packet is ready the reader polls the
+ * selectable fd for at most 100 ms, so a stop signal is noticed promptly.
  *
  * Every record's app_usec and arrival_usec are its packet timestamp (as
  * pkt.ts_usec).  Time-aligned replay (run/loop.c): a batch stops before the
- * first packet stamped after s->limit_usec; that packet is copied aside ("held") and is
- * the first one of the next batch.  pcap_src_peek reads ahead the same way.
+ * first packet stamped after s->limit_usec; that packet is set aside
+ * ("held": libpcap's copied, the mapped one just remembered) and is the
+ * first one of the next batch.  pcap_src_peek reads ahead the same way.
+ * Both paths end a batch at the same packet: the mapped one counts the
+ * bytes the libpcap path would have copied into the ring.
  *
- * Reader state invariants: handle is open from pcap_src_open to
- * pcap_src_close; linktype is pcap_datalink(handle); when held is set,
- * held_hdr/held_data are the next packet (held_hdr.caplen bytes).
+ * Reader state invariants: exactly one of handle (libpcap) and mapped
+ * (mm open) holds from pcap_src_open to pcap_src_close; linktype is
+ * pcap_datalink(handle), or the mapped file's (first interface's) link
+ * type; when held is set, the next packet is held_hdr/held_data
+ * (held_hdr.caplen bytes, libpcap) or held_pkt (mapped).
  */
 #define _DEFAULT_SOURCE /* u_char & co. used by pcap.h */
 #define _POSIX_C_SOURCE 200809L
@@ -31,19 +44,24 @@
 
 #include "gsq_source_ops.h"
 #include "gsq_pkt_decode.h"
+#include "pcap_mmap.h"
 
 typedef struct pcap_reader {
     pcap_t *handle;
     int live;           /* gsq_pcap_live_ops */
+    int mapped;         /* read through mm (pcap_mmap.h) */
+    gsq_pcap_mmap mm;   /* owned while mapped */
     int linktype;
     int decoded;        /* link type is one the decoder understands */
-    char errmsg[PCAP_ERRBUF_SIZE + 64];
+    char errmsg[PCAP_ERRBUF_SIZE + 256]; /* why the file ended early */
+    char fallback[160]; /* why the mapped reader did not take the file */
     /* a packet read ahead (pcap_src_peek, or past the batch's time limit):
      * it is the next record of this source */
     int held;
     struct pcap_pkthdr held_hdr;
     uint8_t *held_data; /* owned, held_cap bytes */
     size_t held_cap;
+    gsq_pcap_mmap_pkt held_pkt; /* mapped: points into mm */
 } pcap_reader;
 
 /* ---- reading ---------------------------------------------------------- */
@@ -70,7 +88,17 @@ static int pcap_src_open(gsq_run *r, gsq_source *s)
             return -1;
         }
     } else {
-        FILE *f = fopen(s->path, "rb");
+        FILE *f;
+        if (r->pcap_reader == GSQ_PCAP_READER_MMAP &&
+            gsq_pcap_mmap_open(&pr->mm, s->path, pr->fallback, sizeof pr->fallback) == 0) {
+            pr->mapped = 1;
+            pr->linktype = pr->mm.linktype;
+            pr->decoded = 1;
+            return 0;
+        }
+        if (r->pcap_reader != GSQ_PCAP_READER_MMAP)
+            snprintf(pr->fallback, sizeof pr->fallback, "option pcap_reader=libpcap");
+        f = fopen(s->path, "rb");
         if (!f) {
             gsq_run_fail(r, "cannot open %s: %s", s->path, strerror(errno));
             return -1;
@@ -97,6 +125,7 @@ static void pcap_src_close(gsq_source *s)
         return;
     if (pr->handle)
         pcap_close(pr->handle);
+    gsq_pcap_mmap_close(&pr->mm);
     free(pr->held_data);
     free(pr);
     s->impl = NULL;
@@ -158,10 +187,74 @@ static int next_packet(gsq_run *r, gsq_source *s, pcap_reader *pr, struct pcap_p
         return -1;
     }
     s->truncated = 1;
-    snprintf(pr->errmsg, sizeof pr->errmsg, "%s", pcap_geterr(pr->handle));
+    snprintf(pr->errmsg, sizeof pr->errmsg, "libpcap: %s", pcap_geterr(pr->handle));
     s->at_eof = 1;
     return -2;
 }
+
+/* ---- the mapped file -------------------------------------------------- */
+
+/* The next packet of the mapped file: 1, or 0 at its end (s->at_eof set;
+ * an early end is s->truncated, with the reason in errmsg). */
+static inline int mm_next(gsq_source *s, pcap_reader *pr, gsq_pcap_mmap_pkt *pk)
+{
+    int rc = gsq_pcap_mmap_next(&pr->mm, pk);
+    if (rc == 1)
+        return 1;
+    if (rc < 0) {
+        s->truncated = 1;
+        snprintf(pr->errmsg, sizeof pr->errmsg, "at byte %zu: %s", pr->mm.err_off, pr->mm.err);
+    }
+    s->at_eof = 1;
+    return 0;
+}
+
+#define ALIGN8(x) (((x) + 7u) & ~(size_t)7u)
+
+/* pcap_src_read_batch of a mapped file: records point into the mapping
+ * (the previous batch's are released, so what lies before the next packet
+ * may leave the resident set).  The batch ends where the libpcap path's
+ * would (vused: the ring bytes it would have taken), so batches, and with
+ * them heartbeats, do not depend on the reader.  Every record sets kind,
+ * len, data, pkt, app_usec and arrival_usec (gsq_ring_commit_ref: the
+ * CSV members and ts_unreadable stay zero). */
+static int mm_read_batch(gsq_source *s, pcap_reader *pr)
+{
+    gsq_ring *ring = &s->ring;
+    size_t vused = 0;
+    size_t room = ring->cap > GSQ_PCAP_MAX_CAPLEN + 8 ? ring->cap - (GSQ_PCAP_MAX_CAPLEN + 8) : 0;
+    gsq_pcap_mmap_release(&pr->mm, pr->held ? pr->held_pkt.data : pr->mm.map + pr->mm.off);
+    while (!gsq_ring_batch_full(ring)) {
+        gsq_pcap_mmap_pkt pk;
+        gsq_record *rec;
+        if (ring->n_recs > 0 && vused > room) /* ring->cap - vused < max caplen + 8 */
+            return 0;
+        if (pr->held)
+            pk = pr->held_pkt;
+        else if (!mm_next(s, pr, &pk))
+            return 0;
+        if (pk.ts_usec > s->limit_usec) { /* the next round's */
+            pr->held_pkt = pk;
+            pr->held = 1;
+            s->held_back++;
+            return 0;
+        }
+        pr->held = 0;
+        rec = gsq_ring_commit_ref(ring);
+        rec->kind = GSQ_SRC_PCAP;
+        rec->len = pk.caplen;
+        rec->data = pk.data;
+        rec->pkt = (gsq_pkt_info){.ts_usec = pk.ts_usec, .wire_len = pk.wire_len};
+        rec->app_usec = rec->arrival_usec = pk.ts_usec;
+        gsq_pkt_decode(&rec->pkt, pk.linktype, pk.data, pk.caplen);
+        vused += ALIGN8(pk.caplen ? pk.caplen : 1u);
+        s->records_read++;
+        s->bytes_read += pk.caplen;
+    }
+    return 0;
+}
+
+/* ---- both -------------------------------------------------------------- */
 
 static int pcap_src_peek(gsq_run *r, gsq_source *s, uint64_t *ts_usec)
 {
@@ -169,6 +262,15 @@ static int pcap_src_peek(gsq_run *r, gsq_source *s, uint64_t *ts_usec)
     struct pcap_pkthdr *h;
     const u_char *data;
     int rc;
+    if (pr->mapped) {
+        if (!pr->held) {
+            if (s->at_eof || !mm_next(s, pr, &pr->held_pkt))
+                return 0;
+            pr->held = 1;
+        }
+        *ts_usec = pr->held_pkt.ts_usec;
+        return 1;
+    }
     if (!pr->held) {
         if (s->at_eof)
             return 0;
@@ -188,6 +290,8 @@ static int pcap_src_read_batch(gsq_run *r, gsq_source *s)
 {
     pcap_reader *pr = s->impl;
     int waited = 0;
+    if (pr->mapped)
+        return mm_read_batch(s, pr);
     while (!gsq_ring_batch_full(&s->ring)) {
         struct pcap_pkthdr *h;
         const u_char *data;
@@ -253,14 +357,51 @@ static void pcap_src_report(const gsq_source *s, gsq_buf *out)
         return;
     if (s->truncated)
         gsq_buf_printf(out,
-                       "gsqlc: %s: truncated capture after %llu packets; what was read was "
-                       "processed\n",
-                       s->path, (unsigned long long)s->records_read);
+                       "gsqlc: %s: truncated capture after %llu packets (%s); what was read "
+                       "was processed\n",
+                       s->path, (unsigned long long)s->records_read, pr->errmsg);
     if (!pr->decoded)
         gsq_buf_printf(out,
                        "gsqlc: warning: %s: link type %d is not decoded; only time, timestamp, "
                        "caplen and wire_len are available\n",
                        s->path, pr->linktype);
+    if (pr->mapped && pr->mm.undecoded)
+        gsq_buf_printf(out,
+                       "gsqlc: warning: %s: %llu packets of pcapng interfaces of a link type "
+                       "not decoded (%u first); only time, timestamp, caplen and wire_len are "
+                       "available for them\n",
+                       s->path, (unsigned long long)pr->mm.undecoded,
+                       (unsigned)pr->mm.undecoded_linktype);
+    if (pr->mapped && pr->mm.cut_to_snaplen)
+        gsq_buf_printf(out,
+                       "gsqlc: warning: %s: %llu packets longer than the snapshot length %u "
+                       "were cut to it (as libpcap cuts them)\n",
+                       s->path, (unsigned long long)pr->mm.cut_to_snaplen,
+                       (unsigned)pr->mm.snaplen);
+}
+
+/* "pcap_reader" (mmap or libpcap), "pcap_fallback" (why a file was not
+ * mapped, null when it was or for an interface), "read_error" (what ended
+ * the file early), "cut_to_snaplen" and "undecoded_packets" (mapped). */
+static void pcap_src_stats(const gsq_source *s, gsq_buf *out)
+{
+    const pcap_reader *pr = s->impl;
+    if (!pr)
+        return;
+    gsq_buf_printf(out, ",\"pcap_reader\":\"%s\"", pr->mapped ? "mmap" : "libpcap");
+    gsq_buf_adds(out, ",\"pcap_fallback\":");
+    if (!pr->mapped && !pr->live)
+        gsq_buf_json_str(out, pr->fallback, strlen(pr->fallback));
+    else
+        gsq_buf_adds(out, "null");
+    gsq_buf_adds(out, ",\"read_error\":");
+    if (s->truncated)
+        gsq_buf_json_str(out, pr->errmsg, strlen(pr->errmsg));
+    else
+        gsq_buf_adds(out, "null");
+    gsq_buf_printf(out, ",\"cut_to_snaplen\":%llu,\"undecoded_packets\":%llu",
+                   (unsigned long long)pr->mm.cut_to_snaplen,
+                   (unsigned long long)pr->mm.undecoded);
 }
 
 static int pcap_live_streaming(const gsq_source *s)
@@ -281,6 +422,7 @@ const gsq_source_ops gsq_pcap_ops = {
     .read_batch = pcap_src_read_batch,
     .close = pcap_src_close,
     .report = pcap_src_report,
+    .stats = pcap_src_stats,
 };
 
 /* The same reader on a live interface: never peeked (no time-aligned
@@ -297,4 +439,5 @@ const gsq_source_ops gsq_pcap_live_ops = {
     .read_batch = pcap_src_read_batch,
     .close = pcap_src_close,
     .report = pcap_src_report,
+    .stats = pcap_src_stats,
 };

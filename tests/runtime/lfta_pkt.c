@@ -122,6 +122,7 @@ static void pkt_accept(void *state, gsq_node *node, const gsq_record *rec)
 static const gsq_lfta_def lfta_pkt_all = {
     "pkt_all", "pkt", "PKT_ALL", GSQ_SRC_PCAP, 0, 0, NULL,
     sizeof(pkt_state), NULL, pkt_accept, NULL, NULL, NULL, NULL, NULL, 0, 0, 0,
+    NULL, /* accept_cols: records only */
 };
 
 static const gsq_column pkt_cols[] = {

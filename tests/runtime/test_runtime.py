@@ -752,13 +752,25 @@ def test_pcap_truncated_file(build, tmp_path):
     r, rows, path = pkt_run(build, tmp_path, data[:-10])
     assert r.rc == 0, r
     assert [row["time"] for row in rows] == [1, 2, 3]
-    assert r.report == (f"gsqlc: {path}: truncated capture after 3 packets; what was read was "
-                        f"processed\n")
-    assert r.stats["sources"][0]["truncated"] is True
+    cut = 24 + 3 * (16 + len(frame))  # where the last record starts
+    assert r.report == (f"gsqlc: {path}: truncated capture after 3 packets (at byte {cut}: "
+                        f"record cut short: {len(frame)} captured bytes, the file ends after "
+                        f"{len(frame) - 10}); what was read was processed\n")
+    src = r.stats["sources"][0]
+    assert src["truncated"] is True and src["pcap_reader"] == "mmap"
+    assert src["read_error"] == r.report.split("(")[1].split(")")[0]
     # a cut inside a record header
     r, rows, path = pkt_run(build, tmp_path / "h", data[:24 + 16 + len(frame) + 7])
     assert r.rc == 0 and len(rows) == 1
-    assert "truncated capture after 1 packets" in r.report
+    assert "truncated capture after 1 packets (at byte " in r.report
+    # through libpcap: its message
+    r, rows, path = pkt_run(build, tmp_path / "l", data[:-10],
+                            options={"clock": "fixed:5", "pcap_reader": "libpcap"})
+    assert r.rc == 0 and [row["time"] for row in rows] == [1, 2, 3]
+    assert r.report == (f"gsqlc: {path}: truncated capture after 3 packets (libpcap: truncated "
+                        f"dump file; tried to read {len(frame)} captured bytes, only got "
+                        f"{len(frame) - 10}); what was read was processed\n")
+    assert r.stats["sources"][0]["pcap_reader"] == "libpcap"
 
 
 def test_data_clock_follows_packets(build, tmp_path):
@@ -909,6 +921,8 @@ def test_heartbeat_option_errors(build, tmp_path):
              ["hb_level", "query"], ["hb_horizon", "0"], ["hb_horizon", "5"],
              ["hb_timeout", "-1"], ["hb_timeout", "0"], ["hb_window", "0"], ["hb_window", "10"],
              ["hb_alpha", "1.5"], ["hb_alpha", "-0.5"], ["hb_alpha", "0.25"],
+             ["pcap_reader", "pcapng"], ["pcap_reader", "libpcap"], ["pcap_reader", "mmap"],
+             ["columnar", "on"], ["columnar", "off"], ["columnar", "auto"],
              ["bogus", "1"]]
     r = run(build, tmp_path, "hb", do_run=False, options=opts)
     errs = [e[1] for e in r.setup_errors]
@@ -960,10 +974,13 @@ def test_heartbeat_option_errors(build, tmp_path):
         "hb_window must be an integer >= 1 (records), got '0'",
         "hb_alpha must be a number from 0 to 1, got '1.5'",
         "hb_alpha must be a number from 0 to 1, got '-0.5'",
+        "pcap_reader must be mmap or libpcap, got 'pcapng'",
+        "columnar must be auto or off, got 'on'",
         "unknown option 'bogus' (known: csv_separator, csv_strict, clock, batch, "
-        "heartbeat_interval, max_skew:NAME, out_of_order:NAME, latency:NAME, skew:FROM:TO, "
+        "columnar, heartbeat_interval, max_skew:NAME, out_of_order:NAME, latency:NAME, skew:FROM:TO, "
         "hb_estimate, hb_level, hb_horizon, hb_window, hb_alpha, hb_timeout, time_unit:NAME, "
-        "arrival:NAME, stall_intervals, trace, arrow_heartbeats, final_heartbeat, arrow_flush)",
+        "arrival:NAME, stall_intervals, trace, arrow_heartbeats, final_heartbeat, arrow_flush, "
+        "pcap_reader)",
     ]
 
 

@@ -1,27 +1,36 @@
-"""Building: GeneratedSet -> BuildResult (a shared library and a runner,
-built with CMake).
+"""Building: GeneratedSet -> BuildResult (a shared library and a runner).
+
+Into an output folder, the generated CMake project is built with CMake;
+into the cache, the compiler is driven directly with the toolchain CMake
+found for the runtime archive (native_build: the units in parallel, the
+operator templates precompiled once).
 
 Builds are cached by a hash of everything that goes into them (generated
 sources, runtime sources, operator templates, build flags): compiling the
-same queries again reuses the library.
+same queries again reuses the library.  A finished build's `done` marker
+holds a digest of what it built (build_cache.py), so that a damaged library
+is built again rather than trusted.
 """
 from __future__ import annotations
 
 import fcntl
 import hashlib
-import os
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from ..errors import BuildError
 from ..resources import cache_root, resource_dir
-from .codegen import GeneratedSet
+from .build_cache import LIB_NAME as LIB_NAME
+from .build_cache import RUNNER_NAME as RUNNER_NAME
+from .build_cache import mark_done, verified
+from .build_cache import werror_default as werror_default
 
-LIB_NAME = "libgsqlc_queryset.so"
-RUNNER_NAME = "gsqlc-run"
+if TYPE_CHECKING:   # a cached run checks its build without loading code generation
+    from .codegen import GeneratedSet
+
 
 
 @dataclass
@@ -42,7 +51,7 @@ def _tree_digest(h, root: Path) -> None:
             h.update(p.read_bytes())
 
 
-def build_key(gen: GeneratedSet, sanitize: bool, werror: bool) -> str:
+def build_key(gen: "GeneratedSet", sanitize: bool, werror: bool) -> str:
     h = hashlib.sha256()
     h.update(gen.digest().encode())
     _tree_digest(h, resource_dir("runtime_c"))
@@ -79,13 +88,6 @@ def cmake_build(source_dir: Path, build_dir: Path, sanitize: bool = False,
     return log
 
 
-def werror_default(werror: Optional[bool] = None) -> bool:
-    """-Werror when the caller asks for it, or when the environment variable
-    GSQLC_WERROR is set (to anything but "" or "0"): the test suite sets it so
-    that every build treats warnings as errors."""
-    return bool(werror) or os.environ.get("GSQLC_WERROR", "") not in ("", "0")
-
-
 def runtime_archive(sanitize: bool, werror: Optional[bool] = None) -> Path:
     """The C runtime built once as libgsqlc_runtime.a, cached by a hash of its
     sources and the flags, so that a new query set compiles only its own
@@ -99,14 +101,16 @@ def runtime_archive(sanitize: bool, werror: Optional[bool] = None) -> Path:
     lib = root / "build" / "libgsqlc_runtime.a"
     with open(root / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not ((root / "done").exists() and lib.exists()):
+        if not verified(root, lib):
+            lib.unlink(missing_ok=True)
             log = cmake_build(resource_dir("runtime_c"), root / "build", sanitize, werror)
             (root / "build.log").write_text(log)
-            (root / "done").write_text("ok\n")
+            mark_done(root, lib)
     return lib
 
 
-def build(gen: GeneratedSet, out_dir: Optional[Path] = None, sanitize: bool = False,
+
+def build(gen: "GeneratedSet", out_dir: Optional[Path] = None, sanitize: bool = False,
           werror: Optional[bool] = None) -> BuildResult:
     """Build `gen`.  With out_dir, the sources go there and the build into
     out_dir/build; otherwise into the content-addressed cache.  werror: see
@@ -125,11 +129,18 @@ def build(gen: GeneratedSet, out_dir: Optional[Path] = None, sanitize: bool = Fa
     done = root / "done"
     with open(root / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if done.exists() and (bdir / LIB_NAME).exists():
+        if verified(root, bdir / LIB_NAME):
             return BuildResult(src, bdir, bdir / LIB_NAME, bdir / RUNNER_NAME, True)
+        done.unlink(missing_ok=True)
+        (bdir / LIB_NAME).unlink(missing_ok=True)   # relinked, not trusted
+        from .native_build import TOOLCHAIN_FILE, build_set
         gen.write(src)
-        log = cmake_build(src, bdir, sanitize, werror,
-                          runtime_lib=runtime_archive(sanitize, werror))
+        runtime = runtime_archive(sanitize, werror)
+        if (runtime.parent / TOOLCHAIN_FILE).exists():
+            bdir.mkdir(parents=True, exist_ok=True)
+            log = build_set(src, bdir, gen.lftas, gen.hftas, runtime, LIB_NAME, RUNNER_NAME)
+        else:   # a runtime configured without writing its toolchain: CMake builds
+            log = cmake_build(src, bdir, sanitize, werror, runtime_lib=runtime)
         (root / "build.log").write_text(log)
-        done.write_text("ok\n")
+        mark_done(root, bdir / LIB_NAME)
     return BuildResult(src, bdir, bdir / LIB_NAME, bdir / RUNNER_NAME, False)

@@ -32,6 +32,7 @@ from ..planner.nodes import (
 )
 from ..planner.plan import Plan, describe_expr
 from ..resources import cache_root, resource_dir
+from ..semantics import catalog
 from ..semantics.analyze import StreamDef
 from ..semantics.bound import AccumRef, AggRef, FieldRef, GroupRef, key, walk
 from ..semantics.types import Temporal, Type
@@ -67,6 +68,38 @@ def _ooo_in_unit(ct: str, var: str) -> str:
             f"{var} = {var} > 0 && (uint64_t){var} > d_ ? ({ct})((uint64_t){var} - d_) "
             f": ({ct})0;")
 
+
+# A column value (gsq_csv_value) as the C type of the accessor of its type.
+_COL_VALUE = {
+    Type.BOOL: "(uint8_t)({v}.u != 0)", Type.USHORT: "(uint16_t){v}.u",
+    Type.UINT: "(uint32_t){v}.u", Type.INT: "(int32_t){v}.i", Type.ULLONG: "{v}.u",
+    Type.LLONG: "{v}.i", Type.FLOAT: "{v}.f", Type.IP: "(uint32_t){v}.u",
+    Type.IPV6: "{v}.v6", Type.STRING: "{v}.s",
+}
+
+
+def _plain(e: ast.Expr) -> bool:
+    """Whether evaluating e for any row is harmless and cheap: fields,
+    numbers, parameters, arithmetic without division, comparisons, logic,
+    conversions."""
+    if isinstance(e, ast.Binary):
+        return e.op.lower() not in ("/", "%")
+    if isinstance(e, ast.Literal):
+        return e.kind != "string"
+    if isinstance(e, ast.Call):
+        f = catalog.lookup_scalar(e.name)
+        return f is not None and f.emit in ("cast", "identity")
+    return isinstance(e, (FieldRef, ast.Param, ast.Unary, ast.InList))
+
+
+def _reads_clock(e: ast.Expr) -> bool:
+    f = catalog.lookup_scalar(e.name) if isinstance(e, ast.Call) else None
+    return f is not None and f.emit == "clock"
+
+
+# Types whose Arrow column may be read as it is (gsq_col.raw).
+_COL_RAW = {Type.USHORT, Type.UINT, Type.INT, Type.ULLONG, Type.LLONG, Type.FLOAT, Type.IP}
+_RAW_CTYPE = {t.code: (t.c_type if t in _COL_RAW else None) for t in Type}
 
 _CSV_GET = {
     Type.BOOL: "bool", Type.USHORT: "ushort", Type.UINT: "uint", Type.INT: "int",
@@ -345,6 +378,10 @@ class Generator:
         decls: list[str] = []
         uses: list[str] = []   # required fields may be read only to admit the record
         steps: list[str] = []
+        # the same steps over a columnar chunk (row i of gsq_cols *cv); None
+        # once a step needs the record itself
+        col_steps: Optional[list[str]] = [] if proto.source_kind != "pcap" else None
+        raw_steps: Optional[list[str]] = [] if proto.source_kind != "pcap" else None
         # (position, type code, field name): one entry per PROTOCOL field read
         # from the CSV record, so an Arrow source can match columns by name.
         csv_fields: dict[tuple, None] = {}
@@ -370,6 +407,55 @@ class Generator:
             return (f"{{ {at.c_type} tmp_; if (gsq_acc_{f.accessor}(node, rec, &tmp_)) "
                     f"{skip} {var} = ({f.type.c_type})tmp_; }}")
 
+        def col_read_step(name: str, skip: str) -> Optional[str]:
+            """read_step over row i of a columnar chunk (None: a field that
+            is no CSV column, e.g. the clock's)."""
+            f = proto.fields[name]
+            if f.source == "system":
+                return read_step(name, skip)   # the clock: rec is unused
+            if f.source != "csv":
+                return None
+            ct = f.csv_type or f.type
+            j = list(csv_fields).index((f.csv_pos, ct.code, name))
+            val = _COL_VALUE[ct].format(v="c_->vals[i]")
+            if ct in _COL_RAW:
+                val = f"(c_->raw ? ((const {ct.c_type} *)c_->raw)[i] : {val})"
+            if ct != f.type:
+                val = f"({f.type.c_type})({val})"
+            return (f"{{ const gsq_col *c_ = cv->col[{j}]; if (c_->valid && !c_->valid[i]) "
+                    f"{skip} {field_var(name)} = {val}; }}")
+
+        def raw_read_step(name: str) -> Optional[str]:
+            """col_read_step when every column of the chunk is read as it
+            is (gsq_col.raw, no nulls: the pointers in locals r<j>)."""
+            f = proto.fields[name]
+            if f.source == "system":
+                return read_step(name, "return;")
+            ct = f.csv_type or f.type
+            if f.source != "csv" or ct not in _COL_RAW:
+                return None
+            j = list(csv_fields).index((f.csv_pos, ct.code, name))
+            val = f"r{j}[i]" if ct == f.type else f"({f.type.c_type})r{j}[i]"
+            return f"{field_var(name)} = {val};"
+
+        def add_step(step: str, col_step: Optional[str] = "",
+                     raw_step: Optional[str] = "") -> None:
+            """A step of accept(); col_step is its columnar form, raw_step its
+            form over columns read as they are ("": the same text, None: it
+            has none, so there is no such form)."""
+            nonlocal col_steps, raw_steps
+            steps.append(step)
+            if col_steps is not None:
+                if col_step is None:
+                    col_steps = None
+                else:
+                    col_steps.append(col_step or step)
+            if raw_steps is not None:
+                if raw_step is None:
+                    raw_steps = None
+                else:
+                    raw_steps.append(raw_step or step)
+
         def unpack(name: str) -> None:
             if name in unpacked:
                 return
@@ -380,8 +466,9 @@ class Generator:
             uses.append(f"(void){var};")
             if f.source == "csv":
                 csv_fields[(f.csv_pos, (f.csv_type or f.type).code, name)] = None
-            steps.append(read_step(name, "return;" if f.required else
-                                   "{ gsq_count(node, GSQ_CNT_FIELD_UNAVAILABLE, 1); return; }"))
+            skip = ("return;" if f.required else
+                    "{ gsq_count(node, GSQ_CNT_FIELD_UNAVAILABLE, 1); return; }")
+            add_step(read_step(name, skip), col_read_step(name, skip), raw_read_step(name))
 
         def fields_of(e: ast.Expr) -> list[str]:
             return [x.name for x in walk(e) if isinstance(x, FieldRef)]
@@ -412,10 +499,10 @@ class Generator:
                 ct, var, sfx = f.type.c_type, field_var(name), c_identifier(name)
                 hb_state += [f"{ct} hb_last_{sfx};", f"{ct} hb_bound_{sfx};",
                              f"uint8_t hb_seen_{sfx};", f"uint8_t hb_promised_{sfx};"]
-                steps.append(f"if (st->hb_promised_{sfx} && {var} < st->hb_bound_{sfx}) "
-                             "{ gsq_count(node, GSQ_CNT_SKEW_DROPPED, 1); return; }")
-                steps.append(f"if (!st->hb_seen_{sfx} || {var} > st->hb_last_{sfx}) "
-                             f"{{ st->hb_last_{sfx} = {var}; st->hb_seen_{sfx} = 1; }}")
+                add_step(f"if (st->hb_promised_{sfx} && {var} < st->hb_bound_{sfx}) "
+                         "{ gsq_count(node, GSQ_CNT_SKEW_DROPPED, 1); return; }")
+                add_step(f"if (!st->hb_seen_{sfx} || {var} > st->hb_last_{sfx}) "
+                         f"{{ st->hb_last_{sfx} = {var}; st->hb_seen_{sfx} = 1; }}")
                 hb_body.append(f"{ct} {var};")
                 div = _CLOCK_DIVISOR.get(f.accessor.lower() if f.accessor else "")
                 # A field of the record's own timestamp follows the run's
@@ -475,10 +562,18 @@ class Generator:
                                f"st->hb_promised_{sfx} = 1; }}")
                 if from_record:
                     hb_body.append("}")
+        # Over columns read as they are, a selection whose predicates and
+        # outputs are plain arithmetic (nothing to fail, count or call)
+        # computes every row's tuple and keeps it by the predicates' value:
+        # no branch on the data to mispredict.
+        branchless = isinstance(n, LftaSelect) and all(
+            _plain(x) for e in [*n.where, *(e for _, e in n.select)] for x in walk(e)) and \
+            not any(col.type is Type.STRING for col in n.output.columns)
         for c in n.where:
             for name in fields_of(c):
                 unpack(name)
-            steps.append(f"if (!{em.expr(c)}) return;  {_expr_comment(c, n)}")
+            add_step(f"if (!{em.expr(c)}) return;  {_expr_comment(c, n)}", "",
+                     f"keep_ &= {em.expr(c)};  {_expr_comment(c, n)}" if branchless else "")
         if isinstance(n, LftaAggregate):
             value_exprs = [e for _, e in n.group_by] + [a.expr for a in n.accums
                                                         if a.expr is not None]
@@ -492,6 +587,7 @@ class Generator:
         # counting (accept() reads them again and counts); only for group-by
         # expressions of fields, constants and operators (no calls).
         prefetch_reads: Optional[list[str]] = None
+        col_prefetch_reads: Optional[list[str]] = None
         if isinstance(n, LftaAggregate) and not any(
                 isinstance(x, ast.Call) for _, e in n.group_by for x in walk(e)) and all(
                 proto.fields[nm].source != "system" for _, e in n.group_by for nm in fields_of(e)):
@@ -499,6 +595,15 @@ class Generator:
             prefetch_reads = [f"{proto.fields[nm].type.c_type} {field_var(nm)};"
                               for nm in key_fields] + \
                              [read_step(nm, "return;") for nm in key_fields]
+            col_reads = [col_read_step(nm, "return;") for nm in key_fields]
+            if all(r is not None for r in col_reads):
+                col_prefetch_reads = prefetch_reads[:len(key_fields)] + \
+                    [r for r in col_reads if r is not None]
+        # The clock follows each record's arrival under the data clock: an
+        # LFTA that reads it sets it back row by row over a chunk.
+        reads_clock = any(_reads_clock(x) for e in [*n.where, *value_exprs, *hb_exprs]
+                          for x in walk(e)) or any(proto.fields[nm].source == "system"
+                                                   for nm in unpacked)
         p_decls, p_init = param_inits(n.params, lambda p: f"st->p_{c_identifier(p)}",
                                       "return -1;")
         data = {
@@ -518,6 +623,13 @@ class Generator:
             "hb_promise": " && ".join(f"st->hb_promised_{c_identifier(nm)}"
                                       for nm in hb_fields) if hb_body else "0",
             "prefetch_reads": prefetch_reads,
+            "col_steps": col_steps, "col_reads_clock": reads_clock,
+            # the columns of the chunk read as they are: (index, C type) each
+            "raw_steps": (raw_steps if col_steps is not None and all(
+                _RAW_CTYPE[code] for _, code, _ in csv_fields) else None),
+            "branchless": branchless,
+            "raw_cols": [(j, _RAW_CTYPE[code]) for j, (_, code, _) in enumerate(csv_fields)],
+            "col_prefetch_reads": col_prefetch_reads if col_steps is not None else None,
             "set_merge": (f"lfta_{self.idents[n.name]}_set_merge"
                           if n.set_merge_column is not None else None),
             "hb_record_time": int(hb_record_time and bool(hb_body)),

@@ -12,20 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
-
-@dataclass(frozen=True)
-class Span:
-    file: str
-    line: int
-    column: int
-    end_line: int = 0
-    end_column: int = 0
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.column}"
-
-
-NO_SPAN = Span("<builtin>", 0, 0)
+# re-exported: a node's span is ast.Span to the passes
+from .span import NO_SPAN as NO_SPAN
+from .span import Span as Span
 
 
 @dataclass(eq=False)

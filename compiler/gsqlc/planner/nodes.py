@@ -26,18 +26,13 @@ from ..semantics.bound import FieldRef, walk
 from ..semantics.schema import Protocol
 from ..semantics.types import Type
 
+# re-exported: the order knobs are the nodes' to the passes
+from .policies import DEFAULT_FLUSH as DEFAULT_FLUSH
+from .policies import DEFAULT_HFTA_DISORDER as DEFAULT_HFTA_DISORDER
+from .policies import DEFAULT_LFTA_DISORDER as DEFAULT_LFTA_DISORDER
+from .policies import FLUSH_POLICIES as FLUSH_POLICIES
+
 DEFAULT_LFTA_TABLE = 262144
-# Epochs of the temporal group-by an aggregation keeps open at once (seed 004,
-# Tigon's max_lfta_disorder / max_hfta_disorder and their defaults): 1 is
-# in-order processing, more lets tuples that arrive up to that many epochs
-# behind the newest still count.
-DEFAULT_LFTA_DISORDER = 2
-DEFAULT_HFTA_DISORDER = 3
-# How an aggregation hands on the groups of a closed epoch: 'slow' spreads
-# them over the following input (one per tuple), 'lazy' (LFTA) leaves them
-# until their slot is needed or the next epoch closes, 'immediate' all at once.
-FLUSH_POLICIES = ("slow", "lazy", "immediate")
-DEFAULT_FLUSH = "slow"
 
 Named = tuple[str, ast.Expr]     # an output column or group-by key and its expression
 

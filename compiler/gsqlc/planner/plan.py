@@ -49,9 +49,10 @@ from .nodes import (
     PlanNode,
     fields_of,
 )
+from .policies import MAX_DISORDER
 
-__all__ = ["Accum", "AggPlan", "DEFAULT_LFTA_TABLE", "Plan", "PlanDefaults", "PlanNode",
-           "TABLE_WAYS", "describe_expr", "make_plan", "plan_query"]
+__all__ = ["Accum", "AggPlan", "DEFAULT_LFTA_TABLE", "MAX_DISORDER", "Plan", "PlanDefaults",
+           "PlanNode", "TABLE_WAYS", "describe_expr", "make_plan", "plan_query"]
 
 
 @dataclass(frozen=True)
@@ -224,7 +225,6 @@ def _lfta_reach(disorder: int, flush: str, hfta_disorder: int) -> tuple[int, str
     return min(disorder, hfta_disorder), flush
 
 
-MAX_DISORDER = 32   # open epochs an aggregation may keep (the LFTA table's GSQ_AGG_MAX_EPOCHS)
 # open epochs the planner may give an HFTA aggregation that reads a band join
 # (the band's span in epochs; the HFTA operator has no fixed limit)
 MAX_BAND_EPOCHS = 1024

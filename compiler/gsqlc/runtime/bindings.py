@@ -2,8 +2,9 @@
 Spark): validated runtime options, source URIs, interface sets, query
 parameters and outputs, and Arrow sources as record-batch readers.
 
-Takes a Plan and what the user gave (URIs, Arrow data, option
-values); returns what runtime.runner hands to the library: (interface, URI)
+Takes a plan's summary (runtime.plan_summary: what a run needs of the
+plan, kept with a cached build) and what the user gave (URIs, Arrow data,
+option values); returns what runtime.runner hands to the library: (interface, URI)
 pairs, option and parameter dictionaries, record-batch readers.
 """
 from __future__ import annotations
@@ -15,12 +16,10 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from ..errors import UsageError
-from ..planner.nodes import LftaNode
-from ..planner.plan import Plan
-from ..semantics.resolve import leaves
 from .interfaces import DEFAULT_IFACE, Interfaces, TimeBounds
 from .interfaces import build as build_interfaces
 from .interfaces import check_skew as _skew_seconds
+from .plan_summary import LftaSummary, PlanSummary
 
 URI_SCHEMES = {"csv": "csv", "pcap": "pcap", "pcap-live": "pcap"}
 _PCAP_MAGIC = {b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1",
@@ -32,8 +31,11 @@ _PCAP_MAGIC = {b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1",
 def run_options(*, clock: str = "wall", heartbeat_interval: Union[str, float] = "1",
                 csv_separator: str = ",", csv_strict: bool = False,
                 stall_intervals: int = 3, trace: Optional[str] = None,
-                batch: Optional[int] = None) -> dict[str, str]:
-    """Validated runtime options (the CLI's flags and run()'s keywords)."""
+                batch: Optional[int] = None, columnar: str = "auto",
+                pcap_reader: Optional[str] = None) -> dict[str, str]:
+    """Validated runtime options (the CLI's flags and run()'s keywords).
+    pcap_reader: how pcap:PATH files are read, 'mmap' (the runtime's
+    default: memory-mapped, libpcap for what it does not take) or 'libpcap'."""
     if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int)
                               or not 1 <= batch <= 1 << 20):
         raise UsageError(f"the read batch must be an integer from 1 to 1048576 records, "
@@ -50,6 +52,8 @@ def run_options(*, clock: str = "wall", heartbeat_interval: Union[str, float] = 
         raise UsageError(f"the CSV separator must be one character, got '{csv_separator}'")
     if not (clock in ("wall", "data") or (clock.startswith("fixed:") and clock[6:].isdigit())):
         raise UsageError(f"clock {clock}: expected wall, data or fixed:SECONDS")
+    if columnar not in ("auto", "off"):
+        raise UsageError(f"columnar must be auto or off, got {columnar!r}")
     if not isinstance(stall_intervals, int) or stall_intervals < 1:
         raise UsageError(f"the stall intervals must be an integer of at least 1, got {stall_intervals}")
     opts = {"clock": clock, "csv_separator": csv_separator, "heartbeat_interval": hb,
@@ -60,6 +64,12 @@ def run_options(*, clock: str = "wall", heartbeat_interval: Union[str, float] = 
         opts["csv_strict"] = "1"
     if batch is not None:
         opts["batch"] = str(batch)
+    if columnar != "auto":
+        opts["columnar"] = columnar
+    if pcap_reader is not None:
+        if pcap_reader not in ("mmap", "libpcap"):
+            raise UsageError(f"the pcap reader must be mmap or libpcap, got {pcap_reader}")
+        opts["pcap_reader"] = pcap_reader
     return opts
 
 
@@ -67,23 +77,23 @@ def check_skew(name: str, value) -> float:
     return _skew_seconds(f"max skew {name}={value}", value)
 
 
-def check_params(plan: Plan, params: Mapping[str, str]) -> None:
-    declared = {n for q in plan.queries for n in q.params}
+def check_params(plan: PlanSummary, params: Mapping[str, str]) -> None:
+    declared = {n for _, ps in plan.queries for n in ps}
     for name in params:
         if name not in declared:
             raise UsageError(f"parameter {name}: no query declares it in a PARAM block"
                              + (f" (declared: {', '.join(sorted(declared))})" if declared else ""))
-    for q in plan.queries:
-        for name in q.params:
+    for q, ps in plan.queries:
+        for name in ps:
             if name not in params:
-                raise UsageError(f"query {q.name} needs parameter ${name}: pass --param "
+                raise UsageError(f"query {q} needs parameter ${name}: pass --param "
                                  f"{name}=VALUE (params={{'{name}': ...}} in Python)")
 
 
-def outputs_of(plan: Plan, wanted: Sequence[str]) -> list[str]:
-    names = [q.name for q in plan.queries]
+def outputs_of(plan: PlanSummary, wanted: Sequence[str]) -> list[str]:
+    names = plan.query_names
     if not wanted:
-        return leaves(plan.queries)
+        return list(plan.leaves)
     for w in wanted:
         if w not in names:
             import difflib
@@ -142,24 +152,24 @@ class Bindings:
     sources: list[tuple[str, str]] = field(default_factory=list)
     members: list[tuple[str, str]] = field(default_factory=list)
     # bound interface -> the LFTAs reading it (set members: each member)
-    readers: dict[str, list[LftaNode]] = field(default_factory=dict)
+    readers: dict[str, list[LftaSummary]] = field(default_factory=dict)
 
 
-def set_members(n: LftaNode, ifaces: Interfaces) -> tuple[str, list[str]]:
+def set_members(n: LftaSummary, ifaces: Interfaces) -> tuple[str, list[str]]:
     """The interface (or set) LFTA n reads under these bindings and its
     members (one: a plain interface); a UsageError when several members
     are bound but n has no temporal column to merge them on."""
     iface = n.iface or DEFAULT_IFACE
     target = ifaces.default if iface == DEFAULT_IFACE else iface
     members = ifaces.members(target)
-    if len(members) >= 2 and n.set_merge_column is None:
-        raise UsageError(f"query {n.query.name} reads the interface set [{target}], whose "
+    if len(members) >= 2 and not n.mergeable:
+        raise UsageError(f"query {n.query} reads the interface set [{target}], whose "
                          "members' outputs are merged in temporal order, but its LFTA "
                          "outputs no temporal column to merge on")
     return target, members
 
 
-def resolve_bindings(plan: Plan, ifaces: Interfaces,
+def resolve_bindings(plan: PlanSummary, ifaces: Interfaces,
                      arrow: Iterable[str] = (), warn=None) -> Bindings:
     """Every interface an LFTA reads must be bound, by a source whose kind
     suits the LFTA's protocol; an interface set's members each are.  The
@@ -169,9 +179,7 @@ def resolve_bindings(plan: Plan, ifaces: Interfaces,
     arrow = set(arrow)
     out = Bindings()
     done: set[str] = set()
-    for n in plan.nodes:
-        if not isinstance(n, LftaNode):
-            continue
+    for n in plan.lftas:
         iface = n.iface or DEFAULT_IFACE
         target, members = set_members(n, ifaces)
         for m in members:
@@ -189,14 +197,14 @@ def resolve_bindings(plan: Plan, ifaces: Interfaces,
     return out
 
 
-def _bind_member(n: LftaNode, m: str, ifaces: Interfaces, arrow: set[str], out: Bindings) -> None:
+def _bind_member(n: LftaSummary, m: str, ifaces: Interfaces, arrow: set[str], out: Bindings) -> None:
     if any(i == m for i, _ in out.sources):
         return
     pk = n.protocol.source_kind or "csv"
     if m in arrow:
         if pk != "csv":
             raise UsageError(
-                f"source {m}: query {n.query.name} reads PROTOCOL {n.protocol.name}, "
+                f"source {m}: query {n.query} reads PROTOCOL {n.protocol.name}, "
                 "whose fields come from packets; Arrow data feeds PROTOCOLs of named "
                 "columns (get_csv_* fields), e.g. PACKETS of gsqlc.PACKET_TABLE_SCHEMA "
                 "for a table from gsqlc.read_pcap")
@@ -206,14 +214,14 @@ def _bind_member(n: LftaNode, m: str, ifaces: Interfaces, arrow: set[str], out: 
     if uri is None:
         shown = f"[{m}].{n.protocol.name}" if m != ifaces.default else n.protocol.name
         raise UsageError(
-            f"interface '{m}' is not bound: query {n.query.name} reads {shown}; "
+            f"interface '{m}' is not bound: query {n.query} reads {shown}; "
             f"bind it with --source {m}=URI (or in an --interfaces file), or "
             f"sources={{'{m}': ...}} in Python")
     kind = check_uri(m, uri)
     if kind != pk:
         wanted = ("packets (pcap:PATH or pcap-live:IFACE)" if pk == "pcap"
                   else "CSV rows (csv:PATH) or Arrow data")
-        raise UsageError(f"source {m}={uri}: query {n.query.name} reads PROTOCOL "
+        raise UsageError(f"source {m}={uri}: query {n.query} reads PROTOCOL "
                          f"{n.protocol.name}, whose fields come from {wanted}")
     out.sources.append((m, uri))
 
@@ -268,7 +276,7 @@ def _check_csv_time(where: str, iface: str, uri: str, key: str, why: str) -> Non
 
 
 def arrival_column(where: str, iface: str, column: str, uri: str,
-                   readers: Sequence[LftaNode]) -> str:
+                   readers: Sequence[LftaSummary]) -> str:
     """The runtime option arrival:NAME's value POS:TYPE for column
     `column` of interface `iface` (bound to `uri`), found among the CSV
     fields of the PROTOCOLs of `readers`; a UsageError naming `where` if
@@ -279,19 +287,17 @@ def arrival_column(where: str, iface: str, column: str, uri: str,
                          "data; an arrival column is read from CSV files only (give the "
                          "arrival instants as the time column)")
     for n in readers:
-        f = n.protocol.fields.get(column)
-        if f is None or f.source != "csv":
+        f = next((f for f in n.protocol.csv_fields if f.name == column), None)
+        if f is None:
             continue
-        ct = f.csv_type or f.type
-        if not ct.is_numeric:
+        if not f.numeric:
             raise UsageError(f"{where}: arrival '{column}': field {column} of PROTOCOL "
-                             f"{n.protocol.name} is read as {ct}; an arrival column holds "
+                             f"{n.protocol.name} is read as {f.type}; an arrival column holds "
                              "numbers of time units")
-        return f"{f.csv_pos}:{ct}"
+        return f"{f.pos}:{f.type}"
     protos = {n.protocol.name: n.protocol for n in readers}
     known = "; ".join(f"PROTOCOL {name} has "
-                      + (", ".join(fn for fn, f in p.fields.items() if f.source == "csv")
-                         or "none")
+                      + (", ".join(f.name for f in p.csv_fields) or "none")
                       for name, p in protos.items())
     raise UsageError(f"{where}: arrival '{column}': no query reading interface '{iface}' has "
                      f"a field of that name read from a CSV column (get_csv_<type>_posN)"

@@ -80,7 +80,6 @@ the record's time unchanged (counted as time_unreadable in the stats).
 """
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -216,6 +215,7 @@ def check_heartbeats(where: str, spec: dict) -> Heartbeats:
 
 
 def load_file(path: str, into: Interfaces) -> None:
+    import tomllib  # here: most runs have no interfaces file
     try:
         with open(path, "rb") as f:
             doc = tomllib.load(f)

@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-import cffi
-
 from ..errors import RunError, SetupError
+from .abi_ffi import abi_ffi
 
 ABI_CDEF = """
 struct ArrowSchema {
@@ -65,8 +64,7 @@ const char *gsqlc_error(gsq_run *r);
 void gsqlc_destroy(gsq_run *r);
 """
 
-_ffi = cffi.FFI()
-_ffi.cdef(ABI_CDEF)
+_ffi = abi_ffi(ABI_CDEF)
 _libs: dict[str, object] = {}
 
 

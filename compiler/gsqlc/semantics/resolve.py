@@ -153,16 +153,33 @@ class _Resolver:
                       iface_set=ref.iface_set), None
 
 
-def resolve_files(query_files: Sequence[str], schema_files: Sequence[str] = (),
-                  library_paths: Sequence[str] = ()) -> AnalyzedSet:
-    schema = load_schema(schema_files)
+def library_roots(query_files: Sequence[str], library_paths: Sequence[str] = ()) -> list[Path]:
+    """The directories a `FROM LIB/q` looks in, in order: the given library
+    paths, those of GSQLC_LIBRARY_PATH, then the query files' own."""
     libs = [Path(p) for p in library_paths]
     libs += [Path(p) for p in os.environ.get("GSQLC_LIBRARY_PATH", "").split(os.pathsep) if p]
     for f in query_files:
         d = Path(f).parent
         if d not in libs:
             libs.append(d)
-    r = _Resolver(schema, libs)
+    return libs
+
+
+def libraries_read(queries: Sequence[AnalyzedQuery]) -> list[str]:
+    """The query libraries (LIB of `FROM LIB/q`) the queries read."""
+    out: list[str] = []
+    for q in queries:
+        for s in q.sources:
+            lib = s.ref.library
+            if lib and lib not in out:
+                out.append(lib)
+    return out
+
+
+def resolve_files(query_files: Sequence[str], schema_files: Sequence[str] = (),
+                  library_paths: Sequence[str] = ()) -> AnalyzedSet:
+    schema = load_schema(schema_files)
+    r = _Resolver(schema, library_roots(query_files, library_paths))
     for f in query_files:
         r.add_file(f)
     if not r.entries:

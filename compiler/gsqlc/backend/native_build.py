@@ -1,0 +1,272 @@
+"""Building a generated query set into the cache without CMake: the
+compiler driven directly, the set's units compiled in parallel.
+
+CMake configures once, for the runtime archive (runtime_c/CMakeLists.txt):
+it finds the compilers and libpcap, and writes them with the flags a
+generated CMake project uses (runtime_c/gsqlc_flags.cmake) to
+gsqlc_toolchain.txt.  A query set is then compiled with those flags as its
+generated CMakeLists.txt would compile it (tests/test_native_build.py holds
+the two to the same commands), without CMake's configure and compiler
+checks, which cost more than the C units of a small set.
+
+Built once for every query set of a toolchain and flags, in the cache's
+shared-KEY folder (shared_folder):
+
+  gsq_hfta.hpp(.gch)   the operator templates and runtime headers the HFTA
+                       units include, precompiled: parsing them was half of
+                       a C++ unit's compile.  Units take it with -include;
+                       their code is the same (a header the compiler cannot
+                       use is read as text).
+  gsqlc_run_main.o     the stand-alone runner's main (the runner_sets.c of
+                       a set is its only own part)
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+from ..errors import BuildError
+from ..resources import cache_root, resource_dir
+from .build_cache import mark_done, verified
+
+TOOLCHAIN_FILE = "gsqlc_toolchain.txt"
+UNIT_DEFINE = "-Dgsqlc_queryset_EXPORTS"   # CMake's define for a shared library's sources
+PCH_NAME = "gsq_hfta.hpp"
+RUNNER_MAIN = "gsqlc_run_main.o"
+# runtime headers every HFTA unit may include before its operator templates
+_HFTA_HEADERS = ("<cstddef>", "<cstring>", "<limits>", "<string>",
+                 '"gsq_runtime.h"', '"gsq_ops.h"', '"gsq_funcs.h"')
+# include folders the compiler searches anyway (CMake leaves them out)
+_IMPLICIT_INCLUDES = {"/usr/include", "/usr/local/include"}
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """gsqlc_toolchain.txt: compilers, flags and libpcap as CMake found them."""
+    c_compiler: str
+    cxx_compiler: str
+    c_flags: tuple[str, ...]
+    cxx_flags: tuple[str, ...]
+    c_standard: str
+    cxx_standard: str
+    shared_linker_flags: tuple[str, ...]
+    exe_linker_flags: tuple[str, ...]
+    compile_options: tuple[str, ...]      # warnings, -Werror, sanitizers
+    link_options: tuple[str, ...]
+    pcap_include_dir: str
+    pcap_library: str
+
+    @classmethod
+    def read(cls, path: Path) -> "Toolchain":
+        values = dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+
+        def items(name: str) -> tuple[str, ...]:
+            return tuple(x for x in values[name].split(";") if x)
+        return cls(values["c_compiler"], values["cxx_compiler"], items("c_flags"),
+                   items("cxx_flags"), values["c_standard"], values["cxx_standard"],
+                   items("shared_linker_flags"), items("exe_linker_flags"),
+                   items("compile_options"), items("link_options"),
+                   values["pcap_include_dir"], values["pcap_library"])
+
+    def identity(self) -> str:
+        """What the shared folder's contents depend on: these settings and
+        the compilers' binaries (a precompiled header is theirs alone)."""
+        parts = [repr(self)]
+        for c in (self.c_compiler, self.cxx_compiler):
+            real = os.path.realpath(c)
+            try:
+                st = os.stat(real)
+                parts.append(f"{real}:{st.st_size}:{st.st_mtime_ns}")
+            except OSError:
+                parts.append(real)
+        return "\n".join(parts)
+
+
+# ------------------------------------------------------------ commands
+
+
+def public_includes() -> list[Path]:
+    """What generated code has on its include path besides its own folder
+    (the runtime's include/ and lfta/, the operator templates)."""
+    rt = resource_dir("runtime_c")
+    return [rt / "include", rt / "lfta", resource_dir("hfta_templates")]
+
+
+def _pcap_include(tc: Toolchain) -> list[Path]:
+    d = tc.pcap_include_dir
+    return [] if not d or d in _IMPLICIT_INCLUDES else [Path(d)]
+
+
+def _unit_flags(tc: Toolchain, cxx: bool) -> list[str]:
+    """Flags of a library unit, in CMake's order: the build type's, the
+    language standard, position-independent code, hidden symbols, gsqlc's."""
+    return [*(tc.cxx_flags if cxx else tc.c_flags), tc.cxx_standard if cxx else tc.c_standard,
+            "-fPIC", "-fvisibility=hidden", *tc.compile_options]
+
+
+def unit_command(tc: Toolchain, src: Path, obj: Path, pch: Optional[Path] = None) -> list[str]:
+    """Compile a generated library unit (C, or C++ with the precompiled
+    header `pch`)."""
+    cxx = src.suffix == ".cpp"
+    incs = [src.parent, *public_includes(), *_pcap_include(tc)]
+    cmd = [tc.cxx_compiler if cxx else tc.c_compiler, UNIT_DEFINE,
+           *(f"-I{d}" for d in incs), *_unit_flags(tc, cxx)]
+    if cxx and pch is not None:
+        cmd += ["-include", str(pch)]
+    return cmd + ["-o", str(obj), "-c", str(src)]
+
+
+def pch_command(tc: Toolchain, header: Path) -> list[str]:
+    """Precompile `header` with a C++ unit's flags (a unit can use it only then)."""
+    incs = [*public_includes(), *_pcap_include(tc)]
+    return [tc.cxx_compiler, UNIT_DEFINE, *(f"-I{d}" for d in incs), *_unit_flags(tc, True),
+            "-x", "c++-header", "-o", f"{header}.gch", "-c", str(header)]
+
+
+def runner_unit_command(tc: Toolchain, src: Path, obj: Path) -> list[str]:
+    """Compile a unit of the stand-alone runner (an executable's: no PIC)."""
+    incs = public_includes()[:2]
+    return [tc.c_compiler, *(f"-I{d}" for d in incs), *tc.c_flags, tc.c_standard,
+            *tc.compile_options, "-o", str(obj), "-c", str(src)]
+
+
+def library_link_command(tc: Toolchain, lib: Path, objs: Sequence[Path], runtime: Path) -> list[str]:
+    return [tc.cxx_compiler, "-fPIC", *tc.cxx_flags, *tc.shared_linker_flags, "-shared",
+            *tc.link_options, f"-Wl,-soname,{lib.name}", "-o", str(lib), *map(str, objs),
+            "-Wl,--whole-archive", str(runtime), "-Wl,--no-whole-archive", tc.pcap_library]
+
+
+def runner_link_command(tc: Toolchain, exe: Path, objs: Sequence[Path], lib: Path) -> list[str]:
+    return [tc.c_compiler, *tc.c_flags, *tc.exe_linker_flags, *tc.link_options,
+            *map(str, objs), "-o", str(exe), f"-Wl,-rpath,$ORIGIN:{lib.parent}", str(lib)]
+
+
+# ------------------------------------------------------------ running them
+
+
+def jobs() -> int:
+    """Compilers run at once: one per core this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def _run_one(cmd: list[str], cwd: Path) -> tuple[int, str]:
+    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return p.returncode, p.stdout
+
+
+def run_all(cmds: Sequence[list[str]], cwd: Path) -> str:
+    """Run `cmds` in `cwd`, jobs() at once, in order; their log.  On a
+    failure the ones running finish, none starts, and a BuildError carries
+    the failed command and its output."""
+    log: list[str] = []
+    with ThreadPoolExecutor(max_workers=jobs()) as pool:
+        futures = [pool.submit(_run_one, c, cwd) for c in cmds]
+        failed: Optional[tuple[list[str], str]] = None
+        for cmd, fut in zip(cmds, futures):
+            if failed is not None:
+                fut.cancel()
+                continue
+            rc, out = fut.result()
+            log.append(" ".join(cmd) + "\n" + out)
+            if rc != 0:
+                failed = (cmd, out)
+                for f in futures:
+                    f.cancel()
+    if failed is not None:
+        raise BuildError(f"command failed: {' '.join(failed[0])}\n{failed[1]}")
+    return "".join(log)
+
+
+# ------------------------------------------------------------ the shared folder
+
+
+def pch_text() -> str:
+    ops = sorted(p.name for p in resource_dir("hfta_templates").glob("*.hpp"))
+    return ("// generated by gsqlc: what HFTA units include, precompiled once "
+            "(backend/native_build.py)\n"
+            + "".join(f"#include {h}\n" for h in _HFTA_HEADERS)
+            + "".join(f'#include "{h}"\n' for h in ops))
+
+
+def _shared_key(tc: Toolchain) -> str:
+    h = hashlib.sha256(tc.identity().encode() + b"\0" + pch_text().encode())
+    for d in (resource_dir("runtime_c") / "include", resource_dir("runtime_c") / "lfta",
+              resource_dir("runtime_c") / "tools", resource_dir("hfta_templates")):
+        for p in sorted(d.iterdir()):
+            if p.is_file():
+                h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()[:24]
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What every query set of a toolchain and flags shares."""
+    runner_main: Path
+    pch: Optional[Path]     # the header whose .gch is beside it (None: not precompiled)
+
+
+def shared_folder(tc: Toolchain) -> Shared:
+    """The runner's main and the precompiled header for `tc`, built once
+    (under a lock: concurrent builds wait for the first).  A compiler that
+    cannot precompile the header only costs the time it saves."""
+    root = cache_root() / f"shared-{_shared_key(tc)}"
+    root.mkdir(parents=True, exist_ok=True)
+    header, main_obj = root / PCH_NAME, root / RUNNER_MAIN
+    gch = Path(f"{header}.gch")
+    with open(root / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if verified(root, main_obj, gch):
+            return Shared(main_obj, header)
+        if verified(root, main_obj):
+            return Shared(main_obj, None)
+        (root / "done").unlink(missing_ok=True)
+        gch.unlink(missing_ok=True)
+        main_src = resource_dir("runtime_c") / "tools" / "gsqlc_run_main.c"
+        log = run_all([runner_unit_command(tc, main_src, main_obj)], root)
+        header.write_text(pch_text())
+        cmd = pch_command(tc, header)
+        rc, out = _run_one(cmd, root)
+        (root / "build.log").write_text(log + " ".join(cmd) + "\n" + out)
+        built = rc == 0 and gch.exists()
+        mark_done(root, main_obj, *([gch] if built else []))
+        return Shared(main_obj, header if built else None)
+
+
+# ------------------------------------------------------------ a query set
+
+
+def build_set(src: Path, bdir: Path, lftas: Sequence[str], hftas: Sequence[str],
+              runtime: Path, lib_name: str, runner_name: str) -> str:
+    """Compile the generated units in `src` into bdir/lib_name (linked with
+    the runtime archive `runtime`) and the runner bdir/runner_name; the log.
+    The toolchain is the one CMake found for `runtime`."""
+    tc = Toolchain.read(runtime.parent / TOOLCHAIN_FILE)
+    shared = shared_folder(tc)
+    objdir = bdir / "objects"
+    objdir.mkdir(parents=True, exist_ok=True)
+    lib_units = [src / f for f in (*lftas, *hftas, "queryset.c")]
+    # the longest first (C++ before C, larger before smaller): the last to
+    # finish decides when the link starts
+    order = sorted(lib_units, key=lambda p: (p.suffix != ".cpp", -p.stat().st_size))
+    objs = {u: objdir / f"{u.name}.o" for u in lib_units}
+    sets_src, sets_obj = src / "runner_sets.c", objdir / "runner_sets.c.o"
+    compiles = [unit_command(tc, u, objs[u], shared.pch) for u in order]
+    compiles.append(runner_unit_command(tc, sets_src, sets_obj))
+    (bdir / "compile_commands.json").write_text(json.dumps(
+        [{"directory": str(bdir), "arguments": c, "file": c[-1], "output": c[-3]}
+         for c in compiles], indent=1))
+    log = run_all(compiles, bdir)
+    lib, exe = bdir / lib_name, bdir / runner_name
+    log += run_all([library_link_command(tc, lib, [objs[u] for u in lib_units], runtime)], bdir)
+    log += run_all([runner_link_command(tc, exe, [shared.runner_main, sets_obj], lib)], bdir)
+    return log
