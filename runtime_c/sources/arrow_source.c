@@ -459,39 +459,17 @@ static const gsq_csv_value *time_value(const arrow_reader *rd, const gsq_chunk *
 {
     size_t cap = ch->cap;
     int32_t ts = rd->time_slot;
-    const gsq_col *c;
-    const uint8_t *p;
+    int64_t c;
     if (ts < 0)
         return NULL;
-    c = &ch->slot_cols[ts];
-    if (!c->raw)
+    if (!ch->slot_cols[ts].raw)
         return ch->valid[(size_t)ts * cap + j] ? &ch->vals[(size_t)ts * cap + j] : NULL;
-    memset(tmp, 0, sizeof *tmp);
-    p = (const uint8_t *)c->raw;
-    switch (rd->cs.slot[ts].type) {
-    case GSQ_T_USHORT: {
-        uint16_t x;
-        memcpy(&x, p + 2u * j, 2);
-        tmp->u = x;
-        break;
-    }
-    case GSQ_T_UINT: case GSQ_T_IP: {
-        uint32_t x;
-        memcpy(&x, p + 4u * j, 4);
-        tmp->u = x;
-        break;
-    }
-    case GSQ_T_INT: {
-        int32_t x;
-        memcpy(&x, p + 4u * j, 4);
-        tmp->i = x;
-        break;
-    }
-    case GSQ_T_ULLONG: memcpy(&tmp->u, p + 8u * j, 8); break;
-    case GSQ_T_LLONG: memcpy(&tmp->i, p + 8u * j, 8); break;
-    default: memcpy(&tmp->f, p + 8u * j, 8); break;
-    }
-    return tmp;
+    /* a column read in place: its one value converted as any other */
+    c = rd->slot_col[ts];
+    return gsq_arrow_value(rd->batch.children[c], &rd->cols[c], rd->batch.offset + rd->row + j,
+                           rd->cs.slot[ts].type, tmp) == GSQ_AV_OK
+               ? tmp
+               : NULL;
 }
 
 /* Stamp row j of the chunk, as take_rows stamps a record. */

@@ -592,13 +592,11 @@ class Generator:
                 isinstance(x, ast.Call) for _, e in n.group_by for x in walk(e)) and all(
                 proto.fields[nm].source != "system" for _, e in n.group_by for nm in fields_of(e)):
             key_fields = list(dict.fromkeys(nm for _, e in n.group_by for nm in fields_of(e)))
-            prefetch_reads = [f"{proto.fields[nm].type.c_type} {field_var(nm)};"
-                              for nm in key_fields] + \
-                             [read_step(nm, "return;") for nm in key_fields]
+            key_decls = [f"{proto.fields[nm].type.c_type} {field_var(nm)};" for nm in key_fields]
+            prefetch_reads = key_decls + [read_step(nm, "return;") for nm in key_fields]
             col_reads = [col_read_step(nm, "return;") for nm in key_fields]
             if all(r is not None for r in col_reads):
-                col_prefetch_reads = prefetch_reads[:len(key_fields)] + \
-                    [r for r in col_reads if r is not None]
+                col_prefetch_reads = key_decls + [r for r in col_reads if r is not None]
         # The clock follows each record's arrival under the data clock: an
         # LFTA that reads it sets it back row by row over a chunk.
         reads_clock = any(_reads_clock(x) for e in [*n.where, *value_exprs, *hb_exprs]
