@@ -300,6 +300,25 @@ public:
         }
     }
 
+    // A hint that data tuple tup will be accepted soon: the slot of its group
+    // in its open epoch's table starts loading.  Changes nothing; only for
+    // keys that copy without allocating.
+    void prefetch(int input, const void *tup, uint32_t len)
+    {
+        (void)input;
+        if constexpr (std::is_trivially_copyable_v<key_type>) {
+            key_type k{};
+            if (!functor_.extract(tup, len, k))
+                return;
+            const epoch_type e = functor_.epoch_of(k);
+            for (size_t i = n_open_; i-- > 0;)
+                if (functor_.epoch_compare(open_[i].epoch, e) == 0) {
+                    open_[i].groups.prefetch(k);
+                    return;
+                }
+        }
+    }
+
     const groupby_stats &stats() const noexcept { return stats_; }
     // Groups of the open epochs (all of them).
     size_t open_groups() const noexcept { return open_groups_; }

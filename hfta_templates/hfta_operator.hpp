@@ -25,6 +25,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "gsq_runtime.h"
@@ -188,7 +189,32 @@ struct c_glue {
     }
 
     static void destroy(void *op) noexcept { std::unique_ptr<Op> owned(static_cast<Op *>(op)); }
+
+    static void prefetch(void *op, int input, const void *tup, uint32_t len) noexcept
+    {
+        try {
+            static_cast<Op *>(op)->prefetch(input, tup, len);
+        } catch (...) { // a hint: nothing to report
+        }
+    }
 };
+
+template <class Op, class = void>
+struct has_prefetch : std::false_type {};
+template <class Op>
+struct has_prefetch<Op, std::void_t<decltype(std::declval<Op &>().prefetch(0, nullptr, 0u))>>
+    : std::true_type {};
+
+// c_glue<Op>::prefetch when Op gives prefetch hints, else nullptr.
+template <class Op>
+constexpr auto prefetch_of() noexcept
+    -> void (*)(void *, int, const void *, uint32_t)
+{
+    if constexpr (has_prefetch<Op>::value)
+        return &c_glue<Op>::prefetch;
+    else
+        return nullptr;
+}
 
 } // namespace detail
 
@@ -205,7 +231,8 @@ constexpr gsq_hfta_def hfta_def_of(const char *name, const int (&in_streams)[N],
                         out_stream,
                         &detail::c_glue<Op>::create,
                         &detail::c_glue<Op>::accept,
-                        &detail::c_glue<Op>::destroy};
+                        &detail::c_glue<Op>::destroy,
+                        detail::prefetch_of<Op>()};
 }
 
 // The gsq_lfta_def.set_merge of operator Op (a merge whose number of inputs
@@ -221,7 +248,8 @@ constexpr gsq_hfta_def set_merge_def_of() noexcept
                         -1,
                         &detail::c_glue<Op>::create,
                         &detail::c_glue<Op>::accept,
-                        &detail::c_glue<Op>::destroy};
+                        &detail::c_glue<Op>::destroy,
+                        detail::prefetch_of<Op>()};
 }
 
 } // namespace gsq

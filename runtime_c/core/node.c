@@ -342,6 +342,10 @@ void gsq_deliver(gsq_run *r, gsq_node *h, int input, int kind, const void *tup, 
     h->hfta->accept(h->state, h, input, kind, tup, len);
 }
 
+/* Tuples of a run ahead of the one an HFTA accepts that it is given a
+ * prefetch hint for (gsq_hfta_def.prefetch). */
+#define GSQ_HFTA_PREFETCH 8u
+
 void gsq_dispatch_run(gsq_run *r, int stream, const uint8_t *first, size_t stride, uint32_t len,
                       uint32_t n)
 {
@@ -354,9 +358,16 @@ void gsq_dispatch_run(gsq_run *r, int stream, const uint8_t *first, size_t strid
     }
     st->n_data += n;
     if (st->subs[0].hfta) {
-        for (j = 0; j < n && !r->failed; j++)
-            gsq_deliver(r, st->subs[0].hfta, st->subs[0].input, GSQ_DATA,
-                        first + (size_t)j * stride, len);
+        gsq_node *h = st->subs[0].hfta;
+        int in = st->subs[0].input;
+        void (*pf)(void *, int, const void *, uint32_t) = h->hfta->prefetch;
+        for (j = 0; pf && j < GSQ_HFTA_PREFETCH && j < n; j++)
+            pf(h->state, in, first + (size_t)j * stride, len);
+        for (j = 0; j < n && !r->failed; j++) {
+            if (pf && j + GSQ_HFTA_PREFETCH < n)
+                pf(h->state, in, first + (size_t)(j + GSQ_HFTA_PREFETCH) * stride, len);
+            gsq_deliver(r, h, in, GSQ_DATA, first + (size_t)j * stride, len);
+        }
     } else {
         gsq_sink_write_run(r, st->subs[0].sink, &r->qs->streams[stream], first, stride, len, n);
     }

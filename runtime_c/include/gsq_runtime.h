@@ -301,6 +301,10 @@ typedef struct gsq_hfta_def {
     void (*accept)(void *op, gsq_node *node, int input, int kind,
                    const void *tup, uint32_t len);
     void (*destroy)(void *op);
+    /* May be NULL: a hint that data tuple tup will be accepted on `input`
+     * soon (the runtime gives it some tuples ahead of a run of them); it
+     * changes nothing.  Aggregations start loading the group's slot. */
+    void (*prefetch)(void *op, int input, const void *tup, uint32_t len);
 } gsq_hfta_def;
 
 typedef struct gsq_queryset_def {

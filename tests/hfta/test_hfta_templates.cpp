@@ -3137,6 +3137,94 @@ static void test_regex_error()
 
 #include "test_hfta_order.hpp"
 
+// A group-by whose key copies without allocating: prefetch hints apply.
+struct pod_flows_functor {
+    struct key_type {
+        uint32_t tb = 0;
+        uint32_t src = 0;
+    };
+    struct state_type {
+        uint64_t cnt = 0;
+    };
+    using epoch_type = uint32_t;
+    struct key_hash {
+        size_t operator()(const key_type &k) const { return k.tb * 31u + k.src; }
+    };
+    struct key_eq {
+        bool operator()(const key_type &a, const key_type &b) const { return a.tb == b.tb && a.src == b.src; }
+    };
+    explicit pod_flows_functor(gsq_node *) {}
+    bool extract(const void *tup, uint32_t len, key_type &key) const
+    {
+        tup_pkt t;
+        if (len < sizeof t)
+            return false;
+        std::memcpy(&t, tup, sizeof t);
+        key.tb = t.time / 60;
+        key.src = t.src;
+        return true;
+    }
+    epoch_type epoch_of(const key_type &key) const { return key.tb; }
+    int epoch_compare(const epoch_type &current, const epoch_type &e) const
+    {
+        return e > current ? 1 : (e < current ? -1 : 0);
+    }
+    void init(state_type &s, const void *, uint32_t) { s.cnt = 1; }
+    void update(state_type &s, const void *, uint32_t) { s.cnt += 1; }
+    void emit(gsq_node *node, const key_type &k, const state_type &s)
+    {
+        tup_flow out{};
+        out.tb = k.tb;
+        out.src = k.src;
+        out.cnt = s.cnt;
+        gsq_emit(node, GSQ_DATA, &out, sizeof out, nullptr, 0);
+    }
+};
+
+// gsq_hfta_def.prefetch: a hint that changes nothing -- the same output and
+// counters with hints given ahead of every tuple (and for tuples never sent);
+// operators without hints leave it NULL.
+static void test_groupby_prefetch_hint()
+{
+    constexpr static int inputs[] = {0};
+    const gsq_hfta_def def = gsq::hfta_def_of<gsq::groupby_op<pod_flows_functor>>("pf", inputs, 1);
+    CHECK(def.prefetch != nullptr);
+    constexpr static int inputs3[] = {0, 1, 2};
+    CHECK(gsq::hfta_def_of<gsq::merge_op<pkt_merge_functor<3>>>("m3", inputs3, 4).prefetch == nullptr);
+
+    std::vector<std::vector<unsigned char>> tuples;
+    uint32_t x = 12345;
+    for (uint32_t i = 0; i < 5000; ++i) {
+        x = x * 1103515245u + 12345u;
+        tuples.push_back(pkt(i / 20, (x >> 8) % 3000, "", 1));
+    }
+    gsq_node plain, hinted;
+    void *a = def.create(&plain);
+    void *b = def.create(&hinted);
+    for (size_t i = 0; i < tuples.size(); ++i) {
+        const auto &t = tuples[i];
+        def.accept(a, &plain, 0, GSQ_DATA, t.data(), static_cast<uint32_t>(t.size()));
+        if (i + 8 < tuples.size())
+            def.prefetch(b, 0, tuples[i + 8].data(), static_cast<uint32_t>(tuples[i + 8].size()));
+        auto never = pkt(i / 20 + 7, 99999, "", 1); // a later epoch's group, never sent
+        def.prefetch(b, 0, never.data(), static_cast<uint32_t>(never.size()));
+        def.prefetch(b, 0, t.data(), 3); // too short: ignored
+        def.accept(b, &hinted, 0, GSQ_DATA, t.data(), static_cast<uint32_t>(t.size()));
+    }
+    def.accept(a, &plain, 0, GSQ_EOF, nullptr, 0);
+    def.accept(b, &hinted, 0, GSQ_EOF, nullptr, 0);
+    CHECK(plain.out.size() > 3000);
+    CHECK_EQ(plain.out.size(), hinted.out.size());
+    bool same = true;
+    for (size_t i = 0; i < plain.out.size(); ++i)
+        same = same && plain.out[i].kind == hinted.out[i].kind && plain.out[i].fixed == hinted.out[i].fixed;
+    CHECK(same);
+    CHECK(std::memcmp(plain.counters, hinted.counters, sizeof plain.counters) == 0);
+    CHECK(std::memcmp(plain.peaks, hinted.peaks, sizeof plain.peaks) == 0);
+    def.destroy(a);
+    def.destroy(b);
+}
+
 int main()
 {
     test_regex();
@@ -3160,6 +3248,7 @@ int main()
     test_groupby_memory_across_epochs();
     test_groupby_immediate_policy();
     test_groupby_c_glue();
+    test_groupby_prefetch_hint();
     test_selection_heartbeat();
     test_groupby_heartbeat_closes_epoch();
     test_groupby_heartbeat_mid_flush();
