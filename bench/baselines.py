@@ -12,12 +12,14 @@ Engines:
            in memory; result materialised as an Arrow table  input: the parquet
   duckdb   DuckDB with its default thread count (all cores)
   polars   Polars lazy frame over the same Arrow table, collect() (all cores)
-  gsqlc_arrow  gsqlc's Python API over the same Arrow table: the query over
+  gsqlc_arrow1  gsqlc's Python API over the same Arrow table: the query over
            PROTOCOL PKTS (queries/arrow_q1.gsql, spark_q2.gsql), LFTA + HFTA
-           on one thread, result materialised as an Arrow table (compiled
-           before the clock starts; default LFTA table); the LFTAs read
-           chunks of columns (columnar=auto, the default)
-  gsqlc_arrow_rows  the same, the LFTAs a record at a time (columnar=off)
+           on one thread (threads=1), result materialised as an Arrow table
+           (compiled before the clock starts; default LFTA table); the LFTAs
+           read chunks of columns (columnar=auto, the default)
+  gsqlc_arrow  the same on all cores (threads: the default): the table cut
+           into a slice per core, each slice's LFTAs on a thread
+  gsqlc_arrow_rows  gsqlc_arrow1 with the LFTAs a record at a time (columnar=off)
 
 Every time is the best of GSQ_BENCH_REPEAT (default 3) runs, after `all` has
 read the files once into the page cache.  The in-process engines load only
@@ -46,7 +48,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 LOOP = HERE / "baseline_c" / "loop"
 COLUMNS = ["time", "srcIP", "destIP", "len", "protocol"]
-ENGINES = ["c", "duckdb1", "duckdb", "polars", "gsqlc_arrow", "gsqlc_arrow_rows"]
+ENGINES = ["c", "duckdb1", "duckdb", "polars", "gsqlc_arrow1", "gsqlc_arrow", "gsqlc_arrow_rows"]
 QUERIES = ["q1", "q2"]
 REPEAT = int(os.environ.get("GSQ_BENCH_REPEAT", "3"))
 
@@ -121,10 +123,10 @@ def compile_gsqlc_arrow(query):
     return gsqlc.compile([q], schema=HERE / "queries" / "packets_columns.txt")
 
 
-def run_gsqlc_arrow(table, query, keep=False, qs=None, columnar="auto"):
+def run_gsqlc_arrow(table, query, keep=False, qs=None, columnar="auto", threads=None):
     qs = qs or compile_gsqlc_arrow(query)
     t0 = time.perf_counter()
-    res = qs.table({"pkts": table}, columnar=columnar)
+    res = qs.table({"pkts": table}, columnar=columnar, threads=threads)
     dt = time.perf_counter() - t0
     return dt, res.num_rows, (res if keep else None)
 
@@ -191,10 +193,11 @@ def run_one(engine, query, file, repeat=REPEAT):
             runs.append(run_duckdb(table, query))
         elif engine == "polars":
             runs.append(run_polars(table, query))
-        elif engine in ("gsqlc_arrow", "gsqlc_arrow_rows"):
+        elif engine in ("gsqlc_arrow1", "gsqlc_arrow", "gsqlc_arrow_rows"):
             qs = qs or compile_gsqlc_arrow(query)
             runs.append(run_gsqlc_arrow(table, query, qs=qs,
-                                        columnar="off" if engine.endswith("_rows") else "auto"))
+                                        columnar="off" if engine.endswith("_rows") else "auto",
+                                        threads=None if engine == "gsqlc_arrow" else 1))
         else:
             raise SystemExit(f"unknown engine {engine}")
     dt, n = min(r[0] for r in runs), runs[0][1]

@@ -80,7 +80,7 @@ def main(argv=None) -> int:
             baselines.warm_cache(f)
         res = [run_gsqlc(query, pcap, args.repeat, args.packets),
                run_gsqlc(query, pcap, args.repeat, args.packets, reader="libpcap")]
-        for engine in ("c", "duckdb1", "duckdb", "polars", "gsqlc_arrow"):
+        for engine in ("c", "duckdb1", "duckdb", "polars", "gsqlc_arrow1", "gsqlc_arrow"):
             r = subprocess.run([sys.executable, str(HERE / "baselines.py"), engine, query, str(pcap)],
                                capture_output=True, text=True, check=True,
                                env={**__import__("os").environ, "GSQ_BENCH_REPEAT": str(args.repeat)})
@@ -100,7 +100,8 @@ def main(argv=None) -> int:
              "c": "hand-written C loop (pcap)",
              "duckdb1": "DuckDB, 1 thread (in memory)", "duckdb": "DuckDB, all threads (in memory)",
              "polars": "Polars (in memory)",
-             "gsqlc_arrow": "gsqlc Python API over Arrow (in memory, 1 thread)"}
+             "gsqlc_arrow1": "gsqlc Python API over Arrow (in memory, 1 thread)",
+             "gsqlc_arrow": "gsqlc Python API over Arrow (in memory, all threads)"}
     qname = {"q1": "Q1 filter+project", "q2": "Q2 count per (src,dst) per 60 s"}
     lines = [f"{args.packets / 1e6:g} M packets, best of {args.repeat}; throughput ratio = "
              "C-loop seconds / engine seconds.", "",

@@ -200,10 +200,11 @@ def test_baselines_agree(tmp_path):
         assert n1 == sum(want1.values()) and n2 == len(want2)
         assert _arrow_rows(r1, ["time", "srcIP", "destIP", "len"]) == want1
         assert _arrow_rows(r2, ["tb", "srcIP", "destIP", "cnt"]) == want2
-    _, n1, r1 = baselines.run_gsqlc_arrow(tbl, "q1", keep=True)
-    _, n2, r2 = baselines.run_gsqlc_arrow(tbl, "q2", keep=True)
-    assert _arrow_rows(r1, ["time", "srcIP", "destIP", "len"]) == want1
-    assert _arrow_rows(r2, ["tb", "srcIP", "destIP", "cnt"]) == want2
+    for threads in (1, 3):
+        _, n1, r1 = baselines.run_gsqlc_arrow(tbl, "q1", keep=True, threads=threads)
+        _, n2, r2 = baselines.run_gsqlc_arrow(tbl, "q2", keep=True, threads=threads)
+        assert _arrow_rows(r1, ["time", "srcIP", "destIP", "len"]) == want1
+        assert _arrow_rows(r2, ["tb", "srcIP", "destIP", "cnt"]) == want2
     _, n1, r1 = baselines.run_polars(tbl, "q1", keep=True)
     _, n2, r2 = baselines.run_polars(tbl, "q2", keep=True)
     assert _arrow_rows(r1.to_arrow(), ["time", "srcIP", "destIP", "len"]) == want1

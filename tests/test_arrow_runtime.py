@@ -422,3 +422,33 @@ def test_column_at_a_time_conversion_matches_a_row_reference(lib):
 
 def test_columnar_lftas_equal_the_row_path(lib):
     A.scenario_columnar_lftas(lib)
+
+
+@pytest.mark.parametrize("chunk", [1000, 97])
+def test_injected_runs_keep_order_and_reject_rows_alone(lib, chunk):
+    """A stream without strings is taken many rows at a time; a null row, a
+    null value or a value out of range in such a run is rejected alone (and
+    numbered as a row at a time would), the run's other rows kept in order."""
+    n = 1000
+    times = list(range(1_000_000, 1_000_000 + n))
+    times[700] = -1                                   # out of range for uint
+    src = [0x0A000000 + i for i in range(n)]
+    src[300] = None                                   # a null value
+    st = pa.StructArray.from_arrays(
+        [pa.array(times, pa.int64()), pa.array(src, pa.uint32())], names=["time", "srcIP"],
+        mask=pa.array([i == 500 for i in range(n)]))  # row 501 null as a whole
+    t = pa.Table.from_batches([pa.RecordBatch.from_struct_array(st)])
+    r = Run(lib)
+    r.inject("pk_q", t, max_chunksize=chunk)
+    r.sink("pk_q")
+    res = r.run()
+    assert res.rc == 0, res
+    got = res.table("pk_q")
+    keep = [i for i in range(n) if i not in (300, 500, 700)]
+    assert got.column("time").to_pylist() == [times[i] for i in keep]
+    assert got.column("srcIP").to_pylist() == [src[i] for i in keep]
+    assert res.stats["injected"][0]["rows_read"] == n
+    assert res.stats["injected"][0]["rows_rejected"] == 3
+    assert "row 301: column srcIP: null" in res.report
+    assert "row 701: column time: -1 is out of range for uint" in res.report
+    assert "row 501" in res.report

@@ -24,7 +24,7 @@ from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 from .errors import RunError, UsageError
 from .pipeline import Compiled, CompileOptions, QuerySet, check_plan_options, compile_queries
 from .planner.plan import TABLE_WAYS
-from .runtime import runner
+from .runtime import parallel, runner
 from .runtime.bindings import (
     ARROW,
     as_record_batch_reader,
@@ -114,7 +114,8 @@ class CompiledQuerySet:
             time_unit: Optional[Mapping[str, str]] = None,
             csv_separator: str = ",", csv_strict: bool = False, stall_intervals: int = 3,
             trace: Optional[PathLike] = None, batch_rows: int = 65536,
-            strings: str = "str", columnar: str = "auto") -> "Run":
+            strings: str = "str", columnar: str = "auto",
+            threads: Optional[int] = None) -> "Run":
         """Run over `sources` ({interface: URI | Arrow data | list of those for
         an interface set}); iterate the result for pyarrow RecordBatches of
         `output` (a query name; default: the only output query).  With a list
@@ -133,7 +134,18 @@ class CompiledQuerySet:
         under clock='data').
         columnar: 'auto' runs the LFTAs over Arrow data a chunk of columns at
         a time (when none reads the clock); 'off' forces the row path (the
-        same results: for comparisons and benchmarks)."""
+        same results: for comparisons and benchmarks).
+        threads: how many threads run the LFTAs over Arrow data held in
+        memory (a Table, RecordBatch or DataFrame): each thread reads a
+        contiguous slice of the rows with tables of its own, the HFTAs merge
+        their partials (gsqlc.runtime.parallel).  Default: the machine's
+        cores, each slice at least 131,072 rows; 1 runs on one thread.  The
+        results are the one thread's; .stats["threads"] says how the run was
+        split, or why not (file sources, live feeds, time bounds, the data
+        clock and queries reading the clock run on one thread)."""
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
+                                    or threads < 1):
+            raise UsageError(f"threads must be a positive integer, got {threads!r}")
         if strings not in ("str", "bytes"):
             raise UsageError(f"strings must be 'str' or 'bytes', got {strings!r}")
         if not isinstance(batch_rows, int) or batch_rows < 1:
@@ -176,8 +188,36 @@ class CompiledQuerySet:
                     # batch's results before awaiting the next
                     opts["arrow_flush"] = "1"
         file_bindings = [(i, u) for i, u in bindings.sources if u != ARROW]
+        split = parallel.plan_split(
+            qs.plan, {i: arrow[i] for i in readers},
+            {i: [n.name for n in ns] for i, ns in bindings.readers.items()},
+            bool(file_bindings), _multi_member(set_members), opts, names, threads)
+        if split.used > 1:
+            return self._split_run(split, bindings, names, opts, params, batch_rows, strings,
+                                   pairs, set_members)
         return Run(self.compiled.library, file_bindings, readers, [], names, opts, params,
-                   batch_rows, strings, pairs, set_members=set_members)
+                   batch_rows, strings, pairs, set_members=set_members,
+                   extra_stats={"threads": split.info()})
+
+    def _split_run(self, split, bindings, names, opts, params, batch_rows, strings, pairs,
+                   set_members):
+        """run() over threads (gsqlc.runtime.parallel): the LFTAs each
+        sliced interface's bindings name, their outputs into the HFTAs' run."""
+        from .planner.nodes import HftaNode
+        from .runtime.arrow_types import stream_schema
+        plan = self.compiled.queryset.plan
+        needed = parallel.needed_nodes(plan, names)
+        by_name = {n.name: n for n in needed}
+        lftas = {iface: [(n.name, stream_schema(by_name[n.name].output, "bytes"))
+                         for n in readers if n.name in by_name]
+                 for iface, readers in bindings.readers.items() if iface in split.slices}
+        make_final = None
+        if any(isinstance(n, HftaNode) for n in needed):
+            def make_final(streams):
+                return Run(self.compiled.library, [], {}, [], names, opts, params, batch_rows,
+                           strings, pairs, streams=streams)
+        return parallel.SplitRun(self.compiled.library, split, lftas, names, opts, params,
+                                 batch_rows, strings, pairs, make_final, set_members)
 
     def table(self, sources=None, output=None, **kw):
         """run() gathered into one pyarrow.Table (of `output`)."""
@@ -189,6 +229,13 @@ class CompiledQuerySet:
         name = r.outputs[0]
         schema = self.output_schema(name, kw.get("strings", "str"))
         return pa.Table.from_batches(batches, schema=schema)
+
+
+def _multi_member(members: Sequence[tuple[str, str]]) -> bool:
+    """Whether some interface set of these (set, member) pairs has several
+    members (a single bound interface is the default set's one member)."""
+    sets = [s for s, _ in members]
+    return len(sets) != len(set(sets))
 
 
 def time_bounds(out_of_order: Optional[Mapping[str, float]] = None,
@@ -293,9 +340,10 @@ class Run:
 
     def __init__(self, library: Path, bindings, readers, file_sinks, outputs, options,
                  params, batch_rows: int, strings: str, pairs: bool, streams=None,
-                 set_members=()):
+                 set_members=(), extra_stats: Optional[dict] = None):
         self.library = library
         self._set_members = list(set_members)   # (set, member): gsqlc_add_set_member
+        self._extra_stats = dict(extra_stats or {})
         self.outputs = outputs
         self.stats: dict = {}
         self.report: str = ""
@@ -372,5 +420,6 @@ class Run:
             raise self._exc
         res = self._result
         self.stats, self.report = res.stats, res.report
+        self.stats.update(self._extra_stats)
         if res.status != 0:
             raise RunError(res.error + (("\n" + res.report) if res.report else ""))

@@ -92,11 +92,6 @@ def _plain(e: ast.Expr) -> bool:
     return isinstance(e, (FieldRef, ast.Param, ast.Unary, ast.InList))
 
 
-def _reads_clock(e: ast.Expr) -> bool:
-    f = catalog.lookup_scalar(e.name) if isinstance(e, ast.Call) else None
-    return f is not None and f.emit == "clock"
-
-
 # Types whose Arrow column may be read as it is (gsq_col.raw).
 _COL_RAW = {Type.USHORT, Type.UINT, Type.INT, Type.ULLONG, Type.LLONG, Type.FLOAT, Type.IP}
 _RAW_CTYPE = {t.code: (t.c_type if t in _COL_RAW else None) for t in Type}
@@ -599,7 +594,7 @@ class Generator:
                 col_prefetch_reads = key_decls + [r for r in col_reads if r is not None]
         # The clock follows each record's arrival under the data clock: an
         # LFTA that reads it sets it back row by row over a chunk.
-        reads_clock = any(_reads_clock(x) for e in [*n.where, *value_exprs, *hb_exprs]
+        reads_clock = any(catalog.reads_clock(x) for e in [*n.where, *value_exprs, *hb_exprs]
                           for x in walk(e)) or any(proto.fields[nm].source == "system"
                                                    for nm in unpacked)
         p_decls, p_init = param_inits(n.params, lambda p: f"st->p_{c_identifier(p)}",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from ..frontend import ast
 from .types import Type
 
 # Argument classes used in signatures.
@@ -173,6 +174,13 @@ _agg(Aggregate("Xor_Aggr", _bitwise, (AggComponent("xor", "arg"),),
 
 def lookup_scalar(name: str) -> Optional[ScalarFunction]:
     return SCALARS.get(name.lower())
+
+
+def reads_clock(e: ast.Expr) -> bool:
+    """Whether e is a call of a function that reads the run's clock
+    (get_system_time and its kind)."""
+    f = lookup_scalar(e.name) if isinstance(e, ast.Call) else None
+    return f is not None and f.emit == "clock"
 
 
 def lookup_aggregate(name: str) -> Optional[Aggregate]:

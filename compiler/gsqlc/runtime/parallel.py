@@ -1,0 +1,567 @@
+"""A run over in-memory Arrow data on several threads.
+
+Each Arrow source held in memory is cut into contiguous row ranges (slices).
+The LFTAs of each slice run on a thread of their own -- a run of the library
+with its own aggregation tables, whose outputs are the LFTA streams -- and
+one more run, the HFTAs', reads those streams: each LFTA stream is its
+slices' outputs concatenated in slice order, handed over as the slices
+produce them.  A super-aggregate merges the partials of every slice as it
+merges the partials an LFTA ejects (the split Spark's tasks use too).  When
+every output asked for is an LFTA's, the slices' batches are the result, in
+slice order, and no HFTA run is needed.
+
+Results equal one thread's.  A selection is stateless, and the concatenated
+outputs of its slices are its one-thread output.  An LFTA aggregation
+decides what is late by the largest temporal value it has seen: a slice
+starts only at a *clean* boundary, where no earlier row's temporal value is
+greater than a later row's (smaller, for a decreasing attribute), so every
+row meets the same decision it meets on one thread; boundaries are searched
+near the even cuts, and where none is near there are fewer slices.  A run
+this cannot be said of -- a query reading the clock, time bounds or a data
+clock (heartbeats that follow the data), interface sets, file sources or a
+live Arrow feed -- runs on one thread; stats["threads"] says which and why.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+import queue
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
+
+from ..errors import RunError
+from ..frontend import ast
+from ..planner.nodes import HftaAggregate, LftaAggregate, LftaNode
+from ..semantics import catalog
+from ..semantics.types import Temporal
+from . import runner
+
+# the automatic thread count gives each slice at least this many rows
+AUTO_MIN_ROWS = 1 << 17
+# a clean boundary is searched this many rows at a time, this many times,
+# from each even cut
+_WINDOW = 1 << 16
+_WINDOWS = 16
+# options a split run accepts (any other, e.g. a time bound, keeps one thread)
+_SPLIT_OPTIONS = {"clock", "csv_separator", "csv_strict", "heartbeat_interval",
+                  "stall_intervals", "columnar", "batch"}
+
+
+def machine_threads() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+@dataclass
+class Split:
+    """How a run is split.  used == 1 (and reason set) when it is not:
+    slices[iface] are then empty.  Otherwise slices[iface] are `used`
+    contiguous pyarrow Tables of interface iface's data and offsets[iface]
+    their first rows."""
+    requested: int
+    used: int = 1
+    reason: str = ""
+    slices: dict[str, list] = field(default_factory=dict)
+    offsets: dict[str, list[int]] = field(default_factory=dict)
+
+    def info(self) -> dict[str, Any]:
+        return {"requested": self.requested, "used": self.used,
+                "reason": self.reason or None,
+                "slices": {i: [t.num_rows for t in s] for i, s in self.slices.items()}}
+
+
+def _exprs(x: Any) -> Iterator[ast.Expr]:
+    """Every expression of a query's syntax tree."""
+    if isinstance(x, ast.Expr):
+        yield x
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        for f in dataclasses.fields(x):
+            if f.name != "span":
+                yield from _exprs(getattr(x, f.name))
+    elif isinstance(x, (list, tuple)):
+        for y in x:
+            yield from _exprs(y)
+    elif isinstance(x, dict):
+        for y in x.values():
+            yield from _exprs(y)
+
+
+def _reads_clock(nodes: Sequence) -> Optional[str]:
+    """The name of a query of these plan nodes that reads the run's clock (a
+    function of the clock, or a PROTOCOL field of the system's), or None."""
+    for n in nodes:
+        system = {name for name, f in n.protocol.fields.items()
+                  if f.source == "system"} if isinstance(n, LftaNode) else set()
+        if isinstance(n, LftaNode) and any(f.required for f in n.protocol.fields.values()
+                                           if f.source == "system"):
+            return n.query.name
+        for x in _exprs(n.query.query):
+            if catalog.reads_clock(x) or (isinstance(x, ast.ColumnRef) and x.name in system):
+                return n.query.name
+    return None
+
+
+def needed_nodes(plan, outputs: Sequence[str]) -> list:
+    """The plan's nodes the outputs depend on, in plan order."""
+    by_name = {n.name: n for n in plan.nodes}
+    need: set[str] = set()
+    todo = list(outputs)
+    while todo:
+        s = todo.pop()
+        if s in need or s not in by_name:
+            continue
+        need.add(s)
+        todo.extend(by_name[s].inputs)
+    return [n for n in plan.nodes if n.name in need]
+
+
+def _column(table, name: str):
+    """The column of `table` a PROTOCOL field reads (the runtime's rule:
+    the exact name, else ignoring case), or None."""
+    names = table.column_names
+    if name in names:
+        return table.column(name)
+    low = [c for c in names if c.lower() == name.lower()]
+    return table.column(low[0]) if low else None
+
+
+def _clean_boundary(cols: list[tuple[Any, bool]], start: int, n: int) -> Optional[int]:
+    """The first row b >= start (b < n) where every temporal column is clean:
+    max(col[:b]) <= min(col[b:]) (increasing; the reverse for decreasing), or
+    None if none is within _WINDOWS windows."""
+    import numpy as np
+    import pyarrow.compute as pc
+    b0 = start
+    for _ in range(_WINDOWS):
+        if b0 >= n:
+            return None
+        w = min(_WINDOW, n - b0)
+        ok = np.ones(w, dtype=bool)
+        for col, increasing in cols:
+            head = pc.max(col.slice(0, b0)) if increasing else pc.min(col.slice(0, b0))
+            tail_rest = col.slice(b0 + w)
+            rest = (pc.min(tail_rest) if increasing else pc.max(tail_rest)).as_py() \
+                if len(tail_rest) else None
+            win = col.slice(b0, w).to_numpy(zero_copy_only=False)
+            sign = 1 if increasing else -1
+            v = win.astype(np.float64) * sign
+            before = np.empty(w, dtype=np.float64)     # largest value before row b0 + j
+            before[0] = -np.inf if head.as_py() is None else sign * float(head.as_py())
+            if w > 1:
+                before[1:] = np.maximum(before[0], np.maximum.accumulate(v)[:-1])
+            after = np.minimum.accumulate(v[::-1])[::-1]  # smallest value from row b0 + j
+            if rest is not None:
+                after = np.minimum(after, sign * float(rest))
+            ok &= before <= after
+        hits = np.flatnonzero(ok)
+        if len(hits):
+            return b0 + int(hits[0])
+        b0 += w
+    return None
+
+
+def plan_split(plan, arrow: Mapping[str, Any], readers: Mapping[str, Sequence[str]],
+               has_files: bool, has_sets: bool, options: Mapping[str, str],
+               outputs: Sequence[str], threads: Optional[int]) -> Split:
+    """How a run of `plan` over these sources splits (see the module's
+    docstring).  arrow: the Arrow data bound to each interface; readers: the
+    LFTAs reading each bound interface; threads None is the machine's cores,
+    each slice then at least AUTO_MIN_ROWS rows."""
+    from .bindings import in_memory
+    want = machine_threads() if threads is None else threads
+    sp = Split(want)
+    if want <= 1:
+        sp.reason = "one thread asked for"
+        return sp
+    if has_files:
+        sp.reason = "a file source is read on one thread (the split is over Arrow data in memory)"
+        return sp
+    if has_sets:
+        sp.reason = "an interface set is read on one thread"
+        return sp
+    if not arrow:
+        sp.reason = "no Arrow source"
+        return sp
+    for iface, obj in arrow.items():
+        if not in_memory(obj):
+            sp.reason = (f"source {iface or 'default'} is a reader or iterator, read as it comes "
+                         "on one thread")
+            return sp
+    for k, v in options.items():
+        if k not in _SPLIT_OPTIONS or (k == "clock" and v == "data"):
+            what = "clock=data" if k == "clock" else f"option {k}"
+            sp.reason = f"{what}: time bounds and the data clock keep a run on one thread"
+            return sp
+    nodes = needed_nodes(plan, outputs)
+    q = _reads_clock(nodes)
+    if q is not None:
+        sp.reason = f"query {q} reads the clock"
+        return sp
+    consumers: dict[str, list] = {}
+    for n in nodes:
+        for s in n.inputs:
+            consumers.setdefault(s, []).append(n)
+    for n in nodes:
+        if isinstance(n, LftaAggregate) and (n.name in outputs or not all(
+                isinstance(r, HftaAggregate) for r in consumers.get(n.name, []))):
+            sp.reason = f"the LFTA aggregation {n.name} is read as it is (no HFTA merges it)"
+            return sp
+    tables = {}
+    for iface, obj in arrow.items():
+        import pyarrow as pa
+        if isinstance(obj, pa.RecordBatch):
+            obj = pa.Table.from_batches([obj])
+        elif not isinstance(obj, pa.Table):
+            obj = pa.Table.from_pandas(obj, preserve_index=False)
+        tables[iface] = obj
+    rows = min(t.num_rows for t in tables.values())
+    used = min(want, rows) if threads is not None else min(want, rows // AUTO_MIN_ROWS)
+    if used <= 1:
+        sp.reason = f"{rows} rows: too few to split"
+        return sp
+    for iface, t in tables.items():
+        cols = []
+        for n in nodes:
+            if isinstance(n, LftaAggregate) and n.name in readers.get(iface, ()):
+                for f in n.protocol.fields.values():
+                    if f.temporal in (Temporal.INCREASING, Temporal.DECREASING):
+                        c = _column(t, f.name)
+                        if c is not None:
+                            cols.append((c, f.temporal == Temporal.INCREASING))
+        if any(c.null_count for c, _ in cols):
+            sp.reason = f"source {iface or 'default'}: a temporal column has nulls"
+            return sp
+        cuts = [0]
+        for k in range(1, used):
+            target = max(k * t.num_rows // used, cuts[-1] + 1)
+            b = _clean_boundary(cols, target, t.num_rows) if cols else target
+            if b is not None and b > cuts[-1] and b < t.num_rows:
+                cuts.append(b)
+        cuts.append(t.num_rows)
+        sp.offsets[iface] = cuts[:-1]
+        sp.slices[iface] = [t.slice(a, b - a) for a, b in zip(cuts, cuts[1:])]
+    used = min(len(s) for s in sp.slices.values())
+    if used <= 1:
+        sp.reason = "no clean boundary: the temporal columns are out of order throughout"
+        sp.slices, sp.offsets = {}, {}
+        return sp
+    # every interface is cut into the same number of slices (the fewest found)
+    for iface in list(sp.slices):
+        s, o = sp.slices[iface], sp.offsets[iface]
+        if len(s) > used:
+            import pyarrow as pa
+            s[used - 1] = pa.concat_tables(s[used - 1:])
+            del s[used:], o[used:]
+    sp.used = used
+    return sp
+
+
+# ------------------------------------------------------------ running
+
+
+_DONE = object()
+
+
+def shift_rows(text: str, iface: str, offset: int) -> str:
+    """Row numbers of a slice's messages about its Arrow source made the
+    whole input's (the slice starts at row `offset` + 1)."""
+    if not offset:
+        return text
+    pat = re.compile(r"(arrow:" + re.escape(iface) + r": row )(\d+)")
+    return pat.sub(lambda m: m.group(1) + str(int(m.group(2)) + offset), text)
+
+
+class SplitRun:
+    """A run split over threads (the module's docstring); iterated and used
+    like api.Run.  final: the HFTA run made by make_final(streams) from
+    readers of the LFTA streams, None when every output is an LFTA's."""
+
+    def __init__(self, library, split: Split, lfta_streams: dict[str, list[tuple[str, Any]]],
+                 outputs: list[str], options: Mapping[str, str], params: Mapping[str, str],
+                 batch_rows: int, strings: str, pairs: bool,
+                 make_final: Optional[Callable[[dict], Any]],
+                 set_members: Sequence[tuple[str, str]] = ()):
+        self.library = library
+        self.split = split
+        self.outputs = outputs
+        self.stats: dict = {}
+        self.report: str = ""
+        self._lfta = lfta_streams            # iface -> [(stream, raw schema)]
+        self._options = dict(options)
+        self._params = dict(params)
+        self._batch_rows = batch_rows
+        self._strings = strings
+        self._pairs = pairs
+        self._make_final = make_final
+        self._set_members = list(set_members)    # one member each (plan_split)
+        self._final = None
+        self._queues: dict[tuple[str, int], queue.Queue] = {}
+        self._results: dict[tuple[str, int], runner.RunResult] = {}
+        self._errors: list[BaseException] = []
+        self._handles: list[runner.RunHandle] = []
+        self._threads: list[threading.Thread] = []
+        self._started = False
+
+    # -- the slices' runs
+    def _slice(self, iface: str, k: int, handle: runner.RunHandle) -> None:
+        table = self.split.slices[iface][k]
+        streams = [s for s, _ in self._lfta[iface]]
+
+        def deliver(stream: str, batch) -> bool:
+            self._queues[(stream, k)].put(batch)
+            return True
+        try:
+            res = runner.run_library(self.library, [], [], self._options, self._params,
+                                     arrow_sources={iface: table.to_reader()},
+                                     arrow_sinks=[(s, deliver) for s in streams],
+                                     batch_rows=self._batch_rows, cancel=handle,
+                                     set_members=self._set_members)
+            self._results[(iface, k)] = res
+            if res.status != 0:
+                msg = shift_rows(res.error, iface, self.split.offsets[iface][k])
+                raise RunError(msg + (("\n" + res.report) if res.report else ""))
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer
+            self._errors.append(e)
+            for h in self._handles:
+                h.cancel()
+        finally:
+            for s in streams:
+                self._queues[(s, k)].put(_DONE)
+
+    def _start(self) -> None:
+        n = self.split.used
+        work = []
+        for k in range(n):
+            for iface, streams in self._lfta.items():
+                for s, _ in streams:
+                    self._queues[(s, k)] = queue.Queue()
+                work.append((iface, k))
+        pending: "queue.SimpleQueue" = queue.SimpleQueue()
+        for w in work:                 # slice order: the first slices first
+            pending.put(w)
+        self._handles = [runner.RunHandle() for _ in work]
+        handle_of = dict(zip(work, self._handles))
+
+        def worker() -> None:
+            while True:
+                try:
+                    iface, k = pending.get_nowait()
+                except queue.Empty:
+                    return
+                self._slice(iface, k, handle_of[(iface, k)])
+        self._threads = [threading.Thread(target=worker, name=f"gsqlc-slice-{i}", daemon=True)
+                         for i in range(min(n, len(work)))]
+        for t in self._threads:
+            t.start()
+
+    def _batches_of(self, stream: str, k: int) -> Iterator:
+        """Slice k's batches of a stream, as they come."""
+        q = self._queues[(stream, k)]
+        while True:
+            b = q.get()
+            if b is _DONE:
+                break
+            yield b
+        if self._errors:
+            raise self._errors[0]
+
+    def _batches(self, stream: str) -> Iterator:
+        """A stream's batches, slice after slice, as they come."""
+        for k in range(self.split.used):
+            yield from self._batches_of(stream, k)
+
+    def _reader(self, stream: str, schema):
+        import pyarrow as pa
+        return pa.RecordBatchReader.from_batches(schema, self._batches(stream))
+
+    def __iter__(self) -> Iterator:
+        if self._started:
+            raise RuntimeError("a Run can be iterated once; call run() again")
+        self._started = True
+        from .arrow_types import finish_batch
+        self._start()
+        try:
+            if self._make_final is None:
+                for k in range(self.split.used):
+                    for iface, streams in self._lfta.items():
+                        for s, _ in streams:
+                            if s not in self.outputs:
+                                continue
+                            for b in self._batches_of(s, k):
+                                b = finish_batch(b, self._strings)
+                                yield (s, b) if self._pairs else b
+            else:
+                self._final = self._make_final(
+                    {s: self._reader(s, sch) for ss in self._lfta.values() for s, sch in ss})
+                final = iter(self._final)
+                try:
+                    for item in final:
+                        yield item
+                except RunError:
+                    if self._errors:
+                        raise self._errors[0] from None
+                    raise
+                finally:
+                    # slices first: the HFTA run may be waiting for their rows
+                    for h in self._handles:
+                        h.cancel()
+                    final.close()   # type: ignore[attr-defined]
+        finally:
+            for h in self._handles:
+                h.cancel()
+            for t in self._threads:
+                t.join()
+        if self._errors:
+            raise self._errors[0]
+        self._finish()
+
+    def cancel(self) -> None:
+        """End the run as at end of input (see api.Run.cancel)."""
+        for h in self._handles:
+            h.cancel()
+        if self._final is not None:
+            self._final.cancel()
+
+    def _finish(self) -> None:
+        parts = [(iface, k, self._results[(iface, k)]) for iface, k in sorted(
+            self._results, key=lambda x: (x[1], x[0]))]
+        final = self._final
+        self.stats = merge_stats([(i, r.stats) for i, _, r in parts],
+                                 final.stats if final is not None else None, self.split.info(),
+                                 [s for ss in self._lfta.values() for s, _ in ss])
+        reports = [shift_rows(r.report, i, self.split.offsets[i][k]) for i, k, r in parts]
+        if final is not None:
+            reports.append(final.report)
+        self.report = merge_reports(reports)
+        for src in self.stats.get("sources", []):
+            # "N of M rows rejected": M is every slice's rows, not only those
+            # of the slices that rejected some
+            pat = re.compile(r"^(gsqlc: arrow:" + re.escape(src["iface"]) + r": \d+ of )\d+",
+                             re.M)
+            self.report = pat.sub(lambda m: m.group(1) + str(src["records_read"]), self.report)
+
+
+# ------------------------------------------------------------ stats and reports
+
+
+_SUM = {"records_read", "rows_read", "rows_rejected", "values_coerced", "bytes_read",
+        "time_unreadable", "held_back", "tuples", "heartbeats", "joint_heartbeats",
+        "late_dropped", "lfta_ejections", "field_unavailable", "skew_dropped", "batches",
+        "bytes", "heartbeat_rows", "tuples_written", "heartbeat_ticks",
+        "heartbeat_ticks_skipped", "events_dropped", "traces_written"}
+_ANY = {"truncated", "interrupted", "running"}
+_ALL = {"ok", "columnar"}
+
+
+def _combine(a: dict, b: dict) -> dict:
+    """Two parts' stats entries of one thing as one: counts added, high
+    waters the larger, flags joined; the rest is the first part's."""
+    out = dict(a)
+    for k, v in b.items():
+        if k not in a:
+            out[k] = v
+        elif k in _SUM and isinstance(v, int) and isinstance(a[k], int):
+            out[k] = a[k] + v
+        elif ("high_water" in k or k.startswith("peak_")) and isinstance(v, int):
+            out[k] = max(a[k], v)
+        elif k in _ANY:
+            out[k] = bool(a[k]) or bool(v)
+        elif k in _ALL:
+            out[k] = bool(a[k]) and bool(v)
+    return out
+
+
+_KEYS = {"sources": "iface", "streams": "name", "nodes": "name", "sinks": "query"}
+
+
+def _combine_lists(parts: list[list[dict]], key: str) -> list[dict]:
+    out: dict[Any, dict] = {}
+    for entries in parts:
+        for e in entries:
+            k = e.get(key)
+            out[k] = _combine(out[k], e) if k in out else copy.deepcopy(e)
+    return list(out.values())
+
+
+def merge_stats(parts: list[tuple[str, dict]], final: Optional[dict], info: dict,
+                lfta_streams: Sequence[str] = ()) -> dict:
+    """The stats of a split run: its slices' runs (parts, in slice order)
+    and the HFTA run (final, None without one, which read lfta_streams
+    from the slices) as one run's."""
+    slices = [s for _, s in parts if s]
+    merged: dict = {}
+    for s in slices:
+        top = {k: v for k, v in s.items() if not isinstance(v, list)}
+        merged = _combine(merged, top) if merged else top
+    for name, key in _KEYS.items():
+        merged[name] = _combine_lists([s.get(name, []) for s in slices], key)
+    for k in ("events",):
+        merged[k] = [e for s in slices for e in s.get(k, [])]
+    if final is not None:
+        lfta_nodes = {e["name"] for e in merged["nodes"] if e.get("kind") == "lfta"}
+        out = copy.deepcopy(final)
+        out["ok"] = bool(final.get("ok")) and bool(merged.get("ok", True))
+        out["interrupted"] = bool(final.get("interrupted")) or bool(merged.get("interrupted"))
+        out["sources"] = merged["sources"]
+        out["streams"] = [next(m for m in merged["streams"] if m["name"] == e["name"])
+                          if e["name"] in lfta_streams else e for e in final.get("streams", [])]
+        out["nodes"] = [next(m for m in merged["nodes"] if m["name"] == e["name"])
+                        if e["name"] in lfta_nodes else e for e in final.get("nodes", [])]
+        out["injected"] = []
+        out["events"] = merged["events"] + list(final.get("events", []))
+        merged = out
+    merged["threads"] = info
+    return merged
+
+
+_DESCRIBED = re.compile(r"^gsqlc: arrow:[^:]*: row \d+")
+# the counts of a report line: numbers right after ": " or " of " (the
+# "3 of 50 rows rejected", "7 tuples arrived later", ...); other numbers
+# (a column, a clock) are part of the line's text
+_COUNT = re.compile(r"(?:(?<=: )|(?<= of ))\d+(?![\w.])")
+_FIRST_ONES = "; the first ones:"
+_MAX_DESCRIBED = 10   # GSQ_MAX_DESCRIBED: malformed rows described per source
+
+
+def merge_reports(reports: list[str]) -> str:
+    """The slices' and the HFTA run's reports as one run's.  Lines that
+    differ only in their counts are one line with the counts added (the
+    n-th such line of each report, as the runs' reports list the same
+    things in the same order); the malformed rows described follow the line
+    that counts them, in order, at most _MAX_DESCRIBED of them."""
+    order: list[tuple[str, int]] = []
+    sums: dict[tuple[str, int], list[int]] = {}
+    described: dict[tuple[str, int], list[str]] = {}
+    for rep in reports:
+        seen: dict[str, int] = {}
+        last: Optional[tuple[str, int]] = None
+        for line in rep.splitlines():
+            if _DESCRIBED.match(line) and last is not None:
+                described.setdefault(last, []).append(line)
+                continue
+            text = _COUNT.sub("\0", line.replace(_FIRST_ONES, ":"))
+            key = (text, seen.get(text, 0))
+            seen[text] = key[1] + 1
+            counts = [int(x) for x in _COUNT.findall(line)]
+            if key not in sums:
+                order.append(key)
+                sums[key] = counts
+            else:
+                sums[key] = [a + b for a, b in zip(sums[key], counts)]
+            last = key
+    out = []
+    for key in order:
+        it = iter(sums[key])
+        line = re.sub("\0", lambda m: str(next(it)), key[0])
+        rows = described.get(key, [])[:_MAX_DESCRIBED]
+        if rows and line.endswith(":") and sums[key] and sums[key][0] > len(rows):
+            line = line[:-1] + _FIRST_ONES
+        out.append(line)
+        out.extend(rows)
+    return "".join(x + "\n" for x in out)
