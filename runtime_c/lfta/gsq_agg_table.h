@@ -237,8 +237,10 @@ GSQ_AGG_HOT unsigned char *gsq_agg_bucket(const gsq_agg_table *t, const gsq_agg_
 GSQ_AGG_HOT void gsq_agg_prefetch(const gsq_agg_table *t, const gsq_agg_shape *sh, uint64_t h)
 {
     const unsigned char *b = gsq_agg_bucket(t, sh, h);
+    const unsigned char *end = b + (size_t)sh->ways * sh->slot_size - 1u;
     __builtin_prefetch(b, 1);
-    __builtin_prefetch(b + (size_t)sh->ways * sh->slot_size - 1u, 1);
+    if (((uintptr_t)b ^ (uintptr_t)end) >= 64u) /* the bucket spans two lines */
+        __builtin_prefetch(end, 1);
     /* GCC counts a prefetch as no effect: a caller that only prefetches
      * would be taken as pure and its calls dropped.  This keeps them. */
     __asm__ __volatile__("" : : "r"(b));

@@ -583,15 +583,19 @@ class Generator:
         # expressions of fields, constants and operators (no calls).
         prefetch_reads: Optional[list[str]] = None
         col_prefetch_reads: Optional[list[str]] = None
+        raw_prefetch_reads: Optional[list[str]] = None
         if isinstance(n, LftaAggregate) and not any(
                 isinstance(x, ast.Call) for _, e in n.group_by for x in walk(e)) and all(
                 proto.fields[nm].source != "system" for _, e in n.group_by for nm in fields_of(e)):
             key_fields = list(dict.fromkeys(nm for _, e in n.group_by for nm in fields_of(e)))
             key_decls = [f"{proto.fields[nm].type.c_type} {field_var(nm)};" for nm in key_fields]
             prefetch_reads = key_decls + [read_step(nm, "return;") for nm in key_fields]
-            col_reads = [col_read_step(nm, "return;") for nm in key_fields]
+            col_reads = [col_read_step(nm, "return 0;") for nm in key_fields]
             if all(r is not None for r in col_reads):
                 col_prefetch_reads = key_decls + [r for r in col_reads if r is not None]
+            raw_reads = [raw_read_step(nm) for nm in key_fields]
+            if all(r is not None for r in raw_reads):
+                raw_prefetch_reads = key_decls + [r for r in raw_reads if r is not None]
         # The clock follows each record's arrival under the data clock: an
         # LFTA that reads it sets it back row by row over a chunk.
         reads_clock = any(catalog.reads_clock(x) for e in [*n.where, *value_exprs, *hb_exprs]
@@ -623,6 +627,7 @@ class Generator:
             "branchless": branchless,
             "raw_cols": [(j, _RAW_CTYPE[code]) for j, (_, code, _) in enumerate(csv_fields)],
             "col_prefetch_reads": col_prefetch_reads if col_steps is not None else None,
+            "raw_prefetch_reads": raw_prefetch_reads,
             "set_merge": (f"lfta_{self.idents[n.name]}_set_merge"
                           if n.set_merge_column is not None else None),
             "hb_record_time": int(hb_record_time and bool(hb_body)),
