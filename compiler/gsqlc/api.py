@@ -31,6 +31,7 @@ from .runtime.bindings import (
     check_params,
     check_skew,
     in_memory,
+    in_memory_table,
     interfaces_of,
     outputs_of,
     resolve_bindings,
@@ -179,17 +180,20 @@ class CompiledQuerySet:
             names, pairs = outputs_of(qs.summary, [output]), False
         else:
             names, pairs = outputs_of(qs.summary, list(output)), True
-        readers = {}
+        readers, data = {}, {}
         for iface, uri in bindings.sources:
             if uri == ARROW:
-                readers[iface] = as_record_batch_reader(arrow[iface], iface)
-                if not in_memory(arrow[iface]):
+                data[iface] = arrow[iface]
+                if in_memory(data[iface]):   # converted once (a DataFrame is copied)
+                    data[iface] = in_memory_table(data[iface])
+                else:
                     # an iterator or reader may be a live feed: hand over each
                     # batch's results before awaiting the next
                     opts["arrow_flush"] = "1"
+                readers[iface] = as_record_batch_reader(data[iface], iface)
         file_bindings = [(i, u) for i, u in bindings.sources if u != ARROW]
         split = parallel.plan_split(
-            qs.plan, {i: arrow[i] for i in readers},
+            qs.plan, data,
             {i: [n.name for n in ns] for i, ns in bindings.readers.items()},
             bool(file_bindings), _multi_member(set_members), opts, names, threads)
         if split.used > 1:
@@ -206,7 +210,7 @@ class CompiledQuerySet:
         from .planner.nodes import HftaNode
         from .runtime.arrow_types import stream_schema
         plan = self.compiled.queryset.plan
-        needed = parallel.needed_nodes(plan, names)
+        needed = plan.upstream(names)
         by_name = {n.name: n for n in needed}
         lftas = {iface: [(n.name, stream_schema(by_name[n.name].output, "bytes"))
                          for n in readers if n.name in by_name]

@@ -585,7 +585,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
         return d.where(~F.col(HEARTBEAT_COL)).drop(HEARTBEAT_COL, EPOCH_COL)
 
     splan, lib_lftas = _spark_plan(qs.plan, ifaces)
-    needed = _needed_nodes(splan, output)
+    needed = {n.name for n in splan.upstream([output])}
     for n in splan.nodes:
         if n.name not in needed:
             continue
@@ -854,17 +854,6 @@ def _streaming_join(n, plan, frames, with_hb, stage, out_schema, out_schema_spar
         stage(iface=None, streams=lftas, tag_col=tag, stream_cols=[tuple(x) for x in names],
               output=n.name, out_schema=out_schema,
               sort_cols=[t for _, t in sides]), out_schema_spark)
-
-
-def _needed_nodes(plan, output: str) -> set[str]:
-    need, todo = set(), [output]
-    while todo:
-        s = todo.pop()
-        if s in need:
-            continue
-        need.add(s)
-        todo.extend(plan.node(s).inputs)
-    return need
 
 
 def _join(n, ins, shuffle, stage, out_schema, out_schema_spark):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Sequence
 
 from ..frontend import ast
 from ..semantics.analyze import AggCall, AnalyzedQuery, Column, JoinInfo, MergeInfo, StreamDef
@@ -78,6 +78,18 @@ class Plan:
 
     def consumers(self, stream: str) -> list[PlanNode]:
         return [n for n in self.nodes if stream in n.inputs]
+
+    def upstream(self, outputs: Sequence[str]) -> list[PlanNode]:
+        """The nodes the streams `outputs` depend on, themselves included,
+        in plan order."""
+        need: set[str] = set()
+        todo = list(outputs)
+        while todo:
+            s = todo.pop()
+            if s not in need:
+                need.add(s)
+                todo.extend(self.node(s).inputs)
+        return [n for n in self.nodes if n.name in need]
 
 
 def _lfta_safe(e: ast.Expr) -> bool:

@@ -316,6 +316,17 @@ def in_memory(obj: Any) -> bool:
         (type(obj).__module__ or "").startswith("pandas")
 
 
+def in_memory_table(obj: Any):
+    """Arrow data at hand (in_memory(obj)) as a pyarrow Table, without
+    copying Arrow data (a DataFrame is converted)."""
+    import pyarrow as pa
+    if isinstance(obj, pa.Table):
+        return obj
+    if isinstance(obj, pa.RecordBatch):
+        return pa.Table.from_batches([obj])
+    return pa.Table.from_pandas(obj, preserve_index=False)
+
+
 def as_record_batch_reader(obj: Any, name: str):
     """An Arrow source as a pyarrow.RecordBatchReader, without copying:
     a Table, a RecordBatch, a RecordBatchReader, a pandas DataFrame, anything
@@ -323,13 +334,8 @@ def as_record_batch_reader(obj: Any, name: str):
     import pyarrow as pa
     if isinstance(obj, pa.RecordBatchReader):
         return obj
-    if isinstance(obj, pa.Table):
-        return obj.to_reader()
-    if isinstance(obj, pa.RecordBatch):
-        return pa.RecordBatchReader.from_batches(obj.schema, [obj])
-    mod = type(obj).__module__ or ""
-    if mod.startswith("pandas"):
-        return pa.Table.from_pandas(obj, preserve_index=False).to_reader()
+    if in_memory(obj):
+        return in_memory_table(obj).to_reader()
     if hasattr(obj, "__arrow_c_stream__"):
         return pa.RecordBatchReader.from_stream(obj)
     if isinstance(obj, Iterable) and not isinstance(obj, (str, bytes)):

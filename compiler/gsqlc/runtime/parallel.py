@@ -41,10 +41,8 @@ from . import runner
 
 # the automatic thread count gives each slice at least this many rows
 AUTO_MIN_ROWS = 1 << 17
-# a clean boundary is searched this many rows at a time, this many times,
-# from each even cut
-_WINDOW = 1 << 16
-_WINDOWS = 16
+# a clean boundary is searched within this many rows from each even cut
+_SEARCH = 1 << 20
 # options a split run accepts (any other, e.g. a time bound, keeps one thread)
 _SPLIT_OPTIONS = {"clock", "csv_separator", "csv_strict", "heartbeat_interval",
                   "stall_intervals", "columnar", "batch"}
@@ -107,20 +105,6 @@ def _reads_clock(nodes: Sequence) -> Optional[str]:
     return None
 
 
-def needed_nodes(plan, outputs: Sequence[str]) -> list:
-    """The plan's nodes the outputs depend on, in plan order."""
-    by_name = {n.name: n for n in plan.nodes}
-    need: set[str] = set()
-    todo = list(outputs)
-    while todo:
-        s = todo.pop()
-        if s in need or s not in by_name:
-            continue
-        need.add(s)
-        todo.extend(by_name[s].inputs)
-    return [n for n in plan.nodes if n.name in need]
-
-
 def _column(table, name: str):
     """The column of `table` a PROTOCOL field reads (the runtime's rule:
     the exact name, else ignoring case), or None."""
@@ -132,38 +116,31 @@ def _column(table, name: str):
 
 
 def _clean_boundary(cols: list[tuple[Any, bool]], start: int, n: int) -> Optional[int]:
-    """The first row b >= start (b < n) where every temporal column is clean:
-    max(col[:b]) <= min(col[b:]) (increasing; the reverse for decreasing), or
-    None if none is within _WINDOWS windows."""
+    """The first row b in [start, start + _SEARCH) (b < n) where every
+    temporal column is clean: max(col[:b]) <= min(col[b:]) (increasing; the
+    reverse for decreasing), or None.  Each column is read once: the rows
+    before the span and after it by one pyarrow aggregate each, the span
+    itself with running maxima and minima."""
     import numpy as np
     import pyarrow.compute as pc
-    b0 = start
-    for _ in range(_WINDOWS):
-        if b0 >= n:
-            return None
-        w = min(_WINDOW, n - b0)
-        ok = np.ones(w, dtype=bool)
-        for col, increasing in cols:
-            head = pc.max(col.slice(0, b0)) if increasing else pc.min(col.slice(0, b0))
-            tail_rest = col.slice(b0 + w)
-            rest = (pc.min(tail_rest) if increasing else pc.max(tail_rest)).as_py() \
-                if len(tail_rest) else None
-            win = col.slice(b0, w).to_numpy(zero_copy_only=False)
-            sign = 1 if increasing else -1
-            v = win.astype(np.float64) * sign
-            before = np.empty(w, dtype=np.float64)     # largest value before row b0 + j
-            before[0] = -np.inf if head.as_py() is None else sign * float(head.as_py())
-            if w > 1:
-                before[1:] = np.maximum(before[0], np.maximum.accumulate(v)[:-1])
-            after = np.minimum.accumulate(v[::-1])[::-1]  # smallest value from row b0 + j
-            if rest is not None:
-                after = np.minimum(after, sign * float(rest))
-            ok &= before <= after
-        hits = np.flatnonzero(ok)
-        if len(hits):
-            return b0 + int(hits[0])
-        b0 += w
-    return None
+    end = min(n, start + _SEARCH)
+    if start >= end:
+        return None
+    ok = np.ones(end - start, dtype=bool)
+    for col, increasing in cols:
+        sign = 1.0 if increasing else -1.0    # decreasing: the same test on -col
+        head = (pc.max if increasing else pc.min)(col.slice(0, start)).as_py()
+        tail = (pc.min if increasing else pc.max)(col.slice(end)).as_py() if end < n else None
+        v = col.slice(start, end - start).to_numpy(zero_copy_only=False).astype(np.float64) * sign
+        before = np.empty_like(v)              # the largest value before row start + j
+        before[0] = -np.inf if head is None else sign * float(head)
+        before[1:] = np.maximum(before[0], np.maximum.accumulate(v)[:-1])
+        after = np.minimum.accumulate(v[::-1])[::-1]  # the smallest from row start + j on
+        if tail is not None:
+            after = np.minimum(after, sign * float(tail))
+        ok &= before <= after
+    hits = np.flatnonzero(ok)
+    return start + int(hits[0]) if len(hits) else None
 
 
 def plan_split(plan, arrow: Mapping[str, Any], readers: Mapping[str, Sequence[str]],
@@ -173,7 +150,7 @@ def plan_split(plan, arrow: Mapping[str, Any], readers: Mapping[str, Sequence[st
     docstring).  arrow: the Arrow data bound to each interface; readers: the
     LFTAs reading each bound interface; threads None is the machine's cores,
     each slice then at least AUTO_MIN_ROWS rows."""
-    from .bindings import in_memory
+    from .bindings import in_memory, in_memory_table
     want = machine_threads() if threads is None else threads
     sp = Split(want)
     if want <= 1:
@@ -198,28 +175,18 @@ def plan_split(plan, arrow: Mapping[str, Any], readers: Mapping[str, Sequence[st
             what = "clock=data" if k == "clock" else f"option {k}"
             sp.reason = f"{what}: time bounds and the data clock keep a run on one thread"
             return sp
-    nodes = needed_nodes(plan, outputs)
+    nodes = plan.upstream(outputs)
+    needed = {n.name for n in nodes}
     q = _reads_clock(nodes)
     if q is not None:
         sp.reason = f"query {q} reads the clock"
         return sp
-    consumers: dict[str, list] = {}
-    for n in nodes:
-        for s in n.inputs:
-            consumers.setdefault(s, []).append(n)
     for n in nodes:
         if isinstance(n, LftaAggregate) and (n.name in outputs or not all(
-                isinstance(r, HftaAggregate) for r in consumers.get(n.name, []))):
+                isinstance(r, HftaAggregate) for r in plan.consumers(n.name) if r.name in needed)):
             sp.reason = f"the LFTA aggregation {n.name} is read as it is (no HFTA merges it)"
             return sp
-    tables = {}
-    for iface, obj in arrow.items():
-        import pyarrow as pa
-        if isinstance(obj, pa.RecordBatch):
-            obj = pa.Table.from_batches([obj])
-        elif not isinstance(obj, pa.Table):
-            obj = pa.Table.from_pandas(obj, preserve_index=False)
-        tables[iface] = obj
+    tables = {iface: in_memory_table(obj) for iface, obj in arrow.items()}
     rows = min(t.num_rows for t in tables.values())
     used = min(want, rows) if threads is not None else min(want, rows // AUTO_MIN_ROWS)
     if used <= 1:
