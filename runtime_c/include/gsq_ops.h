@@ -75,9 +75,13 @@ static inline uint64_t gsq_hash_mix(uint64_t h)
     return h;
 }
 
+/* One key column into a running group hash: a multiply per column, cheap
+ * enough for the per-row aggregation loop.  Not well mixed on its own: the
+ * caller finishes with gsq_hash_mix (the LFTA key hash does; HFTA tables mix
+ * every hash they are given). */
 static inline uint64_t gsq_hash_add(uint64_t h, uint64_t v)
 {
-    return gsq_hash_mix(h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)));
+    return (((h << 5) | (h >> 59)) ^ v) * 0x9e3779b97f4a7c15ULL;
 }
 
 static inline uint64_t gsq_hash_bytes(uint64_t h, const void *p, uint32_t n)
