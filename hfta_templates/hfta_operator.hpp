@@ -232,24 +232,8 @@ constexpr gsq_hfta_def hfta_def_of(const char *name, const int (&in_streams)[N],
                         &detail::c_glue<Op>::create,
                         &detail::c_glue<Op>::accept,
                         &detail::c_glue<Op>::destroy,
-                        detail::prefetch_of<Op>()};
-}
-
-// The gsq_lfta_def.set_merge of operator Op (a merge whose number of inputs
-// is decided at run time, e.g. gsq::merge_op of a functor without
-// n_inputs): no name, no input streams, no output stream of its own -- the
-// runtime names the node after the LFTA and feeds it from the instances.
-template <class Op>
-constexpr gsq_hfta_def set_merge_def_of() noexcept
-{
-    return gsq_hfta_def{nullptr,
-                        0,
-                        nullptr,
-                        -1,
-                        &detail::c_glue<Op>::create,
-                        &detail::c_glue<Op>::accept,
-                        &detail::c_glue<Op>::destroy,
-                        detail::prefetch_of<Op>()};
+                        detail::prefetch_of<Op>(),
+                        nullptr};
 }
 
 } // namespace gsq

@@ -19,7 +19,7 @@ from gsqlc.resources import resource_dir
 
 REPO = Path(__file__).resolve().parents[1]
 # every kind of unit: LFTA select and aggregate; HFTA aggregate, merge, join,
-# select, filter join; the set merges
+# select, filter join
 KINDS = (REPO / "bench" / "queries" / "compile_set.gsql").read_text() + """;
 DEFINE { query_name 'hostnames'; }
 SELECT time/60*60 as t, destIP, destPort,
@@ -84,6 +84,8 @@ def _cmake_commands(bdir: Path) -> dict[str, list[str]]:
         # (a shell reads \$ in double quotes as $; shlex keeps the backslash)
         cmd = [t.replace("\\$", "$") for t in shlex.split(line) if t not in (":", "&&")]
         what = Path(cmd[-1]).name if "-c" in cmd else cmd[cmd.index("-o") + 1]
+        # the merges' source is compiled once per column type
+        what += "".join(":" + t.split("=", 1)[1] for t in cmd if t.startswith("-DGSQ_MERGE_TYPE="))
         out[what] = _normal(cmd, bdir)
     return out
 
@@ -108,9 +110,12 @@ def test_the_units_compile_as_the_generated_cmake_project_compiles_them(generate
                                                            bdir / "x.o"), bdir)
     main = resource_dir("runtime_c") / "tools" / "gsqlc_run_main.c"
     ours["gsqlc_run_main.c"] = _normal(nb.runner_unit_command(tc, main, bdir / "x.o"), bdir)
+    for t in nb.MERGE_TYPES:
+        ours[f"{nb.MERGE_SRC}:{t}"] = _normal(nb.merge_unit_command(tc, t, bdir / "x.o"), bdir)
     lib = bdir / LIB_NAME
-    ours[LIB_NAME] = _normal(nb.library_link_command(tc, lib, [bdir / f"{u}.o" for u in units],
-                                                     runtime), bdir)
+    merges = [bdir / f"merge_{t}.o" for t in nb.MERGE_TYPES]
+    ours[LIB_NAME] = _normal(nb.library_link_command(
+        tc, lib, [*(bdir / f"{u}.o" for u in units), *merges], runtime), bdir)
     ours[RUNNER_NAME] = _normal(nb.runner_link_command(tc, bdir / RUNNER_NAME,
                                                        [bdir / "m.o", bdir / "s.o"], lib), bdir)
     assert set(ours) == set(want)
@@ -133,7 +138,7 @@ def test_the_precompiled_header_leaves_every_hfta_units_code_unchanged(generated
     pch = nb.shared_folder(tc).pch
     assert pch is not None and Path(f"{pch}.gch").exists()
     cxx = [u for u in gen.hftas if u.endswith(".cpp")]
-    assert len(cxx) == 7   # aggregate x2, merge, join, select, filter join, set merges
+    assert len(cxx) == 5   # aggregate x2, join, select, filter join (merges are C)
     cmds = []
     for u in cxx:
         # -Winvalid-pch -Werror: a header the compiler could not use fails
@@ -146,7 +151,6 @@ def test_the_precompiled_header_leaves_every_hfta_units_code_unchanged(generated
 
 
 def test_the_shared_folder_is_built_once_and_again_when_damaged(tmp_path, monkeypatch):
-    import dataclasses
     tc = nb.Toolchain.read(runtime_archive(False).parent / nb.TOOLCHAIN_FILE)
     monkeypatch.setenv("GSQLC_CACHE_DIR", str(tmp_path / "cache"))
     first = nb.shared_folder(tc)
@@ -158,7 +162,10 @@ def test_the_shared_folder_is_built_once_and_again_when_damaged(tmp_path, monkey
     assert nb.shared_folder(tc) == first
     assert gch.stat().st_size > 1000
     # a compiler that cannot precompile the header: the units read it as text
-    odd = dataclasses.replace(tc, cxx_flags=(*tc.cxx_flags, "-fno-such-option"))
-    shared = nb.shared_folder(odd)
-    assert shared.pch is None and shared.runner_main.exists()
-    assert nb.shared_folder(odd) == shared
+    monkeypatch.setenv("GSQLC_CACHE_DIR", str(tmp_path / "cache-no-pch"))
+    real_pch_command = nb.pch_command
+    monkeypatch.setattr(nb, "pch_command",
+                        lambda tc, header: [*real_pch_command(tc, header), "-fno-such-option"])
+    shared = nb.shared_folder(tc)
+    assert shared.pch is None and shared.runner_main.exists() and all(m.exists() for m in shared.merges)
+    assert nb.shared_folder(tc) == shared

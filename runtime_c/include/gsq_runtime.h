@@ -177,6 +177,10 @@ void gsq_peak(gsq_node *node, int which, uint64_t value);
  * number of members of the set; 0 for an LFTA. */
 int gsq_node_n_inputs(gsq_node *node);
 
+/* The params of an HFTA node's definition (gsq_hfta_def.params, also for
+ * the merge of an LFTA over an interface set); NULL for an LFTA. */
+const void *gsq_node_params(gsq_node *node);
+
 /* ---- text parsing helpers (also used by the CSV reader) ---------------- */
 /* Each returns 0 when the whole text is a valid value of the type, 1 when a
  * value was read from a valid prefix or the text was empty (Tigon's strtoul
@@ -261,7 +265,8 @@ typedef struct gsq_lfta_def {
      * stream (out_stream).  Its n_inputs is 0 and in_streams and name are
      * unused: create() reads the number of inputs from gsq_node_n_inputs.
      * Binding a set of k >= 2 members to an LFTA without it is a run
-     * error. */
+     * error.  The generator defines it with one of the runtime's merges
+     * (gsq_merge.h). */
     const struct gsq_hfta_def *set_merge;
     /* The CSV column of the LFTA's temporal field (CSV-kind PROTOCOLs: the
      * first field its heartbeat follows, an increasing numeric field behind
@@ -305,6 +310,10 @@ typedef struct gsq_hfta_def {
      * soon (the runtime gives it some tuples ahead of a run of them); it
      * changes nothing.  Aggregations start loading the group's slot. */
     void (*prefetch)(void *op, int input, const void *tup, uint32_t len);
+    /* May be NULL: what an operator compiled once for every query set reads
+     * to know its query (gsq_node_params), e.g. the gsq_merge_spec of the
+     * runtime's merges (gsq_merge.h); generated operators have it built in. */
+    const void *params;
 } gsq_hfta_def;
 
 typedef struct gsq_queryset_def {

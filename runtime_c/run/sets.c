@@ -5,8 +5,8 @@
  * out run->nodes (gsq_internal.h): an LFTA whose interface is a set of
  * k >= 2 members becomes k instances "<lfta>@<member>" (own state, own
  * member's source, max_skew and out_of_order) feeding one set merge named after the LFTA
- * (its definition's set_merge, a generated order-preserving merge on the
- * LFTA's temporal column) whose output is the LFTA's stream; a set of one
+ * (its definition's set_merge, the runtime's order-preserving merge on the
+ * LFTA's temporal column, gsq_merge.h) whose output is the LFTA's stream; a set of one
  * member is that member under the LFTA's own name.  The plan of the query
  * set stays what the compiler made: which interfaces make up a set is a
  * binding, decided here.
@@ -232,4 +232,9 @@ void gsq_free_nodes(gsq_run *r)
 int gsq_node_n_inputs(gsq_node *node)
 {
     return node->hfta ? node->n_inputs : 0;
+}
+
+const void *gsq_node_params(gsq_node *node)
+{
+    return node->hfta ? node->hfta->params : NULL;
 }

@@ -76,4 +76,5 @@ const int inputs[] = {ST_CSV_ALL};
 extern "C" const gsq_hfta_def hfta_csv_regex = {
     "csv_regex", 1, inputs, ST_CSV_REGEX, create, accept, destroy,
     nullptr, // no prefetch hints
+    nullptr, // no params
 };

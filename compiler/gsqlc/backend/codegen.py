@@ -10,6 +10,7 @@ lay the code out.
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
@@ -33,11 +34,12 @@ from ..planner.nodes import (
 from ..planner.plan import Plan, describe_expr
 from ..resources import cache_root, resource_dir
 from ..semantics import catalog
-from ..semantics.analyze import StreamDef
+from ..semantics.analyze import Column, StreamDef
 from ..semantics.bound import AccumRef, AggRef, FieldRef, GroupRef, key, walk
 from ..semantics.types import Temporal, Type
 from .cescape import c_comment, c_identifier, c_string
 from .cexpr import CEmitter, EmitContext, field_member
+from .native_build import MERGE_TYPES
 
 _PARSE_FN = {
     Type.BOOL: "gsq_parse_bool", Type.USHORT: "gsq_parse_ushort",
@@ -231,6 +233,43 @@ def key_hash_step(t: Type, v: str) -> str:
     return f"h = gsq_hash_add(h, (uint64_t){v});"
 
 
+# gsq_merge.h's type tag of a merge column's type
+_MERGE_TYPE_TAGS = {Type.BOOL: "u8", Type.USHORT: "u16", Type.UINT: "u32", Type.IP: "u32",
+                    Type.INT: "i32", Type.ULLONG: "u64", Type.LLONG: "i64", Type.FLOAT: "f64"}
+
+
+def merge_slack(t: Type, slack: float) -> str:
+    """SLACK as gsq_merge_spec's two slack initialisers: the value the
+    merge's column type gives it (C's conversion: truncated, wrapped to the
+    type's width; negative counts as 0)."""
+    if t is Type.FLOAT:
+        v = float(slack)
+        return f"0u, {repr(v) if math.isfinite(v) and v > 0 else '0.0'}"
+    bits = t.bits
+    v = int(slack) & ((1 << bits) - 1)
+    if t.is_signed and v >> (bits - 1):
+        v -= 1 << bits
+    return f"UINT64_C({max(v, 0)}), 0.0"
+
+
+def merge_def(var: str, col: Column, struct_t: str, ordered: bool, slack: float,
+              head: str, storage: str = "") -> str:
+    """C defining the gsq_hfta_def `var` of a merge on column `col` of
+    `struct_t` tuples: one of the runtime's merges (gsq_merge.h) and its
+    gsq_merge_spec.  head: the definition's name, n_inputs, in_streams and
+    out_stream initialisers."""
+    tag = _MERGE_TYPE_TAGS[col.type]
+    direction = "inc" if col.temporal is Temporal.INCREASING else "dec"
+    order = "ordered" if ordered else "unordered"
+    member = field_member(col.name)
+    return (f"static const gsq_merge_spec {var}_spec = {{\n"
+            f"    {col.type.code}, (uint32_t)offsetof({struct_t}, {member}),"
+            f" (uint32_t)sizeof({struct_t}), {merge_slack(col.type, slack)}}};\n"
+            f"{storage}const gsq_hfta_def {var} = {{\n"
+            f"    {head},\n"
+            f"    GSQ_MERGE_FNS({tag}, {direction}, {order}), NULL, &{var}_spec}};\n")
+
+
 def output_assignments(em: CEmitter, out: StreamDef, select: list[tuple[str, ast.Expr]],
                        tup_type: str) -> tuple[list[str], list[str]]:
     """Statements filling a local `t` of the output struct; string fields as
@@ -291,21 +330,15 @@ class Generator:
             if isinstance(n, LftaNode):
                 fname = f"lfta_{i:02d}_{ident}.c"
                 gs.lftas.append(fname)
-            else:
-                fname = f"hfta_{i:02d}_{ident}.cpp"
+            else:   # a merge is C naming the runtime's operator (gsq_merge.h)
+                fname = f"hfta_{i:02d}_{ident}.{'c' if isinstance(n, HftaMerge) else 'cpp'}"
                 gs.hftas.append(fname)
             files[fname] = text
-        merges = [self._set_merge_data(n) for n in self.plan.nodes if isinstance(n, LftaNode)]
-        merges = [m for m in merges if m is not None]
-        if merges:
-            files["set_merges.cpp"] = self.env.get_template("hfta/set_merges.cpp.j2").render(
-                merges=merges)
-            gs.hftas.append("set_merges.cpp")
         files["queryset.c"] = self._queryset()
         files["runner_sets.c"] = self.env.get_template("runner_sets.c.j2").render(
             sets=[(c_string(s), c_string(m)) for s, m in runner_sets])
         files["CMakeLists.txt"] = self.env.get_template("CMakeLists.txt.j2").render(
-            lftas=gs.lftas, hftas=gs.hftas)
+            lftas=gs.lftas, hftas=gs.hftas, merge_types=MERGE_TYPES)
         return gs
 
     # -------------------------------------------------------------- streams
@@ -334,23 +367,21 @@ class Generator:
             streams=streams, lftas=lftas, hftas=hftas)
 
     # -------------------------------------------------------------- LFTA
-    def _set_merge_data(self, n: LftaNode) -> Optional[dict]:
+    def _set_merge(self, n: LftaNode, fn: str) -> Optional[str]:
+        """C defining fn_set_merge, the merge of n's instances over an
+        interface set on its first temporal column (None: it has none)."""
         col = n.set_merge_column
         if col is None:
             return None
-        ident = self.idents[n.name]
-        return {"functor": f"{ident}_set_merge_functor", "def_name": f"lfta_{ident}_set_merge",
-                "time_t": col.type.c_type, "tup_t": self.tup(n.name),
-                "increasing": "true" if col.temporal is Temporal.INCREASING else "false",
-                "member": field_member(col.name), "ordered": n.set_merge_ordered,
-                "comment": f"{n.name} over an interface set: merged on {col.name}"
-                           + ("" if n.set_merge_ordered else ", out of order")}
+        return merge_def(f"{fn}_set_merge", col, self.tup(n.name), n.set_merge_ordered, 0,
+                         "NULL, 0, NULL, -1", storage="static ")
 
     def _lfta(self, n: LftaNode) -> str:
         proto = n.protocol
         fn = "lfta_" + self.idents[n.name]
         state_t = fn + "_state"
         out_t = self.tup(n.name)
+        set_merge = self._set_merge(n, fn)
 
         def field_var(name: str) -> str:
             return "f_" + c_identifier(name)
@@ -628,8 +659,7 @@ class Generator:
             "raw_cols": [(j, _RAW_CTYPE[code]) for j, (_, code, _) in enumerate(csv_fields)],
             "col_prefetch_reads": col_prefetch_reads if col_steps is not None else None,
             "raw_prefetch_reads": raw_prefetch_reads,
-            "set_merge": (f"lfta_{self.idents[n.name]}_set_merge"
-                          if n.set_merge_column is not None else None),
+            "set_merge": set_merge,
             "hb_record_time": int(hb_record_time and bool(hb_body)),
             "time_pos": proto.fields[time_field].csv_pos if time_field else 0,
             "time_type": ((proto.fields[time_field].csv_type or proto.fields[time_field].type).code
@@ -695,12 +725,11 @@ class Generator:
     def _hfta_merge(self, n: HftaMerge) -> str:
         ident = self.idents[n.name]
         col = n.output.get(n.merge.field)
-        data = self._hfta_common(n, f"{ident}_functor")
-        data.update(n_inputs=len(n.inputs), time_t=col.type.c_type,
-                    increasing="true" if col.temporal is Temporal.INCREASING else "false",
-                    in_t=self.tup(n.inputs[0]), member=field_member(col.name),
-                    slack=f"(({col.type.c_type})({n.merge.slack!r}))", ordered=n.ordered)
-        return self.env.get_template("hfta/merge.cpp.j2").render(**data)
+        data = self._hfta_common(n, "")
+        head = (f"{data['name']}, {len(n.inputs)}, {ident}_inputs, {data['out_stream']}")
+        data.update(merge_def=merge_def(data["def_name"], col, self.tup(n.inputs[0]), n.ordered,
+                                        n.merge.slack, head))
+        return self.env.get_template("hfta/merge.c.j2").render(**data)
 
     def _join_sides(self, n: HftaJoin, ident: str) -> tuple:
         """What a join and a filter join share.  Returns access(var, side,

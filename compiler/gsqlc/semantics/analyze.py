@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
@@ -1021,8 +1022,9 @@ def _analyze_merge(aq: AnalyzedQuery, b: "Binder") -> AnalyzedQuery:
     slack = 0.0
     if q.merge_slack is not None:
         v = _const_value(q.merge_slack)
-        if v is None or v < 0:
-            raise QueryError(q.merge_slack.span, "merge", "SLACK must be a non-negative constant")
+        if v is None or not 0 <= v < math.inf:
+            raise QueryError(q.merge_slack.span, "merge",
+                             "SLACK must be a finite non-negative constant")
         slack = v
     assert direction is not None
     cols = [Column(c.name, c.type, direction if c.name == names[0] else Temporal.NONE)
