@@ -219,6 +219,21 @@ def diff_tool(tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="module")
+def cut_tool(tmp_path_factory):
+    """pcap_mmap_diff built with blocks of 4 records (GSQ_PCAP_CUT_BLOCK):
+    small captures get cut, under ASan and UBSan."""
+    out = tmp_path_factory.mktemp("cuts") / "pcap_mmap_cuts"
+    src = RUNTIME / "sources"
+    p = subprocess.run(["gcc", "-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pedantic",
+                        *SAN, "-DGSQ_PCAP_CUT_BLOCK=4u", f"-I{RUNTIME / 'include'}", f"-I{src}",
+                        "-o", str(out), str(REPO / "tests" / "runtime" / "pcap_mmap_diff.c"),
+                        str(src / "pcap_mmap.c"), str(src / "pkt_decode.c"), "-lpcap"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return out
+
+
 def read_with(tool, mode: str, files) -> dict[str, list[str]]:
     """What pcap_mmap_diff prints per file (its lines after `file PATH`)."""
     res: dict[str, list[str]] = {}
@@ -464,6 +479,50 @@ def test_reader_agrees_on_corrupt_captures(diff_tool, tmp_path):
     out = agree(diff_tool, _write(tmp_path, files), modes=("mem",))
     n = {o: list(out.values()).count(o) for o in ("eof", "error", "fallback")}
     assert n["eof"] > 2000 and n["error"] > 1000 and n["fallback"] > 2000, n
+
+
+def test_cut_runs_read_as_the_whole_capture(cut_tool, tmp_path, generated):
+    """gsq_pcap_mmap_cuts and gsq_pcap_mmap_restrict (the threads' cut of a
+    capture): the runs' packets, in order, are the whole file's; no packet
+    of a run is later than one of a later run; captures that end early,
+    pcapng and corrupt ones are not cut -- over sound, truncated and
+    corrupt captures read from heap blocks under ASan and UBSan."""
+    files = {"trace.pcap": TRACE.read_bytes(), "g.pcap": generated.read_bytes()}
+    files.update({f"trace_{k}": v for k, v in to_variants(TRACE.read_bytes()).items()})
+    for name, data in sorted(small_captures().items())[:4]:
+        files.update({f"{name}_t{k}": v for k, v in list(truncations(data).items())[::7]})
+        files.update({f"{name}_m{k}": v for k, v in mutants(data, 120, seed=3).items()})
+    paths = _write(tmp_path, files)
+    whole, cut = read_with(cut_tool, "mem", paths), read_with(cut_tool, "cuts", paths)
+    n_cut = 0
+    for f in map(str, paths):
+        w, c = whole[f], cut[f]
+        if c[0] == "fallback":
+            assert w[0].startswith("fallback"), f
+            continue
+        if c[0].startswith("nocut"):
+            ended = [x for x in w if x.startswith(("eof", "error"))][0]
+            assert ("pcapng" in c[0] or "too few" in c[0]
+                    or ("ends early" in c[0] and ended.startswith("error"))), (f, c[0], ended)
+            continue
+        cuts = [int(x) for x in c[0].split()[1:]]
+        assert len(cuts) >= 2 and cuts == sorted(set(cuts)), (f, cuts)
+        n_cut += len(cuts) > 2      # cut (one run: no clean cut in it)
+        assert [x for x in w if x.startswith(("eof", "error"))][0] == "eof", f
+        runs, cur = [], None
+        for line in c[1:]:
+            if line == "run":
+                cur = []
+                runs.append(cur)
+            else:
+                cur.append(line)
+        assert len(runs) == len(cuts) - 1 and all(r[-1] == "eof" for r in runs), (f, runs)
+        packets = [[x for x in r if x.startswith("p ")] for r in runs]
+        assert sum(packets, []) == [x for x in w if x.startswith("p ")], f
+        times = [[int(x.split()[1]) for x in r] for r in packets]
+        for a, b in zip(times, times[1:]):
+            assert max(a) <= min(b), f
+    assert n_cut >= 10, n_cut
 
 
 # ---- whole runs: the same output through either reader ---------------------------

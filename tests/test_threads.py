@@ -175,11 +175,11 @@ def test_runs_that_stay_on_one_thread_say_why(qs, case, reason):
     assert info["used"] == 1 and reason in info["reason"], info
 
 
-def test_file_sources_stay_on_one_thread(qs, tmp_path):
+def test_csv_files_stay_on_one_thread(qs, tmp_path):
     r = qs.run({"default": f"csv:{REPO / 'examples' / 'csv' / 'sales.csv'}"}, "per_minute",
                threads=2)
     assert sum(b.num_rows for b in r) > 0
-    assert "file source" in r.stats["threads"]["reason"]
+    assert "a CSV file, read on one thread" in r.stats["threads"]["reason"]
 
 
 def test_bad_thread_counts_are_refused(qs):

@@ -195,7 +195,8 @@ class CompiledQuerySet:
         split = parallel.plan_split(
             qs.plan, data,
             {i: [n.name for n in ns] for i, ns in bindings.readers.items()},
-            bool(file_bindings), _multi_member(set_members), opts, names, threads)
+            dict(file_bindings), _multi_member(set_members), opts, names, threads,
+            self.compiled.library)
         if split.used > 1:
             return self._split_run(split, bindings, names, opts, params, batch_rows, strings,
                                    pairs, set_members)

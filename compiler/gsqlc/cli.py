@@ -17,6 +17,7 @@ from . import __version__, input_cache
 from .errors import BuildError, GsqlcError, InternalError, QueryError, UsageError
 from .pipeline import CompileOptions, check_plan_options, compile_planned, compile_queries, plan_queries
 from .planner.policies import FLUSH_POLICIES
+from .runtime import parallel
 from .runtime.bindings import (
     URI_SCHEMES,
     check_params,
@@ -125,6 +126,12 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--pcap-reader", choices=["mmap", "libpcap"],
                    help="how pcap:PATH files are read: mmap (default: memory-mapped, zero "
                         "copy; libpcap for pipes and formats it does not take) or libpcap")
+    r.add_argument("--threads", type=_positive_int, metavar="N",
+                   help="threads to run on (default: the machine's cores, each given at least "
+                        "16 MiB of capture): a classic pcap file is cut into runs of records, "
+                        "each read by its LFTAs on a thread of its own, the HFTAs merging "
+                        "them; the results equal one thread's.  Other sources, and runs the "
+                        "cut cannot keep equal, use one thread (--stats says why)")
     r.add_argument("--stall-intervals", type=int, default=3, metavar="N",
                    help="report a source or LFTA silent for N heartbeat intervals as stalled")
     r.add_argument("--trace", metavar="FILE",
@@ -285,6 +292,84 @@ def cmd_trace(args) -> int:
     return EXIT_OK
 
 
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
+    return n
+
+
+class _TextFinal:
+    """The HFTA run of a split CLI run (runtime/parallel.py): the LFTA
+    streams from the slices' runs, the outputs to the text sinks."""
+
+    def __init__(self, library, sinks, options, params, streams):
+        self._args = (library, [], sinks, options, params)
+        self._streams = streams
+        self.stats: dict = {}
+        self.report = ""
+
+    def __iter__(self):
+        from .errors import RunError
+        res = run_library(*self._args, arrow_streams=self._streams, handle_signals=True)
+        self.stats, self.report = res.stats, res.report
+        if res.status != 0:
+            raise RunError(res.error)
+        yield from ()
+
+    def cancel(self) -> None:   # the run ends with its inputs (the slices are cancelled)
+        pass
+
+
+def _split_run(args, library, files, bindings, outputs, options, params, sinks, qs,
+               compile_options):
+    """A run over capture files on several threads (runtime/parallel.py),
+    or the Split saying why it stays on one (qs: the planned query set, or
+    None when the build came from the input-keyed cache)."""
+    import os
+
+    from .runtime.arrow_types import stream_schema
+    if args.threads == 1:
+        return parallel.Split(1, reason="one thread asked for")
+    paths = [u.partition(":")[2] for u in files.values() if u.partition(":")[0] == "pcap"]
+    if args.threads is None and not any(
+            os.path.isfile(f) and os.path.getsize(f) >= 2 * parallel.AUTO_MIN_BYTES
+            for f in paths):
+        # no need to plan: too small to split
+        return parallel.Split(parallel.machine_threads(),
+                              reason="too few to split: no capture file of 32 MiB or more")
+    plan = (qs if qs is not None else plan_queries(args.files, compile_options)).plan
+    readers = {i: [n.name for n in ns] for i, ns in bindings.readers.items()}
+    sets = [s for s, _ in bindings.members]
+    split = parallel.plan_split(plan, {}, readers, files, len(sets) != len(set(sets)), options,
+                                outputs, args.threads, library)
+    if split.used <= 1:
+        return split
+    by_name = {n.name: n for n in plan.upstream(outputs)}
+    lftas = {iface: [(n.name, stream_schema(by_name[n.name].output, "bytes"))
+                     for n in ns if n.name in by_name]
+             for iface, ns in bindings.readers.items() if iface in split.slices}
+    return parallel.SplitRun(
+        library, split, lftas, outputs, options, params, 0, "bytes", True,
+        lambda streams: _TextFinal(library, sinks, options, params, streams),
+        bindings.members)
+
+
+def _finish_split(split):
+    """Run a split run to its end: its result as run_library's."""
+    from .errors import RunError
+    from .runtime.runner import RunResult
+    try:
+        for _ in split:
+            pass
+    except RunError as e:
+        return RunResult(1, str(e), split.report, split.stats)
+    return RunResult(0, "", split.report, split.stats)
+
+
 def cmd_run(args) -> int:
     try:
         options = run_options(clock=args.clock, heartbeat_interval=args.heartbeat_interval,
@@ -334,8 +419,14 @@ def cmd_run(args) -> int:
         library = hit.library
     options.update(time_options(ifaces, bindings))
     sinks = [(q, args.format, args.output_file) for q in outputs]
-    result = run_library(library, bindings.sources, sinks, options, params,
-                         handle_signals=True, set_members=bindings.members)
+    split = _split_run(args, library, dict(bindings.sources), bindings, outputs, options, params,
+                       sinks, qs if hit is None else None, compile_options)
+    if isinstance(split, parallel.Split):
+        result = run_library(library, bindings.sources, sinks, options, params,
+                             handle_signals=True, set_members=bindings.members)
+        result.stats["threads"] = split.info()
+    else:
+        result = _finish_split(split)
     if result.report:
         sys.stderr.write(result.report if result.report.endswith("\n") else result.report + "\n")
     if args.stats:

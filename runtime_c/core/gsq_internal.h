@@ -409,13 +409,20 @@ typedef struct gsq_skew {
     uint64_t usec;
 } gsq_skew;
 
-/* time_unit:NAME and arrival:NAME of one interface (0: not given) */
+/* time_unit:NAME, arrival:NAME and pcap_range:NAME of one interface (0:
+ * not given) */
 typedef struct gsq_iface_time {
     char *iface;
     uint64_t unit_ns;         /* ns per unit: 1, 10^3, 10^6 or 10^9 */
     uint32_t arrival_pos;
     int arrival_type;         /* 0: the time column's type */
+    int has_range;            /* pcap_range: read only the capture's records */
+    uint64_t range_start;     /*   in bytes [range_start, range_end) */
+    uint64_t range_end;
 } gsq_iface_time;
+
+/* The settings of interface iface (NULL: none given). */
+const gsq_iface_time *gsq_iface_settings(const gsq_run *r, const char *iface);
 
 struct gsq_run {
     const gsq_queryset_def *qs;

@@ -514,6 +514,16 @@ GSQ_EXPORT const char *gsqlc_report(gsq_run *r);
 GSQ_EXPORT const char *gsqlc_error(gsq_run *r);
 GSQ_EXPORT void gsqlc_destroy(gsq_run *r);
 
+/* Where the classic pcap file at path can be cut into up to `parts` runs
+ * of records whose results, run after run, equal the whole file's (option
+ * pcap_range:NAME takes each; pcap_mmap.h gsq_pcap_mmap_cuts says how they
+ * are found): the number of runs n >= 1, with cuts[0..n] their byte
+ * boundaries (cuts has parts + 1 entries).  0: the file is not to be cut
+ * (why says why: the memory-mapped reader does not take it, pcapng, it
+ * ends early, too few packets; read it whole); -1: out of memory. */
+GSQ_EXPORT int gsqlc_pcap_cuts(const char *path, uint32_t parts, uint64_t *cuts, char *why,
+                               size_t why_len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -244,6 +244,41 @@ oom:
     return NULL;
 }
 
+const gsq_iface_time *gsq_iface_settings(const gsq_run *r, const char *iface)
+{
+    uint32_t i;
+    for (i = 0; iface && i < r->n_times; i++)
+        if (strcmp(r->times[i].iface, iface) == 0)
+            return &r->times[i];
+    return NULL;
+}
+
+/* pcap_range:NAME = START:END, byte offsets of record boundaries of a
+ * classic pcap file (gsqlc_pcap_cuts gives them; checked at open) */
+static int set_pcap_range(gsq_run *r, const char *iface, const char *value)
+{
+    const char *colon = strchr(value, ':');
+    uint64_t a, b;
+    gsq_iface_time *t;
+    if (!*iface) {
+        gsq_set_error(r, "pcap_range needs an interface name: pcap_range:NAME");
+        return -1;
+    }
+    if (!colon || colon == value || gsq_parse_ullong(value, (size_t)(colon - value), &a) != 0 ||
+        gsq_parse_ullong(colon + 1, strlen(colon + 1), &b) != 0 || a > b) {
+        gsq_set_error(r, "pcap_range:%s must be START:END (byte offsets, START <= END), got '%s'",
+                      iface, value);
+        return -1;
+    }
+    t = iface_time(r, iface);
+    if (!t)
+        return -1;
+    t->has_range = 1;
+    t->range_start = a;
+    t->range_end = b;
+    return 0;
+}
+
 /* time_unit:NAME = s | ms | us | ns */
 static int set_time_unit(gsq_run *r, const char *iface, const char *value)
 {
@@ -448,6 +483,8 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
         return set_time_unit(r, key + 10, value);
     } else if (strncmp(key, "arrival:", 8) == 0) {
         return set_arrival(r, key + 8, value);
+    } else if (strncmp(key, "pcap_range:", 11) == 0) {
+        return set_pcap_range(r, key + 11, value);
     } else if (strcmp(key, "pcap_reader") == 0) {
         if (strcmp(value, "mmap") == 0) {
             r->pcap_reader = GSQ_PCAP_READER_MMAP;
@@ -483,7 +520,7 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
                      "latency:NAME, skew:FROM:TO, hb_estimate, hb_level, hb_horizon, hb_window, "
                      "hb_alpha, "
                      "hb_timeout, time_unit:NAME, arrival:NAME, stall_intervals, trace, "
-                     "arrow_heartbeats, final_heartbeat, arrow_flush, pcap_reader)", key);
+                     "arrow_heartbeats, final_heartbeat, arrow_flush, pcap_reader, pcap_range:NAME)", key);
         return -1;
     }
     return 0;

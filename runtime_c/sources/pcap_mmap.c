@@ -416,6 +416,157 @@ void gsq_pcap_mmap_release(gsq_pcap_mmap *m, const uint8_t *p)
     m->released = upto;
 }
 
+/* ---- ranges --------------------------------------------------------------- */
+
+int gsq_pcap_mmap_restrict(gsq_pcap_mmap *m, size_t start, size_t end, char *why,
+                           size_t why_len)
+{
+    const char *bad = NULL;
+    if (m->ng)
+        bad = "a range of a pcapng capture (ranges are of classic pcap files)";
+    else if (start < m->hdr_end || start > end || end > m->size)
+        bad = "outside the capture's records";
+    else if (start < end && (end - start < 16 || rd32(m, m->map + start + 8) >
+                             GSQ_PCAP_MMAP_MAX_CAPLEN ||
+                             rd32(m, m->map + start + 8) > end - start - 16))
+        bad = "its start is not a record of the range";
+    if (bad) {
+        snprintf(why, why_len, "bytes %zu:%zu: %s", start, end, bad);
+        return -1;
+    }
+    m->off = start;
+    m->size = end;
+    m->released = 0;
+    return 0;
+}
+
+/* The cut test on one packet's time: by ts_usec and by the whole seconds
+ * the LFTAs' `time` holds (the two order alike but for wrapped times). */
+typedef struct cut_time {
+    uint64_t usec;
+    uint32_t sec;
+} cut_time;
+
+typedef struct cut_block {
+    size_t start;          /* offset of its first record */
+    cut_time lo, hi;       /* its earliest and latest packet */
+} cut_block;
+
+static void cut_widen(cut_block *b, uint64_t usec)
+{
+    uint32_t sec = (uint32_t)(usec / 1000000u);
+    if (usec < b->lo.usec)
+        b->lo.usec = usec;
+    if (usec > b->hi.usec)
+        b->hi.usec = usec;
+    if (sec < b->lo.sec)
+        b->lo.sec = sec;
+    if (sec > b->hi.sec)
+        b->hi.sec = sec;
+}
+
+int gsq_pcap_mmap_cuts(const gsq_pcap_mmap *m, uint32_t parts, uint64_t *cuts, char *why,
+                       size_t why_len)
+{
+    gsq_pcap_mmap scan = *m;    /* a cursor of its own (classic: no owned state;
+                                 * never closed: m owns the mapping) */
+    gsq_pcap_mmap_pkt pk;
+    cut_block *blocks = NULL, *nb;
+    cut_time *head = NULL;      /* head[j]: the latest time of blocks [0, j) */
+    size_t n = 0, cap = 0;
+    uint64_t records = 0;
+    uint32_t used = 1, k;
+    int rc;
+    cuts[0] = m->hdr_end;
+    cuts[1] = m->size;
+    if (m->ng) {
+        snprintf(why, why_len, "a pcapng capture is read on one thread (cuts are of classic pcap "
+                 "files)");
+        return 0;
+    }
+    if (parts < 2)
+        return 1;
+    scan.off = m->hdr_end;
+    scan.done = scan.failed = 0;
+    scan.released = 0;
+    while ((rc = gsq_pcap_mmap_next(&scan, &pk)) == 1) {
+        if (records % GSQ_PCAP_CUT_BLOCK == 0) {
+            /* only headers are read: the pages behind leave the resident set */
+            gsq_pcap_mmap_release(&scan, pk.data);
+            if (n == cap) {
+                cap = cap ? 2 * cap : 256;
+                nb = realloc(blocks, cap * sizeof *nb);
+                if (!nb)
+                    goto oom;
+                blocks = nb;
+            }
+            blocks[n].start = (size_t)(pk.data - m->map) - 16;
+            blocks[n].lo.usec = UINT64_MAX;
+            blocks[n].lo.sec = UINT32_MAX;
+            blocks[n].hi.usec = 0;
+            blocks[n].hi.sec = 0;
+            n++;
+        }
+        cut_widen(&blocks[n - 1], pk.ts_usec);
+        records++;
+    }
+    if (rc != 0 || n < 2) { /* one run, which reports how the file ends */
+        free(blocks);
+        snprintf(why, why_len, rc != 0 ? "the capture ends early (read on one thread)"
+                 : "fewer than %u packets: too few to split", 2 * GSQ_PCAP_CUT_BLOCK);
+        return 0;
+    }
+    cuts[1] = scan.off;
+    head = malloc((n + 1) * sizeof *head);
+    if (!head)
+        goto oom;
+    head[0].usec = 0;
+    head[0].sec = 0;
+    for (k = 0; k < n; k++) {
+        head[k + 1].usec = head[k].usec > blocks[k].hi.usec ? head[k].usec : blocks[k].hi.usec;
+        head[k + 1].sec = head[k].sec > blocks[k].hi.sec ? head[k].sec : blocks[k].hi.sec;
+    }
+    /* the earliest time of blocks [j, n), from the end; a cut before block j
+     * is clean when head[j] <= that */
+    {
+        cut_time tail = {UINT64_MAX, UINT32_MAX};
+        uint8_t *clean = calloc(n, 1);
+        size_t j, prev = 0;
+        if (!clean)
+            goto oom;
+        for (j = n; j-- > 1;) {
+            if (blocks[j].lo.usec < tail.usec)
+                tail.usec = blocks[j].lo.usec;
+            if (blocks[j].lo.sec < tail.sec)
+                tail.sec = blocks[j].lo.sec;
+            clean[j] = head[j].usec <= tail.usec && head[j].sec <= tail.sec;
+        }
+        for (k = 1; k < parts; k++) {
+            size_t want = (size_t)((uint64_t)k * n / parts), best = 0, d;
+            /* the clean block boundary nearest the even cut, after the last */
+            for (d = 0; d < n && !best; d++) {
+                if (want + d < n && want + d > prev && clean[want + d])
+                    best = want + d;
+                else if (d <= want && want - d > prev && clean[want - d])
+                    best = want - d;
+            }
+            if (best) {
+                cuts[used++] = blocks[best].start;
+                prev = best;
+            }
+        }
+        free(clean);
+    }
+    cuts[used] = scan.off;
+    free(head);
+    free(blocks);
+    return (int)used;
+oom:
+    free(head);
+    free(blocks);
+    return -1;
+}
+
 /* ---- opening ------------------------------------------------------------ */
 
 #if defined(__GNUC__)
@@ -525,7 +676,7 @@ int gsq_pcap_mmap_open_buffer(gsq_pcap_mmap *m, const uint8_t *buf, size_t size,
 {
     memset(m, 0, sizeof *m);
     m->map = buf;
-    m->size = size;
+    m->size = m->map_size = size;
     return open_capture(m, why, why_len);
 }
 
@@ -553,7 +704,7 @@ int gsq_pcap_mmap_open(gsq_pcap_mmap *m, const char *path, char *why, size_t why
     if (map == MAP_FAILED)
         return refuse(m, why, why_len, "mmap: %s", strerror(errno));
     m->map = map;
-    m->size = (size_t)st.st_size;
+    m->size = m->map_size = (size_t)st.st_size;
     m->mapped = 1;
     (void)posix_madvise(map, m->size, POSIX_MADV_SEQUENTIAL);
     return open_capture(m, why, why_len);
@@ -562,7 +713,7 @@ int gsq_pcap_mmap_open(gsq_pcap_mmap *m, const char *path, char *why, size_t why
 void gsq_pcap_mmap_close(gsq_pcap_mmap *m)
 {
     if (m->mapped)
-        munmap((void *)m->map, m->size);
+        munmap((void *)m->map, m->map_size);
     free(m->ifaces);
     memset(m, 0, sizeof *m);
 }

@@ -47,9 +47,10 @@
  * decoder reads nothing of CAN frames, so no field differs.
  *
  * Invariants (between calls, after a successful open):
- *   map[0..size) is the file as mapped at open (PROT_READ, owned: close
+ *   map[0..map_size) is the file as mapped at open (PROT_READ, owned: close
  *   unmaps it; or the caller's buffer, gsq_pcap_mmap_open_buffer); every
- *   read of the reader lies inside it, it never writes there; hdr_end <=
+ *   read of the reader lies inside map[0..size), size <= map_size (size is
+ *   less after gsq_pcap_mmap_restrict), it never writes there; hdr_end <=
  *   off <= size; off is the start of the next record (classic) or block
  *   (pcapng); every packet returned so far lies inside [hdr_end, off);
  *   released <= off is page-aligned and only pages below it were given
@@ -86,8 +87,9 @@ typedef struct gsq_pcap_mmap_iface {
 } gsq_pcap_mmap_iface;
 
 typedef struct gsq_pcap_mmap {
-    const uint8_t *map;    /* the mapped file (or the caller's buffer), size bytes */
-    size_t size;
+    const uint8_t *map;    /* the mapped file (or the caller's buffer), map_size bytes */
+    size_t size;           /* where reading ends: map_size, or a range's end */
+    size_t map_size;
     int mapped;            /* map is ours to unmap (else the caller's buffer) */
     size_t off;            /* next record / block */
     size_t hdr_end;        /* end of the file header (classic) or first IDB */
@@ -188,6 +190,31 @@ static inline int gsq_pcap_mmap_next(gsq_pcap_mmap *m, gsq_pcap_mmap_pkt *p)
     }
     return gsq_pcap_mmap_next_any(m, p);
 }
+
+/* Read only the records in [start, end) of a classic capture: 0, or -1
+ * with the reason in why when m is pcapng, or start or end is not a record
+ * boundary gsq_pcap_mmap_cuts could have given (hdr_end <= start <= end <=
+ * size; a record header at start when start < end).  Records are then
+ * delivered as from the whole file, ending at end. */
+int gsq_pcap_mmap_restrict(gsq_pcap_mmap *m, size_t start, size_t end, char *why,
+                           size_t why_len);
+
+/* Where a classic capture can be cut into up to `parts` runs of records of
+ * about equal counts, each a range for gsq_pcap_mmap_restrict, such that
+ * no packet of a run is later than a packet of a later run (by ts_usec and
+ * by its whole seconds: results over the runs in order equal the whole
+ * file's).  Cuts fall between blocks of GSQ_PCAP_CUT_BLOCK records; where
+ * none is clean near an even cut there are fewer runs.  Returns the number
+ * of runs n >= 1 and cuts[0..n] (cuts[0] = hdr_end, cuts[n] = the end of
+ * the last whole record).  0, with the reason in why: pcapng, a capture
+ * that ends early (cut short, corrupt: read whole, it says so) or one of
+ * fewer than two blocks.  -1: out of memory.  m is not moved (its pages
+ * read may leave the resident set). */
+#ifndef GSQ_PCAP_CUT_BLOCK /* (a test builds the reader with small blocks) */
+#define GSQ_PCAP_CUT_BLOCK 4096u
+#endif
+int gsq_pcap_mmap_cuts(const gsq_pcap_mmap *m, uint32_t parts, uint64_t *cuts, char *why,
+                       size_t why_len);
 
 /* Unmap and free; safe on a closed or zeroed m, and twice. */
 void gsq_pcap_mmap_close(gsq_pcap_mmap *m);

@@ -70,6 +70,7 @@ static int pcap_src_open(gsq_run *r, gsq_source *s)
 {
     pcap_reader *pr = calloc(1, sizeof *pr);
     char errbuf[PCAP_ERRBUF_SIZE];
+    const gsq_iface_time *range;
     if (!pr) {
         gsq_run_fail(r, "out of memory");
         return -1;
@@ -77,6 +78,14 @@ static int pcap_src_open(gsq_run *r, gsq_source *s)
     s->impl = pr;
     errbuf[0] = '\0';
     pr->live = s->ops == &gsq_pcap_live_ops;
+    range = gsq_iface_settings(r, s->iface);
+    if (range && !range->has_range)
+        range = NULL;
+    if (range && pr->live) {
+        gsq_run_fail(r, "pcap_range:%s: interface %s is live, not a capture file", s->iface,
+                     s->path);
+        return -1;
+    }
     if (pr->live) {
         pr->handle = pcap_open_live(s->path, 65535, 0, 100, errbuf);
         if (!pr->handle) {
@@ -94,10 +103,21 @@ static int pcap_src_open(gsq_run *r, gsq_source *s)
             pr->mapped = 1;
             pr->linktype = pr->mm.linktype;
             pr->decoded = 1;
+            if (range && gsq_pcap_mmap_restrict(&pr->mm, (size_t)range->range_start,
+                                                (size_t)range->range_end, errbuf,
+                                                sizeof errbuf) != 0) {
+                gsq_run_fail(r, "pcap_range:%s: %s: %s", s->iface, s->path, errbuf);
+                return -1;
+            }
             return 0;
         }
         if (r->pcap_reader != GSQ_PCAP_READER_MMAP)
             snprintf(pr->fallback, sizeof pr->fallback, "option pcap_reader=libpcap");
+        if (range) {
+            gsq_run_fail(r, "pcap_range:%s: %s is not read through the memory-mapped reader (%s)",
+                         s->iface, s->path, pr->fallback);
+            return -1;
+        }
         f = fopen(s->path, "rb");
         if (!f) {
             gsq_run_fail(r, "cannot open %s: %s", s->path, strerror(errno));
@@ -441,3 +461,19 @@ const gsq_source_ops gsq_pcap_live_ops = {
     .report = pcap_src_report,
     .stats = pcap_src_stats,
 };
+
+GSQ_EXPORT int gsqlc_pcap_cuts(const char *path, uint32_t parts, uint64_t *cuts, char *why,
+                               size_t why_len)
+{
+    gsq_pcap_mmap mm;
+    int n;
+    if (!path || !cuts || parts == 0) {
+        snprintf(why, why_len, "no file or no parts");
+        return 0;
+    }
+    if (gsq_pcap_mmap_open(&mm, path, why, why_len) != 0)
+        return 0;
+    n = gsq_pcap_mmap_cuts(&mm, parts, cuts, why, why_len);
+    gsq_pcap_mmap_close(&mm);
+    return n;
+}

@@ -3,7 +3,7 @@
  * what it delivers, for tests/test_pcap_mmap.py to compare the
  * memory-mapped reader (runtime_c/sources/pcap_mmap.c) with libpcap.
  *
- *   pcap_mmap_diff mmap|mem|libpcap FILE...
+ *   pcap_mmap_diff mmap|mem|libpcap|cuts FILE...
  *
  * mmap: gsq_pcap_mmap_open (the file mapped); mem: the file read into a
  * heap block of exactly its size and gsq_pcap_mmap_open_buffer, so that
@@ -16,6 +16,11 @@
  * "p TS_USEC CAPLEN WIRE_LEN LINKTYPE FNV1A64(bytes) L3 L4 PROTO PAYLOAD"
  * and a last line "eof" or "error MSG" (mmap, mem: "error @OFFSET MSG",
  * then "counts CUT_TO_SNAPLEN UNDECODED").
+ *
+ * cuts: the file in a heap block cut into up to 3 runs (gsq_pcap_mmap_cuts,
+ * built with small blocks: -DGSQ_PCAP_CUT_BLOCK), "nocut WHY" or "cuts
+ * C0 C1 ..." then, per run, "run" and the packets read with
+ * gsq_pcap_mmap_restrict from a fresh open, and "eof" or "error ...".
  */
 #define _DEFAULT_SOURCE
 #include <pcap/pcap.h>
@@ -109,6 +114,56 @@ static void by_reader(const char *path, int mem)
     free(buf);
 }
 
+static void print_packets(gsq_pcap_mmap *m)
+{
+    gsq_pcap_mmap_pkt p;
+    int rc;
+    while ((rc = gsq_pcap_mmap_next(m, &p)) == 1)
+        packet(p.ts_usec, p.caplen, p.wire_len, p.linktype, p.data);
+    if (rc == 0)
+        printf("eof\n");
+    else
+        printf("error @%zu %s\n", m->err_off, m->err);
+}
+
+static void by_cuts(const char *path)
+{
+    gsq_pcap_mmap m;
+    char why[256];
+    uint64_t cuts[4];
+    size_t n = 0;
+    uint8_t *buf = slurp(path, &n);
+    int parts, k;
+    if (!buf || gsq_pcap_mmap_open_buffer(&m, buf, n, why, sizeof why) != 0) {
+        printf("fallback\n");
+        free(buf);
+        return;
+    }
+    parts = gsq_pcap_mmap_cuts(&m, 3, cuts, why, sizeof why);
+    gsq_pcap_mmap_close(&m);
+    if (parts <= 0) {
+        printf("nocut %s\n", parts < 0 ? "out of memory" : why);
+        free(buf);
+        return;
+    }
+    printf("cuts");
+    for (k = 0; k <= parts; k++)
+        printf(" %llu", (unsigned long long)cuts[k]);
+    printf("\n");
+    for (k = 0; k < parts; k++) {
+        printf("run\n");
+        if (gsq_pcap_mmap_open_buffer(&m, buf, n, why, sizeof why) != 0 ||
+            gsq_pcap_mmap_restrict(&m, (size_t)cuts[k], (size_t)cuts[k + 1], why,
+                                   sizeof why) != 0) {
+            printf("restrict failed %s\n", why);
+            continue;
+        }
+        print_packets(&m);
+        gsq_pcap_mmap_close(&m);
+    }
+    free(buf);
+}
+
 static void by_libpcap(const char *path)
 {
     char errbuf[PCAP_ERRBUF_SIZE];
@@ -133,16 +188,18 @@ static void by_libpcap(const char *path)
 int main(int argc, char **argv)
 {
     int i, mode;
-    static const char *const modes[] = {"mmap", "mem", "libpcap"};
-    for (mode = 0; argc >= 2 && mode < 3 && strcmp(argv[1], modes[mode]) != 0; mode++)
+    static const char *const modes[] = {"mmap", "mem", "libpcap", "cuts"};
+    for (mode = 0; argc >= 2 && mode < 4 && strcmp(argv[1], modes[mode]) != 0; mode++)
         ;
-    if (argc < 2 || mode == 3) {
-        fprintf(stderr, "usage: pcap_mmap_diff mmap|mem|libpcap FILE...\n");
+    if (argc < 2 || mode == 4) {
+        fprintf(stderr, "usage: pcap_mmap_diff mmap|mem|libpcap|cuts FILE...\n");
         return 2;
     }
     for (i = 2; i < argc; i++) {
         printf("file %s\n", argv[i]);
-        if (mode == 2)
+        if (mode == 3)
+            by_cuts(argv[i]);
+        else if (mode == 2)
             by_libpcap(argv[i]);
         else
             by_reader(argv[i], mode == 1);

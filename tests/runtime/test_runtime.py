@@ -922,6 +922,8 @@ def test_heartbeat_option_errors(build, tmp_path):
              ["hb_timeout", "-1"], ["hb_timeout", "0"], ["hb_window", "0"], ["hb_window", "10"],
              ["hb_alpha", "1.5"], ["hb_alpha", "-0.5"], ["hb_alpha", "0.25"],
              ["pcap_reader", "pcapng"], ["pcap_reader", "libpcap"], ["pcap_reader", "mmap"],
+             ["pcap_range:a", "5"], ["pcap_range:a", "9:3"], ["pcap_range:", "1:2"],
+             ["pcap_range:a", "x:2"], ["pcap_range:a", "24:2400"],
              ["columnar", "on"], ["columnar", "off"], ["columnar", "auto"],
              ["bogus", "1"]]
     r = run(build, tmp_path, "hb", do_run=False, options=opts)
@@ -975,12 +977,16 @@ def test_heartbeat_option_errors(build, tmp_path):
         "hb_alpha must be a number from 0 to 1, got '1.5'",
         "hb_alpha must be a number from 0 to 1, got '-0.5'",
         "pcap_reader must be mmap or libpcap, got 'pcapng'",
+        "pcap_range:a must be START:END (byte offsets, START <= END), got '5'",
+        "pcap_range:a must be START:END (byte offsets, START <= END), got '9:3'",
+        "pcap_range needs an interface name: pcap_range:NAME",
+        "pcap_range:a must be START:END (byte offsets, START <= END), got 'x:2'",
         "columnar must be auto or off, got 'on'",
         "unknown option 'bogus' (known: csv_separator, csv_strict, clock, batch, "
         "columnar, heartbeat_interval, max_skew:NAME, out_of_order:NAME, latency:NAME, skew:FROM:TO, "
         "hb_estimate, hb_level, hb_horizon, hb_window, hb_alpha, hb_timeout, time_unit:NAME, "
         "arrival:NAME, stall_intervals, trace, arrow_heartbeats, final_heartbeat, arrow_flush, "
-        "pcap_reader)",
+        "pcap_reader, pcap_range:NAME)",
     ]
 
 

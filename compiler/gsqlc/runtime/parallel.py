@@ -1,6 +1,8 @@
-"""A run over in-memory Arrow data on several threads.
+"""A run over in-memory Arrow data or capture files on several threads.
 
-Each Arrow source held in memory is cut into contiguous row ranges (slices).
+Each Arrow source held in memory is cut into contiguous row ranges (slices),
+each classic pcap file into contiguous runs of records (byte ranges read
+with option pcap_range:NAME).
 The LFTAs of each slice run on a thread of their own -- a run of the library
 with its own aggregation tables, whose outputs are the LFTA streams -- and
 one more run, the HFTAs', reads those streams: each LFTA stream is its
@@ -16,10 +18,12 @@ decides what is late by the largest temporal value it has seen: a slice
 starts only at a *clean* boundary, where no earlier row's temporal value is
 greater than a later row's (smaller, for a decreasing attribute), so every
 row meets the same decision it meets on one thread; boundaries are searched
-near the even cuts, and where none is near there are fewer slices.  A run
-this cannot be said of -- a query reading the clock, time bounds or a data
-clock (heartbeats that follow the data), interface sets, file sources or a
-live Arrow feed -- runs on one thread; stats["threads"] says which and why.
+near the even cuts, and where none is near there are fewer slices (a
+capture's packets are cut by their timestamps, between blocks of 4096
+records: gsqlc_pcap_cuts).  A run this cannot be said of -- a query reading
+the clock, time bounds or a data clock (heartbeats that follow the data),
+interface sets, CSV files, live interfaces, pcapng captures or a live Arrow
+feed -- runs on one thread; stats["threads"] says which and why.
 """
 from __future__ import annotations
 
@@ -41,11 +45,15 @@ from . import runner
 
 # the automatic thread count gives each slice at least this many rows
 AUTO_MIN_ROWS = 1 << 17
+# ... and each slice of a capture file at least this many bytes
+AUTO_MIN_BYTES = 16 << 20
+# packet fields a capture is cut by (the cut compares packet timestamps)
+_PACKET_TIME_ACCESSORS = {"get_time", "get_timestamp"}
 # a clean boundary is searched within this many rows from each even cut
 _SEARCH = 1 << 20
 # options a split run accepts (any other, e.g. a time bound, keeps one thread)
 _SPLIT_OPTIONS = {"clock", "csv_separator", "csv_strict", "heartbeat_interval",
-                  "stall_intervals", "columnar", "batch"}
+                  "stall_intervals", "columnar", "batch", "pcap_reader"}
 
 
 def machine_threads() -> int:
@@ -56,12 +64,29 @@ def machine_threads() -> int:
         return os.cpu_count() or 1
 
 
+@dataclass(frozen=True)
+class FileSlice:
+    """Bytes [start, end) of a capture file: whole records (pcap_range)."""
+    uri: str
+    start: int
+    end: int
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+
+def _size(piece: Any) -> int:
+    """A slice's rows (Arrow) or bytes (a capture file)."""
+    return piece.size if isinstance(piece, FileSlice) else piece.num_rows
+
+
 @dataclass
 class Split:
     """How a run is split.  used == 1 (and reason set) when it is not:
     slices[iface] are then empty.  Otherwise slices[iface] are `used`
-    contiguous pyarrow Tables of interface iface's data and offsets[iface]
-    their first rows."""
+    contiguous pieces of interface iface's data: pyarrow Tables, with
+    offsets[iface] their first rows, or FileSlices of its capture file."""
     requested: int
     used: int = 1
     reason: str = ""
@@ -71,7 +96,7 @@ class Split:
     def info(self) -> dict[str, Any]:
         return {"requested": self.requested, "used": self.used,
                 "reason": self.reason or None,
-                "slices": {i: [t.num_rows for t in s] for i, s in self.slices.items()}}
+                "slices": {i: [_size(t) for t in s] for i, s in self.slices.items()}}
 
 
 def _exprs(x: Any) -> Iterator[ast.Expr]:
@@ -144,26 +169,32 @@ def _clean_boundary(cols: list[tuple[Any, bool]], start: int, n: int) -> Optiona
 
 
 def plan_split(plan, arrow: Mapping[str, Any], readers: Mapping[str, Sequence[str]],
-               has_files: bool, has_sets: bool, options: Mapping[str, str],
-               outputs: Sequence[str], threads: Optional[int]) -> Split:
+               files: Mapping[str, str], has_sets: bool, options: Mapping[str, str],
+               outputs: Sequence[str], threads: Optional[int], library: Any = None) -> Split:
     """How a run of `plan` over these sources splits (see the module's
-    docstring).  arrow: the Arrow data bound to each interface; readers: the
-    LFTAs reading each bound interface; threads None is the machine's cores,
-    each slice then at least AUTO_MIN_ROWS rows."""
+    docstring).  arrow: the Arrow data bound to each interface; files: the
+    URI bound to each other interface; readers: the LFTAs reading each bound
+    interface; library: the built query set (it finds a capture's cuts);
+    threads None is the machine's cores, each slice then at least
+    AUTO_MIN_ROWS rows or AUTO_MIN_BYTES bytes."""
     from .bindings import in_memory, in_memory_table
     want = machine_threads() if threads is None else threads
     sp = Split(want)
     if want <= 1:
         sp.reason = "one thread asked for"
         return sp
-    if has_files:
-        sp.reason = "a file source is read on one thread (the split is over Arrow data in memory)"
-        return sp
+    for iface, uri in files.items():
+        scheme, _, path = uri.partition(":")
+        if scheme != "pcap" or path == "-":
+            what = ("a CSV file" if scheme == "csv" else "a live interface"
+                    if scheme == "pcap-live" else "standard input")
+            sp.reason = f"source {iface or 'default'} is {what}, read on one thread"
+            return sp
     if has_sets:
         sp.reason = "an interface set is read on one thread"
         return sp
-    if not arrow:
-        sp.reason = "no Arrow source"
+    if not arrow and not files:
+        sp.reason = "no Arrow source or capture file"
         return sp
     for iface, obj in arrow.items():
         if not in_memory(obj):
@@ -175,6 +206,9 @@ def plan_split(plan, arrow: Mapping[str, Any], readers: Mapping[str, Sequence[st
             what = "clock=data" if k == "clock" else f"option {k}"
             sp.reason = f"{what}: time bounds and the data clock keep a run on one thread"
             return sp
+    if files and options.get("pcap_reader") == "libpcap":
+        sp.reason = "option pcap_reader=libpcap: captures are cut by the memory-mapped reader"
+        return sp
     nodes = plan.upstream(outputs)
     needed = {n.name for n in nodes}
     q = _reads_clock(nodes)
@@ -186,33 +220,39 @@ def plan_split(plan, arrow: Mapping[str, Any], readers: Mapping[str, Sequence[st
                 isinstance(r, HftaAggregate) for r in plan.consumers(n.name) if r.name in needed)):
             sp.reason = f"the LFTA aggregation {n.name} is read as it is (no HFTA merges it)"
             return sp
-    tables = {iface: in_memory_table(obj) for iface, obj in arrow.items()}
-    rows = min(t.num_rows for t in tables.values())
-    used = min(want, rows) if threads is not None else min(want, rows // AUTO_MIN_ROWS)
-    if used <= 1:
-        sp.reason = f"{rows} rows: too few to split"
-        return sp
-    for iface, t in tables.items():
-        cols = []
+    for iface in files:
         for n in nodes:
             if isinstance(n, LftaAggregate) and n.name in readers.get(iface, ()):
                 for f in n.protocol.fields.values():
-                    if f.temporal in (Temporal.INCREASING, Temporal.DECREASING):
-                        c = _column(t, f.name)
-                        if c is not None:
-                            cols.append((c, f.temporal == Temporal.INCREASING))
-        if any(c.null_count for c, _ in cols):
-            sp.reason = f"source {iface or 'default'}: a temporal column has nulls"
+                    if (f.temporal in (Temporal.INCREASING, Temporal.DECREASING)
+                            and f.accessor not in _PACKET_TIME_ACCESSORS):
+                        sp.reason = (f"query {n.query.name} groups by a temporal field "
+                                     f"({f.name}) a capture is not cut by")
+                        return sp
+    tables = {iface: in_memory_table(obj) for iface, obj in arrow.items()}
+    sizes = {iface: os.path.getsize(uri.partition(":")[2]) for iface, uri in files.items()}
+    if threads is not None:
+        used = min([want, *(t.num_rows for t in tables.values())])
+    else:
+        used = min([want, *(t.num_rows // AUTO_MIN_ROWS for t in tables.values()),
+                    *(b // AUTO_MIN_BYTES for b in sizes.values())])
+    if used <= 1:
+        sp.reason = "too few to split: " + ", ".join(
+            [*(f"{t.num_rows} rows" for t in tables.values()),
+             *(f"{b} bytes" for b in sizes.values())])
+        return sp
+    for iface, t in tables.items():
+        reason = _cut_table(sp, iface, t, nodes, readers, used)
+        if reason:
+            sp.reason = reason
             return sp
-        cuts = [0]
-        for k in range(1, used):
-            target = max(k * t.num_rows // used, cuts[-1] + 1)
-            b = _clean_boundary(cols, target, t.num_rows) if cols else target
-            if b is not None and b > cuts[-1] and b < t.num_rows:
-                cuts.append(b)
-        cuts.append(t.num_rows)
-        sp.offsets[iface] = cuts[:-1]
-        sp.slices[iface] = [t.slice(a, b - a) for a, b in zip(cuts, cuts[1:])]
+    for iface, uri in files.items():
+        cuts, why = runner.pcap_cuts(library, uri.partition(":")[2], used)
+        if not cuts:
+            sp.reason = f"source {iface or 'default'}: {why}"
+            return sp
+        sp.slices[iface] = [FileSlice(uri, a, b) for a, b in zip(cuts, cuts[1:])]
+        sp.offsets[iface] = [0] * (len(cuts) - 1)
     used = min(len(s) for s in sp.slices.values())
     if used <= 1:
         sp.reason = "no clean boundary: the temporal columns are out of order throughout"
@@ -222,11 +262,40 @@ def plan_split(plan, arrow: Mapping[str, Any], readers: Mapping[str, Sequence[st
     for iface in list(sp.slices):
         s, o = sp.slices[iface], sp.offsets[iface]
         if len(s) > used:
-            import pyarrow as pa
-            s[used - 1] = pa.concat_tables(s[used - 1:])
+            if isinstance(s[0], FileSlice):
+                s[used - 1] = FileSlice(s[0].uri, s[used - 1].start, s[-1].end)
+            else:
+                import pyarrow as pa
+                s[used - 1] = pa.concat_tables(s[used - 1:])
             del s[used:], o[used:]
     sp.used = used
     return sp
+
+
+def _cut_table(sp: Split, iface: str, t, nodes: Sequence, readers: Mapping[str, Sequence[str]],
+               used: int) -> str:
+    """Cut Arrow table t of interface iface into up to `used` slices at
+    clean boundaries (into sp); a reason when it cannot be cut."""
+    cols = []
+    for n in nodes:
+        if isinstance(n, LftaAggregate) and n.name in readers.get(iface, ()):
+            for f in n.protocol.fields.values():
+                if f.temporal in (Temporal.INCREASING, Temporal.DECREASING):
+                    c = _column(t, f.name)
+                    if c is not None:
+                        cols.append((c, f.temporal == Temporal.INCREASING))
+    if any(c.null_count for c, _ in cols):
+        return f"source {iface or 'default'}: a temporal column has nulls"
+    cuts = [0]
+    for k in range(1, used):
+        target = max(k * t.num_rows // used, cuts[-1] + 1)
+        b = _clean_boundary(cols, target, t.num_rows) if cols else target
+        if b is not None and b > cuts[-1] and b < t.num_rows:
+            cuts.append(b)
+    cuts.append(t.num_rows)
+    sp.offsets[iface] = cuts[:-1]
+    sp.slices[iface] = [t.slice(a, b - a) for a, b in zip(cuts, cuts[1:])]
+    return ""
 
 
 # ------------------------------------------------------------ running
@@ -277,15 +346,21 @@ class SplitRun:
 
     # -- the slices' runs
     def _slice(self, iface: str, k: int, handle: runner.RunHandle) -> None:
-        table = self.split.slices[iface][k]
+        piece = self.split.slices[iface][k]
         streams = [s for s, _ in self._lfta[iface]]
 
         def deliver(stream: str, batch) -> bool:
             self._queues[(stream, k)].put(batch)
             return True
         try:
-            res = runner.run_library(self.library, [], [], self._options, self._params,
-                                     arrow_sources={iface: table.to_reader()},
+            if isinstance(piece, FileSlice):
+                sources = [(iface, piece.uri)]
+                options = {**self._options, f"pcap_range:{iface}": f"{piece.start}:{piece.end}"}
+                arrow = None
+            else:
+                sources, options, arrow = [], self._options, {iface: piece.to_reader()}
+            res = runner.run_library(self.library, sources, [], options, self._params,
+                                     arrow_sources=arrow,
                                      arrow_sinks=[(s, deliver) for s in streams],
                                      batch_rows=self._batch_rows, cancel=handle,
                                      set_members=self._set_members)

@@ -3,6 +3,7 @@ no compiler is needed to load a library)."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import threading
@@ -62,6 +63,7 @@ const char *gsqlc_stats_json(gsq_run *r);
 const char *gsqlc_report(gsq_run *r);
 const char *gsqlc_error(gsq_run *r);
 void gsqlc_destroy(gsq_run *r);
+int gsqlc_pcap_cuts(const char *path, uint32_t parts, uint64_t *cuts, char *why, size_t why_len);
 """
 
 _ffi = abi_ffi(ABI_CDEF)
@@ -78,6 +80,22 @@ def load_library(path: Path):
             raise RunError(f"cannot load the query-set library {key}: {e}") from None
         _libs[key] = lib
     return lib
+
+
+def pcap_cuts(library: Path, path: str, parts: int) -> tuple[list[int], str]:
+    """Byte boundaries cutting the classic pcap file at `path` into up to
+    `parts` runs whose results, in order, equal the whole file's (option
+    pcap_range:NAME reads one): ([start, ..., end], "") with one run or
+    more, or ([], why) when the file is not one the reader can cut."""
+    lib = load_library(library)
+    cuts = _ffi.new("uint64_t[]", parts + 1)
+    why = _ffi.new("char[]", 256)
+    n = lib.gsqlc_pcap_cuts(os.fsencode(path), parts, cuts, why, 256)
+    if n < 0:
+        raise RunError("out of memory")
+    if n == 0:
+        return [], _ffi.string(why).decode("utf-8", "replace")
+    return [int(cuts[i]) for i in range(n + 1)], ""
 
 
 class RunHandle:
