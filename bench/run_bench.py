@@ -11,7 +11,8 @@ Data (bench/data/, generated once by bench/pktgen.py, 100,000 packets/s):
     p{N}_g524288.pcap  (+ .parquet)  524,288 pairs (the OOP paper's G1 sizes)
 Queries: bench/queries/q1.gsql (filter + project), q2.gsql (count per pair
 per 60 s).  gsqlc runs as a user runs it, `gsqlc run ... --output-file
-/dev/null`, with the query set already built (builds are cached); the time
+/dev/null` (`gsqlc1` with --threads 1, `gsqlc` with the default: all cores),
+with the query set already built (builds are cached); the time
 includes starting Python, reading the pcap (memory-mapped, the default;
 `gsqlc_libpcap` reads it through libpcap, --pcap-reader libpcap) and writing
 the text output.  Each figure is the best of --repeat runs.
@@ -46,22 +47,28 @@ def ensure_data(packets: int, groups: int) -> Path:
     return pcap
 
 
-def gsqlc_cmd(query: str, pcap: Path, reader: str = "mmap") -> list[str]:
+def gsqlc_cmd(query: str, pcap: Path, reader: str = "mmap", threads: int | None = None
+              ) -> list[str]:
     return [sys.executable, "-m", "gsqlc", "run", str(QUERIES / f"{query}.gsql"),
             "--source", f"eth0=pcap:{pcap}", "--output-file", "/dev/null",
-            "--pcap-reader", reader]
+            "--pcap-reader", reader, *(["--threads", str(threads)] if threads else [])]
 
 
-def run_gsqlc(query: str, pcap: Path, repeat: int, records: int, reader: str = "mmap") -> dict:
+def run_gsqlc(query: str, pcap: Path, repeat: int, records: int, reader: str = "mmap",
+              threads: int | None = None) -> dict:
+    """`gsqlc run` of the query: threads None is the default (the machine's
+    cores; the libpcap reader reads on one)."""
+    cmd = gsqlc_cmd(query, pcap, reader, threads)
     # First run builds (or finds) the query set in the cache; not timed.
-    subprocess.run(gsqlc_cmd(query, pcap, reader), check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     best, peak = None, 0.0
     for _ in range(repeat):
-        dt, _, rss = baselines._spawn_measured(gsqlc_cmd(query, pcap, reader))
+        dt, _, rss = baselines._spawn_measured(cmd)
         best = dt if best is None else min(best, dt)
         peak = max(peak, rss)
-    return {"engine": "gsqlc" if reader == "mmap" else "gsqlc_libpcap", "query": query,
-            "seconds": best, "records": records, "peak_rss_mb": peak}
+    engine = "gsqlc_libpcap" if reader != "mmap" else "gsqlc1" if threads == 1 else "gsqlc"
+    return {"engine": engine, "query": query, "seconds": best, "records": records,
+            "peak_rss_mb": peak}
 
 
 def main(argv=None) -> int:
@@ -78,7 +85,8 @@ def main(argv=None) -> int:
         pcap = ensure_data(args.packets, groups)
         for f in (pcap, pcap.with_suffix(".parquet")):
             baselines.warm_cache(f)
-        res = [run_gsqlc(query, pcap, args.repeat, args.packets),
+        res = [run_gsqlc(query, pcap, args.repeat, args.packets, threads=1),
+               run_gsqlc(query, pcap, args.repeat, args.packets),
                run_gsqlc(query, pcap, args.repeat, args.packets, reader="libpcap")]
         for engine in ("c", "duckdb1", "duckdb", "polars", "gsqlc_arrow1", "gsqlc_arrow"):
             r = subprocess.run([sys.executable, str(HERE / "baselines.py"), engine, query, str(pcap)],
@@ -95,8 +103,9 @@ def main(argv=None) -> int:
                   f"{r['mrec_s']:7.2f} M rec/s  peak {r['peak_rss_mb']:7.0f} MB  "
                   f"x{r['vs_c']:.2f} of the C loop", flush=True)
 
-    names = {"gsqlc": "gsqlc (end to end, pcap)",
-             "gsqlc_libpcap": "gsqlc (end to end, pcap through libpcap)",
+    names = {"gsqlc1": "gsqlc (end to end, pcap, 1 thread)",
+             "gsqlc": "gsqlc (end to end, pcap, all threads)",
+             "gsqlc_libpcap": "gsqlc (end to end, pcap through libpcap, 1 thread)",
              "c": "hand-written C loop (pcap)",
              "duckdb1": "DuckDB, 1 thread (in memory)", "duckdb": "DuckDB, all threads (in memory)",
              "polars": "Polars (in memory)",
