@@ -341,11 +341,12 @@ def _split_run(args, library, files, bindings, outputs, options, params, sinks, 
         # no need to plan: too small to split
         return parallel.Split(parallel.machine_threads(),
                               reason="too few to split: no capture file of 32 MiB or more")
+    cuts = parallel.CaptureCuts(library, files, args.threads)   # meanwhile: plan, imports
     plan = (qs if qs is not None else plan_queries(args.files, compile_options)).plan
     readers = {i: [n.name for n in ns] for i, ns in bindings.readers.items()}
     sets = [s for s, _ in bindings.members]
     split = parallel.plan_split(plan, {}, readers, files, len(sets) != len(set(sets)), options,
-                                outputs, args.threads, library)
+                                outputs, args.threads, library, cuts)
     if split.used <= 1:
         return split
     by_name = {n.name: n for n in plan.upstream(outputs)}

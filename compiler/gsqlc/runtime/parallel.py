@@ -168,15 +168,46 @@ def _clean_boundary(cols: list[tuple[Any, bool]], start: int, n: int) -> Optiona
     return start + int(hits[0]) if len(hits) else None
 
 
+class CaptureCuts:
+    """The cuts of capture files (runner.pcap_cuts), found on a thread of
+    their own from the start, so that the walk of a large capture's headers
+    overlaps what comes before the split (planning, imports)."""
+
+    def __init__(self, library: Any, files: Mapping[str, str], threads: Optional[int]):
+        self._parts = machine_threads() if threads is None else threads
+        self._found: dict[tuple[str, int], tuple[list[int], str]] = {}
+        paths = [u.partition(":")[2] for u in files.values() if u.partition(":")[0] == "pcap"]
+        self._library = library
+        self._thread = threading.Thread(target=self._find, args=(paths,), daemon=True,
+                                        name="gsqlc-capture-cuts")
+        if self._parts > 1 and paths:
+            self._thread.start()
+
+    def _find(self, paths: list[str]) -> None:
+        for path in paths:
+            try:
+                self._found[(path, self._parts)] = runner.pcap_cuts(self._library, path,
+                                                                    self._parts)
+            except (RunError, OSError):
+                pass            # found again (and reported) by get()
+
+    def get(self, path: str, parts: int) -> tuple[list[int], str]:
+        if self._thread.is_alive():
+            self._thread.join()
+        found = self._found.get((path, parts))
+        return found if found is not None else runner.pcap_cuts(self._library, path, parts)
+
+
 def plan_split(plan, arrow: Mapping[str, Any], readers: Mapping[str, Sequence[str]],
                files: Mapping[str, str], has_sets: bool, options: Mapping[str, str],
-               outputs: Sequence[str], threads: Optional[int], library: Any = None) -> Split:
+               outputs: Sequence[str], threads: Optional[int], library: Any = None,
+               cuts: Optional[CaptureCuts] = None) -> Split:
     """How a run of `plan` over these sources splits (see the module's
     docstring).  arrow: the Arrow data bound to each interface; files: the
     URI bound to each other interface; readers: the LFTAs reading each bound
-    interface; library: the built query set (it finds a capture's cuts);
-    threads None is the machine's cores, each slice then at least
-    AUTO_MIN_ROWS rows or AUTO_MIN_BYTES bytes."""
+    interface; library: the built query set (it finds a capture's cuts, or
+    `cuts` found them); threads None is the machine's cores, each slice then
+    at least AUTO_MIN_ROWS rows or AUTO_MIN_BYTES bytes."""
     from .bindings import in_memory, in_memory_table
     want = machine_threads() if threads is None else threads
     sp = Split(want)
@@ -247,12 +278,14 @@ def plan_split(plan, arrow: Mapping[str, Any], readers: Mapping[str, Sequence[st
             sp.reason = reason
             return sp
     for iface, uri in files.items():
-        cuts, why = runner.pcap_cuts(library, uri.partition(":")[2], used)
-        if not cuts:
+        path = uri.partition(":")[2]
+        found, why = (cuts.get(path, used) if cuts is not None
+                      else runner.pcap_cuts(library, path, used))
+        if not found:
             sp.reason = f"source {iface or 'default'}: {why}"
             return sp
-        sp.slices[iface] = [FileSlice(uri, a, b) for a, b in zip(cuts, cuts[1:])]
-        sp.offsets[iface] = [0] * (len(cuts) - 1)
+        sp.slices[iface] = [FileSlice(uri, a, b) for a, b in zip(found, found[1:])]
+        sp.offsets[iface] = [0] * (len(found) - 1)
     used = min(len(s) for s in sp.slices.values())
     if used <= 1:
         sp.reason = "no clean boundary: the temporal columns are out of order throughout"
