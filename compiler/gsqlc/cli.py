@@ -341,6 +341,9 @@ def _split_run(args, library, files, bindings, outputs, options, params, sinks, 
         # no need to plan: too small to split
         return parallel.Split(parallel.machine_threads(),
                               reason="too few to split: no capture file of 32 MiB or more")
+    reason = parallel.options_reason(options, True)
+    if reason:
+        return parallel.Split(args.threads or parallel.machine_threads(), reason=reason)
     cuts = parallel.CaptureCuts(library, files, args.threads)   # meanwhile: plan, imports
     plan = (qs if qs is not None else plan_queries(args.files, compile_options)).plan
     readers = {i: [n.name for n in ns] for i, ns in bindings.readers.items()}

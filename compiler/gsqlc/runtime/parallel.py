@@ -168,6 +168,17 @@ def _clean_boundary(cols: list[tuple[Any, bool]], start: int, n: int) -> Optiona
     return start + int(hits[0]) if len(hits) else None
 
 
+def options_reason(options: Mapping[str, str], has_files: bool) -> str:
+    """Why a run with these options stays on one thread ("": it need not)."""
+    for k, v in options.items():
+        if k not in _SPLIT_OPTIONS or (k == "clock" and v == "data"):
+            what = "clock=data" if k == "clock" else f"option {k}"
+            return f"{what}: time bounds and the data clock keep a run on one thread"
+    if has_files and options.get("pcap_reader") == "libpcap":
+        return "option pcap_reader=libpcap: captures are cut by the memory-mapped reader"
+    return ""
+
+
 class CaptureCuts:
     """The cuts of capture files (runner.pcap_cuts), found on a thread of
     their own from the start, so that the walk of a large capture's headers
@@ -232,13 +243,8 @@ def plan_split(plan, arrow: Mapping[str, Any], readers: Mapping[str, Sequence[st
             sp.reason = (f"source {iface or 'default'} is a reader or iterator, read as it comes "
                          "on one thread")
             return sp
-    for k, v in options.items():
-        if k not in _SPLIT_OPTIONS or (k == "clock" and v == "data"):
-            what = "clock=data" if k == "clock" else f"option {k}"
-            sp.reason = f"{what}: time bounds and the data clock keep a run on one thread"
-            return sp
-    if files and options.get("pcap_reader") == "libpcap":
-        sp.reason = "option pcap_reader=libpcap: captures are cut by the memory-mapped reader"
+    sp.reason = options_reason(options, bool(files))
+    if sp.reason:
         return sp
     nodes = plan.upstream(outputs)
     needed = {n.name for n in nodes}
