@@ -179,3 +179,15 @@ def test_pcapng_and_bad_thread_counts(gsqlc, cap, tmp_path):
     for bad in ("0", "-2", "x"):
         p = gsqlc("run", d / "q.gsql", "--source", f"pcap:{ordered}", "--threads", bad)
         assert p.returncode == 2 and "--threads: expected a positive integer" in p.err, p.err
+
+
+def test_the_cli_default_says_why_it_stays_on_one_thread(gsqlc, cap):
+    """Without --threads: one thread on fewer than 3 cores (the split
+    measured no gain on 2), else a capture this small is not cut."""
+    from gsqlc.runtime.parallel import machine_threads
+    d, ordered, _ = cap
+    p = gsqlc("run", d / "q.gsql", "--source", f"pcap:{ordered}", "--output", "per10", "--stats")
+    assert p.returncode == 0, p.err
+    info = _stats(p.err)["threads"]
+    want = "core(s)" if machine_threads() < 3 else "too few to split"
+    assert info["used"] == 1 and want in info["reason"], info

@@ -127,8 +127,9 @@ def make_parser() -> argparse.ArgumentParser:
                    help="how pcap:PATH files are read: mmap (default: memory-mapped, zero "
                         "copy; libpcap for pipes and formats it does not take) or libpcap")
     r.add_argument("--threads", type=_positive_int, metavar="N",
-                   help="threads to run on (default: the machine's cores, each given at least "
-                        "16 MiB of capture): a classic pcap file is cut into runs of records, "
+                   help="threads to run on (default: the machine's cores when it has 3 or "
+                        "more, each given at least 16 MiB of capture; else 1): a classic pcap "
+                        "file is cut into runs of records, "
                         "each read by its LFTAs on a thread of its own, the HFTAs merging "
                         "them; the results equal one thread's.  Other sources, and runs the "
                         "cut cannot keep equal, use one thread (--stats says why)")
@@ -302,6 +303,12 @@ def _positive_int(text: str) -> int:
     return n
 
 
+# the cores below which `gsqlc run` reads a capture on one thread unless
+# --threads says otherwise: on 2 cores the split measured 0.92-1.21x of one
+# thread (bench/README.md), the text output and the HFTAs being one more thread
+CLI_AUTO_MIN_CORES = 3
+
+
 class _TextFinal:
     """The HFTA run of a split CLI run (runtime/parallel.py): the LFTA
     streams from the slices' runs, the outputs to the text sinks."""
@@ -334,6 +341,11 @@ def _split_run(args, library, files, bindings, outputs, options, params, sinks, 
     from .runtime.arrow_types import stream_schema
     if args.threads == 1:
         return parallel.Split(1, reason="one thread asked for")
+    cores = parallel.machine_threads()
+    if args.threads is None and cores < CLI_AUTO_MIN_CORES:
+        return parallel.Split(cores, reason=(
+            f"{cores} core(s): the runs of records and the run merging them would share them "
+            "(no gain measured on 2 cores); --threads N splits"))
     paths = [u.partition(":")[2] for u in files.values() if u.partition(":")[0] == "pcap"]
     if args.threads is None and not any(
             os.path.isfile(f) and os.path.getsize(f) >= 2 * parallel.AUTO_MIN_BYTES

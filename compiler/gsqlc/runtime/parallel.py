@@ -34,14 +34,13 @@ import queue
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional, Sequence
 
 from ..errors import RunError
-from ..frontend import ast
-from ..planner.nodes import HftaAggregate, LftaAggregate, LftaNode
-from ..semantics import catalog
-from ..semantics.types import Temporal
 from . import runner
+
+if TYPE_CHECKING:   # the CLI imports this module on every run: the planner only when splitting
+    from ..frontend import ast
 
 # the automatic thread count gives each slice at least this many rows
 AUTO_MIN_ROWS = 1 << 17
@@ -101,6 +100,7 @@ class Split:
 
 def _exprs(x: Any) -> Iterator[ast.Expr]:
     """Every expression of a query's syntax tree."""
+    from ..frontend import ast
     if isinstance(x, ast.Expr):
         yield x
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
@@ -118,6 +118,9 @@ def _exprs(x: Any) -> Iterator[ast.Expr]:
 def _reads_clock(nodes: Sequence) -> Optional[str]:
     """The name of a query of these plan nodes that reads the run's clock (a
     function of the clock, or a PROTOCOL field of the system's), or None."""
+    from ..frontend import ast
+    from ..planner.nodes import LftaNode
+    from ..semantics import catalog
     for n in nodes:
         system = {name for name, f in n.protocol.fields.items()
                   if f.source == "system"} if isinstance(n, LftaNode) else set()
@@ -219,6 +222,8 @@ def plan_split(plan, arrow: Mapping[str, Any], readers: Mapping[str, Sequence[st
     interface; library: the built query set (it finds a capture's cuts, or
     `cuts` found them); threads None is the machine's cores, each slice then
     at least AUTO_MIN_ROWS rows or AUTO_MIN_BYTES bytes."""
+    from ..planner.nodes import HftaAggregate, LftaAggregate
+    from ..semantics.types import Temporal
     from .bindings import in_memory, in_memory_table
     want = machine_threads() if threads is None else threads
     sp = Split(want)
@@ -315,6 +320,8 @@ def _cut_table(sp: Split, iface: str, t, nodes: Sequence, readers: Mapping[str, 
                used: int) -> str:
     """Cut Arrow table t of interface iface into up to `used` slices at
     clean boundaries (into sp); a reason when it cannot be cut."""
+    from ..planner.nodes import LftaAggregate
+    from ..semantics.types import Temporal
     cols = []
     for n in nodes:
         if isinstance(n, LftaAggregate) and n.name in readers.get(iface, ()):
