@@ -195,7 +195,7 @@ class CompiledQuerySet:
         split = parallel.plan_split(
             qs.plan, data,
             {i: [n.name for n in ns] for i, ns in bindings.readers.items()},
-            dict(file_bindings), _multi_member(set_members), opts, names, threads,
+            dict(file_bindings), parallel.multi_member(set_members), opts, names, threads,
             self.compiled.library)
         if split.used > 1:
             return self._split_run(split, bindings, names, opts, params, batch_rows, strings,
@@ -209,13 +209,9 @@ class CompiledQuerySet:
         """run() over threads (gsqlc.runtime.parallel): the LFTAs each
         sliced interface's bindings name, their outputs into the HFTAs' run."""
         from .planner.nodes import HftaNode
-        from .runtime.arrow_types import stream_schema
         plan = self.compiled.queryset.plan
         needed = plan.upstream(names)
-        by_name = {n.name: n for n in needed}
-        lftas = {iface: [(n.name, stream_schema(by_name[n.name].output, "bytes"))
-                         for n in readers if n.name in by_name]
-                 for iface, readers in bindings.readers.items() if iface in split.slices}
+        lftas = parallel.lfta_streams(plan, names, bindings.readers, split)
         make_final = None
         if any(isinstance(n, HftaNode) for n in needed):
             def make_final(streams):
@@ -234,13 +230,6 @@ class CompiledQuerySet:
         name = r.outputs[0]
         schema = self.output_schema(name, kw.get("strings", "str"))
         return pa.Table.from_batches(batches, schema=schema)
-
-
-def _multi_member(members: Sequence[tuple[str, str]]) -> bool:
-    """Whether some interface set of these (set, member) pairs has several
-    members (a single bound interface is the default set's one member)."""
-    sets = [s for s, _ in members]
-    return len(sets) != len(set(sets))
 
 
 def time_bounds(out_of_order: Optional[Mapping[str, float]] = None,

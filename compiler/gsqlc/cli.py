@@ -337,8 +337,6 @@ def _split_run(args, library, files, bindings, outputs, options, params, sinks, 
     or the Split saying why it stays on one (qs: the planned query set, or
     None when the build came from the input-keyed cache)."""
     import os
-
-    from .runtime.arrow_types import stream_schema
     if args.threads == 1:
         return parallel.Split(1, reason="one thread asked for")
     cores = parallel.machine_threads()
@@ -351,25 +349,20 @@ def _split_run(args, library, files, bindings, outputs, options, params, sinks, 
             os.path.isfile(f) and os.path.getsize(f) >= 2 * parallel.AUTO_MIN_BYTES
             for f in paths):
         # no need to plan: too small to split
-        return parallel.Split(parallel.machine_threads(),
-                              reason="too few to split: no capture file of 32 MiB or more")
+        return parallel.Split(cores, reason="too few to split: no capture file of 32 MiB or more")
     reason = parallel.options_reason(options, True)
     if reason:
-        return parallel.Split(args.threads or parallel.machine_threads(), reason=reason)
+        return parallel.Split(args.threads or cores, reason=reason)
     cuts = parallel.CaptureCuts(library, files, args.threads)   # meanwhile: plan, imports
     plan = (qs if qs is not None else plan_queries(args.files, compile_options)).plan
     readers = {i: [n.name for n in ns] for i, ns in bindings.readers.items()}
-    sets = [s for s, _ in bindings.members]
-    split = parallel.plan_split(plan, {}, readers, files, len(sets) != len(set(sets)), options,
-                                outputs, args.threads, library, cuts)
+    split = parallel.plan_split(plan, {}, readers, files, parallel.multi_member(bindings.members),
+                                options, outputs, args.threads, library, cuts)
     if split.used <= 1:
         return split
-    by_name = {n.name: n for n in plan.upstream(outputs)}
-    lftas = {iface: [(n.name, stream_schema(by_name[n.name].output, "bytes"))
-                     for n in ns if n.name in by_name]
-             for iface, ns in bindings.readers.items() if iface in split.slices}
     return parallel.SplitRun(
-        library, split, lftas, outputs, options, params, 0, "bytes", True,
+        library, split, parallel.lfta_streams(plan, outputs, bindings.readers, split), outputs,
+        options, params, 0, "bytes", True,
         lambda streams: _TextFinal(library, sinks, options, params, streams),
         bindings.members)
 

@@ -171,6 +171,25 @@ def _clean_boundary(cols: list[tuple[Any, bool]], start: int, n: int) -> Optiona
     return start + int(hits[0]) if len(hits) else None
 
 
+def multi_member(members: Sequence[tuple[str, str]]) -> bool:
+    """Whether some interface set of these (set, member) pairs has several
+    members (a single bound interface is the default set's one member)."""
+    sets = [s for s, _ in members]
+    return len(sets) != len(set(sets))
+
+
+def lfta_streams(plan, outputs: Sequence[str], readers: Mapping[str, Sequence[Any]],
+                 split: Split) -> dict[str, list[tuple[str, Any]]]:
+    """SplitRun's lfta_streams: per sliced interface, the LFTAs reading it
+    (readers: plan summaries with a name) that the outputs need, with the
+    Arrow schema of each one's stream."""
+    from .arrow_types import stream_schema
+    by_name = {n.name: n for n in plan.upstream(outputs)}
+    return {iface: [(n.name, stream_schema(by_name[n.name].output, "bytes"))
+                    for n in ns if n.name in by_name]
+            for iface, ns in readers.items() if iface in split.slices}
+
+
 def options_reason(options: Mapping[str, str], has_files: bool) -> str:
     """Why a run with these options stays on one thread ("": it need not)."""
     for k, v in options.items():
