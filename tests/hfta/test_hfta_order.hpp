@@ -59,10 +59,10 @@ struct order_log {
     }
 };
 
-static uint32_t clamp_sub(uint32_t a, uint32_t b) { return a > b ? a - b : 0; }
+[[maybe_unused]] static uint32_t clamp_sub(uint32_t a, uint32_t b) { return a > b ? a - b : 0; }
 
 // Slots of a table holding n groups (the hash table's growth rule).
-static size_t slots_for(size_t n)
+[[maybe_unused]] static size_t slots_for(size_t n)
 {
     size_t cap = gsq::open_hash_map<int, int>::min_capacity;
     while (n * 10 > cap * 7)
@@ -184,7 +184,7 @@ struct groupby_results {
 // mode: 0 in order, 1 disordered within K epochs, 2 up to K + 2 epochs.
 // hb_mode: 0 no heartbeats, 1 honest ones, 2 ones that may lie.
 template <unsigned K, bool Strict>
-static void groupby_trial(std::mt19937 &rng, int mode, int hb_mode, groupby_results &res)
+[[maybe_unused]] static void groupby_trial(std::mt19937 &rng, int mode, int hb_mode, groupby_results &res)
 {
     using op_t = gsq::groupby_op<flows_ooo_functor<K, Strict>>;
     static_assert(op_t::max_disorder == K && op_t::strict_heartbeats == Strict);
@@ -256,7 +256,7 @@ static void groupby_trial(std::mt19937 &rng, int mode, int hb_mode, groupby_resu
 }
 
 template <unsigned K, bool Strict>
-static void groupby_properties(uint32_t seed)
+[[maybe_unused]] static void groupby_properties(uint32_t seed)
 {
     std::mt19937 rng(seed);
     groupby_results res;
@@ -286,7 +286,7 @@ struct merge_results {
 // jitter: 0 each input in order; 1 each input disordered within the slack;
 // 2 beyond it (and heartbeats that may lie).
 template <int N, bool Ordered>
-static void merge_trial(std::mt19937 &rng, uint32_t slack, int jitter, merge_results &res)
+[[maybe_unused]] static void merge_trial(std::mt19937 &rng, uint32_t slack, int jitter, merge_results &res)
 {
     using functor = std::conditional_t<Ordered, pkt_merge_functor<N>, pkt_union_functor<N>>;
     gsq_node node;
@@ -380,7 +380,7 @@ static void merge_trial(std::mt19937 &rng, uint32_t slack, int jitter, merge_res
 }
 
 template <bool Ordered>
-static void merge_properties(uint32_t seed)
+[[maybe_unused]] static void merge_properties(uint32_t seed)
 {
     std::mt19937 rng(seed);
     merge_results res;
@@ -416,7 +416,7 @@ struct join_results {
 };
 
 template <gsq::join_kind K, class T>
-static void join_trial(std::mt19937 &rng, int64_t lo, int64_t hi, join_results &res)
+[[maybe_unused]] static void join_trial(std::mt19937 &rng, int64_t lo, int64_t hi, join_results &res)
 {
     struct ev {
         bool hb;
@@ -483,7 +483,7 @@ static void join_trial(std::mt19937 &rng, int64_t lo, int64_t hi, join_results &
 }
 
 template <gsq::join_kind K>
-static void join_properties(uint32_t seed, const char *name)
+[[maybe_unused]] static void join_properties(uint32_t seed, const char *name)
 {
     std::mt19937 rng(seed);
     join_results eq, band, wide;
@@ -547,7 +547,7 @@ struct sel_t10_functor {
     }
 };
 
-static void selection_properties(uint32_t seed)
+[[maybe_unused]] static void selection_properties(uint32_t seed)
 {
     std::mt19937 rng(seed);
     int bad = 0, trials = 0;
@@ -603,7 +603,7 @@ static void selection_properties(uint32_t seed)
 // order with honest heartbeats, through the OOP union into a group-by: with
 // max_disorder 3 nothing is lost; with 1 the skew drops tuples.
 template <unsigned K>
-static int union_groupby_trial(std::mt19937 &rng, uint64_t &late)
+[[maybe_unused]] static int union_groupby_trial(std::mt19937 &rng, uint64_t &late)
 {
     gsq_node mnode;
     gsq::merge_op<pkt_union_functor<3>> merge(&mnode);
@@ -656,7 +656,7 @@ static int union_groupby_trial(std::mt19937 &rng, uint64_t &late)
     return bad;
 }
 
-static void union_groupby_properties(uint32_t seed)
+[[maybe_unused]] static void union_groupby_properties(uint32_t seed)
 {
     std::mt19937 rng(seed);
     int bad = 0;
@@ -694,7 +694,7 @@ struct ooo_join_results {
 // time).  With `inject`, tuples below a disordered input's last heartbeat
 // are slipped in between the union and the join: each must be counted late.
 template <gsq::join_kind K, class T, bool LO, bool RO>
-static void ooo_join_trial(std::mt19937 &rng, int64_t lo, int64_t hi, bool inject, ooo_join_results &res)
+[[maybe_unused]] static void ooo_join_trial(std::mt19937 &rng, int64_t lo, int64_t hi, bool inject, ooo_join_results &res)
 {
     using op_t = gsq::join_op<with_joint_punctuation<pkt_ooo_join_functor<K, T, LO, RO>>>;
     static_assert(op_t::left_ordered == LO && op_t::right_ordered == RO);
@@ -865,7 +865,7 @@ static void ooo_join_trial(std::mt19937 &rng, int64_t lo, int64_t hi, bool injec
 }
 
 template <gsq::join_kind K>
-static void ooo_join_properties(uint32_t seed, const char *name)
+[[maybe_unused]] static void ooo_join_properties(uint32_t seed, const char *name)
 {
     std::mt19937 rng(seed);
     ooo_join_results eq, band;
@@ -918,7 +918,7 @@ struct g3_run {
 // Each stream sends a heartbeat (its own time) instead of a tuple once in
 // `hb_every` events.
 template <bool OOP>
-static g3_run g3_pipeline(uint32_t seed, uint32_t skew, uint32_t hb_every)
+[[maybe_unused]] static g3_run g3_pipeline(uint32_t seed, uint32_t skew, uint32_t hb_every)
 {
     using join_t = std::conditional_t<OOP, pkt_ooo_join_functor<gsq::join_kind::inner, uint32_t, false, false>,
                                       pkt_join_functor<gsq::join_kind::inner>>;
@@ -980,7 +980,7 @@ static g3_run g3_pipeline(uint32_t seed, uint32_t skew, uint32_t hb_every)
 // arrives between heartbeats: with frequent heartbeats (1 event in 3) the two
 // peaks stay within a factor of 2; with sparse ones (1 in 6) OOP holds more
 // at small skew, and the two converge as the skew grows.
-static void g3_memory(uint32_t seed)
+[[maybe_unused]] static void g3_memory(uint32_t seed)
 {
     bool same_rows = true, no_late = true, same_order = true, converges = true;
     for (uint32_t hb_every : {3u, 6u}) {
@@ -1007,7 +1007,8 @@ static void g3_memory(uint32_t seed)
 
 } // namespace order_props
 
-static void test_order_properties()
+#if IN_PART(5)
+static void test_order_properties_groupby_merge()
 {
     using namespace order_props;
     groupby_properties<1, false>(101);
@@ -1018,17 +1019,39 @@ static void test_order_properties()
     groupby_properties<3, true>(106);
     merge_properties<true>(201);
     merge_properties<false>(202);
+    selection_properties(401);
+    union_groupby_properties(501);
+}
+#endif
+
+#if IN_PART(6)
+static void test_order_properties_join()
+{
+    using namespace order_props;
     join_properties<gsq::join_kind::inner>(301, "inner");
     join_properties<gsq::join_kind::left_outer>(302, "left");
     join_properties<gsq::join_kind::right_outer>(303, "right");
     join_properties<gsq::join_kind::full_outer>(304, "full");
-    selection_properties(401);
-    union_groupby_properties(501);
+}
+#endif
+
+#if IN_PART(7)
+static void test_order_properties_ooo_join()
+{
+    using namespace order_props;
     ooo_join_properties<gsq::join_kind::inner>(601, "inner");
     ooo_join_properties<gsq::join_kind::left_outer>(602, "left");
+}
+#endif
+
+#if IN_PART(8)
+static void test_order_properties_ooo_outer_join()
+{
+    using namespace order_props;
     ooo_join_properties<gsq::join_kind::right_outer>(603, "right");
     ooo_join_properties<gsq::join_kind::full_outer>(604, "full");
     g3_memory(701);
 }
+#endif
 
 #endif // TEST_HFTA_ORDER_HPP

@@ -30,12 +30,21 @@
 
 // ---- tiny check harness -------------------------------------------------
 
+// The tests compile in parts (-DTEST_PART=1..TEST_PARTS, built side by side
+// by test_hfta_templates.py: one unit instantiating every operator took
+// minutes under the sanitizers); without TEST_PART one program runs them all.
+#ifndef TEST_PART
+#define TEST_PART 0
+#endif
+#define TEST_PARTS 8
+#define IN_PART(n) (TEST_PART == 0 || TEST_PART == (n))
+
 static int g_passed = 0;
 static int g_failed = 0;
 
 template <class T>
-static std::string show(const T &v) { return std::to_string(v); }
-static std::string show(const std::string &v) { return '"' + v + '"'; }
+[[maybe_unused]] static std::string show(const T &v) { return std::to_string(v); }
+[[maybe_unused]] static std::string show(const std::string &v) { return '"' + v + '"'; }
 
 #define CHECK(cond)                                                                  \
     do {                                                                             \
@@ -137,7 +146,7 @@ void gsq_peak(gsq_node *node, int which, uint64_t value)
 
 // Decimal parsing with the runtime's return convention (0 whole text, 1
 // valid prefix or empty, -1 nothing usable); enough for the functors here.
-static int parse_decimal(const char *p, size_t n, uint64_t *out)
+[[maybe_unused]] static int parse_decimal(const char *p, size_t n, uint64_t *out)
 {
     uint64_t v = 0;
     size_t i = 0;
@@ -183,7 +192,7 @@ struct tup_flow { // output: tb, src, name, cnt, bytes
 };
 
 // A serialized input tuple: fixed struct, then the string bytes.
-static std::vector<unsigned char> pkt(uint32_t time, uint32_t src, const std::string &name, uint32_t len)
+[[maybe_unused]] static std::vector<unsigned char> pkt(uint32_t time, uint32_t src, const std::string &name, uint32_t len)
 {
     tup_pkt t{};
     t.time = time;
@@ -212,7 +221,7 @@ struct flow_row {
     }
 };
 
-static flow_row decode_flow(const emitted &e)
+[[maybe_unused]] static flow_row decode_flow(const emitted &e)
 {
     tup_flow f{};
     std::memcpy(&f, e.fixed.data(), sizeof f);
@@ -220,7 +229,7 @@ static flow_row decode_flow(const emitted &e)
     return flow_row{f.tb, f.src, s == e.strs.end() ? std::string("<missing>") : s->second, f.cnt, f.bytes};
 }
 
-static size_t count_kind(const gsq_node &node, int kind)
+[[maybe_unused]] static size_t count_kind(const gsq_node &node, int kind)
 {
     return static_cast<size_t>(std::count_if(node.out.begin(), node.out.end(),
                                              [kind](const emitted &e) { return e.kind == kind; }));
@@ -347,7 +356,7 @@ struct flows3_functor : flows_functor { // the same query over three inputs
 
 using flows_op = gsq::groupby_op<flows_functor>;
 
-static void feed(flows_op &op, gsq_node &node, uint32_t time, uint32_t src, const std::string &name, uint32_t len,
+[[maybe_unused]] static void feed(flows_op &op, gsq_node &node, uint32_t time, uint32_t src, const std::string &name, uint32_t len,
                  int input = 0)
 {
     auto t = pkt(time, src, name, len);
@@ -356,6 +365,7 @@ static void feed(flows_op &op, gsq_node &node, uint32_t time, uint32_t src, cons
 
 // ---- hash table tests ------------------------------------------------------
 
+#if IN_PART(1)
 static void test_hash_many_inserts()
 {
     gsq::open_hash_map<uint64_t, uint64_t> m;
@@ -386,7 +396,9 @@ static void test_hash_many_inserts()
     CHECK_EQ(again, uint64_t(5));
     CHECK_EQ(m.size(), size_t(n));
 }
+#endif
 
+#if IN_PART(1)
 static void test_hash_iteration()
 {
     gsq::open_hash_map<uint32_t, uint32_t> m;
@@ -448,6 +460,7 @@ static void test_hash_iteration()
         twin_order.push_back(e.key);
     CHECK(twin_order == order);
 }
+#endif
 
 struct constant_hash {
     size_t operator()(uint32_t) const { return 42; }
@@ -456,6 +469,7 @@ struct mod8_hash {
     size_t operator()(uint32_t k) const { return k % 8; }
 };
 
+#if IN_PART(1)
 static void test_hash_bad_hash()
 {
     gsq::open_hash_map<uint32_t, uint32_t, constant_hash> m;
@@ -477,7 +491,9 @@ static void test_hash_bad_hash()
     CHECK(ok);
     CHECK_EQ(m.size(), size_t(1000 - 334));
 }
+#endif
 
+#if IN_PART(1)
 static void test_hash_erase_random()
 {
     // Randomised against std::unordered_map, with a hash whose probe runs
@@ -507,7 +523,9 @@ static void test_hash_erase_random()
     }
     CHECK(ok);
 }
+#endif
 
+#if IN_PART(1)
 static void test_hash_erase_if()
 {
     // Randomised against std::unordered_map, with wrapping probe runs: every
@@ -545,7 +563,9 @@ static void test_hash_erase_if()
     }
     CHECK(ok);
 }
+#endif
 
+#if IN_PART(1)
 static void test_hash_string_keys()
 {
     gsq::open_hash_map<std::string, int> m;
@@ -567,7 +587,9 @@ static void test_hash_string_keys()
     m.find_or_insert(std::string()).first = -1; // the empty string is a key like any other
     CHECK(m.find("") && *m.find("") == -1);
 }
+#endif
 
+#if IN_PART(1)
 static void test_hash_clear_release_swap()
 {
     gsq::open_hash_map<std::string, int> a, b;
@@ -602,9 +624,11 @@ static void test_hash_clear_release_swap()
         r.find_or_insert(i);
     CHECK_EQ(r.capacity(), reserved); // no growth within the reservation
 }
+#endif
 
 // A moved-from map is empty and usable (it used to keep its size with no
 // slots, so find() read out of bounds).
+#if IN_PART(1)
 static void test_hash_moved_from()
 {
     gsq::open_hash_map<std::string, int> a;
@@ -638,9 +662,11 @@ static void test_hash_moved_from()
     const gsq::open_hash_map<std::string, int> copy = c; // copies still copy
     CHECK(copy.size() == 50 && copy.find("k3") && *copy.find("k3") == 3 && c.size() == 50);
 }
+#endif
 
 // ---- selection ---------------------------------------------------------------
 
+#if IN_PART(1)
 static void test_selection()
 {
     using op_t = gsq::selection_op<big_packets_functor>;
@@ -697,9 +723,11 @@ static void test_selection()
     CHECK(def.create(&bad) == nullptr);
     CHECK(bad.failed && bad.failure.find("min_len") != std::string::npos);
 }
+#endif
 
 // ---- group-by ----------------------------------------------------------------
 
+#if IN_PART(1)
 static void test_groupby_single_epoch()
 {
     gsq_node node;
@@ -726,9 +754,10 @@ static void test_groupby_single_epoch()
     CHECK_EQ(op.open_groups(), size_t(0));
     CHECK_EQ(op.allocated_slots(), size_t(0));
 }
+#endif
 
 // The order a table of these keys (inserted in this order) iterates in.
-static std::vector<uint32_t> slot_order_of_srcs(uint32_t tb, const std::vector<uint32_t> &srcs, const std::string &name)
+[[maybe_unused]] static std::vector<uint32_t> slot_order_of_srcs(uint32_t tb, const std::vector<uint32_t> &srcs, const std::string &name)
 {
     gsq::open_hash_map<flows_functor::key_type, flows_functor::state_type, flows_functor::key_hash,
                        flows_functor::key_eq>
@@ -741,6 +770,7 @@ static std::vector<uint32_t> slot_order_of_srcs(uint32_t tb, const std::vector<u
     return order;
 }
 
+#if IN_PART(1)
 static void test_groupby_slow_flush()
 {
     gsq_node node;
@@ -792,7 +822,9 @@ static void test_groupby_slow_flush()
     CHECK_EQ(op.flush_pending(), size_t(1));
     CHECK_EQ(op.open_groups(), size_t(1));
 }
+#endif
 
+#if IN_PART(1)
 static void test_groupby_epoch_change_mid_flush()
 {
     gsq_node node;
@@ -827,7 +859,9 @@ static void test_groupby_epoch_change_mid_flush()
     CHECK_EQ(node.out.size(), size_t(9));
     CHECK_EQ(decode_flow(node.out.back()).tb, uint32_t(1));
 }
+#endif
 
+#if IN_PART(1)
 static void test_groupby_late_tuple()
 {
     gsq_node node;
@@ -850,7 +884,9 @@ static void test_groupby_late_tuple()
     CHECK(no_late);
     CHECK_EQ(count_kind(node, GSQ_DATA), size_t(3));
 }
+#endif
 
+#if IN_PART(1)
 static void test_groupby_eof_flush()
 {
     gsq_node node;
@@ -883,7 +919,9 @@ static void test_groupby_eof_flush()
     CHECK_EQ(empty_node.out.size(), size_t(1));
     CHECK_EQ(empty_node.out[0].kind, int(GSQ_EOF));
 }
+#endif
 
+#if IN_PART(1)
 static void test_groupby_having()
 {
     gsq_node node;
@@ -911,7 +949,9 @@ static void test_groupby_having()
     CHECK_EQ(count_kind(node, GSQ_DATA), size_t(3)); // "next" has count 3
     CHECK_EQ(decode_flow(node.out[2]).name, std::string("next"));
 }
+#endif
 
+#if IN_PART(1)
 static void test_groupby_multiple_inputs()
 {
     using op3 = gsq::groupby_op<flows3_functor>;
@@ -952,7 +992,9 @@ static void test_groupby_multiple_inputs()
     std::vector<flow_row> want = {{0, 1, "m", 3, 3}, {0, 2, "m", 1, 1}};
     CHECK(rows == want);
 }
+#endif
 
+#if IN_PART(1)
 static void test_groupby_memory_across_epochs()
 {
     gsq_node node;
@@ -984,7 +1026,9 @@ static void test_groupby_memory_across_epochs()
     CHECK_EQ(count_kind(node, GSQ_DATA), size_t(40) * groups);
     CHECK_EQ(op.allocated_slots(), size_t(0));
 }
+#endif
 
+#if IN_PART(1)
 static void test_groupby_immediate_policy()
 {
     gsq_node node;
@@ -999,7 +1043,9 @@ static void test_groupby_immediate_policy()
     CHECK_EQ(op.flush_pending(), size_t(0));
     CHECK_EQ(op.allocated_slots(), size_t(16));
 }
+#endif
 
+#if IN_PART(1)
 static void test_groupby_c_glue()
 {
     constexpr static int inputs[] = {5};
@@ -1060,6 +1106,7 @@ static void test_groupby_c_glue()
     CHECK(kind.failure.find("unknown tuple kind 42") != std::string::npos);
     def.destroy(op);
 }
+#endif
 
 // ---- heartbeats in selection and group-by ---------------------------------------
 
@@ -1083,7 +1130,7 @@ struct big_packets_hb_functor : big_packets_functor {
 static_assert(gsq::has_selection_heartbeat<big_packets_hb_functor>::value);
 static_assert(!gsq::has_selection_heartbeat<big_packets_functor>::value);
 
-static void send_hb(gsq_node &node, void *opv, void (*acc)(void *, gsq_node *, int, int, const void *, uint32_t),
+[[maybe_unused]] static void send_hb(gsq_node &node, void *opv, void (*acc)(void *, gsq_node *, int, int, const void *, uint32_t),
                     int input, uint32_t time, uint32_t src = 0)
 {
     auto t = pkt(time, src, "", 0);
@@ -1091,12 +1138,13 @@ static void send_hb(gsq_node &node, void *opv, void (*acc)(void *, gsq_node *, i
 }
 
 template <class Op>
-static void hb(Op &op, gsq_node &node, uint32_t time, int input = 0, uint32_t src = 0)
+[[maybe_unused]] static void hb(Op &op, gsq_node &node, uint32_t time, int input = 0, uint32_t src = 0)
 {
     auto t = pkt(time, src, "", 0);
     op.accept(&node, input, GSQ_HEARTBEAT, t.data(), static_cast<uint32_t>(t.size()));
 }
 
+#if IN_PART(2)
 static void test_selection_heartbeat()
 {
     gsq_node node;
@@ -1130,6 +1178,7 @@ static void test_selection_heartbeat()
     CHECK_EQ(count_kind(gnode, GSQ_HEARTBEAT), size_t(1));
     def.destroy(h);
 }
+#endif
 
 // flows_functor with temporal updates: the epoch tb = time/60 of a heartbeat
 // (src 0xdead: a heartbeat that announces nothing), emitted as tb.
@@ -1175,13 +1224,13 @@ static_assert(!gsq::has_epoch_heartbeat_emit<flows_functor>::value);
 using flows_hb_op = gsq::groupby_op<flows_hb_functor>;
 
 template <class Op>
-static void gfeed(Op &op, gsq_node &node, uint32_t time, uint32_t src, const std::string &name, uint32_t len = 1)
+[[maybe_unused]] static void gfeed(Op &op, gsq_node &node, uint32_t time, uint32_t src, const std::string &name, uint32_t len = 1)
 {
     auto t = pkt(time, src, name, len);
     op.accept(&node, 0, GSQ_DATA, t.data(), static_cast<uint32_t>(t.size()));
 }
 
-static std::vector<uint32_t> heartbeat_tbs(const gsq_node &node)
+[[maybe_unused]] static std::vector<uint32_t> heartbeat_tbs(const gsq_node &node)
 {
     std::vector<uint32_t> v;
     for (const auto &e : node.out)
@@ -1190,6 +1239,7 @@ static std::vector<uint32_t> heartbeat_tbs(const gsq_node &node)
     return v;
 }
 
+#if IN_PART(2)
 static void test_groupby_heartbeat_closes_epoch()
 {
     gsq_node node;
@@ -1244,7 +1294,9 @@ static void test_groupby_heartbeat_closes_epoch()
     CHECK_EQ(op.stats().heartbeats_in, uint64_t(8));
     CHECK_EQ(op.stats().heartbeats_out, uint64_t(8));
 }
+#endif
 
+#if IN_PART(2)
 static void test_groupby_heartbeat_mid_flush()
 {
     gsq_node node;
@@ -1281,7 +1333,9 @@ static void test_groupby_heartbeat_mid_flush()
     CHECK_EQ(heartbeat_tbs(node).back(), uint32_t(2));
     CHECK_EQ(count_kind(node, GSQ_DATA), size_t(7));
 }
+#endif
 
+#if IN_PART(2)
 static void test_groupby_heartbeat_variants()
 {
     // A heartbeat before any data sets the epoch.
@@ -1334,9 +1388,11 @@ static void test_groupby_heartbeat_variants()
         CHECK_EQ(heartbeat_tbs(node).back(), uint32_t(1));
     }
 }
+#endif
 
 // Random time-ordered input with heartbeats: no output ever contradicts an
 // earlier heartbeat, heartbeats never go back, nothing is lost.
+#if IN_PART(2)
 static void test_groupby_heartbeat_random()
 {
     std::mt19937 rng(2024);
@@ -1374,6 +1430,7 @@ static void test_groupby_heartbeat_random()
     }
     CHECK(ok);
 }
+#endif
 
 // ---- group-by with bounded disorder (max_disorder, strict_heartbeats) -----------
 
@@ -1392,7 +1449,7 @@ static_assert(gsq::groupby_op<flows_ooo_functor<3, true>>::max_disorder == 3);
 static_assert(gsq::groupby_op<flows_ooo_functor<3, true>>::strict_heartbeats);
 static_assert(!gsq::groupby_op<flows_ooo_functor<2>>::strict_heartbeats);
 
-static std::vector<uint32_t> data_tbs(const gsq_node &node)
+[[maybe_unused]] static std::vector<uint32_t> data_tbs(const gsq_node &node)
 {
     std::vector<uint32_t> v;
     for (const auto &e : node.out)
@@ -1401,6 +1458,7 @@ static std::vector<uint32_t> data_tbs(const gsq_node &node)
     return v;
 }
 
+#if IN_PART(2)
 static void test_groupby_disorder_epochs()
 {
     using op_t = gsq::groupby_op<flows_ooo_functor<3>>;
@@ -1486,7 +1544,9 @@ static void test_groupby_disorder_epochs()
     hb(op4, n4, 180);
     CHECK((heartbeat_tbs(n4) == std::vector<uint32_t>{3, 3, 4}));
 }
+#endif
 
+#if IN_PART(2)
 static void test_groupby_disorder_strict()
 {
     using op_t = gsq::groupby_op<flows_ooo_functor<3, true>>;
@@ -1531,7 +1591,9 @@ static void test_groupby_disorder_strict()
     op2.accept(&n2, 0, GSQ_EOF, nullptr, 0);
     CHECK((data_tbs(n2) == std::vector<uint32_t>{5, 6, 7, 8}));
 }
+#endif
 
+#if IN_PART(2)
 static void test_groupby_disorder_memory()
 {
     // In-order input with K = 3: 3 open epochs and one flushing, at most.
@@ -1554,6 +1616,7 @@ static void test_groupby_disorder_memory()
     const auto tbs = data_tbs(node);
     CHECK(std::is_sorted(tbs.begin(), tbs.end()));
 }
+#endif
 
 // Joint punctuation (seed 004 section 7): the key's tb is the epoch (time /
 // 60, the join's left time), src stands for the right time (an ordinary
@@ -1584,13 +1647,13 @@ static_assert(!gsq::groupby_op<flows_ooo_functor<3, true>>::joint_punctuation);
 static_assert(!gsq::groupby_op<flows_joint_functor<3, false>>::ordered_output);
 
 template <class Op>
-static void joint(Op &op, gsq_node &node, uint32_t time, uint32_t right)
+[[maybe_unused]] static void joint(Op &op, gsq_node &node, uint32_t time, uint32_t right)
 {
     auto t = pkt(time, right, "", 0);
     op.accept(&node, 0, GSQ_JOINT_HEARTBEAT, t.data(), static_cast<uint32_t>(t.size()));
 }
 
-static std::vector<std::pair<uint32_t, uint32_t>> data_cells(const gsq_node &node)
+[[maybe_unused]] static std::vector<std::pair<uint32_t, uint32_t>> data_cells(const gsq_node &node)
 {
     std::vector<std::pair<uint32_t, uint32_t>> v;
     for (const auto &e : node.out)
@@ -1599,6 +1662,7 @@ static std::vector<std::pair<uint32_t, uint32_t>> data_cells(const gsq_node &nod
     return v;
 }
 
+#if IN_PART(2)
 static void test_groupby_joint_ordered()
 {
     using op_t = gsq::groupby_op<flows_joint_functor<3, true>>;
@@ -1625,7 +1689,9 @@ static void test_groupby_joint_ordered()
            std::vector<uint32_t>{0, 0, 0, 1})); // epoch order kept
     CHECK_EQ(op.stats().groups_created, uint64_t(4));
 }
+#endif
 
+#if IN_PART(2)
 static void test_groupby_joint_any_order()
 {
     using op_t = gsq::groupby_op<flows_joint_functor<3, false>>;
@@ -1654,6 +1720,7 @@ static void test_groupby_joint_any_order()
     joint(plain, n2, 180, 4);
     CHECK_EQ(count_kind(n2, GSQ_DATA), size_t(0));
 }
+#endif
 
 // ---- merge -------------------------------------------------------------------------
 
@@ -1693,7 +1760,7 @@ struct pkt_row {
 };
 
 // A packed tuple seen by a stub (raw) or a heartbeat (fixed part only).
-static pkt_row decode_pkt(const void *bytes, uint32_t size)
+[[maybe_unused]] static pkt_row decode_pkt(const void *bytes, uint32_t size)
 {
     tup_pkt t;
     std::memcpy(&t, bytes, sizeof t);
@@ -1705,16 +1772,16 @@ static pkt_row decode_pkt(const void *bytes, uint32_t size)
     return r;
 }
 
-static pkt_row decode_pkt(const emitted &e) { return decode_pkt(e.fixed.data(), static_cast<uint32_t>(e.fixed.size())); }
+[[maybe_unused]] static pkt_row decode_pkt(const emitted &e) { return decode_pkt(e.fixed.data(), static_cast<uint32_t>(e.fixed.size())); }
 
 template <class Op>
-static void mfeed(Op &op, gsq_node &node, int input, uint32_t time, const std::string &name)
+[[maybe_unused]] static void mfeed(Op &op, gsq_node &node, int input, uint32_t time, const std::string &name)
 {
     auto t = pkt(time, static_cast<uint32_t>(input), name, 7);
     op.accept(&node, input, GSQ_DATA, t.data(), static_cast<uint32_t>(t.size()));
 }
 
-static std::vector<uint32_t> data_times(const gsq_node &node)
+[[maybe_unused]] static std::vector<uint32_t> data_times(const gsq_node &node)
 {
     std::vector<uint32_t> v;
     for (const auto &e : node.out)
@@ -1723,7 +1790,7 @@ static std::vector<uint32_t> data_times(const gsq_node &node)
     return v;
 }
 
-static std::vector<uint32_t> hb_times(const gsq_node &node)
+[[maybe_unused]] static std::vector<uint32_t> hb_times(const gsq_node &node)
 {
     std::vector<uint32_t> v;
     for (const auto &e : node.out)
@@ -1732,6 +1799,7 @@ static std::vector<uint32_t> hb_times(const gsq_node &node)
     return v;
 }
 
+#if IN_PART(3)
 static void test_merge_two_interleaved()
 {
     gsq_node node;
@@ -1766,7 +1834,9 @@ static void test_merge_two_interleaved()
     CHECK_EQ(op.stats().buffered_bytes, size_t(0));
     CHECK_EQ(op.stats().released, uint64_t(7));
 }
+#endif
 
+#if IN_PART(3)
 static void test_merge_stalled_input()
 {
     gsq_node node;
@@ -1809,7 +1879,9 @@ static void test_merge_stalled_input()
     CHECK_EQ(node.out.back().kind, int(GSQ_EOF));
     CHECK_EQ(count_kind(node, GSQ_EOF), size_t(1));
 }
+#endif
 
+#if IN_PART(3)
 static void test_merge_heartbeat_value()
 {
     // The heartbeat is the min over inputs of progress and the smallest
@@ -1835,7 +1907,9 @@ static void test_merge_heartbeat_value()
     CHECK_EQ(node.counters[GSQ_CNT_LATE_DROPPED], uint64_t(1));
     CHECK_EQ(op.stats().late_dropped, uint64_t(1));
 }
+#endif
 
+#if IN_PART(3)
 static void test_merge_slack()
 {
     gsq_node node;
@@ -1860,7 +1934,9 @@ static void test_merge_slack()
     mfeed(op, node, 1, 14, "late2"); // below the heartbeat 15 (and 20 - 5)
     CHECK_EQ(node.counters[GSQ_CNT_LATE_DROPPED], uint64_t(2));
 }
+#endif
 
+#if IN_PART(3)
 static void test_merge_decreasing()
 {
     gsq_node node;
@@ -1880,7 +1956,9 @@ static void test_merge_decreasing()
     op.accept(&node, 1, GSQ_EOF, nullptr, 0);
     CHECK_EQ(node.out.back().kind, int(GSQ_EOF));
 }
+#endif
 
+#if IN_PART(3)
 static void test_merge_eof_order()
 {
     gsq_node node;
@@ -1922,8 +2000,10 @@ static void test_merge_eof_order()
     CHECK(gnode.failed && gnode.failure.find("input 3") != std::string::npos);
     def.destroy(h); // a buffered tuple is freed, not emitted
 }
+#endif
 
 // Random ordered inputs with heartbeats against a sort of everything.
+#if IN_PART(3)
 static void test_merge_random()
 {
     std::mt19937 rng(777);
@@ -2018,6 +2098,7 @@ static void test_merge_random()
     CHECK(hb_ok);
     CHECK(slack_ok);
 }
+#endif
 
 // ---- unordered merge (the OOP union) --------------------------------------------
 
@@ -2052,6 +2133,7 @@ static_assert(gsq::merge_op<pkt_merge_functor<2>>::ordered);
 static_assert(!gsq::merge_op<pkt_union_functor<2>>::ordered);
 static_assert(gsq::merge_op<pkt_set_union_functor>::n_inputs == 0);
 
+#if IN_PART(3)
 static void test_merge_unordered()
 {
     gsq_node node;
@@ -2148,6 +2230,7 @@ static void test_merge_unordered()
     CHECK((data_times(rnode) == std::vector<uint32_t>{5, 4}));
     CHECK_EQ(rnode.out.back().kind, int(GSQ_EOF));
 }
+#endif
 
 // ---- join --------------------------------------------------------------------------
 
@@ -2166,7 +2249,7 @@ struct join_event {
 // A bound as the log keeps it: the type's max (no bound, e.g. a double's) is
 // clamped to int64_t.
 template <class T>
-static int64_t logged_bound(T v)
+[[maybe_unused]] static int64_t logged_bound(T v)
 {
     if constexpr (std::is_floating_point_v<T>) {
         if (!(v < static_cast<T>(INT64_MAX)))
@@ -2290,7 +2373,7 @@ static_assert(!gsq::join_op<with_joint_punctuation<
                   pkt_ooo_join_functor<gsq::join_kind::inner, uint32_t, false, true>>>::left_ordered);
 
 template <class Op>
-static void jfeed(Op &op, gsq_node &node, int side, uint32_t time, uint32_t key, const std::string &name,
+[[maybe_unused]] static void jfeed(Op &op, gsq_node &node, int side, uint32_t time, uint32_t key, const std::string &name,
                   uint32_t len = 1)
 {
     auto t = pkt(time, key, name, len);
@@ -2299,7 +2382,7 @@ static void jfeed(Op &op, gsq_node &node, int side, uint32_t time, uint32_t key,
 
 using row_pair = std::pair<std::string, std::string>;
 
-static std::vector<row_pair> join_rows(const std::vector<join_event> &log)
+[[maybe_unused]] static std::vector<row_pair> join_rows(const std::vector<join_event> &log)
 {
     std::vector<row_pair> v;
     for (const auto &e : log)
@@ -2310,7 +2393,7 @@ static std::vector<row_pair> join_rows(const std::vector<join_event> &log)
 }
 
 // The hl of every heartbeat.
-static std::vector<int64_t> join_hbs(const std::vector<join_event> &log)
+[[maybe_unused]] static std::vector<int64_t> join_hbs(const std::vector<join_event> &log)
 {
     std::vector<int64_t> v;
     for (const auto &e : log)
@@ -2322,7 +2405,7 @@ static std::vector<int64_t> join_hbs(const std::vector<join_event> &log)
 using bound_pair = std::pair<int64_t, int64_t>;
 
 // Every heartbeat's (hl, hr), or with joint every joint heartbeat's (jl, jr).
-static std::vector<bound_pair> join_bounds(const std::vector<join_event> &log, bool joint = false)
+[[maybe_unused]] static std::vector<bound_pair> join_bounds(const std::vector<join_event> &log, bool joint = false)
 {
     std::vector<bound_pair> v;
     for (const auto &e : log)
@@ -2378,7 +2461,7 @@ struct join_bounds_check {
     bool ok() const { return joint_ok && hb_ok && monotone; }
 };
 
-static join_bounds_check check_join_bounds(const std::vector<join_event> &log, bool equality)
+[[maybe_unused]] static join_bounds_check check_join_bounds(const std::vector<join_event> &log, bool equality)
 {
     join_bounds_check c(equality);
     for (const auto &e : log)
@@ -2391,7 +2474,7 @@ static join_bounds_check check_join_bounds(const std::vector<join_event> &log, b
 // [l's - lo, l's + hi], then the unmatched tuples of each side K preserves;
 // sorted.
 template <gsq::join_kind K, class E, class Take>
-static std::vector<row_pair> nested_loop_join(const std::vector<E> &left, const std::vector<E> &right,
+[[maybe_unused]] static std::vector<row_pair> nested_loop_join(const std::vector<E> &left, const std::vector<E> &right,
                                               int64_t lo, int64_t hi, Take take)
 {
     std::vector<row_pair> want;
@@ -2420,7 +2503,7 @@ static std::vector<row_pair> nested_loop_join(const std::vector<E> &left, const 
 }
 
 template <gsq::join_kind K>
-static void check_join_kind_keys(const std::vector<row_pair> &want)
+[[maybe_unused]] static void check_join_kind_keys(const std::vector<row_pair> &want)
 {
     gsq_node node;
     gsq::join_op<pkt_join_functor<K>> op(&node);
@@ -2448,6 +2531,7 @@ static void check_join_kind_keys(const std::vector<row_pair> &want)
     CHECK_EQ(op.keys(0) + op.keys(1), size_t(0));
 }
 
+#if IN_PART(4)
 static void test_join_kinds_with_keys()
 {
     using gsq::join_kind;
@@ -2456,7 +2540,9 @@ static void test_join_kinds_with_keys()
     check_join_kind_keys<join_kind::right_outer>({{"", "y"}, {"", "z"}, {"a", "x"}});
     check_join_kind_keys<join_kind::full_outer>({{"", "y"}, {"", "z"}, {"a", "x"}, {"b", ""}});
 }
+#endif
 
+#if IN_PART(4)
 static void test_join_band()
 {
     gsq_node node;
@@ -2502,10 +2588,12 @@ static void test_join_band()
         jfeed(sop, snode, 1, t, 0, "r" + std::to_string(t));
     CHECK((join_rows(sop.functor().log) == std::vector<row_pair>{{"a", "r12"}, {"a", "r15"}}));
 }
+#endif
 
 // The right-time bound hr apart from hl: with band_lo > 0 a matched row's
 // right time may be band_lo below its left time, so a heartbeat that gave the
 // right-time columns hl (what the operator did before hr) promised too much.
+#if IN_PART(4)
 static void test_join_heartbeat_per_column()
 {
     gsq_node node;
@@ -2540,10 +2628,12 @@ static void test_join_heartbeat_per_column()
     hb(rop, rnode, 60, 1);
     CHECK((join_bounds(rlog) == std::vector<bound_pair>{{45, 50}, {55, 60}}));
 }
+#endif
 
 // Joint punctuation (seed 004 7, Figure 8): (J_L, J_R) does not lose the band,
 // so it leads the individual heartbeat; a preserved side's oldest stored
 // entry holds its component back; an ended input's is the type's max.
+#if IN_PART(4)
 static void test_join_joint_punctuation()
 {
     gsq_node node;
@@ -2580,10 +2670,12 @@ static void test_join_joint_punctuation()
     op.accept(&node, 1, GSQ_EOF, nullptr, 0);
     CHECK_EQ(count_kind(node, GSQ_EOF), size_t(1));
 }
+#endif
 
 // A joint heartbeat arriving on an input (a join feeding another operator) is
 // ignored by every operator that does not use it: no output, no progress, no
 // failure.
+#if IN_PART(4)
 static void test_joint_heartbeat_input_ignored()
 {
     auto t = pkt(50, 0, "", 0);
@@ -2620,7 +2712,9 @@ static void test_joint_heartbeat_input_ignored()
     CHECK(gnode.failure.find("unknown tuple kind 42") != std::string::npos);
     def.destroy(h);
 }
+#endif
 
+#if IN_PART(4)
 static void test_join_heartbeat_purge_memory()
 {
     gsq_node node;
@@ -2672,7 +2766,9 @@ static void test_join_heartbeat_purge_memory()
     CHECK_EQ(kop.entries(0), size_t(1));
     CHECK(kop.index_slots(0) < big / 100);
 }
+#endif
 
+#if IN_PART(4)
 static void test_join_many_to_many_and_late()
 {
     gsq_node node;
@@ -2713,7 +2809,9 @@ static void test_join_many_to_many_and_late()
     CHECK_EQ(fop.stats().late_dropped[0], uint64_t(1));
     CHECK_EQ(op.stats().unmatched[0], uint64_t(0));
 }
+#endif
 
+#if IN_PART(4)
 static void test_join_eof()
 {
     gsq_node node;
@@ -2748,6 +2846,7 @@ static void test_join_eof()
     CHECK(gnode.failed && gnode.failure.find("after its end of stream") != std::string::npos);
     def.destroy(h);
 }
+#endif
 
 // A pure temporal join (no equality keys: an empty key struct), as the code
 // generator writes it for R.tb = S.tb alone.
@@ -2772,6 +2871,7 @@ struct tb_only_join_functor : pkt_join_functor<gsq::join_kind::inner> {
     }
 };
 
+#if IN_PART(4)
 static void test_join_empty_key()
 {
     gsq_node node;
@@ -2785,10 +2885,11 @@ static void test_join_empty_key()
     op.accept(&node, 1, GSQ_EOF, nullptr, 0);
     CHECK((join_rows(op.functor().log) == std::vector<row_pair>{{"a", "x"}, {"b", "x"}}));
 }
+#endif
 
 // Random time-ordered inputs with heartbeats, each kind against a nested loop.
 template <gsq::join_kind K, class T>
-static bool join_random_trial(std::mt19937 &rng, int64_t lo, int64_t hi, bool &hb_ok)
+[[maybe_unused]] static bool join_random_trial(std::mt19937 &rng, int64_t lo, int64_t hi, bool &hb_ok)
 {
     struct ev {
         bool hb;
@@ -2837,6 +2938,7 @@ static bool join_random_trial(std::mt19937 &rng, int64_t lo, int64_t hi, bool &h
            op.stats().bytes[0] == 0 && op.stats().bytes[1] == 0;
 }
 
+#if IN_PART(4)
 static void test_join_random()
 {
     using gsq::join_kind;
@@ -2864,12 +2966,13 @@ static void test_join_random()
     CHECK_EQ(bad, 0);
     CHECK(hb_ok);
 }
+#endif
 
 // The defect a user met: an outer equality join emitted an unmatched row
 // after a matched row of a later time (the unmatched left was purged only
 // after the right tuple at 2 had probed), so an aggregation over the join's
 // output, ordered on the join time, dropped it as late.
-static std::vector<int64_t> join_row_times(const std::vector<join_event> &log)
+[[maybe_unused]] static std::vector<int64_t> join_row_times(const std::vector<join_event> &log)
 {
     std::vector<int64_t> v;
     for (const auto &e : log)
@@ -2878,6 +2981,7 @@ static std::vector<int64_t> join_row_times(const std::vector<join_event> &log)
     return v;
 }
 
+#if IN_PART(4)
 static void test_join_outer_output_order()
 {
     {
@@ -2914,12 +3018,14 @@ static void test_join_outer_output_order()
         CHECK_EQ(join_row_times(log).size(), size_t(3));
     }
 }
+#endif
 
 // ---- OOP join (disordered inputs) -------------------------------------------------
 
 // Figure 4 of seed 004 on a hand-made trace: progress from heartbeats only,
 // data behind earlier data accepted, data behind its own heartbeat late, a
 // tuple already past the other side's band not stored, purge oldest first.
+#if IN_PART(4)
 static void test_join_disordered_basic()
 {
     gsq_node node;
@@ -2971,10 +3077,12 @@ static void test_join_disordered_basic()
     // No row below a heartbeat emitted before it.
     CHECK(check_join_bounds(log, true).ok());
 }
+#endif
 
 // One disordered side against an in-order one, with a band: the in-order
 // side keeps today's rules (progress from its data), the disordered one its
 // heartbeats.
+#if IN_PART(4)
 static void test_join_disordered_one_side_band()
 {
     gsq_node node;
@@ -3002,9 +3110,11 @@ static void test_join_disordered_one_side_band()
     const std::vector<row_pair> want = {{"l12", "r10"}, {"l12", "r12"}, {"l6", ""}, {"l8", "r10"}};
     CHECK(join_rows(log) == want);
 }
+#endif
 
 // Many entries of a disordered side, most purged at once: the pool is
 // compacted (and freed when empty) and the join stays right.
+#if IN_PART(4)
 static void test_join_disordered_compaction()
 {
     std::mt19937 rng(7);
@@ -3065,7 +3175,9 @@ static void test_join_disordered_compaction()
     CHECK_EQ(op.stats().late_dropped[0] + op.stats().late_dropped[1], uint64_t(0));
     CHECK_EQ(op.stats().bytes[0] + op.stats().bytes[1], size_t(0));
 }
+#endif
 
+#if IN_PART(1)
 static void test_sat_arith()
 {
     CHECK_EQ(gsq::sat_add<uint32_t>(4000000000u, 400000000u), UINT32_MAX);
@@ -3078,14 +3190,16 @@ static void test_sat_arith()
     CHECK_EQ(gsq::sat_add<int64_t>(7, 3), int64_t(10));
     CHECK_EQ(gsq::sat_sub<double>(1.5, 2.0), -0.5);
 }
+#endif
 
 // gsq::regex: compiled once, owned, moved by hand-over, errors reported as
 // the node's failure.
-static bool regex_matches(const gsq::regex &re, const char *s)
+[[maybe_unused]] static bool regex_matches(const gsq::regex &re, const char *s)
 {
     return gsq_fn_str_regex_match(re.get(), gsq_str_lit(s, (uint32_t)std::strlen(s))) != 0;
 }
 
+#if IN_PART(1)
 static void test_regex()
 {
     gsq_node node;
@@ -3118,7 +3232,9 @@ static void test_regex()
     CHECK(n.compile(&node, "a\0b", 1) && regex_matches(n, "a"));
     CHECK(!node.failed);
 }
+#endif
 
+#if IN_PART(1)
 static void test_regex_error()
 {
     gsq_node node;
@@ -3134,8 +3250,11 @@ static void test_regex_error()
     CHECK(r.compile(&ok, "a", 1) && r);
     CHECK(!r.compile(&ok, "(", 1) && !r && ok.failed);
 }
+#endif
 
+#if IN_PART(5) || IN_PART(6) || IN_PART(7) || IN_PART(8)
 #include "test_hfta_order.hpp"
+#endif
 
 // A group-by whose key copies without allocating: prefetch hints apply.
 struct pod_flows_functor {
@@ -3184,6 +3303,7 @@ struct pod_flows_functor {
 // gsq_hfta_def.prefetch: a hint that changes nothing -- the same output and
 // counters with hints given ahead of every tuple (and for tuples never sent);
 // operators without hints leave it NULL.
+#if IN_PART(1)
 static void test_groupby_prefetch_hint()
 {
     constexpr static int inputs[] = {0};
@@ -3224,9 +3344,11 @@ static void test_groupby_prefetch_hint()
     def.destroy(a);
     def.destroy(b);
 }
+#endif
 
 int main()
 {
+#if IN_PART(1)
     test_regex();
     test_regex_error();
     test_hash_many_inserts();
@@ -3249,6 +3371,9 @@ int main()
     test_groupby_immediate_policy();
     test_groupby_c_glue();
     test_groupby_prefetch_hint();
+    test_sat_arith();
+#endif
+#if IN_PART(2)
     test_selection_heartbeat();
     test_groupby_heartbeat_closes_epoch();
     test_groupby_heartbeat_mid_flush();
@@ -3259,7 +3384,8 @@ int main()
     test_groupby_disorder_memory();
     test_groupby_joint_ordered();
     test_groupby_joint_any_order();
-    test_sat_arith();
+#endif
+#if IN_PART(3)
     test_merge_two_interleaved();
     test_merge_stalled_input();
     test_merge_heartbeat_value();
@@ -3268,6 +3394,8 @@ int main()
     test_merge_eof_order();
     test_merge_random();
     test_merge_unordered();
+#endif
+#if IN_PART(4)
     test_join_kinds_with_keys();
     test_join_band();
     test_join_heartbeat_per_column();
@@ -3282,7 +3410,19 @@ int main()
     test_join_disordered_basic();
     test_join_disordered_one_side_band();
     test_join_disordered_compaction();
-    test_order_properties();
+#endif
+#if IN_PART(5)
+    test_order_properties_groupby_merge();
+#endif
+#if IN_PART(6)
+    test_order_properties_join();
+#endif
+#if IN_PART(7)
+    test_order_properties_ooo_join();
+#endif
+#if IN_PART(8)
+    test_order_properties_ooo_outer_join();
+#endif
     std::printf("%d passed, %d failed\n", g_passed, g_failed);
     return g_failed == 0 ? 0 : 1;
 }

@@ -110,6 +110,18 @@ def runtime_archive(sanitize: bool, werror: Optional[bool] = None) -> Path:
 
 
 
+def _build_units(gen: "GeneratedSet", src: Path, bdir: Path, sanitize: bool, werror: bool) -> str:
+    """Build the generated set written in src into bdir against the cached
+    runtime archive; returns the build log."""
+    from .native_build import TOOLCHAIN_FILE, build_set
+    runtime = runtime_archive(sanitize, werror)
+    if (runtime.parent / TOOLCHAIN_FILE).exists():
+        bdir.mkdir(parents=True, exist_ok=True)
+        return build_set(src, bdir, gen.lftas, gen.hftas, runtime, LIB_NAME, RUNNER_NAME)
+    # a runtime configured without writing its toolchain: CMake builds
+    return cmake_build(src, bdir, sanitize, werror, runtime_lib=runtime)
+
+
 def build(gen: "GeneratedSet", out_dir: Optional[Path] = None, sanitize: bool = False,
           werror: Optional[bool] = None) -> BuildResult:
     """Build `gen`.  With out_dir, the sources go there and the build into
@@ -117,10 +129,14 @@ def build(gen: "GeneratedSet", out_dir: Optional[Path] = None, sanitize: bool = 
     werror_default (GSQLC_WERROR=1 turns it on)."""
     werror = werror_default(werror)
     if out_dir is not None:
+        # the folder holds a CMake project a user can rebuild; built here the
+        # same way as into the cache (the runtime archive and the shared merge
+        # objects are compiled once, not again for every folder)
         src = Path(out_dir)
         gen.write(src)
         bdir = src / "build"
-        cmake_build(src, bdir, sanitize, werror)
+        log = _build_units(gen, src, bdir, sanitize, werror)
+        (bdir / "build.log").write_text(log)
         return BuildResult(src, bdir, bdir / LIB_NAME, bdir / RUNNER_NAME, False)
     key = build_key(gen, sanitize, werror)
     root = cache_root() / key
@@ -133,14 +149,8 @@ def build(gen: "GeneratedSet", out_dir: Optional[Path] = None, sanitize: bool = 
             return BuildResult(src, bdir, bdir / LIB_NAME, bdir / RUNNER_NAME, True)
         done.unlink(missing_ok=True)
         (bdir / LIB_NAME).unlink(missing_ok=True)   # relinked, not trusted
-        from .native_build import TOOLCHAIN_FILE, build_set
         gen.write(src)
-        runtime = runtime_archive(sanitize, werror)
-        if (runtime.parent / TOOLCHAIN_FILE).exists():
-            bdir.mkdir(parents=True, exist_ok=True)
-            log = build_set(src, bdir, gen.lftas, gen.hftas, runtime, LIB_NAME, RUNNER_NAME)
-        else:   # a runtime configured without writing its toolchain: CMake builds
-            log = cmake_build(src, bdir, sanitize, werror, runtime_lib=runtime)
+        log = _build_units(gen, src, bdir, sanitize, werror)
         (root / "build.log").write_text(log)
         mark_done(root, bdir / LIB_NAME)
     return BuildResult(src, bdir, bdir / LIB_NAME, bdir / RUNNER_NAME, False)
