@@ -695,6 +695,10 @@ void gsq_arrow_sink_close(gsq_sink *k);
 /* gsq_sink_write_run for an Arrow sink. */
 int gsq_arrow_sink_write_run(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
                              const uint8_t *first, size_t stride, uint32_t len, uint32_t n);
+/* n tuples given column-wise to an Arrow sink (gsq_emit_gather): column c
+ * of tuple j is element sel[j] of cols[c]. */
+int gsq_arrow_sink_write_gather(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
+                                const void *const *cols, const uint32_t *sel, uint32_t n);
 int gsq_sink_open(gsq_run *r, gsq_sink *k);
 /* Write one tuple of kind GSQ_DATA, or GSQ_HEARTBEAT to a sink with
  * `heartbeats` set (a heartbeat given to another sink is ignored). */

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "format.h"
 #include "gsq_internal.h"
 
 static void set_error_v(gsq_run *r, const char *fmt, va_list ap)
@@ -286,6 +287,52 @@ void gsq_emit_run(gsq_node *node, const void *tups, uint32_t size, uint32_t n)
     }
     for (j = 0; j < n && !r->failed; j++)
         gsq_emit(node, GSQ_DATA, p + (size_t)j * size, size, NULL, 0);
+}
+
+/* Copy element `row` of a column array of `sz`-byte values to dst. */
+static void copy_value(uint8_t *dst, const void *col, uint32_t row, uint32_t sz)
+{
+    memcpy(dst, (const uint8_t *)col + (size_t)row * sz, sz);
+}
+
+void gsq_emit_gather(gsq_node *node, const void *const *cols, const uint32_t *sel, uint32_t k)
+{
+    gsq_run *r = node->run;
+    const gsq_stream_desc *d;
+    gsq_stream_rt *st;
+    /* tuples built here when the reader is no lone Arrow sink: 16 KiB at a time */
+    union { uint8_t b[16384]; uint64_t align_; } buf;
+    uint32_t done = 0, per, c;
+
+    if (r->failed || k == 0 || check_kind(node, GSQ_DATA) != 0)
+        return;
+    d = &r->qs->streams[node->out_stream];
+    st = &r->streams[node->out_stream];
+    if (node->direct && st->n_subs == 1 && !st->subs[0].hfta &&
+        st->subs[0].sink->format == GSQ_FMT_ARROW) {
+        node->queue.pushed += k;
+        st->n_data += k;
+        (void)gsq_arrow_sink_write_gather(r, st->subs[0].sink, d, cols, sel, k);
+        return;
+    }
+    if (d->fixed_size == 0 || d->fixed_size > sizeof buf.b) {
+        gsq_node_fail(node, "internal error: gathered emit on stream %s of %u bytes", d->name,
+                      (unsigned)d->fixed_size);
+        return;
+    }
+    per = (uint32_t)(sizeof buf.b / d->fixed_size);
+    while (done < k && !r->failed) {
+        uint32_t m = k - done < per ? k - done : per, j;
+        memset(buf.b, 0, (size_t)m * d->fixed_size);
+        for (c = 0; c < d->n_cols; c++) {
+            uint32_t sz = gsq_type_size(d->cols[c].type);
+            for (j = 0; j < m; j++)
+                copy_value(buf.b + (size_t)j * d->fixed_size + d->cols[c].offset, cols[c],
+                           sel[done + j], sz);
+        }
+        gsq_emit_run(node, buf.b, d->fixed_size, m);
+        done += m;
+    }
 }
 
 void gsq_emit_raw(gsq_node *node, int kind, const void *tup, uint32_t len)

@@ -92,6 +92,13 @@ uint32_t gsq_clock_seconds(gsq_node *node);
  * j at tups + j * size: what n gsq_emit calls do, at once. */
 void gsq_emit_run(gsq_node *node, const void *tups, uint32_t size, uint32_t n);
 
+/* k GSQ_DATA tuples given column-wise (a selection whose every output
+ * column is an input column as it is): column c of tuple j is element
+ * sel[j] of the array cols[c], of the column's C type (no bool, string or
+ * IPV6 columns).  What gsq_emit_run does with the tuples built; an Arrow
+ * sink that is the stream's only reader gathers straight into its columns. */
+void gsq_emit_gather(gsq_node *node, const void *const *cols, const uint32_t *sel, uint32_t k);
+
 /* Before an LFTA reading the clock takes row i of a columnar chunk: the
  * data clock as it stood when row i was read (gsq_cols.clock_usec; nothing
  * under the other clocks), so the row sees what it would as a record. */

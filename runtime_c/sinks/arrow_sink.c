@@ -8,7 +8,9 @@
  *   ushort/uint/int/...  little-endian values (IP: uint32) "S" "I" "i" "L" "l" "g" "I"
  *   IPV6                 16 bytes per value                "w:16"
  *   string               int32 offsets (rows + 1), bytes   "z"
- * Every buffer is a 64-byte aligned allocation, zero past its content.
+ * Every buffer is a 64-byte aligned allocation; once exported, zero from
+ * its content to the next 64-byte boundary (Arrow's padding).  Bytes past
+ * the content are not zeroed before (a first touch of each page saved).
  *
  * Export moves the buffers into the exported arrays (no copy) and starts
  * new ones.  The exported ArrowArray is a struct array of the columns: the
@@ -79,7 +81,6 @@ static int abuf_reserve(abuf *b, size_t extra)
         return -1;
     if (b->len)
         memcpy(np, b->p, b->len);
-    memset((uint8_t *)np + b->len, 0, ncap - b->len);
     free(b->p);
     b->p = np;
     b->cap = ncap;
@@ -103,6 +104,11 @@ static void *abuf_take(abuf *b)
     if (!b->p && abuf_reserve(b, 0) != 0)
         return NULL;
     p = b->p;
+    {
+        /* an empty buffer reads as zeros too (a string column's offset 0) */
+        size_t pad = b->len ? (b->len + ALIGN - 1) / ALIGN * ALIGN : ALIGN;
+        memset(b->p + b->len, 0, (pad < b->cap ? pad : b->cap) - b->len);
+    }
     b->hint = b->cap;
     b->p = NULL;
     b->len = b->cap = 0;
@@ -482,7 +488,8 @@ static int append_bits(acol *c, uint32_t rows, const uint8_t *src, size_t stride
     if (need > c->data.len) {
         if (abuf_reserve(&c->data, need - c->data.len) != 0)
             return -1;
-        c->data.len = need; /* the bytes past the content are zero */
+        memset(c->data.p + c->data.len, 0, need - c->data.len);
+        c->data.len = need;
     }
     if (src)
         for (t = 0; t < m; t++)
@@ -526,6 +533,81 @@ int gsq_arrow_sink_write_run(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
                      : append_fixed(&a->cols[i], base + c->offset, stride,
                                     gsq_type_size(c->type), m);
         }
+        if (rc == 0 && a->hb) /* data rows: __heartbeat false */
+            rc = append_bits(&a->cols[d->n_cols], a->rows, NULL, 0, m);
+        if (rc != 0) {
+            k->failed = 1;
+            gsq_run_fail(r, "out of memory gathering an Arrow batch of %s", d->name);
+            return -1;
+        }
+        a->rows += m;
+        k->tuples += m;
+        done += m;
+        if (a->rows >= k->batch_rows && gsq_arrow_sink_flush(r, k) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Append m values of a fixed-width column gathered by row index: value t
+ * is element sel[t] of src (sz bytes each). */
+static int gather_fixed(acol *c, const void *src, const uint32_t *sel, uint32_t sz, uint32_t m)
+{
+    uint8_t *dst;
+    uint32_t t;
+    if (abuf_reserve(&c->data, (size_t)m * sz) != 0)
+        return -1;
+    dst = c->data.p + c->data.len;
+    switch (sz) { /* typed loops: one load and one store per value */
+    case 2: {
+        const uint16_t *v = (const uint16_t *)src;
+        uint16_t *o = (uint16_t *)(void *)dst;
+        for (t = 0; t < m; t++) o[t] = v[sel[t]];
+        break;
+    }
+    case 4: {
+        const uint32_t *v = (const uint32_t *)src;
+        uint32_t *o = (uint32_t *)(void *)dst;
+        for (t = 0; t < m; t++) o[t] = v[sel[t]];
+        break;
+    }
+    case 8: {
+        const uint64_t *v = (const uint64_t *)src;
+        uint64_t *o = (uint64_t *)(void *)dst;
+        for (t = 0; t < m; t++) o[t] = v[sel[t]];
+        break;
+    }
+    default:
+        for (t = 0; t < m; t++)
+            memcpy(dst + (size_t)sz * t, (const uint8_t *)src + (size_t)sel[t] * sz, sz);
+        break;
+    }
+    c->data.len += (size_t)m * sz;
+    return 0;
+}
+
+int gsq_arrow_sink_write_gather(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
+                                const void *const *cols, const uint32_t *sel, uint32_t n)
+{
+    gsq_arrow_sink *a = k->arrow;
+    uint32_t i, done = 0;
+    if (!a || k->failed || r->failed)
+        return -1;
+    for (i = 0; i < d->n_cols; i++) {
+        int t = d->cols[i].type;
+        if (t == GSQ_T_BOOL || t == GSQ_T_STRING || t == GSQ_T_IPV6 || gsq_type_size(t) == 0) {
+            gsq_run_fail(r, "internal error: gathered column %s of stream %s", d->cols[i].name,
+                         d->name);
+            return -1;
+        }
+    }
+    while (done < n) {
+        uint32_t m = n - done, room = k->batch_rows > a->rows ? k->batch_rows - a->rows : 1;
+        int rc = 0;
+        if (m > room)
+            m = room;
+        for (i = 0; i < d->n_cols && rc == 0; i++)
+            rc = gather_fixed(&a->cols[i], cols[i], sel + done, gsq_type_size(d->cols[i].type), m);
         if (rc == 0 && a->hb) /* data rows: __heartbeat false */
             rc = append_bits(&a->cols[d->n_cols], a->rows, NULL, 0, m);
         if (rc != 0) {

@@ -354,7 +354,7 @@ static int convert_rows(gsq_run *r, gsq_source *s, arrow_reader *rd, uint32_t m,
                 rd->fail_slot[j] = NO_SLOT;
                 flags |= GSQ_AVS_NULL;
             }
-    for (j = 0; j < m; j++)
+    for (j = 0; (flags & GSQ_AVS_FAILED) && j < m; j++) /* rc is set only with FAILED */
         if (rc[j] == GSQ_AV_BROKEN) {
             gsq_run_fail(r, "interface '%s': column %lld of a record batch holds broken "
                             "offsets or lacks a buffer",

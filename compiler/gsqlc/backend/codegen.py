@@ -672,8 +672,21 @@ class Generator:
             hb_assigns = [f"t.{field_member(col.name)} = {em.as_type(e, col.type)};"
                           for col, (_, e) in zip(n.output.columns, n.select)
                           if col.temporal.is_temporal]
+            # Every output column an input column as it is (read raw, of the
+            # same type, no bool): the rows kept go out gathered column by
+            # column (gsq_emit_gather), no tuple built for an Arrow sink.
+            gather: Optional[list[str]] = None
+            if data["raw_steps"] is not None and not strs:
+                gather = []
+                for col, (_, e) in zip(n.output.columns, n.select):
+                    f = proto.fields.get(e.name) if isinstance(e, FieldRef) else None
+                    if f is None or f.source != "csv" or (f.csv_type or f.type) != f.type \
+                            or f.type != col.type or f.type not in _COL_RAW:
+                        gather = None
+                        break
+                    gather.append(f"r{list(csv_fields).index((f.csv_pos, f.type.code, e.name))}")
             data.update(assigns=assigns, strs=strs, constants=ctx.constants,
-                        hb_assigns=hb_assigns)
+                        hb_assigns=hb_assigns, gather=gather)
             return self.env.get_template("lfta/select.c.j2").render(**data)
         return self._lfta_aggregate(n, em, ctx, data)
 
