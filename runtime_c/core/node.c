@@ -289,12 +289,6 @@ void gsq_emit_run(gsq_node *node, const void *tups, uint32_t size, uint32_t n)
         gsq_emit(node, GSQ_DATA, p + (size_t)j * size, size, NULL, 0);
 }
 
-/* Copy element `row` of a column array of `sz`-byte values to dst. */
-static void copy_value(uint8_t *dst, const void *col, uint32_t row, uint32_t sz)
-{
-    memcpy(dst, (const uint8_t *)col + (size_t)row * sz, sz);
-}
-
 void gsq_emit_gather(gsq_node *node, const void *const *cols, const uint32_t *sel, uint32_t k)
 {
     gsq_run *r = node->run;
@@ -327,8 +321,8 @@ void gsq_emit_gather(gsq_node *node, const void *const *cols, const uint32_t *se
         for (c = 0; c < d->n_cols; c++) {
             uint32_t sz = gsq_type_size(d->cols[c].type);
             for (j = 0; j < m; j++)
-                copy_value(buf.b + (size_t)j * d->fixed_size + d->cols[c].offset, cols[c],
-                           sel[done + j], sz);
+                memcpy(buf.b + (size_t)j * d->fixed_size + d->cols[c].offset,
+                       (const uint8_t *)cols[c] + (size_t)sel[done + j] * sz, sz);
         }
         gsq_emit_run(node, buf.b, d->fixed_size, m);
         done += m;

@@ -498,6 +498,32 @@ static int append_bits(acol *c, uint32_t rows, const uint8_t *src, size_t stride
     return 0;
 }
 
+/* How many of `want` rows fit in the batch being gathered (at least 1). */
+static uint32_t batch_room(const gsq_sink *k, uint32_t want)
+{
+    uint32_t rows = k->arrow->rows, room = k->batch_rows > rows ? k->batch_rows - rows : 1;
+    return want < room ? want : room;
+}
+
+/* After m data rows' columns were appended (rc: how that went): their
+ * __heartbeat bits (false), the counts, and the batch out once full. */
+static int rows_added(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d, uint32_t m, int rc)
+{
+    gsq_arrow_sink *a = k->arrow;
+    if (rc == 0 && a->hb)
+        rc = append_bits(&a->cols[d->n_cols], a->rows, NULL, 0, m);
+    if (rc != 0) {
+        k->failed = 1;
+        gsq_run_fail(r, "out of memory gathering an Arrow batch of %s", d->name);
+        return -1;
+    }
+    a->rows += m;
+    k->tuples += m;
+    if (a->rows >= k->batch_rows && gsq_arrow_sink_flush(r, k) != 0)
+        return -1;
+    return 0;
+}
+
 int gsq_arrow_sink_write_run(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
                              const uint8_t *first, size_t stride, uint32_t len, uint32_t n)
 {
@@ -522,10 +548,8 @@ int gsq_arrow_sink_write_run(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
     }
     while (done < n) {
         const uint8_t *base = first + (size_t)done * stride;
-        uint32_t m = n - done, room = k->batch_rows > a->rows ? k->batch_rows - a->rows : 1;
+        uint32_t m = batch_room(k, n - done);
         int rc = 0;
-        if (m > room)
-            m = room;
         for (i = 0; i < d->n_cols && rc == 0; i++) {
             const gsq_column *c = &d->cols[i];
             rc = c->type == GSQ_T_BOOL
@@ -533,18 +557,9 @@ int gsq_arrow_sink_write_run(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
                      : append_fixed(&a->cols[i], base + c->offset, stride,
                                     gsq_type_size(c->type), m);
         }
-        if (rc == 0 && a->hb) /* data rows: __heartbeat false */
-            rc = append_bits(&a->cols[d->n_cols], a->rows, NULL, 0, m);
-        if (rc != 0) {
-            k->failed = 1;
-            gsq_run_fail(r, "out of memory gathering an Arrow batch of %s", d->name);
+        if (rows_added(r, k, d, m, rc) != 0)
             return -1;
-        }
-        a->rows += m;
-        k->tuples += m;
         done += m;
-        if (a->rows >= k->batch_rows && gsq_arrow_sink_flush(r, k) != 0)
-            return -1;
     }
     return 0;
 }
@@ -602,24 +617,13 @@ int gsq_arrow_sink_write_gather(gsq_run *r, gsq_sink *k, const gsq_stream_desc *
         }
     }
     while (done < n) {
-        uint32_t m = n - done, room = k->batch_rows > a->rows ? k->batch_rows - a->rows : 1;
+        uint32_t m = batch_room(k, n - done);
         int rc = 0;
-        if (m > room)
-            m = room;
         for (i = 0; i < d->n_cols && rc == 0; i++)
             rc = gather_fixed(&a->cols[i], cols[i], sel + done, gsq_type_size(d->cols[i].type), m);
-        if (rc == 0 && a->hb) /* data rows: __heartbeat false */
-            rc = append_bits(&a->cols[d->n_cols], a->rows, NULL, 0, m);
-        if (rc != 0) {
-            k->failed = 1;
-            gsq_run_fail(r, "out of memory gathering an Arrow batch of %s", d->name);
+        if (rows_added(r, k, d, m, rc) != 0)
             return -1;
-        }
-        a->rows += m;
-        k->tuples += m;
         done += m;
-        if (a->rows >= k->batch_rows && gsq_arrow_sink_flush(r, k) != 0)
-            return -1;
     }
     return 0;
 }

@@ -433,6 +433,11 @@ class Generator:
             return (f"{{ {at.c_type} tmp_; if (gsq_acc_{f.accessor}(node, rec, &tmp_)) "
                     f"{skip} {var} = ({f.type.c_type})tmp_; }}")
 
+        def col_slot(name: str) -> int:
+            """The chunk column (gsq_cols.col[j]) of CSV field `name`."""
+            f = proto.fields[name]
+            return list(csv_fields).index((f.csv_pos, (f.csv_type or f.type).code, name))
+
         def col_read_step(name: str, skip: str) -> Optional[str]:
             """read_step over row i of a columnar chunk (None: a field that
             is no CSV column, e.g. the clock's)."""
@@ -442,7 +447,7 @@ class Generator:
             if f.source != "csv":
                 return None
             ct = f.csv_type or f.type
-            j = list(csv_fields).index((f.csv_pos, ct.code, name))
+            j = col_slot(name)
             val = _COL_VALUE[ct].format(v="c_->vals[i]")
             if ct in _COL_RAW:
                 val = f"(c_->raw ? ((const {ct.c_type} *)c_->raw)[i] : {val})"
@@ -460,7 +465,7 @@ class Generator:
             ct = f.csv_type or f.type
             if f.source != "csv" or ct not in _COL_RAW:
                 return None
-            j = list(csv_fields).index((f.csv_pos, ct.code, name))
+            j = col_slot(name)
             val = f"r{j}[i]" if ct == f.type else f"({f.type.c_type})r{j}[i]"
             return f"{field_var(name)} = {val};"
 
@@ -684,7 +689,7 @@ class Generator:
                             or f.type != col.type or f.type not in _COL_RAW:
                         gather = None
                         break
-                    gather.append(f"r{list(csv_fields).index((f.csv_pos, f.type.code, e.name))}")
+                    gather.append(f"r{col_slot(e.name)}")
             data.update(assigns=assigns, strs=strs, constants=ctx.constants,
                         hb_assigns=hb_assigns, gather=gather)
             return self.env.get_template("lfta/select.c.j2").render(**data)
