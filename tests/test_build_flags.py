@@ -21,7 +21,7 @@ from gsqlc.pipeline import plan_queries
 QUERY = "DEFINE { query_name 'wq'; }\nselect time, len from IPV4 where len > 40\n"
 
 
-def _compile_commands(bdir: Path) -> list[str]:
+def compile_commands(bdir: Path) -> list[str]:
     """The compiler invocations of a build directory: the compilation
     database of a cached query set's build (backend/native_build.py), or a
     CMake build's (Ninja or Make)."""
@@ -35,6 +35,20 @@ def _compile_commands(bdir: Path) -> list[str]:
         return [c for c in out.splitlines() if re.search(r"\s-c\s", c)]
     return [line for f in sorted(bdir.glob("CMakeFiles/*/flags.make"))
             for line in f.read_text().splitlines() if re.match(r"(C|CXX)_FLAGS", line)]
+
+
+def optimization_levels(cmds: list[str]) -> dict[str, str]:
+    """The optimization level each compiler invocation ends up with (its last
+    -O option), by language: "c" and "cxx" map to the set of levels seen.
+    A CMake flags.make line (C_FLAGS = ..., CXX_FLAGS = ...) counts as one."""
+    out: dict[str, set[str]] = {"c": set(), "cxx": set()}
+    for c in cmds:
+        levels = re.findall(r"(?:^|\s)-O(\w*)", c)
+        if not levels:
+            continue
+        cxx = c.startswith("CXX_FLAGS") or bool(re.search(r"\.cpp(\s|$)", c))
+        out["cxx" if cxx else "c"].add(levels[-1])
+    return {k: ",".join(sorted(v)) for k, v in out.items()}
 
 
 def _runtime_dir(bdir: Path) -> Path:
@@ -54,7 +68,7 @@ def test_test_builds_compile_with_werror(tmp_path):
     runtime = _runtime_dir(bdir)
     assert "GSQLC_WERROR:BOOL=ON" in (runtime / "CMakeCache.txt").read_text()
     for d in (bdir, runtime):
-        cmds = _compile_commands(d)
+        cmds = compile_commands(d)
         assert cmds, d
         assert all(" -Werror" in c for c in cmds), (d, [c for c in cmds if "-Werror" not in c])
 
@@ -103,3 +117,26 @@ def test_templates_compiled_once_into_the_cache(tmp_path, monkeypatch):
     blocked.write_text("")
     monkeypatch.setenv("GSQLC_CACHE_DIR", str(blocked / "cache"))   # under a file
     assert generate(plan_queries([str(q)]).plan).files == first.files
+
+
+AGG_QUERY = ("DEFINE { query_name 'per_src'; }\n"
+             "select tb, srcIP, count(*) from IPV4 group by time/60 as tb, srcIP\n")
+
+
+@pytest.mark.parametrize("sanitize", [False, True])
+def test_hfta_units_compile_at_O2_and_lfta_units_at_O3(tmp_path, sanitize):
+    """The C++ units (HFTA operators) at -O2 -- the cold compile is mostly
+    theirs -- the C units (LFTAs, the runtime's hot loops) at the Release -O3;
+    a sanitized build is -O1 throughout.  The C++ units still use the
+    precompiled header (built with the same flags)."""
+    q = tmp_path / "q.gsql"
+    q.write_text(AGG_QUERY)
+    gen = generate(plan_queries([str(q)]).plan)
+    assert gen.lftas and gen.hftas and all(h.endswith(".cpp") for h in gen.hftas)
+    bdir = build(gen, sanitize=sanitize).library.parent
+    cmds = compile_commands(bdir)
+    assert optimization_levels(cmds) == ({"c": "1", "cxx": "1"} if sanitize else
+                                         {"c": "3", "cxx": "2"})
+    cxx = [c for c in cmds if re.search(r"\.cpp(\s|$)", c)]
+    assert len(cxx) == len(gen.hftas)
+    assert all(re.search(r"-include \S+\.hpp ", c) for c in cxx), cxx

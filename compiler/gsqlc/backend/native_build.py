@@ -67,6 +67,7 @@ class Toolchain:
     cxx_standard: str
     shared_linker_flags: tuple[str, ...]
     exe_linker_flags: tuple[str, ...]
+    cxx_options: tuple[str, ...]          # C++ units' (before compile_options)
     compile_options: tuple[str, ...]      # warnings, -Werror, sanitizers
     link_options: tuple[str, ...]
     pcap_include_dir: str
@@ -81,7 +82,7 @@ class Toolchain:
         return cls(values["c_compiler"], values["cxx_compiler"], items("c_flags"),
                    items("cxx_flags"), values["c_standard"], values["cxx_standard"],
                    items("shared_linker_flags"), items("exe_linker_flags"),
-                   items("compile_options"), items("link_options"),
+                   items("cxx_options"), items("compile_options"), items("link_options"),
                    values["pcap_include_dir"], values["pcap_library"])
 
     def identity(self) -> str:
@@ -117,7 +118,7 @@ def _unit_flags(tc: Toolchain, cxx: bool) -> list[str]:
     """Flags of a library unit, in CMake's order: the build type's, the
     language standard, position-independent code, hidden symbols, gsqlc's."""
     return [*(tc.cxx_flags if cxx else tc.c_flags), tc.cxx_standard if cxx else tc.c_standard,
-            "-fPIC", "-fvisibility=hidden", *tc.compile_options]
+            "-fPIC", "-fvisibility=hidden", *(tc.cxx_options if cxx else ()), *tc.compile_options]
 
 
 def unit_command(tc: Toolchain, src: Path, obj: Path, pch: Optional[Path] = None) -> list[str]:
