@@ -432,6 +432,7 @@ struct gsq_run {
     int clock_mode;
     uint32_t clock_fixed;
     uint32_t batch;
+    int batch_given;            /* option batch set: Arrow chunks take it too */
     uint64_t hb_interval_usec;  /* 0: no heartbeat ticks */
     uint32_t stall_intervals;
     char *trace_path;           /* NULL: no traces */

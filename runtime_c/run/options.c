@@ -410,6 +410,7 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
             return -1;
         }
         r->batch = b;
+        r->batch_given = 1;
     } else if (strcmp(key, "heartbeat_interval") == 0) {
         uint64_t us = 0;
         int rc = strcmp(value, "off") == 0 ? 0 : parse_seconds(value, &us);

@@ -187,12 +187,16 @@ static int match_columns(gsq_run *r, gsq_source *s, arrow_reader *rd)
     return 0;
 }
 
+/* Rows a columnar chunk takes from a batch by default (a ring batch: r->batch). */
+#define ARROW_CHUNK_ROWS 4096u
+
 static int arrow_open(gsq_run *r, gsq_source *s)
 {
     arrow_reader *rd = calloc(1, sizeof *rd);
     struct ArrowArrayStream *st = s->arrow;
     gsq_buf who = {0};
     int rc;
+    uint32_t rows;
     if (!rd) {
         gsq_run_fail(r, "out of memory");
         return -1;
@@ -206,14 +210,21 @@ static int arrow_open(gsq_run *r, gsq_source *s)
         return -1;
     if (gsq_csv_slots_build(&rd->cs, s) != 0)
         goto oom;
+    /* A chunk takes more rows than a ring batch unless the run was given
+     * its batch: what a chunk costs besides its rows (the LFTAs' calls and
+     * set-up, an aggregation's prefetch pipeline filling, the heartbeat
+     * checks) is then paid once per ARROW_CHUNK_ROWS. */
+    rows = s->columnar && !r->batch_given && s->ring.max_recs < ARROW_CHUNK_ROWS
+               ? ARROW_CHUNK_ROWS
+               : s->ring.max_recs;
     rd->slot_col = calloc(rd->cs.n ? rd->cs.n : 1, sizeof *rd->slot_col);
-    rd->rc = malloc(s->ring.max_recs);
-    rd->fail_slot = malloc(s->ring.max_recs * sizeof *rd->fail_slot);
+    rd->rc = malloc(rows);
+    rd->fail_slot = malloc(rows * sizeof *rd->fail_slot);
     if (!rd->slot_col || !rd->rc || !rd->fail_slot)
         goto oom;
-    memset(rd->fail_slot, 0xff, s->ring.max_recs * sizeof *rd->fail_slot);
+    memset(rd->fail_slot, 0xff, rows * sizeof *rd->fail_slot);
     rd->time_slot = gsq_csv_slot_of(&rd->cs, s->time_pos, s->time_type);
-    if (s->columnar && gsq_chunk_init(&s->chunk, s, s->ring.max_recs, &rd->cs.layout) != 0)
+    if (s->columnar && gsq_chunk_init(&s->chunk, s, rows, &rd->cs.layout) != 0)
         goto oom;
     return match_columns(r, s, rd);
 oom:
