@@ -78,9 +78,18 @@
  *    epoch.  Records older than `promised` are late from then on.
  *
  * Slots:
- *  - n_slots and n_slots / ways are powers of two, ways is 1..16 and a
- *    power of two; the bucket of hash h starts at slot
- *    (h & (n_slots / ways - 1)) * ways.
+ *  - n_slots (the table's, starting at the shape's) and n_slots / ways are
+ *    powers of two, ways is 1..16 and a power of two; the bucket of hash h
+ *    starts at slot (h & (n_slots / ways - 1)) * ways.
+ *  - Growth (a shape with `hash`, grow on): once collisions have ejected
+ *    n_slots / 4 groups since the table last grew, it doubles, up to
+ *    max_slots (the slots GSQ_AGG_GROW_BYTES holds; never fewer than the
+ *    shape's).  A closed epoch's pending groups are ejected first (as a
+ *    flush); every other group moves from bucket b to bucket b or
+ *    b + n_slots / ways of the doubled table (the next bit of its hash), in
+ *    its order, so no bucket overflows and nothing else changes: a bigger
+ *    table only ejects fewer partials.  Memory that cannot be had leaves
+ *    the table as it was, at its size for good.
  *  - A slot's first byte is 0 when it is free, else the tag of its group's
  *    epoch (open, or the closed one).  n_used counts the used slots,
  *    count[tag] the groups of each open epoch, n_pending those of the
@@ -107,6 +116,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "gsq_runtime.h" /* gsq_table_alloc, gsq_table_free */
 
 #if defined(__GNUC__)
 #define GSQ_AGG_HOT static inline __attribute__((always_inline))
@@ -162,10 +173,21 @@ typedef struct gsq_agg_shape {
     void (*out)(void *ctx, const void *group, enum gsq_agg_why why);
     uint32_t max_epochs;      /* N: open epochs, 1..GSQ_AGG_MAX_EPOCHS */
     enum gsq_agg_flush flush; /* how a closed epoch's groups leave */
+    /* the hash of a slot's group keys (the h its records come with); NULL,
+     * or grow 0: the table keeps n_slots slots */
+    uint64_t (*hash)(const void *slot);
+    int grow;
 } gsq_agg_shape;
 
+/* The most bytes a growing table's slots take. */
+#define GSQ_AGG_GROW_BYTES ((size_t)64 << 20)
+
 typedef struct gsq_agg_table {
-    unsigned char *mem;     /* gsq_agg_mem_slots() slots, not owned */
+    unsigned char *mem;     /* n_slots + N + 2 slots (gsq_table_alloc); owned
+                               by the caller, but growth replaces it */
+    uint32_t n_slots;       /* group slots now (the shape's, or grown) */
+    uint32_t max_slots;     /* what it may grow to (n_slots: it does not) */
+    uint64_t grow_at;       /* n_collisions at which it next grows */
     unsigned char *newest;  /* the newest open epoch's slot; NULL before any */
     uint32_t n_used;        /* used slots: groups not yet ejected */
     uint32_t n_pending;     /* used slots holding groups of the closed epoch */
@@ -184,21 +206,30 @@ typedef struct gsq_agg_table {
     uint64_t n_collisions;  /* groups ejected as GSQ_AGG_EJECT_COLLISION */
     uint64_t n_late;        /* records passed on as GSQ_AGG_EJECT_LATE */
     uint64_t n_closed;      /* epochs closed */
+    uint32_t n_grown;       /* times the table doubled */
     uint32_t max_open;      /* most epochs open at once */
     uint32_t max_pending;   /* most groups a closed epoch left in the table */
 } gsq_agg_table;
 
-/* Slots of memory a table of this shape needs: groups, epochs, promised. */
+/* Slots of memory a table of this shape needs at first: groups, epochs,
+ * promised. */
 static inline size_t gsq_agg_mem_slots(const gsq_agg_shape *sh)
 {
     return (size_t)sh->n_slots + sh->max_epochs + 2u;
 }
 
-/* mem: gsq_agg_mem_slots(sh) zeroed slots. */
-static inline void gsq_agg_init(gsq_agg_table *t, void *mem)
+/* mem: gsq_agg_mem_slots(sh) zeroed slots (gsq_table_alloc: growth frees
+ * it with gsq_table_free). */
+static inline void gsq_agg_init(gsq_agg_table *t, const gsq_agg_shape *sh, void *mem)
 {
     memset(t, 0, sizeof *t);
     t->mem = (unsigned char *)mem;
+    t->n_slots = t->max_slots = sh->n_slots;
+    if (sh->grow && sh->hash)
+        while (t->max_slots <= UINT32_MAX / 4u &&
+               (size_t)t->max_slots * 2u * sh->slot_size <= GSQ_AGG_GROW_BYTES)
+            t->max_slots *= 2u;
+    t->grow_at = t->max_slots > t->n_slots ? t->n_slots / 4u : UINT64_MAX;
 }
 
 GSQ_AGG_HOT unsigned char *gsq_agg_slot(const gsq_agg_table *t, const gsq_agg_shape *sh,
@@ -211,20 +242,20 @@ GSQ_AGG_HOT unsigned char *gsq_agg_slot(const gsq_agg_table *t, const gsq_agg_sh
 static inline unsigned char *gsq_agg_epoch_of(const gsq_agg_table *t, const gsq_agg_shape *sh,
                                               unsigned tag)
 {
-    return gsq_agg_slot(t, sh, sh->n_slots + tag - 1u);
+    return gsq_agg_slot(t, sh, t->n_slots + tag - 1u);
 }
 
 /* The highest heartbeat sent (valid when have_promised). */
 static inline unsigned char *gsq_agg_promised(const gsq_agg_table *t, const gsq_agg_shape *sh)
 {
-    return gsq_agg_slot(t, sh, sh->n_slots + sh->max_epochs + 1u);
+    return gsq_agg_slot(t, sh, t->n_slots + sh->max_epochs + 1u);
 }
 
 /* The first slot of the bucket of hash h. */
 GSQ_AGG_HOT unsigned char *gsq_agg_bucket(const gsq_agg_table *t, const gsq_agg_shape *sh,
                                           uint64_t h)
 {
-    uint32_t buckets = sh->n_slots / sh->ways;
+    uint32_t buckets = t->n_slots / sh->ways;
     return gsq_agg_slot(t, sh, (uint32_t)(h & (buckets - 1u)) * sh->ways);
 }
 
@@ -272,7 +303,7 @@ GSQ_AGG_HOT enum gsq_agg_probe_result gsq_agg_probe(const gsq_agg_table *t,
 static inline void gsq_agg_purge(gsq_agg_table *t, const gsq_agg_shape *sh, unsigned tag,
                                  uint32_t n, uint32_t from, void *ctx)
 {
-    for (uint32_t b = from & ~(sh->ways - 1u); n && b < sh->n_slots; b += sh->ways) {
+    for (uint32_t b = from & ~(sh->ways - 1u); n && b < t->n_slots; b += sh->ways) {
         uint32_t w, k = 0;
         for (w = 0; w < sh->ways; w++) {
             unsigned char *s = gsq_agg_slot(t, sh, b + w);
@@ -409,7 +440,7 @@ static inline void gsq_agg_unlink(gsq_agg_table *t, const gsq_agg_shape *sh, uin
 static inline void gsq_agg_slow_step(gsq_agg_table *t, const gsq_agg_shape *sh, void *ctx)
 {
     uint32_t i = t->cursor;
-    for (uint32_t k = 0; k < GSQ_AGG_SLOW_SLOTS && i < sh->n_slots; k++) {
+    for (uint32_t k = 0; k < GSQ_AGG_SLOW_SLOTS && i < t->n_slots; k++) {
         unsigned char *s = gsq_agg_slot(t, sh, i);
         if (!s[0]) {
             i = (i | (sh->ways - 1u)) + 1u; /* the rest of the bucket is free */
@@ -443,6 +474,42 @@ static inline unsigned char *gsq_agg_pending_in(const gsq_agg_table *t, const gs
     return NULL;
 }
 
+/* Double the table (see Growth).  Without the memory for it the table
+ * stays as it is and stops growing. */
+static inline void gsq_agg_grow(gsq_agg_table *t, const gsq_agg_shape *sh, void *ctx)
+{
+    uint32_t old_n = t->n_slots, n = old_n * 2u, old_buckets = old_n / sh->ways;
+    size_t extra = (size_t)sh->max_epochs + 2u, sz = sh->slot_size;
+    unsigned char *mem;
+    gsq_agg_finish_pending(t, sh, ctx); /* no pending group, no cursor to keep */
+    mem = (unsigned char *)gsq_table_alloc((size_t)n + extra, sz);
+    if (!mem) {
+        t->max_slots = t->n_slots;
+        t->grow_at = UINT64_MAX;
+        return;
+    }
+    for (uint32_t b = 0; b < old_buckets; b++) {
+        uint32_t fill[2] = {0, 0};
+        for (uint32_t w = 0; w < sh->ways; w++) {
+            const unsigned char *s = t->mem + ((size_t)b * sh->ways + w) * sz;
+            uint32_t hi;
+            if (!s[0])
+                break;
+            hi = (sh->hash(s) & old_buckets) != 0; /* the hash's next bit */
+            memcpy(mem + ((size_t)(b + hi * old_buckets) * sh->ways + fill[hi]++) * sz, s, sz);
+        }
+    }
+    memcpy(mem + (size_t)n * sz, t->mem + (size_t)old_n * sz, extra * sz); /* epochs, promised */
+    gsq_table_free(t->mem);
+    t->mem = mem;
+    t->n_slots = n;
+    t->n_grown++;
+    t->cursor = 0;
+    if (t->newest)
+        t->newest = gsq_agg_epoch_of(t, sh, t->newest_tag);
+    t->grow_at = n < t->max_slots ? t->n_collisions + n / 4u : UINT64_MAX;
+}
+
 /* Count the one-record group g whose keys hash to h. */
 GSQ_AGG_HOT void gsq_agg_accept(gsq_agg_table *t, const gsq_agg_shape *sh, const void *g,
                                 uint64_t h, void *ctx)
@@ -472,6 +539,12 @@ GSQ_AGG_HOT void gsq_agg_accept(gsq_agg_table *t, const gsq_agg_shape *sh, const
         sh->out(ctx, s, GSQ_AGG_EJECT_COLLISION);
         t->n_collisions++;
         t->count[s[0]]--;
+        memcpy(s, g, sh->slot_size);
+        s[0] = (unsigned char)tag;
+        t->count[tag]++;
+        if (t->n_collisions >= t->grow_at)
+            gsq_agg_grow(t, sh, ctx);
+        return;
     } else {
         t->n_used++;
     }

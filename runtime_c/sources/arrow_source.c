@@ -187,7 +187,8 @@ static int match_columns(gsq_run *r, gsq_source *s, arrow_reader *rd)
     return 0;
 }
 
-/* Rows a columnar chunk takes from a batch by default (a ring batch: r->batch). */
+/* Rows a columnar chunk of a run's only input takes from a batch by
+ * default (otherwise a ring batch's: r->batch). */
 #define ARROW_CHUNK_ROWS 4096u
 
 static int arrow_open(gsq_run *r, gsq_source *s)
@@ -210,11 +211,16 @@ static int arrow_open(gsq_run *r, gsq_source *s)
         return -1;
     if (gsq_csv_slots_build(&rd->cs, s) != 0)
         goto oom;
-    /* A chunk takes more rows than a ring batch unless the run was given
-     * its batch: what a chunk costs besides its rows (the LFTAs' calls and
-     * set-up, an aggregation's prefetch pipeline filling, the heartbeat
-     * checks) is then paid once per ARROW_CHUNK_ROWS. */
-    rows = s->columnar && !r->batch_given && s->ring.max_recs < ARROW_CHUNK_ROWS
+    /* Data held in memory that is the run's only input takes more rows per
+     * chunk than a ring batch (unless the run was given its batch): what a
+     * chunk costs besides its rows (the LFTAs' calls and set-up, an
+     * aggregation's prefetch pipeline filling, the heartbeat checks) is then
+     * paid once per ARROW_CHUNK_ROWS.  Otherwise the batch stays the step
+     * by which the run loop interleaves its inputs and a live feed's rows
+     * meet the clock and the heartbeats (a larger step lets one interface
+     * run further ahead of another, past the disorder its readers keep). */
+    rows = s->columnar && !r->batch_given && !r->arrow_flush && r->n_sources == 1 &&
+                   r->n_injects == 0 && s->ring.max_recs < ARROW_CHUNK_ROWS
                ? ARROW_CHUNK_ROWS
                : s->ring.max_recs;
     rd->slot_col = calloc(rd->cs.n ? rd->cs.n : 1, sizeof *rd->slot_col);

@@ -99,7 +99,7 @@ static gsq_agg_shape shape_oop(uint32_t n_slots, uint32_t ways, uint32_t max_epo
                                enum gsq_agg_flush flush)
 {
     gsq_agg_shape sh = {sizeof(tslot), n_slots, ways, t_same_group, t_fold, t_epoch_cmp,
-                        t_epoch_set, t_out, max_epochs, flush};
+                        t_epoch_set, t_out, max_epochs, flush, NULL, 0};
     return sh;
 }
 
@@ -115,7 +115,7 @@ static void table_new(gsq_agg_table *t, const gsq_agg_shape *sh)
     void *mem = calloc(gsq_agg_mem_slots(sh), sh->slot_size);
     if (!mem)
         abort();
-    gsq_agg_init(t, mem);
+    gsq_agg_init(t, sh, mem);
 }
 
 static void table_free(gsq_agg_table *t)
@@ -162,7 +162,7 @@ static uint32_t used_slots(const gsq_agg_table *t, const gsq_agg_shape *sh, int 
 {
     uint32_t n = 0;
     *ordered = 1;
-    for (uint32_t b = 0; b < sh->n_slots; b += sh->ways) {
+    for (uint32_t b = 0; b < t->n_slots; b += sh->ways) {
         int seen_free = 0;
         for (uint32_t w = 0; w < sh->ways; w++) {
             const unsigned char *s = gsq_agg_slot(t, sh, b + w);
@@ -416,6 +416,22 @@ static uint64_t splitmix(uint64_t *x)
     return z ^ (z >> 31);
 }
 
+/* The hash test_random_oop gives a record of epoch e and key `key`: a few
+ * buckets crowded (keys divisible by 5 share their low bits). */
+static uint64_t oop_hash(uint32_t e, uint32_t key)
+{
+    uint64_t hk = key ^ ((uint64_t)e << 20), h = splitmix(&hk);
+    if (key % 5 == 0)
+        h = (h & ~(uint64_t)0xffffffff) | (key & 3u);
+    return h;
+}
+
+static uint64_t t_hash(const void *vs)
+{
+    const tslot *s = (const tslot *)vs;
+    return oop_hash(s->ep, s->key);
+}
+
 /* Random records, epochs, late records, heartbeats and flushes: the table's
  * output equals the reference's, event for event, and no record is lost. */
 static void test_random(uint32_t n_slots, uint32_t ways, uint64_t seed)
@@ -508,7 +524,7 @@ static int state_ok(const gsq_agg_table *t, const gsq_agg_shape *sh)
         ok = 0; /* every open epoch is newer than the closed one */
     if (sh->flush == GSQ_AGG_FLUSH_IMMEDIATE && t->n_pending)
         ok = 0;
-    for (uint32_t i = 0; i < sh->n_slots; i++) {
+    for (uint32_t i = 0; i < t->n_slots; i++) {
         const tslot *s = (const tslot *)gsq_agg_slot(t, sh, i);
         int known = s->used == t->closed_tag && s->used;
         if (!s->used)
@@ -521,7 +537,7 @@ static int state_ok(const gsq_agg_table *t, const gsq_agg_shape *sh)
         per_tag[s->used]++;
         if (sh->flush == GSQ_AGG_FLUSH_SLOW && s->used == t->closed_tag && i < t->cursor)
             ok = 0; /* no pending group before the slow-flush cursor */
-        for (uint32_t j = i + 1; j < sh->n_slots; j++) {
+        for (uint32_t j = i + 1; j < t->n_slots; j++) {
             const tslot *o = (const tslot *)gsq_agg_slot(t, sh, j);
             if (o->used && o->ep == s->ep && o->key == s->key)
                 ok = 0; /* a group in two slots */
@@ -814,8 +830,11 @@ static void test_unlink(void)
  * it; heartbeats sent while groups are in the table never go down. */
 #define R_EPS 512u
 #define R_KEYS 200u
+/* Tables that grew in test_random_oop's runs with growth on. */
+static uint32_t grown_runs;
+
 static void test_random_oop(uint32_t n_slots, uint32_t ways, uint32_t n, enum gsq_agg_flush fl,
-                            uint64_t seed)
+                            uint64_t seed, int grow)
 {
     static uint64_t in_cnt[R_EPS][R_KEYS], in_sum[R_EPS][R_KEYS];
     static uint64_t out_cnt[R_EPS][R_KEYS], out_sum[R_EPS][R_KEYS];
@@ -823,6 +842,8 @@ static void test_random_oop(uint32_t n_slots, uint32_t ways, uint32_t n, enum gs
     gsq_agg_table t;
     event_log lg = {0};
     uint64_t x = seed;
+    sh.hash = t_hash;
+    sh.grow = grow;
     uint32_t front = 10, keys = 1 + (uint32_t)(splitmix(&x) % (n_slots < 64 ? 3 * n_slots : R_KEYS));
     uint32_t bound = 0, hb_groups = 0;
     int ok_state = 1, ok_promise = 1, ok_hb = 1, ok_totals = 1, ok_counters = 1, have_bound = 0;
@@ -842,10 +863,8 @@ static void test_random_oop(uint32_t n_slots, uint32_t ways, uint32_t n, enum gs
             uint32_t back = dice < 700 ? 0 : (uint32_t)(splitmix(&x) % (n + 2));
             uint32_t e = front >= back ? front - back : 0;
             uint32_t key = (uint32_t)(splitmix(&x) % keys);
-            uint64_t v = splitmix(&x) % 1000, hk = key ^ ((uint64_t)e << 20), h = splitmix(&hk);
-            if (key % 5 == 0)
-                h = (h & ~(uint64_t)0xffffffff) | (key & 3u); /* crowd a few buckets */
-            put(&t, &sh, e, key, v, h, &lg);
+            uint64_t v = splitmix(&x) % 1000;
+            put(&t, &sh, e, key, v, oop_hash(e, key), &lg);
             in_cnt[e][key]++;
             in_sum[e][key] += v;
         } else if (dice < 960) {
@@ -884,7 +903,7 @@ static void test_random_oop(uint32_t n_slots, uint32_t ways, uint32_t n, enum gs
             ok_state = 0;
     }
     /* what is still in the table, then what the end of input ejects */
-    for (uint32_t i = 0; i < n_slots; i++) {
+    for (uint32_t i = 0; i < t.n_slots; i++) {
         const tslot *s = (const tslot *)gsq_agg_slot(&t, &sh, i);
         if (s->used) {
             out_cnt[s->ep][s->key] += s->cnt;
@@ -901,11 +920,17 @@ static void test_random_oop(uint32_t n_slots, uint32_t ways, uint32_t n, enum gs
     if (t.n_flushed != n_fl || t.n_collisions != n_col || t.n_late != n_late || t.n_used ||
         !state_ok(&t, &sh))
         ok_counters = 0;
+    /* a table grows only with growth on, doubling each time, after n_slots / 4
+     * collisions at each size */
+    if (t.n_slots != n_slots << t.n_grown || (!grow && t.n_grown) ||
+        (t.n_grown && t.n_collisions < (uint64_t)n_slots * ((1u << t.n_grown) - 1u) / 4u))
+        ok_counters = 0;
+    grown_runs += t.n_grown > 0;
     if (!(ok_state && ok_promise && ok_hb && ok_totals && ok_counters))
-        printf("random_oop n_slots=%u ways=%u N=%u flush=%d seed=%llu: state %d promise %d "
-               "heartbeats %d totals %d counters %d\n",
-               n_slots, ways, n, (int)fl, (unsigned long long)seed, ok_state, ok_promise, ok_hb,
-               ok_totals, ok_counters);
+        printf("random_oop n_slots=%u ways=%u N=%u flush=%d seed=%llu grow=%d: state %d "
+               "promise %d heartbeats %d totals %d counters %d\n",
+               n_slots, ways, n, (int)fl, (unsigned long long)seed, grow, ok_state, ok_promise,
+               ok_hb, ok_totals, ok_counters);
     CHECK(ok_state);
     CHECK(ok_promise);
     CHECK(ok_hb);
@@ -938,13 +963,18 @@ int main(void)
         test_interleave(WAYS[i]);
         for (uint32_t n = 1; n <= 4; n++)
             for (int fl = GSQ_AGG_FLUSH_IMMEDIATE; fl <= GSQ_AGG_FLUSH_LAZY; fl++)
-                for (uint64_t seed = 1; seed <= 3; seed++) {
-                    test_random_oop(16, WAYS[i], n, (enum gsq_agg_flush)fl, seed);
-                    test_random_oop(64, WAYS[i], n, (enum gsq_agg_flush)fl, seed * 7919);
-                }
+                for (uint64_t seed = 1; seed <= 3; seed++)
+                    for (int grow = 0; grow <= 1; grow++) {
+                        test_random_oop(16, WAYS[i], n, (enum gsq_agg_flush)fl, seed, grow);
+                        test_random_oop(64, WAYS[i], n, (enum gsq_agg_flush)fl, seed * 7919,
+                                        grow);
+                    }
         for (int fl = GSQ_AGG_FLUSH_IMMEDIATE; fl <= GSQ_AGG_FLUSH_LAZY; fl++)
-            test_random_oop(64, WAYS[i], GSQ_AGG_MAX_EPOCHS, (enum gsq_agg_flush)fl, 4242);
+            for (int grow = 0; grow <= 1; grow++)
+                test_random_oop(64, WAYS[i], GSQ_AGG_MAX_EPOCHS, (enum gsq_agg_flush)fl, 4242,
+                                grow);
     }
+    CHECK(grown_runs > 100); /* growth happened, and was checked, in most runs with it on */
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

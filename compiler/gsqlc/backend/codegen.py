@@ -701,6 +701,7 @@ class Generator:
         contribution), which fold() adds to a resident group `s`."""
         out_t = data["out_t"]
         slot_members, key_locals, key_eq, hash_steps, group_fill = [], [], [], [], []
+        slot_hash_steps: list[str] = []
         for i, (_, e) in enumerate(n.group_by):
             t = e.info.type
             slot_members.append(f"{t.c_type} k{i};")
@@ -708,6 +709,7 @@ class Generator:
             group_fill.append(f"g.k{i} = kv{i};")
             key_eq.append(key_equal(t, f"a->k{i}", f"b->k{i}"))
             hash_steps.append(key_hash_step(t, f"kv{i}"))
+            slot_hash_steps.append(key_hash_step(t, f"s->k{i}"))
         fold_stmts = []
         for j, a in enumerate(n.accums):
             slot_members.append(f"{a.type.c_type} a{j};")
@@ -724,6 +726,7 @@ class Generator:
         assert not strs
         data.update(slot_members=slot_members, key_locals=key_locals,
                     key_eq=" && ".join(key_eq) or "1", hash_steps=hash_steps,
+                    slot_hash_steps=slot_hash_steps, grow=int(n.table_grows),
                     group_fill=group_fill, fold=fold_stmts,
                     epoch=epoch, assigns=assigns, table_size=n.table_size, ways=n.table_ways,
                     disorder=n.disorder, flush=n.flush, constants=ctx.constants)

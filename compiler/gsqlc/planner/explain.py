@@ -38,7 +38,8 @@ def _operator(n: PlanNode) -> str:
         return "C LFTA, selection"
     if isinstance(n, LftaAggregate):
         shape = "direct-mapped" if n.table_ways == 1 else f"{n.table_ways}-way set-associative"
-        return f"C LFTA, {shape} sub-aggregate table of {n.table_size} slots"
+        grows = ", growing to 64 MiB on collisions" if n.table_grows else ""
+        return f"C LFTA, {shape} sub-aggregate table of {n.table_size} slots{grows}"
     if isinstance(n, HftaAggregate):
         return f"C++ HFTA, gsq::groupby_op ({n.flush} flush)"
     assert isinstance(n, HftaSelect), type(n).__name__

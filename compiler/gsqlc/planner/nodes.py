@@ -120,12 +120,14 @@ class LftaSelect(LftaNode):
 @dataclass(frozen=True, eq=False, kw_only=True)
 class LftaAggregate(_Grouped, LftaNode):
     """A sub-aggregate in a table of table_size slots, table_ways of which a
-    group may occupy (1: direct-mapped); emits partials."""
+    group may occupy (1: direct-mapped); emits partials.  table_grows: the
+    table doubles at run time while collisions eject many groups."""
     kind: ClassVar[str] = "aggregate"
     group_by: tuple[Named, ...] = ()
     accums: tuple[Accum, ...] = ()
     table_size: int = DEFAULT_LFTA_TABLE
     table_ways: int = 1
+    table_grows: bool = False
     disorder: int = DEFAULT_LFTA_DISORDER   # epochs open at once
     flush: str = DEFAULT_FLUSH
 

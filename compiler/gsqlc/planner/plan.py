@@ -409,12 +409,19 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
         size = _lfta_table_size(q, lfta_table_size)
         ways = _lfta_table_ways(q, lfta_table_ways)
         size = max(size, ways)
+        # a size asked for (DEFINE, option) is kept; the default one grows
+        # while collisions eject many groups (gsq_agg_table.h, Growth)
+        grow = not (q.defines.get("lfta_table_size") or q.defines.get("aggregate_slots")
+                    or lfta_table_size)
         lagg = LftaAggregate(name=lname, query=q, output=lout, where=tuple(q.where),
                              select=tuple(lselect), group_by=tuple(gb), accums=tuple(accums),
                              protocol=proto, iface=iface, table_size=size, table_ways=ways,
+                             table_grows=grow,
                              params=q.params, disorder=lfta_disorder, flush=lfta_flush,
-                             note="sub-aggregate in a hash table of fixed size; a collision "
-                                  "ejects a resident group as a partial")
+                             note="sub-aggregate in a hash table"
+                                  + (" that doubles (to 64 MiB) while collisions eject many "
+                                     "groups" if grow else " of fixed size")
+                                  + "; a collision ejects a resident group as a partial")
         hgb: list[Named] = [(n, FieldRef(0, n, info=ExprInfo(e.info.type, e.info.temporal)))
                             for n, e in gb]
         haccums = [Accum(acc.op, acc.type, FieldRef(0, acc.name, info=ExprInfo(acc.type)),
