@@ -172,7 +172,7 @@ def test_the_default_lfta_table_grows_while_collisions_eject_many_groups(q2):
     want = t.group_by(["srcIP", "destIP"]).aggregate([("time", "count")])
     want = sorted(zip(want["srcIP"].to_pylist(), want["destIP"].to_pylist(),
                       want["time_count"].to_pylist()))
-    ejected = {}
+    ejected, held = {}, {}
     for name, qs in (("grows", q2), ("fixed", fixed)):
         out, st = _run(qs, t, threads=1)
         assert sorted(zip(out["srcIP"].to_pylist(), out["destIP"].to_pylist(),
@@ -180,7 +180,10 @@ def test_the_default_lfta_table_grows_while_collisions_eject_many_groups(q2):
         lfta = next(x for x in st["nodes"] if x["kind"] == "lfta")
         partials = next(s["tuples"] for s in st["streams"] if s["name"] == lfta["output"])
         ejected[name] = lfta["lfta_ejections"]
+        held[name] = lfta["peak_held_bytes"]   # the table's memory, reported
         # every partial is a collision's, or a group flushed once at the end
         assert partials - ejected[name] <= len(want), (name, partials, ejected[name])
     assert ejected["fixed"] > 20_000
     assert ejected["grows"] * 10 < ejected["fixed"] * 7, ejected
+    # 262,144 slots of (tag, tb, srcIP, destIP, count) at least; doubled at least once
+    assert held["fixed"] >= 262_144 * 20 and held["grows"] >= 2 * held["fixed"], held

@@ -174,7 +174,8 @@ void gsq_count(gsq_node *node, int counter, uint64_t n);
  * state, an aggregation's groups); the run's stats report each node's peak. */
 enum gsq_peak {
     GSQ_PEAK_HELD_TUPLES = 0,   /* tuples or groups held */
-    GSQ_PEAK_HELD_BYTES,        /* bytes of the tuples held */
+    GSQ_PEAK_HELD_BYTES,        /* bytes of the tuples held (an LFTA
+                                 * aggregation: its table's memory) */
     GSQ_PEAK__COUNT
 };
 void gsq_peak(gsq_node *node, int which, uint64_t value);

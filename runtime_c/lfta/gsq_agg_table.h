@@ -218,6 +218,12 @@ static inline size_t gsq_agg_mem_slots(const gsq_agg_shape *sh)
     return (size_t)sh->n_slots + sh->max_epochs + 2u;
 }
 
+/* Bytes of the table's memory now (it only grows). */
+static inline size_t gsq_agg_bytes(const gsq_agg_table *t, const gsq_agg_shape *sh)
+{
+    return ((size_t)t->n_slots + sh->max_epochs + 2u) * sh->slot_size;
+}
+
 /* mem: gsq_agg_mem_slots(sh) zeroed slots (gsq_table_alloc: growth frees
  * it with gsq_table_free). */
 static inline void gsq_agg_init(gsq_agg_table *t, const gsq_agg_shape *sh, void *mem)
