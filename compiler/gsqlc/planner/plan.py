@@ -171,8 +171,13 @@ def _define_span(q: AnalyzedQuery, name: str) -> ast.Span:
     return q.query.defines.item_spans.get(name, q.query.span)
 
 
+def _lfta_table_size_given(q: AnalyzedQuery) -> Optional[str]:
+    """The LFTA table size a query's DEFINE asks for, as written, or None."""
+    return q.defines.get("lfta_table_size") or q.defines.get("aggregate_slots")
+
+
 def _lfta_table_size(q: AnalyzedQuery, default: Optional[int]) -> int:
-    v = q.defines.get("lfta_table_size") or q.defines.get("aggregate_slots")
+    v = _lfta_table_size_given(q)
     if v:
         try:
             n = int(v)
@@ -411,8 +416,7 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
         size = max(size, ways)
         # a size asked for (DEFINE, option) is kept; the default one grows
         # while collisions eject many groups (gsq_agg_table.h, Growth)
-        grow = not (q.defines.get("lfta_table_size") or q.defines.get("aggregate_slots")
-                    or lfta_table_size)
+        grow = not (_lfta_table_size_given(q) or lfta_table_size)
         lagg = LftaAggregate(name=lname, query=q, output=lout, where=tuple(q.where),
                              select=tuple(lselect), group_by=tuple(gb), accums=tuple(accums),
                              protocol=proto, iface=iface, table_size=size, table_ways=ways,
