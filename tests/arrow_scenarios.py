@@ -8,6 +8,7 @@ runtime's Arrow paths run sanitized end to end.
 """
 from __future__ import annotations
 
+import gc
 import json
 import random
 import re
@@ -136,9 +137,11 @@ class Result:
 class Run:
     """One gsq_run: bindings, sinks, then run() (which destroys it)."""
 
-    def __init__(self, lib, options=None):
+    def __init__(self, lib, options=None, pool=None):
         self.lib = lib
         self.r = lib.gsqlc_create()
+        if pool is not None:
+            assert lib.gsqlc_set_buffer_pool(self.r, pool) == 0
         self.keep = []          # the callbacks must outlive the run
         self.streams = []       # the stream structs too (the run owns their contents)
         self.batches: dict[str, list] = {}
@@ -577,6 +580,62 @@ def scenario_columnar_input(rng: random.Random) -> pa.Table:
     return pa.Table.from_batches([pa.RecordBatch.from_struct_array(st)])
 
 
+def pool_counts(lib, pool) -> tuple[int, int, int]:
+    """(bytes held, takes served by the pool, takes that allocated)."""
+    out = ffi.new("uint64_t[3]")
+    lib.gsqlc_buffer_pool_counts(pool, out)
+    return int(out[0]), int(out[1]), int(out[2])
+
+
+def scenario_buffer_pool(lib, d: Path):
+    """Sinks with a buffer pool: the buffers released batches give back
+    are taken by the next run, whose results are whole and equal a run
+    without the pool (no byte of the earlier contents shows: bits, string
+    offsets, Arrow's zero padding); the pool outlives its creator's
+    reference while batches hold it, and never holds more than its bound."""
+    def run(stream, iface, data, pool, batch_rows):
+        a = Run(lib, pool=pool)
+        a.arrow(iface, data)
+        a.sink(stream, batch_rows=batch_rows)
+        res = a.run()
+        assert res.rc == 0, res
+        return res
+    allt = Run(lib)
+    allt.csv("t", d / "allt.csv")
+    allt.sink("allt")
+    plain_allt = allt.run().table("allt")
+    plain_sales = run("sales_all", "", sales_table(), None, 0).table("sales_all")
+    pool = lib.gsqlc_buffer_pool_create(1 << 20)
+    first = run("allt", "t", plain_allt, pool, 2)
+    assert first.table("allt").equals(plain_allt)
+    held, reused, allocated = pool_counts(lib, pool)
+    assert held == 0 and reused == 0 and allocated > 0   # the batches hold them
+    first = None
+    gc.collect()            # a Run and its sink callback hold each other
+    held, _, _ = pool_counts(lib, pool)
+    assert held > 0                                       # given back on release
+    again = run("sales_all", "", sales_table(), pool, 4)  # other columns, other sizes
+    assert again.table("sales_all").equals(plain_sales)
+    held2, reused2, _ = pool_counts(lib, pool)
+    assert reused2 > 0
+    bits = run("allt", "t", plain_allt, pool, 3)
+    assert bits.table("allt").equals(plain_allt)
+    # the creator lets go first: the batches still alive keep the pool
+    lib.gsqlc_buffer_pool_release(pool)
+    t = bits.table("allt")
+    bits = None
+    gc.collect()
+    assert t.num_rows == 3
+    # a pool bounded at 0 bytes holds nothing and still serves
+    tiny = lib.gsqlc_buffer_pool_create(0)
+    r = run("sales_all", "", sales_table(), tiny, 5)
+    assert r.table("sales_all").equals(plain_sales)
+    r = None
+    gc.collect()
+    assert pool_counts(lib, tiny)[0] == 0
+    lib.gsqlc_buffer_pool_release(tiny)
+
+
 def main(lib_path: str, work_dir: str) -> None:
     lib = ffi.dlopen(lib_path)
     d = Path(work_dir)
@@ -589,6 +648,7 @@ def main(lib_path: str, work_dir: str) -> None:
     scenario_columnar_lftas(lib)
     scenario_cancel(lib)
     scenario_heartbeats(lib, d)
+    scenario_buffer_pool(lib, d)
     print("ok")
 
 

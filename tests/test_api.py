@@ -240,3 +240,32 @@ def test_a_live_feed_gets_each_batchs_results_before_the_next_is_asked_for(tmp_p
     assert sum(seen) == t.num_rows and len(seen) == len(asked) == 5
     # in-memory data is handed over batch_rows at a time, as before
     assert [b.num_rows for b in qs.run(sources={"sales": t}, batch_rows=20)] == [20, 20, 10]
+
+
+def test_the_next_run_takes_the_buffers_released_results_gave_back(tmp_path):
+    """The Arrow results' column buffers go back to the library's pool when
+    the results are released, and the next run -- split over threads or not
+    -- takes them instead of fresh memory, with unchanged results."""
+    import gc
+
+    from gsqlc.runtime import runner
+    q = tmp_path / "big_qty.gsql"
+    q.write_text("DEFINE { query_name 'big_qty'; }\n"
+                 "SELECT ts, store, qty FROM SALES WHERE qty > 2\n")
+    qs = gsqlc.compile([q], schema=SCHEMA)
+    t = _big(400_000)
+    want = t.filter(pa.compute.greater(t["qty"], 2)).select(["ts", "store", "qty"])
+
+    def counts():
+        return runner.sink_pool_counts(qs.compiled.library)
+    for threads in (1, 2):
+        got = qs.table({"csv": t}, threads=threads, batch_rows=4096)
+        assert got.cast(want.schema).equals(want)
+        del got
+        gc.collect()
+        before = counts()
+        assert before["held_bytes"] > 0
+        again = qs.table({"csv": t}, threads=threads, batch_rows=4096)
+        after = counts()
+        assert again.cast(want.schema).equals(want)
+        assert after["reused"] > before["reused"] and after["held_bytes"] < before["held_bytes"]

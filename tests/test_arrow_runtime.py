@@ -416,6 +416,10 @@ def test_arrow_paths_under_sanitizers(work, tmp_path):
     assert p.returncode in (0, 99), err  # 99: leaks of the interpreter only
 
 
+def test_sink_buffers_come_back_through_a_pool(lib, work):
+    A.scenario_buffer_pool(lib, work)
+
+
 def test_column_at_a_time_conversion_matches_a_row_reference(lib):
     A.scenario_columnar(lib)
 

@@ -439,6 +439,7 @@ struct gsq_run {
     int arrow_heartbeats;       /* Arrow sinks deliver heartbeat rows */
     int final_heartbeat;        /* one last heartbeat of every LFTA at the end */
     int arrow_flush;            /* flush the sinks after each Arrow source batch */
+    gsqlc_buffer_pool *buffer_pool; /* NULL, or a reference: the Arrow sinks' buffers */
     int columnar;               /* option columnar: 1 auto (default), 0 off */
     int pcap_reader;            /* enum gsq_pcap_reader (default mmap) */
     gsq_skew *skews;

@@ -499,6 +499,23 @@ typedef int (*gsqlc_arrow_cb)(void *ctx, struct ArrowArray *array, struct ArrowS
  * releases them; the sink releases whatever is left in them after it. */
 GSQ_EXPORT int gsqlc_add_arrow_sink(gsq_run *r, const char *stream_name, gsqlc_arrow_cb cb,
                                     void *ctx, uint32_t batch_rows);
+
+/* A pool of freed Arrow sink buffers (sinks/buffer_pool.h says why): runs
+ * it is set on take their batches' column buffers from it, and the
+ * batches' release callbacks give them back, up to max_bytes held for the
+ * next batches (of this run or a later one, on any thread).  Created with
+ * one reference, the caller's; gsqlc_set_buffer_pool gives the run one
+ * (dropped by gsqlc_destroy) and every exported column holds one until
+ * released, so the caller may release its own at any time.  NULL: out of
+ * memory.  counts: bytes held, takes served from the pool, takes that
+ * allocated. */
+typedef struct gsqlc_buffer_pool gsqlc_buffer_pool;
+GSQ_EXPORT gsqlc_buffer_pool *gsqlc_buffer_pool_create(uint64_t max_bytes);
+GSQ_EXPORT void gsqlc_buffer_pool_release(gsqlc_buffer_pool *pool);
+GSQ_EXPORT void gsqlc_buffer_pool_counts(gsqlc_buffer_pool *pool, uint64_t out[3]);
+/* Set before gsqlc_run (replacing any pool set before).  0, or -1 when
+ * the run has started. */
+GSQ_EXPORT int gsqlc_set_buffer_pool(gsq_run *r, gsqlc_buffer_pool *pool);
 /* Run to end of input: every open group is flushed, EOF propagates, sinks
  * are flushed.  0 on success (also when cancelled), -1 on a run-time
  * failure (gsqlc_error()); a run runs once (a second call fails).

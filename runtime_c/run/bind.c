@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "arrow_abi.h"
+#include "buffer_pool.h"
 #include "gsq_run_steps.h"
 #include "gsq_source_ops.h"
 
@@ -238,5 +239,16 @@ GSQ_EXPORT int gsqlc_add_arrow_sink(gsq_run *r, const char *stream_name, gsqlc_a
     k->cb = cb;
     k->cb_ctx = ctx;
     k->batch_rows = batch_rows ? batch_rows : GSQ_ARROW_BATCH_ROWS;
+    return 0;
+}
+
+GSQ_EXPORT int gsqlc_set_buffer_pool(gsq_run *r, gsqlc_buffer_pool *pool)
+{
+    if (r->started) {
+        gsq_set_error(r, "buffer pool set after the run started");
+        return -1;
+    }
+    gsqlc_buffer_pool_release(r->buffer_pool);
+    r->buffer_pool = gsq_pool_retain(pool);
     return 0;
 }

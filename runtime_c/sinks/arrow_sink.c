@@ -8,9 +8,11 @@
  *   ushort/uint/int/...  little-endian values (IP: uint32) "S" "I" "i" "L" "l" "g" "I"
  *   IPV6                 16 bytes per value                "w:16"
  *   string               int32 offsets (rows + 1), bytes   "z"
- * Every buffer is a 64-byte aligned allocation; once exported, zero from
- * its content to the next 64-byte boundary (Arrow's padding).  Bytes past
- * the content are not zeroed before (a first touch of each page saved).
+ * Every buffer is a 64-byte aligned allocation of 64 << k bytes, taken
+ * from the run's buffer pool when it has one (buffer_pool.h) and given back
+ * to it when released; once exported, zero from its content to the next
+ * 64-byte boundary (Arrow's padding).  Bytes past the content are not
+ * zeroed before (a first touch of each page saved).
  *
  * Export moves the buffers into the exported arrays (no copy) and starts
  * new ones.  The exported ArrowArray is a struct array of the columns: the
@@ -36,10 +38,11 @@
 #include <string.h>
 
 #include "arrow_abi.h"
+#include "buffer_pool.h"
 #include "format.h"
 #include "gsq_internal.h"
 
-#define ALIGN 64u
+#define ALIGN GSQ_POOL_ALIGN
 #define GSQ_HB_COLUMN "__heartbeat"
 
 typedef struct abuf {
@@ -55,6 +58,7 @@ typedef struct acol {
 } acol;
 
 struct gsq_arrow_sink {
+    gsqlc_buffer_pool *pool; /* the run's (NULL: none): it outlives the sink */
     uint32_t n_cols;     /* the stream's columns, then __heartbeat if hb */
     int hb;
     acol *cols;
@@ -64,7 +68,7 @@ struct gsq_arrow_sink {
 
 /* ---- buffers ---------------------------------------------------------- */
 
-static int abuf_reserve(abuf *b, size_t extra)
+static int abuf_reserve(gsqlc_buffer_pool *pool, abuf *b, size_t extra)
 {
     size_t need = b->len + extra, ncap;
     void *np;
@@ -77,19 +81,20 @@ static int abuf_reserve(abuf *b, size_t extra)
         ncap *= 2;
     }
     ncap = (ncap + ALIGN - 1) / ALIGN * ALIGN;
-    if (posix_memalign(&np, ALIGN, ncap) != 0)
+    np = gsq_pool_take(pool, ncap);
+    if (!np)
         return -1;
     if (b->len)
         memcpy(np, b->p, b->len);
-    free(b->p);
+    gsq_pool_give(pool, b->p, b->cap);
     b->p = np;
     b->cap = ncap;
     return 0;
 }
 
-static int abuf_add(abuf *b, const void *p, size_t n)
+static int abuf_add(gsqlc_buffer_pool *pool, abuf *b, const void *p, size_t n)
 {
-    if (abuf_reserve(b, n) != 0)
+    if (abuf_reserve(pool, b, n) != 0)
         return -1;
     if (n)
         memcpy(b->p + b->len, p, n);
@@ -97,12 +102,14 @@ static int abuf_add(abuf *b, const void *p, size_t n)
     return 0;
 }
 
-/* Hand the buffer over (never NULL: an empty one is allocated). */
-static void *abuf_take(abuf *b)
+/* Hand the buffer over (never NULL: an empty one is allocated); *cap is
+ * set to its capacity. */
+static void *abuf_take(gsqlc_buffer_pool *pool, abuf *b, size_t *cap)
 {
     void *p;
-    if (!b->p && abuf_reserve(b, 0) != 0)
+    if (!b->p && abuf_reserve(pool, b, 0) != 0)
         return NULL;
+    *cap = b->cap;
     p = b->p;
     {
         /* an empty buffer reads as zeros too (a string column's offset 0) */
@@ -118,7 +125,9 @@ static void *abuf_take(abuf *b)
 /* ---- export ----------------------------------------------------------- */
 
 typedef struct exp_child {
+    gsqlc_buffer_pool *pool; /* a reference, or NULL: bufs go back to it */
     void *bufs[3];
+    size_t caps[3];
     const void *ptrs[3];
 } exp_child;
 
@@ -134,7 +143,8 @@ static void release_child(struct ArrowArray *a)
     exp_child *e = a->private_data;
     int i;
     for (i = 0; i < 3; i++)
-        free(e->bufs[i]);
+        gsq_pool_give(e->pool, e->bufs[i], e->caps[i]);
+    gsqlc_buffer_pool_release(e->pool);
     free(e);
     a->release = NULL;
 }
@@ -261,9 +271,10 @@ static int make_array(gsq_arrow_sink *a, struct ArrowArray *out, uint64_t *bytes
             return -1;
         }
         *bytes += c->data.len + c->bytes.len;
-        x->bufs[1] = abuf_take(&c->data);
+        x->pool = gsq_pool_retain(a->pool);
+        x->bufs[1] = abuf_take(a->pool, &c->data, &x->caps[1]);
         if (str)
-            x->bufs[2] = abuf_take(&c->bytes);
+            x->bufs[2] = abuf_take(a->pool, &c->bytes, &x->caps[2]);
         x->ptrs[1] = x->bufs[1];
         x->ptrs[2] = x->bufs[2];
         k->length = a->rows;
@@ -290,6 +301,7 @@ int gsq_arrow_sink_open(gsq_run *r, gsq_sink *k)
     if (!a)
         goto oom;
     k->arrow = a;
+    a->pool = r->buffer_pool;
     k->heartbeats = r->arrow_heartbeats;
     a->hb = k->heartbeats;
     for (i = 0; a->hb && i < d->n_cols; i++)
@@ -321,8 +333,8 @@ void gsq_arrow_sink_close(gsq_sink *k)
     if (!a)
         return;
     for (i = 0; a->cols && i < a->n_cols; i++) {
-        free(a->cols[i].data.p);
-        free(a->cols[i].bytes.p);
+        gsq_pool_give(a->pool, a->cols[i].data.p, a->cols[i].data.cap);
+        gsq_pool_give(a->pool, a->cols[i].bytes.p, a->cols[i].bytes.cap);
     }
     free(a->cols);
     free(a->row);
@@ -377,32 +389,40 @@ static int append(gsq_arrow_sink *a, const gsq_val *v)
         switch (c->type) {
         case GSQ_T_BOOL:
             if (a->rows % 8 == 0)
-                rc = abuf_add(&c->data, "", 1); /* a zeroed byte for 8 more rows */
+                rc = abuf_add(a->pool, &c->data, "", 1); /* a zeroed byte for 8 more rows */
             if (rc == 0 && x->u)
                 c->data.p[a->rows / 8] |= (uint8_t)(1u << (a->rows % 8));
             break;
-        case GSQ_T_USHORT: { uint16_t y = (uint16_t)x->u; rc = abuf_add(&c->data, &y, 2); break; }
-        case GSQ_T_UINT: case GSQ_T_IP: {
-            uint32_t y = (uint32_t)x->u;
-            rc = abuf_add(&c->data, &y, 4);
+        case GSQ_T_USHORT: {
+            uint16_t y = (uint16_t)x->u;
+            rc = abuf_add(a->pool, &c->data, &y, 2);
             break;
         }
-        case GSQ_T_INT: { int32_t y = (int32_t)x->i; rc = abuf_add(&c->data, &y, 4); break; }
-        case GSQ_T_ULLONG: rc = abuf_add(&c->data, &x->u, 8); break;
-        case GSQ_T_LLONG: rc = abuf_add(&c->data, &x->i, 8); break;
-        case GSQ_T_FLOAT: rc = abuf_add(&c->data, &x->f, 8); break;
-        case GSQ_T_IPV6: rc = abuf_add(&c->data, x->v6.b, 16); break;
+        case GSQ_T_UINT: case GSQ_T_IP: {
+            uint32_t y = (uint32_t)x->u;
+            rc = abuf_add(a->pool, &c->data, &y, 4);
+            break;
+        }
+        case GSQ_T_INT: {
+            int32_t y = (int32_t)x->i;
+            rc = abuf_add(a->pool, &c->data, &y, 4);
+            break;
+        }
+        case GSQ_T_ULLONG: rc = abuf_add(a->pool, &c->data, &x->u, 8); break;
+        case GSQ_T_LLONG: rc = abuf_add(a->pool, &c->data, &x->i, 8); break;
+        case GSQ_T_FLOAT: rc = abuf_add(a->pool, &c->data, &x->f, 8); break;
+        case GSQ_T_IPV6: rc = abuf_add(a->pool, &c->data, x->v6.b, 16); break;
         default: {
             int32_t end;
             if (a->rows == 0) {
                 int32_t zero = 0;
-                rc = abuf_add(&c->data, &zero, 4);
+                rc = abuf_add(a->pool, &c->data, &zero, 4);
             }
             if (rc == 0)
-                rc = abuf_add(&c->bytes, x->s.p, x->s.len);
+                rc = abuf_add(a->pool, &c->bytes, x->s.p, x->s.len);
             end = (int32_t)c->bytes.len;
             if (rc == 0)
-                rc = abuf_add(&c->data, &end, 4);
+                rc = abuf_add(a->pool, &c->data, &end, 4);
             break;
         }
         }
@@ -462,11 +482,12 @@ int gsq_arrow_sink_write(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d, int 
 
 /* Append m values of a fixed-width column, value t at src + t * stride
  * (sz bytes each, the column's Arrow width). */
-static int append_fixed(acol *c, const uint8_t *src, size_t stride, uint32_t sz, uint32_t m)
+static int append_fixed(gsqlc_buffer_pool *pool, acol *c, const uint8_t *src, size_t stride,
+                        uint32_t sz, uint32_t m)
 {
     uint8_t *dst;
     uint32_t t;
-    if (abuf_reserve(&c->data, (size_t)m * sz) != 0)
+    if (abuf_reserve(pool, &c->data, (size_t)m * sz) != 0)
         return -1;
     dst = c->data.p + c->data.len;
     switch (sz) { /* constant sizes: each copy is one load and store */
@@ -481,12 +502,13 @@ static int append_fixed(acol *c, const uint8_t *src, size_t stride, uint32_t sz,
 
 /* Append m bits (rows `rows`..rows+m-1) of a boolean column: value t is
  * src[t * stride] != 0, or 0 for every row when src is NULL. */
-static int append_bits(acol *c, uint32_t rows, const uint8_t *src, size_t stride, uint32_t m)
+static int append_bits(gsqlc_buffer_pool *pool, acol *c, uint32_t rows, const uint8_t *src,
+                       size_t stride, uint32_t m)
 {
     size_t need = ((size_t)rows + m + 7u) / 8u;
     uint32_t t;
     if (need > c->data.len) {
-        if (abuf_reserve(&c->data, need - c->data.len) != 0)
+        if (abuf_reserve(pool, &c->data, need - c->data.len) != 0)
             return -1;
         memset(c->data.p + c->data.len, 0, need - c->data.len);
         c->data.len = need;
@@ -511,7 +533,7 @@ static int rows_added(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d, uint32_
 {
     gsq_arrow_sink *a = k->arrow;
     if (rc == 0 && a->hb)
-        rc = append_bits(&a->cols[d->n_cols], a->rows, NULL, 0, m);
+        rc = append_bits(a->pool, &a->cols[d->n_cols], a->rows, NULL, 0, m);
     if (rc != 0) {
         k->failed = 1;
         gsq_run_fail(r, "out of memory gathering an Arrow batch of %s", d->name);
@@ -553,8 +575,8 @@ int gsq_arrow_sink_write_run(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
         for (i = 0; i < d->n_cols && rc == 0; i++) {
             const gsq_column *c = &d->cols[i];
             rc = c->type == GSQ_T_BOOL
-                     ? append_bits(&a->cols[i], a->rows, base + c->offset, stride, m)
-                     : append_fixed(&a->cols[i], base + c->offset, stride,
+                     ? append_bits(a->pool, &a->cols[i], a->rows, base + c->offset, stride, m)
+                     : append_fixed(a->pool, &a->cols[i], base + c->offset, stride,
                                     gsq_type_size(c->type), m);
         }
         if (rows_added(r, k, d, m, rc) != 0)
@@ -566,11 +588,12 @@ int gsq_arrow_sink_write_run(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
 
 /* Append m values of a fixed-width column gathered by row index: value t
  * is element sel[t] of src (sz bytes each). */
-static int gather_fixed(acol *c, const void *src, const uint32_t *sel, uint32_t sz, uint32_t m)
+static int gather_fixed(gsqlc_buffer_pool *pool, acol *c, const void *src, const uint32_t *sel,
+                        uint32_t sz, uint32_t m)
 {
     uint8_t *dst;
     uint32_t t;
-    if (abuf_reserve(&c->data, (size_t)m * sz) != 0)
+    if (abuf_reserve(pool, &c->data, (size_t)m * sz) != 0)
         return -1;
     dst = c->data.p + c->data.len;
     switch (sz) { /* typed loops: one load and one store per value */
@@ -620,7 +643,8 @@ int gsq_arrow_sink_write_gather(gsq_run *r, gsq_sink *k, const gsq_stream_desc *
         uint32_t m = batch_room(k, n - done);
         int rc = 0;
         for (i = 0; i < d->n_cols && rc == 0; i++)
-            rc = gather_fixed(&a->cols[i], cols[i], sel + done, gsq_type_size(d->cols[i].type), m);
+            rc = gather_fixed(a->pool, &a->cols[i], cols[i], sel + done,
+                              gsq_type_size(d->cols[i].type), m);
         if (rows_added(r, k, d, m, rc) != 0)
             return -1;
         done += m;

@@ -64,10 +64,20 @@ const char *gsqlc_report(gsq_run *r);
 const char *gsqlc_error(gsq_run *r);
 void gsqlc_destroy(gsq_run *r);
 int gsqlc_pcap_cuts(const char *path, uint32_t parts, uint64_t *cuts, char *why, size_t why_len);
+typedef struct gsqlc_buffer_pool gsqlc_buffer_pool;
+gsqlc_buffer_pool *gsqlc_buffer_pool_create(uint64_t max_bytes);
+void gsqlc_buffer_pool_release(gsqlc_buffer_pool *pool);
+void gsqlc_buffer_pool_counts(gsqlc_buffer_pool *pool, uint64_t out[3]);
+int gsqlc_set_buffer_pool(gsq_run *r, gsqlc_buffer_pool *pool);
 """
 
 _ffi = abi_ffi(ABI_CDEF)
 _libs: dict[str, object] = {}
+# Arrow sink buffers a loaded library keeps for its next batches once their
+# consumers release them (gsqlc_buffer_pool_create): what a run over 20 M
+# rows hands back is taken again by the next run instead of fresh pages
+SINK_POOL_BYTES = 128 << 20
+_pools: dict[str, object] = {}
 
 
 def load_library(path: Path):
@@ -80,6 +90,27 @@ def load_library(path: Path):
             raise RunError(f"cannot load the query-set library {key}: {e}") from None
         _libs[key] = lib
     return lib
+
+
+def sink_pool(library: Path):
+    """The buffer pool of the loaded library at `library` (made on first use;
+    it lives as long as the process, each batch holding it while alive)."""
+    key = str(Path(library).resolve())
+    pool = _pools.get(key)
+    if pool is None:
+        lib = load_library(library)
+        pool = lib.gsqlc_buffer_pool_create(SINK_POOL_BYTES)
+        if pool == _ffi.NULL:
+            raise RunError("out of memory")
+        _pools[key] = pool
+    return pool
+
+
+def sink_pool_counts(library: Path) -> dict[str, int]:
+    """What the library's sink buffer pool holds and has served."""
+    out = _ffi.new("uint64_t[3]")
+    load_library(library).gsqlc_buffer_pool_counts(sink_pool(library), out)
+    return {"held_bytes": int(out[0]), "reused": int(out[1]), "allocated": int(out[2])}
 
 
 def pcap_cuts(library: Path, path: str, parts: int) -> tuple[list[int], str]:
@@ -236,6 +267,8 @@ def run_library(library: Path, sources: list[tuple[str, str]],
         for query, fmt, path in sinks:
             check(lib.gsqlc_add_sink(r, _s(query), _s(fmt), _s(path) if path else _ffi.NULL),
                   f"output {query}")
+        if arrow_sinks:
+            check(lib.gsqlc_set_buffer_pool(r, sink_pool(library)), "buffer pool")
         for stream, fn in (arrow_sinks or []):
             def deliver(ctx, arr, sch, stream=stream, fn=fn):
                 try:
