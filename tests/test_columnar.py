@@ -7,6 +7,7 @@ and test_conformance.py (test_case_columnar_equals_row_path)."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -14,6 +15,7 @@ import pytest
 
 import gsqlc
 from conftest import REPO
+from gsqlc.planner.nodes import LFTA_TABLE_GROW_MIB
 
 BENCH = REPO / "bench" / "queries"
 
@@ -168,6 +170,10 @@ def test_the_default_lfta_table_grows_while_collisions_eject_many_groups(q2):
     fixed = gsqlc.compile([BENCH / "spark_q2.gsql"], schema=BENCH / "packets_columns.txt",
                           lfta_table_size=262_144)
     assert "growing to 64 MiB on collisions" in q2.explain()
+    # the bound the planner states is the runtime's
+    header = (REPO / "runtime_c" / "lfta" / "gsq_agg_table.h").read_text()
+    bound = re.search(r"#define GSQ_AGG_GROW_BYTES \(\(size_t\)(\d+) << 20\)", header)
+    assert bound and int(bound.group(1)) == LFTA_TABLE_GROW_MIB == 64
     assert "growing" not in fixed.explain()
     want = t.group_by(["srcIP", "destIP"]).aggregate([("time", "count")])
     want = sorted(zip(want["srcIP"].to_pylist(), want["destIP"].to_pylist(),

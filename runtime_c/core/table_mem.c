@@ -6,7 +6,7 @@
  * maps (a few MiB).  Tables of 2 MiB or more are therefore allocated on a
  * 2 MiB boundary and marked for transparent huge pages before they are
  * first touched; where the kernel declines (THP off) they are ordinary
- * memory.  Ownership: the caller owns the block and frees it with
+ * memory.  Smaller ones are aligned on a cache line.  Ownership: the caller owns the block and frees it with
  * gsq_table_free.
  */
 #define _DEFAULT_SOURCE
@@ -17,6 +17,7 @@
 #include "gsq_runtime.h"
 
 #define GSQ_HUGE_PAGE (2u << 20)
+#define GSQ_CACHE_LINE 64u
 
 void *gsq_table_alloc(size_t n, size_t size)
 {
@@ -25,12 +26,15 @@ void *gsq_table_alloc(size_t n, size_t size)
     if (size && n > SIZE_MAX / size)
         return NULL;
     bytes = n * size;
-    if (bytes < GSQ_HUGE_PAGE)
-        return calloc(n ? n : 1, size ? size : 1);
-    if (posix_memalign(&p, GSQ_HUGE_PAGE, bytes) != 0)
+    if (!bytes)
+        bytes = 1;
+    /* line-aligned at least: slots of a power-of-two size up to a line then
+     * never straddle two lines (GSQ_AGG_SLOT_ALIGN) */
+    if (posix_memalign(&p, bytes < GSQ_HUGE_PAGE ? GSQ_CACHE_LINE : GSQ_HUGE_PAGE, bytes) != 0)
         return NULL;
 #ifdef MADV_HUGEPAGE
-    (void)madvise(p, bytes, MADV_HUGEPAGE); /* a hint: failure leaves 4 KiB pages */
+    if (bytes >= GSQ_HUGE_PAGE)
+        (void)madvise(p, bytes, MADV_HUGEPAGE); /* a hint: failure leaves 4 KiB pages */
 #endif
     memset(p, 0, bytes);
     return p;

@@ -82,7 +82,9 @@
  *    powers of two, ways is 1..16 and a power of two; the bucket of hash h
  *    starts at slot (h & (n_slots / ways - 1)) * ways.
  *  - Growth (a shape with `hash`, grow on): once collisions have ejected
- *    n_slots / 4 groups since the table last grew, it doubles, up to
+ *    n_slots / 4 groups since growth was last weighed, and more than one
+ *    record in GSQ_AGG_GROW_RATE of those offered meanwhile (n_offered,
+ *    which the generated code counts) ejected a group, it doubles, up to
  *    max_slots (the slots GSQ_AGG_GROW_BYTES holds; never fewer than the
  *    shape's).  A closed epoch's pending groups are ejected first (as a
  *    flush); every other group moves from bucket b to bucket b or
@@ -179,6 +181,18 @@ typedef struct gsq_agg_shape {
     int grow;
 } gsq_agg_shape;
 
+/* The alignment (and so the size) a generated slot of n bytes takes: the
+ * power of two up to a cache line that holds it, so that no slot straddles
+ * two lines of the table's line-aligned memory; a larger slot keeps its
+ * own alignment (8 is at most what its members ask). */
+#define GSQ_AGG_SLOT_ALIGN(n) \
+    ((n) <= 8u ? 8 : (n) <= 16u ? 16 : (n) <= 32u ? 32 : (n) <= 64u ? 64 : 8)
+
+/* A table grows while more than one record in this many ejects a group:
+ * below that its partials cost the HFTA less than a larger table's cache
+ * misses cost every record. */
+#define GSQ_AGG_GROW_RATE 10u
+
 /* The most bytes a growing table's slots take. */
 #define GSQ_AGG_GROW_BYTES ((size_t)64 << 20)
 
@@ -187,7 +201,10 @@ typedef struct gsq_agg_table {
                                by the caller, but growth replaces it */
     uint32_t n_slots;       /* group slots now (the shape's, or grown) */
     uint32_t max_slots;     /* what it may grow to (n_slots: it does not) */
-    uint64_t grow_at;       /* n_collisions at which it next grows */
+    uint64_t grow_at;       /* n_collisions at which growth is next weighed */
+    uint64_t n_offered;     /* records offered (the generated code counts them) */
+    uint64_t window_offered;    /* n_offered and n_collisions when growth was */
+    uint64_t window_collisions; /* last weighed (or the table last grew) */
     unsigned char *newest;  /* the newest open epoch's slot; NULL before any */
     uint32_t n_used;        /* used slots: groups not yet ejected */
     uint32_t n_pending;     /* used slots holding groups of the closed epoch */
@@ -514,6 +531,23 @@ static inline void gsq_agg_grow(gsq_agg_table *t, const gsq_agg_shape *sh, void 
     if (t->newest)
         t->newest = gsq_agg_epoch_of(t, sh, t->newest_tag);
     t->grow_at = n < t->max_slots ? t->n_collisions + n / 4u : UINT64_MAX;
+    t->window_offered = t->n_offered;
+    t->window_collisions = t->n_collisions;
+}
+
+/* Collisions have ejected n_slots / 4 groups since growth was last weighed:
+ * the table doubles when they came from more than one record in
+ * GSQ_AGG_GROW_RATE offered meanwhile, else it waits as many again. */
+static inline void gsq_agg_weigh_growth(gsq_agg_table *t, const gsq_agg_shape *sh, void *ctx)
+{
+    uint64_t offered = t->n_offered - t->window_offered;
+    if ((t->n_collisions - t->window_collisions) * GSQ_AGG_GROW_RATE < offered) {
+        t->grow_at = t->n_collisions + t->n_slots / 4u;
+        t->window_offered = t->n_offered;
+        t->window_collisions = t->n_collisions;
+        return;
+    }
+    gsq_agg_grow(t, sh, ctx);
 }
 
 /* Count the one-record group g whose keys hash to h. */
@@ -549,7 +583,7 @@ GSQ_AGG_HOT void gsq_agg_accept(gsq_agg_table *t, const gsq_agg_shape *sh, const
         s[0] = (unsigned char)tag;
         t->count[tag]++;
         if (t->n_collisions >= t->grow_at)
-            gsq_agg_grow(t, sh, ctx);
+            gsq_agg_weigh_growth(t, sh, ctx);
         return;
     } else {
         t->n_used++;

@@ -140,6 +140,7 @@ static void put(gsq_agg_table *t, const gsq_agg_shape *sh, uint32_t ep, uint32_t
                    uint64_t v, uint64_t h, event_log *lg)
 {
     tslot g = rec(ep, key, v);
+    t->n_offered++; /* as the generated code counts each record */
     gsq_agg_accept(t, sh, &g, h, lg);
 }
 
@@ -830,6 +831,37 @@ static void test_unlink(void)
  * it; heartbeats sent while groups are in the table never go down. */
 #define R_EPS 512u
 #define R_KEYS 200u
+/* Growth is weighed each n_slots / 4 collisions: a table whose records
+ * eject a group rarely (one in 20) keeps its size, however many collisions
+ * add up; one where most records eject doubles. */
+static void test_growth_weighs_the_ejection_rate(void)
+{
+    for (int often = 0; often <= 1; often++) {
+        gsq_agg_shape sh = shape_of(64, 1);
+        gsq_agg_table t;
+        event_log lg = {0};
+        sh.hash = t_hash;
+        sh.grow = 1;
+        table_new(&t, &sh);
+        /* keys 1 and 2 share slot 0 of every size (their hashes are 0 and
+         * 1 << 40): each switch between them ejects one; key 3 (hash 5)
+         * never collides */
+        for (uint32_t r = 0; r < 4000; r++) {
+            int hot = often || r % 20 == 0;
+            uint32_t key = hot ? 1u + (r / (often ? 1u : 20u)) % 2u : 3u;
+            put(&t, &sh, 0, key, 1, key == 3u ? 5u : key == 2u ? (uint64_t)1 << 40 : 0u, &lg);
+        }
+        CHECK(t.n_collisions >= 64u); /* weighed several times over */
+        if (often)
+            CHECK(t.n_grown > 0 && t.n_slots > 64u);
+        else
+            CHECK(t.n_grown == 0 && t.n_slots == 64u);
+        gsq_agg_flush(&t, &sh, &lg);
+        table_free(&t);
+        free(lg.ev);
+    }
+}
+
 /* Tables that grew in test_random_oop's runs with growth on. */
 static uint32_t grown_runs;
 
@@ -959,6 +991,7 @@ int main(void)
     test_slow_flush();
     test_lazy_flush();
     test_unlink();
+    test_growth_weighs_the_ejection_rate();
     for (size_t i = 0; i < N_WAYS; i++) {
         test_interleave(WAYS[i]);
         for (uint32_t n = 1; n <= 4; n++)

@@ -20,6 +20,7 @@ import jinja2.bccache
 
 from ..frontend import ast
 from ..planner.nodes import (
+    LFTA_TABLE_GROW_MIB,
     HftaAggregate,
     HftaFilterJoin,
     HftaJoin,
@@ -710,12 +711,18 @@ class Generator:
             key_eq.append(key_equal(t, f"a->k{i}", f"b->k{i}"))
             hash_steps.append(key_hash_step(t, f"kv{i}"))
             slot_hash_steps.append(key_hash_step(t, f"s->k{i}"))
-        fold_stmts = []
+        fold_stmts, hit_fold = [], []
         for j, a in enumerate(n.accums):
             slot_members.append(f"{a.type.c_type} a{j};")
             val = "1" if a.expr is None else em.as_type(a.expr, a.type)
             group_fill += fold(a.op, a.type, f"g.a{j}", val, True, False)
             fold_stmts += fold(a.op, a.type, f"s->a{j}", f"g->a{j}", False, False)
+            hit_fold += fold(a.op, a.type, f"sl->a{j}", val, False, False)
+        # a row found in the table folds its values into the slot directly
+        hit_key_eq = " && ".join(key_equal(e.info.type, f"sl->k{i}", f"kv{i}")
+                                 for i, (_, e) in enumerate(n.group_by)) or "1"
+        hit_epoch_eq = " && ".join(key_equal(n.group_by[i][1].info.type, f"ep->k{i}", f"kv{i}")
+                                   for i in n.epoch_indices) or "1"
         epoch = []
         for i in n.epoch_indices:
             e = n.group_by[i][1]
@@ -727,7 +734,9 @@ class Generator:
         data.update(slot_members=slot_members, key_locals=key_locals,
                     key_eq=" && ".join(key_eq) or "1", hash_steps=hash_steps,
                     slot_hash_steps=slot_hash_steps, grow=int(n.table_grows),
-                    group_fill=group_fill, fold=fold_stmts,
+                    grow_mib=LFTA_TABLE_GROW_MIB,
+                    group_fill=group_fill, fold=fold_stmts, hit_fold=hit_fold,
+                    hit_key_eq=hit_key_eq, hit_epoch_eq=hit_epoch_eq,
                     epoch=epoch, assigns=assigns, table_size=n.table_size, ways=n.table_ways,
                     disorder=n.disorder, flush=n.flush, constants=ctx.constants)
         return self.env.get_template("lfta/aggregate.c.j2").render(**data)

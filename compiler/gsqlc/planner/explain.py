@@ -6,6 +6,7 @@ from ..semantics.resolve import leaves
 from .nodes import (
     FILTERING,
     GROUPING,
+    LFTA_TABLE_GROW_MIB,
     PROJECTING,
     HftaAggregate,
     HftaFilterJoin,
@@ -38,7 +39,7 @@ def _operator(n: PlanNode) -> str:
         return "C LFTA, selection"
     if isinstance(n, LftaAggregate):
         shape = "direct-mapped" if n.table_ways == 1 else f"{n.table_ways}-way set-associative"
-        grows = ", growing to 64 MiB on collisions" if n.table_grows else ""
+        grows = f", growing to {LFTA_TABLE_GROW_MIB} MiB on collisions" if n.table_grows else ""
         return f"C LFTA, {shape} sub-aggregate table of {n.table_size} slots{grows}"
     if isinstance(n, HftaAggregate):
         return f"C++ HFTA, gsq::groupby_op ({n.flush} flush)"

@@ -33,6 +33,8 @@ from .policies import DEFAULT_LFTA_DISORDER as DEFAULT_LFTA_DISORDER
 from .policies import FLUSH_POLICIES as FLUSH_POLICIES
 
 DEFAULT_LFTA_TABLE = 262144
+# what a growing LFTA table's slots may take (GSQ_AGG_GROW_BYTES of gsq_agg_table.h)
+LFTA_TABLE_GROW_MIB = 64
 
 Named = tuple[str, ast.Expr]     # an output column or group-by key and its expression
 
@@ -121,7 +123,7 @@ class LftaSelect(LftaNode):
 class LftaAggregate(_Grouped, LftaNode):
     """A sub-aggregate in a table of table_size slots, table_ways of which a
     group may occupy (1: direct-mapped); emits partials.  table_grows: the
-    table doubles at run time while collisions eject many groups."""
+    table doubles at run time while records often eject a group (gsq_agg_table.h, Growth)."""
     kind: ClassVar[str] = "aggregate"
     group_by: tuple[Named, ...] = ()
     accums: tuple[Accum, ...] = ()

@@ -34,6 +34,7 @@ from .nodes import (
     DEFAULT_LFTA_DISORDER,
     DEFAULT_LFTA_TABLE,
     FLUSH_POLICIES,
+    LFTA_TABLE_GROW_MIB,
     Accum,
     AggPlan,
     HftaAggregate,
@@ -415,7 +416,7 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
         ways = _lfta_table_ways(q, lfta_table_ways)
         size = max(size, ways)
         # a size asked for (DEFINE, option) is kept; the default one grows
-        # while collisions eject many groups (gsq_agg_table.h, Growth)
+        # while records often eject a group (gsq_agg_table.h, Growth)
         grow = not (_lfta_table_size_given(q) or lfta_table_size)
         lagg = LftaAggregate(name=lname, query=q, output=lout, where=tuple(q.where),
                              select=tuple(lselect), group_by=tuple(gb), accums=tuple(accums),
@@ -423,8 +424,8 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
                              table_grows=grow,
                              params=q.params, disorder=lfta_disorder, flush=lfta_flush,
                              note="sub-aggregate in a hash table"
-                                  + (" that doubles (to 64 MiB) while collisions eject many "
-                                     "groups" if grow else " of fixed size")
+                                  + (f" that doubles (to {LFTA_TABLE_GROW_MIB} MiB) while "
+                                     "records often eject a group" if grow else " of fixed size")
                                   + "; a collision ejects a resident group as a partial")
         hgb: list[Named] = [(n, FieldRef(0, n, info=ExprInfo(e.info.type, e.info.temporal)))
                             for n, e in gb]
