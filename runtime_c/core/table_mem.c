@@ -6,8 +6,8 @@
  * maps (a few MiB).  Tables of 2 MiB or more are therefore allocated on a
  * 2 MiB boundary and marked for transparent huge pages before they are
  * first touched; where the kernel declines (THP off) they are ordinary
- * memory.  Smaller ones are aligned on a cache line.  Ownership: the caller owns the block and frees it with
- * gsq_table_free.
+ * memory.  Smaller ones are aligned on a cache line.  Ownership: the
+ * caller owns the block and frees it with gsq_table_free.
  */
 #define _DEFAULT_SOURCE
 #include <stdlib.h>

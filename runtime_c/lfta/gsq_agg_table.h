@@ -203,8 +203,9 @@ typedef struct gsq_agg_table {
     uint32_t max_slots;     /* what it may grow to (n_slots: it does not) */
     uint64_t grow_at;       /* n_collisions at which growth is next weighed */
     uint64_t n_offered;     /* records offered (the generated code counts them) */
-    uint64_t window_offered;    /* n_offered and n_collisions when growth was */
-    uint64_t window_collisions; /* last weighed (or the table last grew) */
+    uint64_t window_offered; /* n_offered when growth was last weighed (or
+                                the table last grew): n_slots / 4 collisions
+                                ago when it is weighed next, at grow_at */
     unsigned char *newest;  /* the newest open epoch's slot; NULL before any */
     uint32_t n_used;        /* used slots: groups not yet ejected */
     uint32_t n_pending;     /* used slots holding groups of the closed epoch */
@@ -532,19 +533,17 @@ static inline void gsq_agg_grow(gsq_agg_table *t, const gsq_agg_shape *sh, void 
         t->newest = gsq_agg_epoch_of(t, sh, t->newest_tag);
     t->grow_at = n < t->max_slots ? t->n_collisions + n / 4u : UINT64_MAX;
     t->window_offered = t->n_offered;
-    t->window_collisions = t->n_collisions;
 }
 
-/* Collisions have ejected n_slots / 4 groups since growth was last weighed:
- * the table doubles when they came from more than one record in
- * GSQ_AGG_GROW_RATE offered meanwhile, else it waits as many again. */
+/* Collisions have ejected n_slots / 4 groups since growth was last weighed
+ * (n_collisions reached grow_at): the table doubles when they came from more
+ * than one record in GSQ_AGG_GROW_RATE offered meanwhile, else it waits as
+ * many again. */
 static inline void gsq_agg_weigh_growth(gsq_agg_table *t, const gsq_agg_shape *sh, void *ctx)
 {
-    uint64_t offered = t->n_offered - t->window_offered;
-    if ((t->n_collisions - t->window_collisions) * GSQ_AGG_GROW_RATE < offered) {
+    if ((uint64_t)(t->n_slots / 4u) * GSQ_AGG_GROW_RATE < t->n_offered - t->window_offered) {
         t->grow_at = t->n_collisions + t->n_slots / 4u;
         t->window_offered = t->n_offered;
-        t->window_collisions = t->n_collisions;
         return;
     }
     gsq_agg_grow(t, sh, ctx);

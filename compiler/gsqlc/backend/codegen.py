@@ -703,12 +703,14 @@ class Generator:
         out_t = data["out_t"]
         slot_members, key_locals, key_eq, hash_steps, group_fill = [], [], [], [], []
         slot_hash_steps: list[str] = []
+        hit_key_eq: list[str] = []    # a row's keys (kv<i>) against a slot's (sl)
         for i, (_, e) in enumerate(n.group_by):
             t = e.info.type
             slot_members.append(f"{t.c_type} k{i};")
             key_locals.append(f"{t.c_type} kv{i} = {em.as_type(e, t)};")
             group_fill.append(f"g.k{i} = kv{i};")
             key_eq.append(key_equal(t, f"a->k{i}", f"b->k{i}"))
+            hit_key_eq.append(key_equal(t, f"sl->k{i}", f"kv{i}"))
             hash_steps.append(key_hash_step(t, f"kv{i}"))
             slot_hash_steps.append(key_hash_step(t, f"s->k{i}"))
         fold_stmts, hit_fold = [], []
@@ -718,14 +720,11 @@ class Generator:
             group_fill += fold(a.op, a.type, f"g.a{j}", val, True, False)
             fold_stmts += fold(a.op, a.type, f"s->a{j}", f"g->a{j}", False, False)
             hit_fold += fold(a.op, a.type, f"sl->a{j}", val, False, False)
-        # a row found in the table folds its values into the slot directly
-        hit_key_eq = " && ".join(key_equal(e.info.type, f"sl->k{i}", f"kv{i}")
-                                 for i, (_, e) in enumerate(n.group_by)) or "1"
-        hit_epoch_eq = " && ".join(key_equal(n.group_by[i][1].info.type, f"ep->k{i}", f"kv{i}")
-                                   for i in n.epoch_indices) or "1"
         epoch = []
+        hit_epoch_eq: list[str] = []  # a row's temporal keys against the newest epoch's (ep)
         for i in n.epoch_indices:
             e = n.group_by[i][1]
+            hit_epoch_eq.append(key_equal(e.info.type, f"ep->k{i}", f"kv{i}"))
             inc = e.info.temporal is Temporal.INCREASING
             epoch.append({"i": i, "later": ">" if inc else "<",
                           "infer": em.as_type(e, e.info.type)})
@@ -736,7 +735,8 @@ class Generator:
                     slot_hash_steps=slot_hash_steps, grow=int(n.table_grows),
                     grow_mib=LFTA_TABLE_GROW_MIB,
                     group_fill=group_fill, fold=fold_stmts, hit_fold=hit_fold,
-                    hit_key_eq=hit_key_eq, hit_epoch_eq=hit_epoch_eq,
+                    hit_key_eq=" && ".join(hit_key_eq) or "1",
+                    hit_epoch_eq=" && ".join(hit_epoch_eq) or "1",
                     epoch=epoch, assigns=assigns, table_size=n.table_size, ways=n.table_ways,
                     disorder=n.disorder, flush=n.flush, constants=ctx.constants)
         return self.env.get_template("lfta/aggregate.c.j2").render(**data)
