@@ -126,7 +126,9 @@ def test_a_selection_of_plain_columns_is_gathered_for_every_reader(tmp_path):
     (tmp_path / "q.gsql").write_text(GATHERED)
     qs = gsqlc.compile([tmp_path / "q.gsql"], schema=tmp_path / "schema.txt")
     lfta = next((qs.library.parent.parent / "src").glob("lfta_*kept.c")).read_text()
-    assert "gsq_emit_gather(" in lfta
+    # chunks with no rejected rows: keep bytes, packed (every column size:
+    # 2, 4 and 8 bytes); with some: row indices, gathered
+    assert "gsq_emit_masked(" in lfta and "gsq_emit_gather(" in lfta
     t = _all_types(30_000)
     want = t.filter(pa.compute.and_(pa.compute.greater(t["i"], 0),
                                     pa.compute.less(t["us"], 60000)))
@@ -193,3 +195,36 @@ def test_the_default_lfta_table_grows_while_collisions_eject_many_groups(q2):
     assert ejected["grows"] * 10 < ejected["fixed"] * 7, ejected
     # 262,144 slots of (tag, tb, srcIP, destIP, count) at least; doubled at least once
     assert held["fixed"] >= 262_144 * 20 and held["grows"] >= 2 * held["fixed"], held
+
+
+def test_a_selection_keeps_time_over_disordered_columns_as_a_record_at_a_time():
+    """The branch-free selection over a chunk (keep bytes, the heartbeat's
+    running max as a select) against the row path: rows 20 s behind their
+    neighbours, an out-of-order bound of 2 s, heartbeats every second of
+    data -- the same rows, heartbeats and counts, and the rows below the
+    promise dropped at the input."""
+    qs = gsqlc.compile([BENCH / "arrow_q1.gsql"], schema=BENCH / "packets_columns.txt")
+    lfta = next((qs.library.parent.parent / "src").glob("lfta_*arrow_q1.c")).read_text()
+    assert "gsq_emit_masked(" in lfta and "live_" in lfta
+    t = packets(60_000)
+    tm = t["time"].to_numpy().copy()
+    tm[30_000::997] -= 20
+    t = t.set_column(0, "time", pa.array(tm, pa.uint32()))
+    got = {}
+    for mode in ("auto", "off"):
+        r = qs.run({"pkts": pa.RecordBatchReader.from_batches(
+            t.schema, t.to_batches(max_chunksize=5000))}, columnar=mode,
+            out_of_order={"pkts": 2}, clock="data", heartbeat_interval=1)
+        out = pa.Table.from_batches(list(r))
+        assert r.stats["sources"][0]["columnar"] is (mode == "auto")
+        got[mode] = (out, r.stats["sources"][0]["time"], r.stats["streams"][0]["heartbeats"],
+                     {k: v for k, v in r.stats["nodes"][0].items() if "drop" in k})
+    assert got["auto"][0].equals(got["off"][0])
+    assert got["auto"][1:] == got["off"][1:]
+    out, time, heartbeats, _ = got["auto"]
+    assert time["dropped_below_heartbeat"] > 0 and heartbeats > 30
+    # the last heartbeat: the largest time seen less the bound
+    assert time["heartbeat_usec"] == (int(tm.max()) - 2) * 1_000_000
+    passing = t.filter(pa.compute.and_(pa.compute.equal(t["protocol"], 6),
+                                       pa.compute.greater(t["len"], 100))).num_rows
+    assert passing - time["dropped_below_heartbeat"] <= out.num_rows < passing

@@ -701,6 +701,11 @@ int gsq_arrow_sink_write_run(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
  * of tuple j is element sel[j] of cols[c]. */
 int gsq_arrow_sink_write_gather(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
                                 const void *const *cols, const uint32_t *sel, uint32_t n);
+/* gsq_arrow_sink_write_gather of the rows first + j of cols whose keep[j]
+ * is 1, j < n; m of them (gsq_emit_masked). */
+int gsq_arrow_sink_write_masked(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
+                                const void *const *cols, uint32_t first, const uint8_t *keep,
+                                uint32_t n, uint32_t m);
 int gsq_sink_open(gsq_run *r, gsq_sink *k);
 /* Write one tuple of kind GSQ_DATA, or GSQ_HEARTBEAT to a sink with
  * `heartbeats` set (a heartbeat given to another sink is ignored). */

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "column_compress.h"
 #include "format.h"
 #include "gsq_internal.h"
 
@@ -287,6 +288,31 @@ void gsq_emit_run(gsq_node *node, const void *tups, uint32_t size, uint32_t n)
     }
     for (j = 0; j < n && !r->failed; j++)
         gsq_emit(node, GSQ_DATA, p + (size_t)j * size, size, NULL, 0);
+}
+
+void gsq_emit_masked(gsq_node *node, const void *const *cols, uint32_t first,
+                     const uint8_t *keep, uint32_t n)
+{
+    gsq_run *r = node->run;
+    gsq_stream_rt *st;
+    uint32_t sel[256], done;
+
+    if (r->failed || n == 0 || check_kind(node, GSQ_DATA) != 0)
+        return;
+    st = &r->streams[node->out_stream];
+    if (node->direct && st->n_subs == 1 && !st->subs[0].hfta &&
+        st->subs[0].sink->format == GSQ_FMT_ARROW) {
+        uint32_t m = gsq_keep_count(keep, n);
+        node->queue.pushed += m;
+        st->n_data += m;
+        (void)gsq_arrow_sink_write_masked(r, st->subs[0].sink, &r->qs->streams[node->out_stream],
+                                          cols, first, keep, n, m);
+        return;
+    }
+    for (done = 0; done < n && !r->failed; done += 256) {
+        uint32_t part = n - done < 256 ? n - done : 256;
+        gsq_emit_gather(node, cols, sel, gsq_keep_to_sel(keep + done, part, first + done, sel));
+    }
 }
 
 void gsq_emit_gather(gsq_node *node, const void *const *cols, const uint32_t *sel, uint32_t k)

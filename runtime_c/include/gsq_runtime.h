@@ -99,6 +99,13 @@ void gsq_emit_run(gsq_node *node, const void *tups, uint32_t size, uint32_t n);
  * sink that is the stream's only reader gathers straight into its columns. */
 void gsq_emit_gather(gsq_node *node, const void *const *cols, const uint32_t *sel, uint32_t k);
 
+/* gsq_emit_gather of the rows first + j (j < n) whose keep[j] is 1 (keep:
+ * 0 or 1 each): what a selection over a chunk's columns computes with no
+ * branch; an Arrow sink packs each column with the CPU's compress
+ * instructions where it has them. */
+void gsq_emit_masked(gsq_node *node, const void *const *cols, uint32_t first,
+                     const uint8_t *keep, uint32_t n);
+
 /* Before an LFTA reading the clock takes row i of a columnar chunk: the
  * data clock as it stood when row i was read (gsq_cols.clock_usec; nothing
  * under the other clocks), so the row sees what it would as a record. */
@@ -350,6 +357,16 @@ struct ArrowArrayStream;
 #define GSQ_EXPORT __attribute__((visibility("default")))
 #else
 #define GSQ_EXPORT
+#endif
+
+/* On a generated function whose loops the C compiler vectorizes: built for
+ * x86-64-v4 (AVX-512) and -v3 (AVX2) too, the best the CPU has chosen when
+ * the library loads (GNU ifunc), so the loops use the CPU they run on and
+ * the library still runs on any x86-64 (a Spark executor's included). */
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__)
+#define GSQ_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define GSQ_CPU_CLONES
 #endif
 
 /* The exported ABI.  Return convention, for every call returning int:

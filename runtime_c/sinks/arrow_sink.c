@@ -39,6 +39,7 @@
 
 #include "arrow_abi.h"
 #include "buffer_pool.h"
+#include "column_compress.h"
 #include "format.h"
 #include "gsq_internal.h"
 
@@ -648,6 +649,67 @@ int gsq_arrow_sink_write_gather(gsq_run *r, gsq_sink *k, const gsq_stream_desc *
         if (rows_added(r, k, d, m, rc) != 0)
             return -1;
         done += m;
+    }
+    return 0;
+}
+
+/* The rows keep[0..n) kept packed into the batch's columns (m of them, all
+ * fitting in the batch): 1 when the CPU has no compress kernel for them. */
+static int compress_rows(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
+                         const void *const *cols, uint32_t first, const uint8_t *keep,
+                         uint32_t n, uint32_t m)
+{
+    gsq_arrow_sink *a = k->arrow;
+    void *dst[GSQ_COMPRESS_MAX_COLS];
+    size_t cap[GSQ_COMPRESS_MAX_COLS];
+    const void *src[GSQ_COMPRESS_MAX_COLS];
+    uint32_t size[GSQ_COMPRESS_MAX_COLS];
+    uint32_t i;
+    if (d->n_cols > GSQ_COMPRESS_MAX_COLS)
+        return 1;
+    for (i = 0; i < d->n_cols; i++) {
+        acol *c = &a->cols[i];
+        size[i] = gsq_type_size(d->cols[i].type);
+        if (abuf_reserve(a->pool, &c->data, (size_t)m * size[i]) != 0)
+            return rows_added(r, k, d, 0, -1);
+        dst[i] = c->data.p + c->data.len;
+        cap[i] = c->data.cap - c->data.len;
+        src[i] = (const uint8_t *)cols[i] + (size_t)first * size[i];
+    }
+    if (gsq_compress_columns(dst, cap, src, size, d->n_cols, keep, n) < 0)
+        return 1;
+    for (i = 0; i < d->n_cols; i++)
+        a->cols[i].data.len += (size_t)m * size[i];
+    return rows_added(r, k, d, m, 0);
+}
+
+int gsq_arrow_sink_write_masked(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
+                                const void *const *cols, uint32_t first, const uint8_t *keep,
+                                uint32_t n, uint32_t m)
+{
+    uint32_t done, sel[256];
+    if (!k->arrow || k->failed || r->failed)
+        return -1;
+    while (m > 0) {
+        /* the rows up to the one that fills the batch, then the rest */
+        uint32_t room = batch_room(k, m), part = n, got = m;
+        int rc;
+        if (room < m)
+            for (part = 0, got = 0; got < room; part++)
+                got += keep[part];
+        rc = compress_rows(r, k, d, cols, first, keep, part, got);
+        if (rc == 1)
+            break;
+        if (rc != 0)
+            return -1;
+        first += part, keep += part, n -= part, m -= got;
+    }
+    /* no kernel for this CPU or these columns: by row index */
+    for (done = 0; m > 0 && done < n; done += 256) {
+        uint32_t part = n - done < 256 ? n - done : 256;
+        uint32_t got = gsq_keep_to_sel(keep + done, part, first + done, sel);
+        if (got && gsq_arrow_sink_write_gather(r, k, d, cols, sel, got) != 0)
+            return -1;
     }
     return 0;
 }

@@ -98,6 +98,7 @@ def _plain(e: ast.Expr) -> bool:
 # Types whose Arrow column may be read as it is (gsq_col.raw).
 _COL_RAW = {Type.USHORT, Type.UINT, Type.INT, Type.ULLONG, Type.LLONG, Type.FLOAT, Type.IP}
 _RAW_CTYPE = {t.code: (t.c_type if t in _COL_RAW else None) for t in Type}
+_UNSIGNED = {Type.USHORT, Type.UINT, Type.ULLONG, Type.IP}
 
 _CSV_GET = {
     Type.BOOL: "bool", Type.USHORT: "ushort", Type.UINT: "uint", Type.INT: "int",
@@ -409,6 +410,9 @@ class Generator:
         # once a step needs the record itself
         col_steps: Optional[list[str]] = [] if proto.source_kind != "pcap" else None
         raw_steps: Optional[list[str]] = [] if proto.source_kind != "pcap" else None
+        # raw_steps with no branch at all (the heartbeat steps as selects):
+        # a selection's block loop, which the C compiler vectorizes
+        mask_steps: list[str] = []
         # (position, type code, field name): one entry per PROTOCOL field read
         # from the CSV record, so an Arrow source can match columns by name.
         csv_fields: dict[tuple, None] = {}
@@ -471,12 +475,14 @@ class Generator:
             return f"{field_var(name)} = {val};"
 
         def add_step(step: str, col_step: Optional[str] = "",
-                     raw_step: Optional[str] = "") -> None:
+                     raw_step: Optional[str] = "", mask_step: str = "") -> None:
             """A step of accept(); col_step is its columnar form, raw_step its
             form over columns read as they are ("": the same text, None: it
-            has none, so there is no such form)."""
+            has none, so there is no such form); mask_step the raw form with
+            no branch ("": the raw form is one)."""
             nonlocal col_steps, raw_steps
             steps.append(step)
+            mask_steps.append(mask_step or raw_step or step)
             if col_steps is not None:
                 if col_step is None:
                     col_steps = None
@@ -532,9 +538,13 @@ class Generator:
                 hb_state += [f"{ct} hb_last_{sfx};", f"{ct} hb_bound_{sfx};",
                              f"uint8_t hb_seen_{sfx};", f"uint8_t hb_promised_{sfx};"]
                 add_step(f"if (st->hb_promised_{sfx} && {var} < st->hb_bound_{sfx}) "
-                         "{ gsq_count(node, GSQ_CNT_SKEW_DROPPED, 1); return; }")
+                         "{ gsq_count(node, GSQ_CNT_SKEW_DROPPED, 1); return; }",
+                         mask_step=f"{{ uint32_t d_ = live_ & (uint32_t)prom_{sfx} & "
+                         f"(uint32_t)({var} < bound_{sfx}); drops_ += d_; live_ &= d_ ^ 1u; }}")
                 add_step(f"if (!st->hb_seen_{sfx} || {var} > st->hb_last_{sfx}) "
-                         f"{{ st->hb_last_{sfx} = {var}; st->hb_seen_{sfx} = 1; }}")
+                         f"{{ st->hb_last_{sfx} = {var}; st->hb_seen_{sfx} = 1; }}",
+                         mask_step=f"{{ {ct} v_ = ({ct})({var} & (({ct})0 - ({ct})live_)); "
+                         f"mx_{sfx} = v_ > mx_{sfx} ? v_ : mx_{sfx}; any_{sfx} |= live_; }}")
                 hb_body.append(f"{ct} {var};")
                 div = _CLOCK_DIVISOR.get(f.accessor.lower() if f.accessor else "")
                 # A field of the record's own timestamp follows the run's
@@ -691,8 +701,15 @@ class Generator:
                         gather = None
                         break
                     gather.append(f"r{col_slot(e.name)}")
+            # A gathered selection with no branch on the data (and unsigned
+            # heartbeat fields, whose running max starts at 0) computes a
+            # block's keep bytes in one loop and packs the columns by them.
+            hb_mask = [(c_identifier(nm), proto.fields[nm].type.c_type) for nm in hb_fields]
+            masked = gather is not None and branchless and not reads_clock and all(
+                proto.fields[nm].type in _UNSIGNED for nm in hb_fields)
             data.update(assigns=assigns, strs=strs, constants=ctx.constants,
-                        hb_assigns=hb_assigns, gather=gather)
+                        hb_assigns=hb_assigns, gather=gather,
+                        mask_steps=mask_steps if masked else None, hb_mask=hb_mask)
             return self.env.get_template("lfta/select.c.j2").render(**data)
         return self._lfta_aggregate(n, em, ctx, data)
 

@@ -1,0 +1,41 @@
+/*
+ * column_compress.h -- columns' kept values, packed: the step a selection
+ * over columns ends with (the values of the rows whose keep byte is 1, in
+ * order, written contiguously to each column's output).
+ *
+ * gsq_compress_columns uses the CPU's AVX-512 compress instructions
+ * (vpcompressd/q with AVX512F and AVX512BW, the 16-bit form with
+ * AVX512_VBMI2) and says when the CPU has none of them for the columns
+ * given: the caller then gathers by row index (gsq_keep_to_sel).  Generated
+ * code and the runtime are built for the baseline x86-64 (or any other
+ * target): the kernel carries its own target attribute and runs only when
+ * the CPU said it has the instructions.
+ *
+ * Contract: column c's output dst[c] holds cap[c] bytes, at least the kept
+ * values'; nothing is written past them (full-width stores, which make it
+ * fast, while 64 bytes are left; masked ones after).  keep[j] is 0 or 1.
+ */
+#ifndef GSQ_COLUMN_COMPRESS_H
+#define GSQ_COLUMN_COMPRESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { GSQ_COMPRESS_MAX_COLS = 64 };
+
+/* For rows j < n with keep[j], column c's value (size[c] bytes: 2, 4 or 8;
+ * src[c] the column's row 0) appended to dst[c], ncols <= 64 columns.
+ * Returns how many rows were kept, or -1 (nothing written) when the CPU
+ * lacks an instruction a column needs. */
+int64_t gsq_compress_columns(void *const *dst, const size_t *cap, const void *const *src,
+                             const uint32_t *size, uint32_t ncols, const uint8_t *keep,
+                             uint32_t n);
+
+/* The kept rows' indices, first + j for each j with keep[j] (branchless;
+ * any CPU); returns how many. */
+uint32_t gsq_keep_to_sel(const uint8_t *keep, uint32_t n, uint32_t first, uint32_t *sel);
+
+/* How many keep[j] are 1. */
+uint32_t gsq_keep_count(const uint8_t *keep, uint32_t n);
+
+#endif
