@@ -211,3 +211,29 @@ def test_a_failing_slice_fails_the_run_as_one_thread_does(qs):
             list(qs.run({"default": t}, "per_minute", threads=threads))
         msgs.append(str(e.value))
     assert msgs[0] == msgs[1] and "Arrow column 'qty' has format 'u' (utf8)" in msgs[0]
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_collect_gives_what_the_iteration_gives(qs, threads):
+    """collect() (what table() uses: the run's threads keep their batches
+    until they end) against iterating the run: the same batches in the same
+    order, the same statistics; a run is collected once; a failing run
+    raises its error."""
+    t = sales(60_000, late=0.002, bad=3)
+    for outputs in ("big_sales", ["big_sales", "per_minute"]):
+        a = qs.run({"default": t}, outputs, threads=threads, batch_rows=4096)
+        b = qs.run({"default": t}, outputs, threads=threads, batch_rows=4096)
+        got, want = a.collect(), list(b)
+        assert len(got) == len(want) > 1
+        for x, y in zip(got, want):
+            if isinstance(outputs, list):
+                assert x[0] == y[0] and x[1].equals(y[1])
+            else:
+                assert x.equals(y)
+        assert counters(a.stats) == counters(b.stats) and a.report == b.report
+        assert a.stats["threads"]["used"] == b.stats["threads"]["used"]
+        with pytest.raises(RuntimeError, match="once"):
+            a.collect()
+    bad = t.set_column(3, "qty", t.column("qty").cast(pa.string()))
+    with pytest.raises(gsqlc.RunError, match="Arrow column 'qty'"):
+        qs.run({"default": bad}, "big_sales", threads=threads).collect()

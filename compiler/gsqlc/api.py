@@ -226,7 +226,7 @@ class CompiledQuerySet:
         if output is not None and not isinstance(output, str):
             raise UsageError("table() takes one output query")
         r = self.run(sources, output, **kw)
-        batches = list(r)
+        batches = r.collect()
         name = r.outputs[0]
         schema = self.output_schema(name, kw.get("strings", "str"))
         return pa.Table.from_batches(batches, schema=schema)
@@ -361,14 +361,17 @@ class Run:
                 continue
         return False
 
-    def _work(self) -> None:
+    def _run_library(self, on_batch) -> None:
         bindings, readers, streams, file_sinks, options, params, batch_rows = self._args
+        self._result = runner.run_library(
+            self.library, bindings, file_sinks, options, params,
+            arrow_sources=readers, arrow_streams=streams,
+            arrow_sinks=[(q, on_batch) for q in self.outputs],
+            batch_rows=batch_rows, cancel=self._handle, set_members=self._set_members)
+
+    def _work(self) -> None:
         try:
-            self._result = runner.run_library(
-                self.library, bindings, file_sinks, options, params,
-                arrow_sources=readers, arrow_streams=streams,
-                arrow_sinks=[(q, self._on_batch) for q in self.outputs],
-                batch_rows=batch_rows, cancel=self._handle, set_members=self._set_members)
+            self._run_library(self._on_batch)
         except BaseException as e:  # handed to the consumer's thread
             self._exc = e
         finally:
@@ -402,6 +405,32 @@ class Run:
             self._handle.cancel()   # an early exit ends the run as at end of input
             self._thread.join()
         self._finish()
+
+    def collect(self) -> list:
+        """The whole run's output, as the iteration would give it: the run's
+        thread keeps the batches until it ends (no hand-over of each batch
+        to this thread, which would take a core from the run).  Interrupted
+        (KeyboardInterrupt), the run is cancelled and the exception raised."""
+        if self._thread is not None:
+            raise RuntimeError("a Run can be iterated once; call run() again")
+        from .runtime.arrow_types import finish_batch
+        got: list = []
+
+        def keep(query: str, batch) -> bool:
+            got.append((query, batch))
+            return True
+
+        def work() -> None:
+            try:
+                self._run_library(keep)
+            except BaseException as e:  # noqa: BLE001 - raised by _finish
+                self._exc = e
+        self._thread = threading.Thread(target=work, name="gsqlc-run", daemon=True)
+        self._thread.start()
+        runner.join_runs([self._thread], [self._handle])
+        self._finish()
+        return [(q, finish_batch(b, self._strings)) if self._pairs else
+                finish_batch(b, self._strings) for q, b in got]
 
     def cancel(self) -> None:
         """End the run as at end of input, from any thread: open groups are

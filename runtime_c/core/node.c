@@ -291,18 +291,17 @@ void gsq_emit_run(gsq_node *node, const void *tups, uint32_t size, uint32_t n)
 }
 
 void gsq_emit_masked(gsq_node *node, const void *const *cols, uint32_t first,
-                     const uint8_t *keep, uint32_t n)
+                     const uint8_t *keep, uint32_t n, uint32_t m)
 {
     gsq_run *r = node->run;
     gsq_stream_rt *st;
     uint32_t sel[256], done;
 
-    if (r->failed || n == 0 || check_kind(node, GSQ_DATA) != 0)
+    if (r->failed || m == 0 || check_kind(node, GSQ_DATA) != 0)
         return;
     st = &r->streams[node->out_stream];
     if (node->direct && st->n_subs == 1 && !st->subs[0].hfta &&
         st->subs[0].sink->format == GSQ_FMT_ARROW) {
-        uint32_t m = gsq_keep_count(keep, n);
         node->queue.pushed += m;
         st->n_data += m;
         (void)gsq_arrow_sink_write_masked(r, st->subs[0].sink, &r->qs->streams[node->out_stream],

@@ -100,11 +100,11 @@ void gsq_emit_run(gsq_node *node, const void *tups, uint32_t size, uint32_t n);
 void gsq_emit_gather(gsq_node *node, const void *const *cols, const uint32_t *sel, uint32_t k);
 
 /* gsq_emit_gather of the rows first + j (j < n) whose keep[j] is 1 (keep:
- * 0 or 1 each): what a selection over a chunk's columns computes with no
- * branch; an Arrow sink packs each column with the CPU's compress
- * instructions where it has them. */
+ * 0 or 1 each; m of them): what a selection over a chunk's columns
+ * computes with no branch; an Arrow sink packs each column with the CPU's
+ * compress instructions where it has them. */
 void gsq_emit_masked(gsq_node *node, const void *const *cols, uint32_t first,
-                     const uint8_t *keep, uint32_t n);
+                     const uint8_t *keep, uint32_t n, uint32_t m);
 
 /* Before an LFTA reading the clock takes row i of a columnar chunk: the
  * data clock as it stood when row i was read (gsq_cols.clock_usec; nothing

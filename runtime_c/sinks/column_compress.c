@@ -21,14 +21,6 @@ uint32_t gsq_keep_to_sel(const uint8_t *keep, uint32_t n, uint32_t first, uint32
     return m;
 }
 
-uint32_t gsq_keep_count(const uint8_t *keep, uint32_t n)
-{
-    uint32_t j, m = 0;
-    for (j = 0; j < n; j++)
-        m += keep[j];
-    return m;
-}
-
 #ifdef GSQ_HAVE_X86_KERNELS
 /* The output is written with non-temporal stores: it is not read again
  * soon, and a line written whole that way is not first read from memory

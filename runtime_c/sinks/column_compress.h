@@ -35,7 +35,4 @@ int64_t gsq_compress_columns(void *const *dst, const size_t *cap, const void *co
  * any CPU); returns how many. */
 uint32_t gsq_keep_to_sel(const uint8_t *keep, uint32_t n, uint32_t first, uint32_t *sel);
 
-/* How many keep[j] are 1. */
-uint32_t gsq_keep_count(const uint8_t *keep, uint32_t n);
-
 #endif

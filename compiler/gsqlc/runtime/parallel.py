@@ -408,6 +408,8 @@ class SplitRun:
         self._handles: list[runner.RunHandle] = []
         self._threads: list[threading.Thread] = []
         self._started = False
+        # collect(): each slice's batches, kept by its thread until the end
+        self._collected: Optional[dict[tuple[str, int], list]] = None
 
     # -- the slices' runs
     def _slice(self, iface: str, k: int, handle: runner.RunHandle) -> None:
@@ -415,7 +417,10 @@ class SplitRun:
         streams = [s for s, _ in self._lfta[iface]]
 
         def deliver(stream: str, batch) -> bool:
-            self._queues[(stream, k)].put(batch)
+            if self._collected is not None:
+                self._collected[(stream, k)].append(batch)
+            else:
+                self._queues[(stream, k)].put(batch)
             return True
         try:
             if isinstance(piece, FileSlice):
@@ -438,8 +443,9 @@ class SplitRun:
             for h in self._handles:
                 h.cancel()
         finally:
-            for s in streams:
-                self._queues[(s, k)].put(_DONE)
+            if self._collected is None:
+                for s in streams:
+                    self._queues[(s, k)].put(_DONE)
 
     def _start(self) -> None:
         n = self.split.used
@@ -527,6 +533,31 @@ class SplitRun:
         if self._errors:
             raise self._errors[0]
         self._finish()
+
+    def collect(self) -> list:
+        """The whole run's output, as the iteration would give it.  With no
+        HFTA run after the slices, each slice's thread keeps its batches
+        until it ends (no hand-over of each batch to the caller's thread,
+        which would take a core from the slices)."""
+        if self._make_final is not None or self._started:
+            return list(self)
+        from .arrow_types import finish_batch
+        self._started = True
+        self._collected = {(s, k): [] for k in range(self.split.used)
+                           for ss in self._lfta.values() for s, _ in ss}
+        self._start()
+        runner.join_runs(self._threads, self._handles)
+        if self._errors:
+            raise self._errors[0]
+        self._finish()
+        out = []
+        for k in range(self.split.used):
+            for streams in self._lfta.values():
+                for s, _ in streams:
+                    if s in self.outputs:
+                        out += [(s, finish_batch(b, self._strings)) if self._pairs else
+                                finish_batch(b, self._strings) for b in self._collected[(s, k)]]
+        return out
 
     def cancel(self) -> None:
         """End the run as at end of input (see api.Run.cancel)."""

@@ -195,6 +195,22 @@ def _run_with_signals(lib, r, handle: RunHandle) -> int:
     return status[0]
 
 
+def join_runs(threads: Sequence[threading.Thread], handles: Sequence[RunHandle]) -> None:
+    """Join the threads running runs, interruptible meanwhile: interrupted
+    (KeyboardInterrupt), the runs are cancelled (their handles), the threads
+    joined and the exception re-raised."""
+    try:
+        for t in threads:
+            while t.is_alive():
+                t.join(0.05)
+    except BaseException:
+        for h in handles:
+            h.cancel()
+        for t in threads:
+            t.join()
+        raise
+
+
 @dataclass
 class RunResult:
     status: int
