@@ -118,7 +118,7 @@ def main(argv=None) -> int:
              "|---|---:|---|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {qname[r['query']]} | {r['groups']:,} | {names[r['engine']]} | "
-                     f"{r['seconds']:.2f} | {r['mrec_s']:.1f} | {r['peak_rss_mb']:.0f} | "
+                     f"{r['seconds']:.3f} | {r['mrec_s']:.1f} | {r['peak_rss_mb']:.0f} | "
                      f"{r['vs_c']:.2f} |")
     Path(args.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
