@@ -413,7 +413,7 @@ class Run:
         (KeyboardInterrupt), the run is cancelled and the exception raised."""
         if self._thread is not None:
             raise RuntimeError("a Run can be iterated once; call run() again")
-        from .runtime.arrow_types import finish_batch
+        from .runtime.arrow_types import finish_batches
         got: list = []
 
         def keep(query: str, batch) -> bool:
@@ -429,8 +429,8 @@ class Run:
         self._thread.start()
         runner.join_runs([self._thread], [self._handle])
         self._finish()
-        return [(q, finish_batch(b, self._strings)) if self._pairs else
-                finish_batch(b, self._strings) for q, b in got]
+        done = finish_batches(got, self._strings)
+        return done if self._pairs else [b for _, b in done]
 
     def cancel(self) -> None:
         """End the run as at end of input, from any thread: open groups are

@@ -32,11 +32,30 @@ def stream_schema(stream, strings: str = "str"):
                       for c in stream.columns])
 
 
+def needs_finish(schema, strings: str) -> bool:
+    """Whether finish_batch changes batches of this schema (the same for
+    every batch of a stream)."""
+    pa = _pa()
+    return strings == "str" and any(pa.types.is_binary(f.type) for f in schema)
+
+
+def finish_batches(pairs, strings: str) -> list:
+    """finish_batch over (stream, batch) pairs, a stream's schema looked at
+    once."""
+    needs: dict = {}
+    out = []
+    for stream, b in pairs:
+        if stream not in needs:
+            needs[stream] = needs_finish(b.schema, strings)
+        out.append((stream, finish_batch(b, strings) if needs[stream] else b))
+    return out
+
+
 def finish_batch(batch, strings: str):
     """A batch from the runtime as the user receives it: binary string
     columns become utf8 when strings == 'str' (validated, zero-copy)."""
     pa = _pa()
-    if strings != "str" or not any(pa.types.is_binary(f.type) for f in batch.schema):
+    if not needs_finish(batch.schema, strings):
         return batch
     cols, fields = [], []
     for f, col in zip(batch.schema, batch.columns):

@@ -412,7 +412,8 @@ class SplitRun:
         self._collected: Optional[dict[tuple[str, int], list]] = None
 
     # -- the slices' runs
-    def _slice(self, iface: str, k: int, handle: runner.RunHandle) -> None:
+    def _slice(self, iface: str, k: int, handle: runner.RunHandle,
+               ready: Optional[Callable[[], None]] = None) -> None:
         piece = self.split.slices[iface][k]
         streams = [s for s, _ in self._lfta[iface]]
 
@@ -433,7 +434,7 @@ class SplitRun:
                                      arrow_sources=arrow,
                                      arrow_sinks=[(s, deliver) for s in streams],
                                      batch_rows=self._batch_rows, cancel=handle,
-                                     set_members=self._set_members)
+                                     set_members=self._set_members, ready=ready)
             self._results[(iface, k)] = res
             if res.status != 0:
                 msg = shift_rows(res.error, iface, self.split.offsets[iface][k])
@@ -461,15 +462,32 @@ class SplitRun:
         self._handles = [runner.RunHandle() for _ in work]
         handle_of = dict(zip(work, self._handles))
 
+        # When every slice has a thread, the slices' runs start together once
+        # all are set up: a run started early would slow the others' set-up
+        # (its batches take the interpreter), and the last slice decides.
+        n_threads = min(n, len(work))
+        together = threading.Barrier(n_threads) if n_threads == len(work) > 1 else None
+
+        def ready() -> None:
+            try:
+                if together is not None:
+                    together.wait()
+            except threading.BrokenBarrierError:
+                pass    # a slice failed to set up: the run ends with its error
+
         def worker() -> None:
             while True:
                 try:
                     iface, k = pending.get_nowait()
                 except queue.Empty:
                     return
-                self._slice(iface, k, handle_of[(iface, k)])
+                try:
+                    self._slice(iface, k, handle_of[(iface, k)], ready)
+                finally:
+                    if together is not None and (iface, k) not in self._results:
+                        together.abort()    # never set up: the others go on
         self._threads = [threading.Thread(target=worker, name=f"gsqlc-slice-{i}", daemon=True)
-                         for i in range(min(n, len(work)))]
+                         for i in range(n_threads)]
         for t in self._threads:
             t.start()
 
@@ -541,7 +559,7 @@ class SplitRun:
         which would take a core from the slices)."""
         if self._make_final is not None or self._started:
             return list(self)
-        from .arrow_types import finish_batch
+        from .arrow_types import finish_batches
         self._started = True
         self._collected = {(s, k): [] for k in range(self.split.used)
                            for ss in self._lfta.values() for s, _ in ss}
@@ -550,14 +568,10 @@ class SplitRun:
         if self._errors:
             raise self._errors[0]
         self._finish()
-        out = []
-        for k in range(self.split.used):
-            for streams in self._lfta.values():
-                for s, _ in streams:
-                    if s in self.outputs:
-                        out += [(s, finish_batch(b, self._strings)) if self._pairs else
-                                finish_batch(b, self._strings) for b in self._collected[(s, k)]]
-        return out
+        got = [(s, b) for k in range(self.split.used) for streams in self._lfta.values()
+               for s, _ in streams if s in self.outputs for b in self._collected[(s, k)]]
+        done = finish_batches(got, self._strings)
+        return done if self._pairs else [b for _, b in done]
 
     def cancel(self) -> None:
         """End the run as at end of input (see api.Run.cancel)."""

@@ -9,7 +9,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from ..errors import RunError, SetupError
 from .abi_ffi import abi_ffi
@@ -234,7 +234,8 @@ def run_library(library: Path, sources: list[tuple[str, str]],
                 arrow_sources: Optional[dict] = None, arrow_streams: Optional[dict] = None,
                 arrow_sinks: Optional[list] = None, batch_rows: int = 0,
                 cancel: Optional[RunHandle] = None, handle_signals: bool = False,
-                set_members: Sequence[tuple[str, str]] = ()) -> RunResult:
+                set_members: Sequence[tuple[str, str]] = (),
+                ready: Optional[Callable[[], None]] = None) -> RunResult:
     """Run to end of input.  sources: (iface, uri); set_members: (set,
     member interface) pairs, in member order (gsqlc_add_set_member); sinks: (query, format,
     path or None for stdout).  Arrow data (pyarrow RecordBatchReaders, read
@@ -247,7 +248,9 @@ def run_library(library: Path, sources: list[tuple[str, str]],
     run as at end of input.  handle_signals: run the library on a worker
     thread and turn SIGINT/SIGTERM into that cancel (the library installs
     no signal handler; only from the main thread, as the CLI does).  status
-    is 0 on success (also when cancelled), nonzero on a run-time failure."""
+    is 0 on success (also when cancelled), nonzero on a run-time failure.
+    ready: called once the run is set up, just before it starts (runs on
+    several threads start together: their set-up in Python is done first)."""
     lib = load_library(library)
     r = lib.gsqlc_create()
     if r == _ffi.NULL:
@@ -302,6 +305,8 @@ def run_library(library: Path, sources: list[tuple[str, str]],
         sys.stdout.flush()
         sys.stderr.flush()
         handle._attach(lib, r)
+        if ready is not None:
+            ready()
         if handle_signals and threading.current_thread() is threading.main_thread():
             running = True
             status = _run_with_signals(lib, r, handle)
