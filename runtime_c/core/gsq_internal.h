@@ -133,6 +133,7 @@ struct gsq_sink {
     void *cb_ctx;
     uint32_t batch_rows;
     uint64_t batches;     /* record batches delivered */
+    uint64_t rows_packed; /* rows packed by a CPU kernel (gsq_emit_masked) */
     gsq_arrow_sink *arrow;
 };
 
@@ -441,6 +442,9 @@ struct gsq_run {
     int arrow_flush;            /* flush the sinks after each Arrow source batch */
     gsqlc_buffer_pool *buffer_pool; /* NULL, or a reference: the Arrow sinks' buffers */
     int columnar;               /* option columnar: 1 auto (default), 0 off */
+    /* the runtime's CPU-specific kernels (column_compress.h) may run: 0 when
+     * GSQLC_DISABLE_CPU_FEATURES names avx512 at gsqlc_create */
+    int cpu_kernels;
     int pcap_reader;            /* enum gsq_pcap_reader (default mmap) */
     gsq_skew *skews;
     uint32_t n_skews;

@@ -137,8 +137,10 @@ void gsq_build_stats(gsq_run *r)
         kv_str(b, "path", k->path, 1);
         kv_u64(b, "tuples", k->tuples, 1);
         kv_u64(b, "bytes", k->bytes, 1);
-        if (k->format == GSQ_FMT_ARROW)
+        if (k->format == GSQ_FMT_ARROW) {
             kv_u64(b, "batches", k->batches, 1);
+            kv_u64(b, "rows_packed", k->rows_packed, 1);
+        }
         if (k->heartbeats)
             kv_u64(b, "heartbeat_rows", k->heartbeat_rows, 1);
         gsq_buf_addc(b, '}');

@@ -13,8 +13,27 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "gsq_run_steps.h"
+
+/* Whether GSQLC_DISABLE_CPU_FEATURES (a list, as NumPy's
+ * NPY_DISABLE_CPU_FEATURES) names feature f: the runtime's kernels that need
+ * it are not used, their portable forms are. */
+static int cpu_feature_disabled(const char *f)
+{
+    const char *v = getenv("GSQLC_DISABLE_CPU_FEATURES");
+    size_t n = strlen(f);
+    while (v && *v) {
+        size_t len;
+        v += strspn(v, ", \t");
+        len = strcspn(v, ", \t");
+        if (len == n && strncasecmp(v, f, n) == 0)
+            return 1;
+        v += len;
+    }
+    return 0;
+}
 
 GSQ_EXPORT gsq_run *gsqlc_create(void)
 {
@@ -26,6 +45,7 @@ GSQ_EXPORT gsq_run *gsqlc_create(void)
     r->clock_mode = GSQ_CLOCK_WALL;
     r->batch = 512;
     r->columnar = 1;
+    r->cpu_kernels = !cpu_feature_disabled("avx512");
     r->hb_interval_usec = 1000000u;
     r->stall_intervals = 3;
     r->hb_horizon_usec = 10000000u;

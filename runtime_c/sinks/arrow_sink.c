@@ -665,7 +665,7 @@ static int compress_rows(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
     const void *src[GSQ_COMPRESS_MAX_COLS];
     uint32_t size[GSQ_COMPRESS_MAX_COLS];
     uint32_t i;
-    if (d->n_cols > GSQ_COMPRESS_MAX_COLS)
+    if (d->n_cols > GSQ_COMPRESS_MAX_COLS || !r->cpu_kernels)
         return 1;
     for (i = 0; i < d->n_cols; i++) {
         acol *c = &a->cols[i];
@@ -680,6 +680,7 @@ static int compress_rows(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
         return 1;
     for (i = 0; i < d->n_cols; i++)
         a->cols[i].data.len += (size_t)m * size[i];
+    k->rows_packed += m;
     return rows_added(r, k, d, m, 0);
 }
 

@@ -606,7 +606,7 @@ _SUM = {"records_read", "rows_read", "rows_rejected", "values_coerced", "bytes_r
         "time_unreadable", "held_back", "tuples", "heartbeats", "joint_heartbeats",
         "late_dropped", "lfta_ejections", "field_unavailable", "skew_dropped", "batches",
         "bytes", "heartbeat_rows", "tuples_written", "heartbeat_ticks",
-        "heartbeat_ticks_skipped", "events_dropped", "traces_written"}
+        "heartbeat_ticks_skipped", "events_dropped", "traces_written", "rows_packed"}
 _ANY = {"truncated", "interrupted", "running"}
 _ALL = {"ok", "columnar"}
 
