@@ -124,7 +124,7 @@ def _has_avx512() -> bool:
     except OSError:
         return False
     return all(re.search(rf"\b{f}\b", flags) for f in
-               ("avx512f", "avx512bw", "avx512vl", "avx512_?vbmi2"))
+               ("avx512f", "avx512bw", "avx512_?vbmi2"))
 
 
 def test_a_selection_of_plain_columns_is_gathered_for_every_reader(tmp_path):

@@ -661,7 +661,6 @@ static int compress_rows(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
 {
     gsq_arrow_sink *a = k->arrow;
     void *dst[GSQ_COMPRESS_MAX_COLS];
-    size_t cap[GSQ_COMPRESS_MAX_COLS];
     const void *src[GSQ_COMPRESS_MAX_COLS];
     uint32_t size[GSQ_COMPRESS_MAX_COLS];
     uint32_t i;
@@ -673,10 +672,9 @@ static int compress_rows(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
         if (abuf_reserve(a->pool, &c->data, (size_t)m * size[i]) != 0)
             return rows_added(r, k, d, 0, -1);
         dst[i] = c->data.p + c->data.len;
-        cap[i] = c->data.cap - c->data.len;
         src[i] = (const uint8_t *)cols[i] + (size_t)first * size[i];
     }
-    if (gsq_compress_columns(dst, cap, src, size, d->n_cols, keep, n) < 0)
+    if (gsq_compress_columns(dst, src, size, d->n_cols, keep, n) < 0)
         return 1;
     for (i = 0; i < d->n_cols; i++)
         a->cols[i].data.len += (size_t)m * size[i];

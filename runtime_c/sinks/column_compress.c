@@ -93,7 +93,6 @@ __attribute__((target("avx512f"))) static void stream_out(uint8_t *d, const uint
         }                                                                                \
     }                                                                                    \
     _mm_sfence(); /* the streamed lines visible before the batch is handed over */       \
-    (void)cap;                                                                           \
     return m
 
 #define U16_GROUPS                                                                       \
@@ -101,23 +100,22 @@ __attribute__((target("avx512f"))) static void stream_out(uint8_t *d, const uint
         COMPRESS_GROUP(uint16_t, __mmask32, _mm512_maskz_compress_epi16);
 
 __attribute__((target("avx512f,avx512bw"))) static uint32_t
-compress_f(void *const *dst, const size_t *cap, const void *const *src, const uint32_t *size,
-           uint32_t ncols, const uint8_t *keep, uint32_t n)
+compress_f(void *const *dst, const void *const *src, const uint32_t *size, uint32_t ncols,
+           const uint8_t *keep, uint32_t n)
 {
     COMPRESS_KERNEL_BODY();
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vbmi2"))) static uint32_t
-compress_vbmi2(void *const *dst, const size_t *cap, const void *const *src, const uint32_t *size,
-               uint32_t ncols, const uint8_t *keep, uint32_t n)
+compress_vbmi2(void *const *dst, const void *const *src, const uint32_t *size, uint32_t ncols,
+               const uint8_t *keep, uint32_t n)
 {
     COMPRESS_KERNEL_BODY(U16_GROUPS);
 }
 #endif
 
-int64_t gsq_compress_columns(void *const *dst, const size_t *cap, const void *const *src,
-                             const uint32_t *size, uint32_t ncols, const uint8_t *keep,
-                             uint32_t n)
+int64_t gsq_compress_columns(void *const *dst, const void *const *src, const uint32_t *size,
+                             uint32_t ncols, const uint8_t *keep, uint32_t n)
 {
 #ifdef GSQ_HAVE_X86_KERNELS
     uint32_t c;
@@ -135,11 +133,11 @@ int64_t gsq_compress_columns(void *const *dst, const size_t *cap, const void *co
         return -1;
     if (need_u16)
         return __builtin_cpu_supports("avx512vbmi2")
-                   ? (int64_t)compress_vbmi2(dst, cap, src, size, ncols, keep, n)
+                   ? (int64_t)compress_vbmi2(dst, src, size, ncols, keep, n)
                    : -1;
-    return (int64_t)compress_f(dst, cap, src, size, ncols, keep, n);
+    return (int64_t)compress_f(dst, src, size, ncols, keep, n);
 #else
-    (void)dst, (void)cap, (void)src, (void)size, (void)ncols, (void)keep, (void)n;
+    (void)dst, (void)src, (void)size, (void)ncols, (void)keep, (void)n;
     return -1;
 #endif
 }

@@ -11,9 +11,10 @@
  * target): the kernel carries its own target attribute and runs only when
  * the CPU said it has the instructions.
  *
- * Contract: column c's output dst[c] holds cap[c] bytes, at least the kept
- * values'; nothing is written past them (full-width stores, which make it
- * fast, while 64 bytes are left; masked ones after).  keep[j] is 0 or 1.
+ * Contract: column c's output dst[c] has room for the kept values and
+ * nothing is written past them (the kernel packs into a stack stage with
+ * whole-register stores and copies out exactly the kept bytes); keep[j] is
+ * 0 or 1.
  */
 #ifndef GSQ_COLUMN_COMPRESS_H
 #define GSQ_COLUMN_COMPRESS_H
@@ -27,9 +28,8 @@ enum { GSQ_COMPRESS_MAX_COLS = 64 };
  * src[c] the column's row 0) appended to dst[c], ncols <= 64 columns.
  * Returns how many rows were kept, or -1 (nothing written) when the CPU
  * lacks an instruction a column needs. */
-int64_t gsq_compress_columns(void *const *dst, const size_t *cap, const void *const *src,
-                             const uint32_t *size, uint32_t ncols, const uint8_t *keep,
-                             uint32_t n);
+int64_t gsq_compress_columns(void *const *dst, const void *const *src, const uint32_t *size,
+                             uint32_t ncols, const uint8_t *keep, uint32_t n);
 
 /* The kept rows' indices, first + j for each j with keep[j] (branchless;
  * any CPU); returns how many. */
