@@ -253,3 +253,18 @@ def test_a_selection_keeps_time_over_disordered_columns_as_a_record_at_a_time():
     passing = t.filter(pa.compute.and_(pa.compute.equal(t["protocol"], 6),
                                        pa.compute.greater(t["len"], 100))).num_rows
     assert passing - time["dropped_below_heartbeat"] <= out.num_rows < passing
+
+
+def test_table_chunks_are_larger_than_runs_batches(q1):
+    """table() asks for TABLE_BATCH_ROWS-row batches (fewer to hand over and
+    assemble) unless given batch_rows; the rows are run()'s either way."""
+    from gsqlc.api import TABLE_BATCH_ROWS
+    t = packets(2_000_000)
+    got = q1.table({"pkts": t}, threads=1)
+    batches = list(q1.run({"pkts": t}, threads=1))
+    assert got.num_rows > 2 * TABLE_BATCH_ROWS
+    assert {len(c) for c in got.column(0).chunks[:-1]} == {TABLE_BATCH_ROWS}
+    assert {b.num_rows for b in batches[:-1]} == {65_536}
+    assert got.equals(pa.Table.from_batches(batches))
+    small = q1.table({"pkts": t}, threads=1, batch_rows=1000)
+    assert {len(c) for c in small.column(0).chunks[:-1]} == {1000} and small.equals(got)

@@ -42,6 +42,11 @@ from .runtime.interfaces import Interfaces, TimeBounds, check_seconds, check_tim
 
 PathLike = Union[str, os.PathLike]
 
+# The rows of table()'s chunks: nothing waits for a batch there, and fewer,
+# larger batches cost less to hand over and assemble (Q1 over 20 M rows 1-1.5
+# ms less than in run()'s 65,536-row batches, on one thread and on two).
+TABLE_BATCH_ROWS = 262_144
+
 
 def _as_list(x) -> list[str]:
     if x is None:
@@ -221,10 +226,12 @@ class CompiledQuerySet:
                                  batch_rows, strings, pairs, make_final, set_members)
 
     def table(self, sources=None, output=None, **kw):
-        """run() gathered into one pyarrow.Table (of `output`)."""
+        """run() gathered into one pyarrow.Table (of `output`), in chunks of
+        TABLE_BATCH_ROWS rows unless batch_rows= says otherwise."""
         import pyarrow as pa
         if output is not None and not isinstance(output, str):
             raise UsageError("table() takes one output query")
+        kw.setdefault("batch_rows", TABLE_BATCH_ROWS)
         r = self.run(sources, output, **kw)
         batches = r.collect()
         name = r.outputs[0]
