@@ -706,7 +706,9 @@ int gsq_arrow_sink_write_run(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
 int gsq_arrow_sink_write_gather(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
                                 const void *const *cols, const uint32_t *sel, uint32_t n);
 /* gsq_arrow_sink_write_gather of the rows first + j of cols whose keep[j]
- * is 1, j < n; m of them (gsq_emit_masked). */
+ * is 1, j < n; m of them (gsq_emit_masked), packed by the CPU's kernels:
+ * 0 done, -1 failed, 1 nothing written (no kernel for this CPU, these
+ * columns or this run: the caller gathers them by index). */
 int gsq_arrow_sink_write_masked(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
                                 const void *const *cols, uint32_t first, const uint8_t *keep,
                                 uint32_t n, uint32_t m);

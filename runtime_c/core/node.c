@@ -301,13 +301,14 @@ void gsq_emit_masked(gsq_node *node, const void *const *cols, uint32_t first,
         return;
     st = &r->streams[node->out_stream];
     if (node->direct && st->n_subs == 1 && !st->subs[0].hfta &&
-        st->subs[0].sink->format == GSQ_FMT_ARROW) {
+        st->subs[0].sink->format == GSQ_FMT_ARROW &&
+        gsq_arrow_sink_write_masked(r, st->subs[0].sink, &r->qs->streams[node->out_stream], cols,
+                                    first, keep, n, m) <= 0) {
         node->queue.pushed += m;
         st->n_data += m;
-        (void)gsq_arrow_sink_write_masked(r, st->subs[0].sink, &r->qs->streams[node->out_stream],
-                                          cols, first, keep, n, m);
         return;
     }
+    /* by row index: gathered into the Arrow sink, or built into tuples */
     for (done = 0; done < n && !r->failed; done += 256) {
         uint32_t part = n - done < 256 ? n - done : 256;
         gsq_emit_gather(node, cols, sel, gsq_keep_to_sel(keep + done, part, first + done, sel));

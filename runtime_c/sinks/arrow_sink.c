@@ -686,7 +686,6 @@ int gsq_arrow_sink_write_masked(gsq_run *r, gsq_sink *k, const gsq_stream_desc *
                                 const void *const *cols, uint32_t first, const uint8_t *keep,
                                 uint32_t n, uint32_t m)
 {
-    uint32_t done, sel[256];
     if (!k->arrow || k->failed || r->failed)
         return -1;
     while (m > 0) {
@@ -697,18 +696,9 @@ int gsq_arrow_sink_write_masked(gsq_run *r, gsq_sink *k, const gsq_stream_desc *
             for (part = 0, got = 0; got < room; part++)
                 got += keep[part];
         rc = compress_rows(r, k, d, cols, first, keep, part, got);
-        if (rc == 1)
-            break;
         if (rc != 0)
-            return -1;
+            return rc; /* 1: no kernel, so nothing was written (nor on an earlier turn) */
         first += part, keep += part, n -= part, m -= got;
-    }
-    /* no kernel for this CPU or these columns: by row index */
-    for (done = 0; m > 0 && done < n; done += 256) {
-        uint32_t part = n - done < 256 ? n - done : 256;
-        uint32_t got = gsq_keep_to_sel(keep + done, part, first + done, sel);
-        if (got && gsq_arrow_sink_write_gather(r, k, d, cols, sel, got) != 0)
-            return -1;
     }
     return 0;
 }
