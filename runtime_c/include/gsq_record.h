@@ -76,6 +76,13 @@ typedef struct gsq_col {
     const void *raw;
 } gsq_col;
 
+/* Rows a columnar chunk of an Arrow source that is a run's only input
+ * holds at most by default (arrow_source.c); a selection's generated loop
+ * computes the keep bytes of this many rows at once.  16384 measured 3.5 ms
+ * faster than 4096 for a selection over 20 M rows (fewer passes between the
+ * columns' streams). */
+#define GSQ_ARROW_CHUNK_ROWS 16384u
+
 typedef struct gsq_cols {
     uint32_t n;
     const uint8_t *row_ok;
