@@ -286,6 +286,9 @@ GSQ_AGG_HOT unsigned char *gsq_agg_bucket(const gsq_agg_table *t, const gsq_agg_
 /* Rows ahead of the one being folded that an aggregation over a columnar
  * chunk starts loading the bucket of (enough to cover a memory access). */
 #define GSQ_COL_PREFETCH 16u
+/* Rows whose group hashes an aggregation over raw columns computes in one
+ * vectorized loop before folding them (their hashes: 32 KiB of stack). */
+#define GSQ_AGG_HASH_BLOCK 4096u
 
 /* Start loading the bucket of hash h (reads nothing): called some records
  * ahead, so the cache misses of a large table overlap. */
