@@ -22,13 +22,50 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "gsq_runtime.h" // gsq_table_reserve, gsq_table_free
+
 namespace gsq {
+
+// The allocator of a map's slot array: an array of GSQ_TABLE_HUGE_BYTES or
+// more comes from gsq_table_reserve (on huge pages where the kernel allows:
+// a map growing to millions of groups faults a page in per 2 MiB, not per
+// 4 KiB, and misses the TLB less), a smaller one from std::allocator.
+template <class T>
+struct slot_allocator {
+    using value_type = T;
+    slot_allocator() = default;
+    template <class U>
+    slot_allocator(const slot_allocator<U> &) noexcept
+    {
+    }
+    static bool large(size_t n) noexcept { return n >= GSQ_TABLE_HUGE_BYTES / sizeof(T); }
+    T *allocate(size_t n)
+    {
+        if (!large(n))
+            return std::allocator<T>().allocate(n);
+        void *p = gsq_table_reserve(n, sizeof(T));
+        if (!p)
+            throw std::bad_alloc();
+        return static_cast<T *>(p);
+    }
+    void deallocate(T *p, size_t n) noexcept
+    {
+        if (large(n))
+            gsq_table_free(p);
+        else
+            std::allocator<T>().deallocate(p, n);
+    }
+    friend bool operator==(const slot_allocator &, const slot_allocator &) noexcept { return true; }
+    friend bool operator!=(const slot_allocator &, const slot_allocator &) noexcept { return false; }
+};
 
 // Murmur3's 64-bit finalizer: every input bit affects every output bit, so
 // identity-like user hashes (std::hash<int>, k % 8) still spread over the low
@@ -236,7 +273,7 @@ public:
     // Removes every entry and frees the slot array.
     void release() noexcept
     {
-        std::vector<slot>().swap(slots_);
+        std::vector<slot, slot_allocator<slot>>().swap(slots_);
         size_ = 0;
     }
 
@@ -357,7 +394,7 @@ private:
 
     void rehash(size_t new_capacity)
     {
-        std::vector<slot> old(new_capacity);
+        std::vector<slot, slot_allocator<slot>> old(new_capacity);
         old.swap(slots_);
         const size_t m = mask();
         for (slot &s : old) {
@@ -370,7 +407,7 @@ private:
         }
     }
 
-    std::vector<slot> slots_;
+    std::vector<slot, slot_allocator<slot>> slots_;
     size_t size_ = 0;
     Hash hash_{};
     Eq eq_{};

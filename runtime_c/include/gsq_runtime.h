@@ -161,9 +161,13 @@ int gsq_input_heartbeats_strict(gsq_node *node, int input);
 int gsq_time_unit_nsec(gsq_node *node, uint64_t *out);
 
 /* n zeroed elements of `size` bytes for an operator's hash table (NULL if
- * out of memory); large tables are backed by huge pages where the kernel
- * allows (table_mem.c).  Free with gsq_table_free. */
+ * out of memory); tables of GSQ_TABLE_HUGE_BYTES or more are backed by
+ * huge pages where the kernel allows (table_mem.c).  gsq_table_reserve: the
+ * same memory not zeroed (the caller initialises it: an HFTA table's
+ * std::vector constructs its slots).  Free either with gsq_table_free. */
+#define GSQ_TABLE_HUGE_BYTES ((size_t)2 << 20)
 void *gsq_table_alloc(size_t n, size_t size);
+void *gsq_table_reserve(size_t n, size_t size);
 void gsq_table_free(void *p);
 
 /* Counters a node may bump; reported at the end of the run. */

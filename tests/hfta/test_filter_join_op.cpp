@@ -10,6 +10,7 @@
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -46,6 +47,10 @@ struct gsq_node {
 };
 
 extern "C" {
+// the tables' memory (table_mem.c's, without its huge-page hint)
+void *gsq_table_reserve(size_t n, size_t size) { return std::malloc(n && size ? n * size : 1); }
+void gsq_table_free(void *p) { std::free(p); }
+
 void gsq_emit(gsq_node *node, int kind, const void *, uint32_t, const gsq_str_field *, uint32_t)
 {
     if (kind == GSQ_EOF)
