@@ -753,6 +753,9 @@ class Generator:
                     grow_mib=LFTA_TABLE_GROW_MIB,
                     group_fill=group_fill, fold=fold_stmts, hit_fold=hit_fold,
                     hit_key_eq=" && ".join(hit_key_eq) or "1",
+                    # the same as 0/1 with no branch (every key compared):
+                    # a bucket's slots are all tested at once
+                    hit_key_bits=" & ".join(f"({x})" for x in hit_key_eq) or "1",
                     hit_epoch_eq=" && ".join(hit_epoch_eq) or "1",
                     epoch=epoch, assigns=assigns, table_size=n.table_size, ways=n.table_ways,
                     disorder=n.disorder, flush=n.flush, constants=ctx.constants)
