@@ -686,6 +686,13 @@ typedef struct gsq_stamp {
 int gsq_source_time_setup(gsq_run *r, gsq_source *s);
 void gsq_source_stamp(gsq_source *s, const gsq_csv_value *tv, const gsq_csv_value *av,
                       gsq_stamp *out);
+/* gsq_source_stamp over n rows at once, for a source with a time column and
+ * no arrival column whose values are unsigned of `width` bytes (2 or 4)
+ * read as they are (no nulls): every one is readable, so app[j] =
+ * arrival[j] = vals[j] in microseconds, unreadable[j] = 0, in one loop
+ * with no branch. */
+void gsq_source_stamp_uints(gsq_source *s, const void *vals, uint32_t width, uint32_t n,
+                            uint64_t *app, uint64_t *arrival, uint8_t *unreadable);
 /* "s", "ms", "us" or "ns" for a unit in nanoseconds (NULL: another). */
 const char *gsq_time_unit_name(uint64_t unit_ns);
 

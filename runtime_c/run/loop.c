@@ -112,7 +112,29 @@ static void run_cols(gsq_run *r, gsq_source *s)
     gsq_chunk *ch = &s->chunk;
     int data_clock = r->clock_mode == GSQ_CLOCK_DATA;
     uint32_t i, j;
-    for (i = 0; i < ch->n && (data_clock || s->tg); i++) {
+    if (data_clock && !s->tg) {
+        /* the clock alone: a running maximum, kept in locals (the stores
+         * to clock_usec may alias the run) and taken with no branch */
+        int seen = r->data_seen;
+        uint64_t usec = r->data_usec;
+        for (i = 0; i < ch->n && s->has_ts && !seen; i++)
+            if (!(ch->any_skipped && !ch->row_ok[i]) && !ch->ts_unreadable[i]) {
+                r->data_first_usec = ch->arrival_usec[i];
+                break;
+            }
+        for (i = 0; i < ch->n; i++) {
+            int readable = s->has_ts && !(ch->any_skipped && !ch->row_ok[i]) &&
+                           !ch->ts_unreadable[i];
+            uint64_t a = readable ? ch->arrival_usec[i] : 0;
+            int take = readable & (!seen | (a > usec));
+            usec = take ? a : usec;
+            seen |= readable;
+            ch->clock_usec[i] = seen ? usec : UINT64_MAX;
+        }
+        r->data_seen = seen;
+        r->data_usec = usec;
+    }
+    for (i = 0; i < ch->n && s->tg; i++) {
         int readable = s->has_ts && !(ch->any_skipped && !ch->row_ok[i]) && !ch->ts_unreadable[i];
         if (readable && data_clock && (!r->data_seen || ch->arrival_usec[i] > r->data_usec)) {
             if (!r->data_seen)

@@ -507,7 +507,7 @@ static int take_cols(gsq_run *r, gsq_source *s, arrow_reader *rd)
     gsq_chunk *ch = &s->chunk;
     int64_t left = rd->batch.length - rd->row;
     uint32_t m = left > (int64_t)ch->cap ? ch->cap : (uint32_t)left, k, j;
-    int summary;
+    int summary, raw_times;
     uint32_t last_kept;
     size_t cap = ch->cap;
     const struct ArrowArray *a = &rd->batch;
@@ -538,17 +538,26 @@ static int take_cols(gsq_run *r, gsq_source *s, arrow_reader *rd)
      * generated heartbeats): a time column of uint32 or narrower values,
      * read as it is, is readable in any unit, so its last kept row says
      * all. */
-    summary = s->has_ts && !s->arrival_pos && !s->tg && r->clock_mode != GSQ_CLOCK_DATA &&
-              rd->time_slot >= 0 && ch->slot_cols[rd->time_slot].raw &&
-              (rd->cs.slot[rd->time_slot].type == GSQ_T_UINT ||
-               rd->cs.slot[rd->time_slot].type == GSQ_T_USHORT);
+    raw_times = s->has_ts && !s->arrival_pos && rd->time_slot >= 0 &&
+                ch->slot_cols[rd->time_slot].raw &&
+                (rd->cs.slot[rd->time_slot].type == GSQ_T_UINT ||
+                 rd->cs.slot[rd->time_slot].type == GSQ_T_USHORT);
+    summary = raw_times && !s->tg && r->clock_mode != GSQ_CLOCK_DATA;
     for (last_kept = m; last_kept > 0 && rd->rc[last_kept - 1]; last_kept--)
         ;
     last_kept--; /* UINT32_MAX when every row was rejected */
-    if (!(flags & GSQ_AVS_FAILED) && (!s->has_ts || summary)) {
-        /* no row rejected, no stamps but the last: row_ok is not read */
-        if (s->has_ts && m)
+    if (!(flags & GSQ_AVS_FAILED) && (!s->has_ts || raw_times)) {
+        /* no row rejected; no stamps but the last (row_ok is not read), or
+         * every row's from the time column at once (row_ok read when
+         * generated heartbeats drop rows: all kept so far) */
+        if (summary && m) {
             stamp_row(s, rd, ch, m - 1);
+        } else if (raw_times) {
+            gsq_source_stamp_uints(s, ch->slot_cols[rd->time_slot].raw,
+                                   rd->cs.slot[rd->time_slot].type == GSQ_T_UINT ? 4u : 2u, m,
+                                   ch->app_usec, ch->arrival_usec, ch->ts_unreadable);
+            memset(ch->row_ok, 1, m);
+        }
         ch->n = m;
         advance(s, rd, m);
         return 0;

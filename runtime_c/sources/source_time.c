@@ -128,6 +128,38 @@ static int to_usec(int type, const gsq_csv_value *v, uint64_t unit_ns, uint64_t 
     return 0;
 }
 
+/* The loop of gsq_source_stamp_uints for values of type T: below 2^32
+ * units, to_usec cannot overflow (at most 10^6 microseconds a unit). */
+#define STAMP_UINTS(T)                                                          \
+    do {                                                                        \
+        const T *v_ = (const T *)vals;                                          \
+        if (unit_ns >= 1000u) {                                                 \
+            const uint64_t m_ = unit_ns / 1000u;                                \
+            for (j = 0; j < n; j++)                                             \
+                app[j] = arrival[j] = (uint64_t)v_[j] * m_;                     \
+        } else {                                                                \
+            const uint64_t d_ = 1000u / unit_ns;                                \
+            for (j = 0; j < n; j++)                                             \
+                app[j] = arrival[j] = (uint64_t)v_[j] / d_;                     \
+        }                                                                       \
+    } while (0)
+
+void gsq_source_stamp_uints(gsq_source *s, const void *vals, uint32_t width, uint32_t n,
+                            uint64_t *app, uint64_t *arrival, uint8_t *unreadable)
+{
+    const uint64_t unit_ns = s->unit_ns;
+    uint32_t j;
+    if (!n)
+        return;
+    if (width == 2)
+        STAMP_UINTS(uint16_t);
+    else
+        STAMP_UINTS(uint32_t);
+    memset(unreadable, 0, n);
+    s->last_app_usec = app[n - 1];
+    s->last_arrival_usec = arrival[n - 1];
+}
+
 void gsq_source_stamp(gsq_source *s, const gsq_csv_value *tv, const gsq_csv_value *av,
                       gsq_stamp *out)
 {
