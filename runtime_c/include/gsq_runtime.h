@@ -305,8 +305,9 @@ typedef struct gsq_lfta_def {
     /* May be NULL: accept over a columnar chunk (gsq_record.h, gsq_cols),
      * row by row exactly as accept() would take the rows as records.  An
      * Arrow source reads columnar chunks when every LFTA bound to it has
-     * one (option columnar, default auto); the generator leaves it out for
-     * LFTAs that read the clock, whose value follows each record. */
+     * one (option columnar, default auto); an LFTA that reads the clock
+     * sets it back to each row's (gsq_cols_row_clock, from the chunk's
+     * clock_usec under the data clock), as a record would see it. */
     void (*accept_cols)(void *state, gsq_node *node, const struct gsq_cols *cols);
 } gsq_lfta_def;
 
