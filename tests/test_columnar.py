@@ -276,3 +276,39 @@ def test_table_chunks_are_larger_than_runs_batches(q1):
     assert got.equals(pa.Table.from_batches(batches))
     small = q1.table({"pkts": t}, threads=1, batch_rows=1000)
     assert {len(c) for c in small.column(0).chunks[:-1]} == {1000} and small.equals(got)
+
+
+@pytest.mark.parametrize("ctype,unit", [("uint", "s"), ("uint", "ns"), ("ushort", "ms")])
+def test_the_data_clock_stamps_a_chunk_as_records_are_stamped(tmp_path, ctype, unit):
+    """Under the data clock a raw unsigned time column stamps a chunk's rows
+    in one loop (gsq_source_stamp_uints): in every unit, and from a 16-bit
+    column, the clock, the heartbeats it drives and the results equal the
+    record path's."""
+    (tmp_path / "s.txt").write_text(
+        "PROTOCOL P {\n"
+        f"    {ctype} t get_csv_{ctype}_pos1 (increasing, required);\n"
+        "    uint k get_csv_uint_pos2;\n}\n")
+    (tmp_path / "q.gsql").write_text(
+        "DEFINE { query_name 'per10'; }\n"
+        "SELECT tb, k, count(*) as n FROM P GROUP BY t/10 as tb, k\n")
+    qs = gsqlc.compile([tmp_path / "q.gsql"], schema=tmp_path / "s.txt")
+    n = 50_000
+    rng = np.random.default_rng(3)
+    ticks = np.arange(n, dtype=np.int64) * 7 // 100          # 0 .. 3,499, increasing
+    t = pa.table({"t": pa.array(ticks, pa.uint16() if ctype == "ushort" else pa.uint32()),
+                  "k": pa.array(rng.integers(0, 40, n), pa.uint32())})
+    got = {}
+    for mode in ("auto", "off"):
+        r = qs.run({"P": pa.RecordBatchReader.from_batches(t.schema, t.to_batches(max_chunksize=4096))},
+                   columnar=mode, clock="data", heartbeat_interval=0.5, time_unit={"P": unit})
+        out = pa.Table.from_batches(list(r))
+        src = r.stats["sources"][0]
+        assert src["columnar"] is (mode == "auto") and src["time_unit"] == unit
+        got[mode] = (out.sort_by([("tb", "ascending"), ("k", "ascending")]),
+                     r.stats["data_clock_usec"], r.stats["data_clock_first_usec"],
+                     r.stats["heartbeat_ticks"], src["time_unreadable"])
+    assert got["auto"][0].equals(got["off"][0]) and got["auto"][0].num_rows > 0
+    assert got["auto"][1:] == got["off"][1:]
+    per_unit = {"s": 1_000_000, "ms": 1_000, "ns": 0.001}[unit]
+    assert got["auto"][1] == int(int(ticks.max()) * per_unit)
+    assert got["auto"][2] == 0 and got["auto"][4] == 0
