@@ -436,8 +436,7 @@ class Run:
         self._thread.start()
         runner.join_runs([self._thread], [self._handle])
         self._finish()
-        done = finish_batches(got, self._strings)
-        return done if self._pairs else [b for _, b in done]
+        return finish_batches(got, self._strings, self._pairs)
 
     def cancel(self) -> None:
         """End the run as at end of input, from any thread: open groups are

@@ -21,15 +21,21 @@
 
 #define GSQ_CACHE_LINE 64u
 
+/* The bytes of a block of n elements of `size` (at least 1), or 0 when
+ * they overflow size_t. */
+static size_t table_bytes(size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size)
+        return 0;
+    return n * size != 0 ? n * size : 1;
+}
+
 void *gsq_table_reserve(size_t n, size_t size)
 {
-    size_t bytes;
+    size_t bytes = table_bytes(n, size);
     void *p = NULL;
-    if (size && n > SIZE_MAX / size)
-        return NULL;
-    bytes = n * size;
     if (!bytes)
-        bytes = 1;
+        return NULL;
     /* line-aligned at least: slots of a power-of-two size up to a line then
      * never straddle two lines (GSQ_AGG_SLOT_ALIGN) */
     if (posix_memalign(&p, bytes < GSQ_TABLE_HUGE_BYTES ? GSQ_CACHE_LINE : GSQ_TABLE_HUGE_BYTES,
@@ -46,7 +52,7 @@ void *gsq_table_alloc(size_t n, size_t size)
 {
     void *p = gsq_table_reserve(n, size);
     if (p)
-        memset(p, 0, n && size ? n * size : 1);
+        memset(p, 0, table_bytes(n, size));
     return p;
 }
 

@@ -107,6 +107,13 @@ static void run_batch(gsq_run *r, gsq_source *s)
  * clock after each row is kept (clock_usec): an LFTA reading the clock
  * sets it back row by row (gsq_cols_row_clock), as records would see it;
  * the clock is left as the whole chunk moved it. */
+/* Whether row i of the chunk has a timestamp the clock may read: kept, and
+ * its time value readable. */
+static inline int row_readable(const gsq_source *s, const gsq_chunk *ch, uint32_t i)
+{
+    return s->has_ts && !(ch->any_skipped && !ch->row_ok[i]) && !ch->ts_unreadable[i];
+}
+
 static void run_cols(gsq_run *r, gsq_source *s)
 {
     gsq_chunk *ch = &s->chunk;
@@ -116,26 +123,22 @@ static void run_cols(gsq_run *r, gsq_source *s)
         /* the clock alone: a running maximum, kept in locals (the stores
          * to clock_usec may alias the run) and taken with no branch */
         int seen = r->data_seen;
-        uint64_t usec = r->data_usec;
-        for (i = 0; i < ch->n && s->has_ts && !seen; i++)
-            if (!(ch->any_skipped && !ch->row_ok[i]) && !ch->ts_unreadable[i]) {
-                r->data_first_usec = ch->arrival_usec[i];
-                break;
-            }
+        uint64_t usec = r->data_usec, first = r->data_first_usec;
         for (i = 0; i < ch->n; i++) {
-            int readable = s->has_ts && !(ch->any_skipped && !ch->row_ok[i]) &&
-                           !ch->ts_unreadable[i];
+            int readable = row_readable(s, ch, i);
             uint64_t a = readable ? ch->arrival_usec[i] : 0;
             int take = readable & (!seen | (a > usec));
+            first = (readable & !seen) ? a : first;
             usec = take ? a : usec;
             seen |= readable;
             ch->clock_usec[i] = seen ? usec : UINT64_MAX;
         }
         r->data_seen = seen;
         r->data_usec = usec;
+        r->data_first_usec = first;
     }
     for (i = 0; i < ch->n && s->tg; i++) {
-        int readable = s->has_ts && !(ch->any_skipped && !ch->row_ok[i]) && !ch->ts_unreadable[i];
+        int readable = row_readable(s, ch, i);
         if (readable && data_clock && (!r->data_seen || ch->arrival_usec[i] > r->data_usec)) {
             if (!r->data_seen)
                 r->data_first_usec = ch->arrival_usec[i];

@@ -89,6 +89,13 @@ int gsq_source_time_setup(gsq_run *r, gsq_source *s)
     return 0;
 }
 
+/* u units of unit_ns nanoseconds (a power of 1000 from 1 to 10^9) in
+ * microseconds; the caller rules out overflow. */
+static inline uint64_t units_to_usec(uint64_t u, uint64_t unit_ns)
+{
+    return unit_ns >= 1000 ? u * (unit_ns / 1000) : u / (1000 / unit_ns);
+}
+
 /* v (of type `type`) in units of unit_ns nanoseconds as microseconds: 0,
  * or -1 when it is unreadable (above). */
 static int to_usec(int type, const gsq_csv_value *v, uint64_t unit_ns, uint64_t *out)
@@ -117,31 +124,20 @@ static int to_usec(int type, const gsq_csv_value *v, uint64_t unit_ns, uint64_t 
     default:
         return -1;
     }
-    if (unit_ns >= 1000) {
-        uint64_t m = unit_ns / 1000;
-        if (u > UINT64_MAX / m)
-            return -1;
-        *out = u * m;
-    } else {
-        *out = u / (1000 / unit_ns);
-    }
+    if (unit_ns >= 1000 && u > UINT64_MAX / (unit_ns / 1000))
+        return -1;
+    *out = units_to_usec(u, unit_ns);
     return 0;
 }
 
 /* The loop of gsq_source_stamp_uints for values of type T: below 2^32
- * units, to_usec cannot overflow (at most 10^6 microseconds a unit). */
+ * units, units_to_usec cannot overflow (at most 10^6 microseconds a unit);
+ * the compiler takes its test of the unit out of the loop. */
 #define STAMP_UINTS(T)                                                          \
     do {                                                                        \
         const T *v_ = (const T *)vals;                                          \
-        if (unit_ns >= 1000u) {                                                 \
-            const uint64_t m_ = unit_ns / 1000u;                                \
-            for (j = 0; j < n; j++)                                             \
-                app[j] = arrival[j] = (uint64_t)v_[j] * m_;                     \
-        } else {                                                                \
-            const uint64_t d_ = 1000u / unit_ns;                                \
-            for (j = 0; j < n; j++)                                             \
-                app[j] = arrival[j] = (uint64_t)v_[j] / d_;                     \
-        }                                                                       \
+        for (j = 0; j < n; j++)                                                 \
+            app[j] = arrival[j] = units_to_usec(v_[j], unit_ns);                \
     } while (0)
 
 void gsq_source_stamp_uints(gsq_source *s, const void *vals, uint32_t width, uint32_t n,

@@ -39,15 +39,16 @@ def needs_finish(schema, strings: str) -> bool:
     return strings == "str" and any(pa.types.is_binary(f.type) for f in schema)
 
 
-def finish_batches(pairs, strings: str) -> list:
+def finish_batches(pairs, strings: str, with_streams: bool) -> list:
     """finish_batch over (stream, batch) pairs, a stream's schema looked at
-    once."""
+    once: the pairs, or with_streams False the batches alone."""
     needs: dict = {}
     out = []
     for stream, b in pairs:
         if stream not in needs:
             needs[stream] = needs_finish(b.schema, strings)
-        out.append((stream, finish_batch(b, strings) if needs[stream] else b))
+        b = finish_batch(b, strings) if needs[stream] else b
+        out.append((stream, b) if with_streams else b)
     return out
 
 

@@ -570,8 +570,7 @@ class SplitRun:
         self._finish()
         got = [(s, b) for k in range(self.split.used) for streams in self._lfta.values()
                for s, _ in streams if s in self.outputs for b in self._collected[(s, k)]]
-        done = finish_batches(got, self._strings)
-        return done if self._pairs else [b for _, b in done]
+        return finish_batches(got, self._strings, self._pairs)
 
     def cancel(self) -> None:
         """End the run as at end of input (see api.Run.cancel)."""
