@@ -207,7 +207,8 @@ class _Stage:
     sort_cols: Optional[list]       # per stream: order its rows on this column in
                                     # the task (pyarrow's sort; partials are small)
     strings: str = "str"
-    parquet_columns: Optional[list[str]] = None  # the partition lists Parquet row groups
+    parquet_columns: Optional[list[str]] = None  # the partition lists Parquet units:
+    parquet_units: Optional[list] = None         # (path, row groups) by the ids it holds
     on_malformed: str = "count"     # 'count': gathered in `malformed`; 'fail'
     malformed: Optional[MalformedRows] = None
 
@@ -245,7 +246,8 @@ class _Stage:
             yield first
             yield from it
         if self.parquet_columns is not None:
-            return {self.iface: _parquet_reader(chain(), self.parquet_columns)}, {}
+            units = [self.parquet_units[i] for b in chain() for i in b.column(0).to_pylist()]
+            return {self.iface: _parquet_reader(units, self.parquet_columns)}, {}
         if self.iface is not None:
             return {self.iface: pa.RecordBatchReader.from_batches(first.schema, chain())}, {}
         if self.tag_col is None and self.sort_cols is None:
@@ -376,18 +378,17 @@ def _parquet_tasks(paths: list[str], target: int) -> list[tuple[str, str]]:
     return tasks
 
 
-def _parquet_reader(descriptors, columns: list[str]):
-    """One RecordBatchReader over the row groups a partition lists."""
+def _parquet_reader(units: list[tuple[str, str]], columns: list[str]):
+    """One RecordBatchReader over the (path, row groups) units of a partition."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-    rows = [r for b in descriptors for r in b.to_pylist()]
 
     def batches():
-        for r in rows:
-            f = pq.ParquetFile(r["path"])
+        for path, row_groups in units:
+            f = pq.ParquetFile(path)
             yield from f.iter_batches(batch_size=65536, columns=columns,
-                                      row_groups=[int(x) for x in r["row_groups"].split(",")])
-    schema = pq.read_schema(rows[0]["path"]).empty_table().select(columns).schema
+                                      row_groups=[int(x) for x in row_groups.split(",")])
+    schema = pq.read_schema(units[0][0]).empty_table().select(columns).schema
     return pa.RecordBatchReader.from_batches(schema, batches())
 
 
@@ -610,11 +611,16 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                         output=lib_name, out_schema=out_schema, sort_cols=None)
             files = parquet_scan(df) if direct_files else None
             if files is not None:
-                tasks = _parquet_tasks(files, 2 * spark.sparkContext.defaultParallelism)
-                units = spark.sparkContext.parallelize(tasks, max(1, len(tasks))) \
-                             .toDF("path string, row_groups string")
-                frames[n.name] = units.mapInArrow(stage(**lfta, parquet_columns=list(df.columns)),
-                                                  out_schema_spark)
+                # One unit per core: each task of a stage costs Spark ~40 ms
+                # (a Python worker's hand-over) whatever its work, so a
+                # second wave of tasks costs more than it balances.  The
+                # units travel with the stage; a partition holds their ids
+                # (spark.range: made in the JVM, nothing pickled per row).
+                tasks = _parquet_tasks(files, spark.sparkContext.defaultParallelism)
+                units = spark.range(len(tasks), numPartitions=max(1, len(tasks)))
+                frames[n.name] = units.mapInArrow(
+                    stage(**lfta, parquet_columns=list(df.columns), parquet_units=tasks),
+                    out_schema_spark)
             elif df.isStreaming:
                 # per micro-batch; the LFTA's heartbeats (one at the end of
                 # each micro-batch at least) come along as flagged rows and
