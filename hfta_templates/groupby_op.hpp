@@ -308,14 +308,53 @@ public:
         (void)input;
         if constexpr (std::is_trivially_copyable_v<key_type>) {
             key_type k{};
-            if (!functor_.extract(tup, len, k))
-                return;
-            const epoch_type e = functor_.epoch_of(k);
-            for (size_t i = n_open_; i-- > 0;)
-                if (functor_.epoch_compare(open_[i].epoch, e) == 0) {
-                    open_[i].groups.prefetch(k);
-                    return;
+            if (functor_.extract(tup, len, k))
+                prefetch_slot(k, key_hash(k));
+        }
+    }
+
+    // n data tuples on `input`, `stride` bytes apart: what n accept() calls
+    // of GSQ_DATA do, each tuple's key extracted and hashed once and its slot
+    // prefetched run_lookahead tuples ahead (prefetch() before each accept()
+    // extracted and hashed every key twice, a call apart).  Keys that do not
+    // copy trivially (strings) go through accept() one by one.
+    void accept_run(gsq_node *node, int input, const uint8_t *first, size_t stride, uint32_t len,
+                    uint32_t n)
+    {
+        if constexpr (!std::is_trivially_copyable_v<key_type>) {
+            for (uint32_t j = 0; j < n && !gsq_node_failed(node); ++j)
+                accept(node, input, GSQ_DATA, first + size_t{j} * stride, len);
+        } else {
+            eofs_.check(input, GSQ_DATA);
+            constexpr uint32_t A = run_lookahead;
+            key_type keys[A];
+            uint64_t hashes[A];
+            bool have[A];
+            const auto look_ahead = [&](uint32_t j) {
+                const uint32_t a = j % A;
+                have[a] = functor_.extract(first + size_t{j} * stride, len, keys[a]);
+                if (have[a]) {
+                    hashes[a] = key_hash(keys[a]);
+                    prefetch_slot(keys[a], hashes[a]);
                 }
+            };
+            for (uint32_t j = 0; j < A && j < n; ++j)
+                look_ahead(j);
+            for (uint32_t j = 0; j < n; ++j) {
+                const uint32_t a = j % A;
+                const bool have_key = have[a];
+                const uint64_t h = hashes[a];
+                if (have_key)
+                    key_ = keys[a];
+                if (j + A < n)
+                    look_ahead(j + A);
+                if constexpr (Policy == flush_policy::slow)
+                    flush_step(node);
+                if (have_key)
+                    on_key(node, first + size_t{j} * stride, len, h);
+                if (a == A - 1 && gsq_node_failed(node))
+                    return; // as the runtime stops delivering to a failed node
+            }
         }
     }
 
@@ -351,6 +390,24 @@ private:
         a.groups.swap(b.groups);
     }
 
+    // Tuples a run looks ahead of the one it accepts (accept_run).
+    static constexpr uint32_t run_lookahead = 16;
+
+    // The hash every epoch's table files key k under (one hash for all of
+    // them, whatever their sizes).
+    uint64_t key_hash(const key_type &k) const { return flushing_.hash_of(k); }
+
+    // Start loading the slot of key k (hash h) in its open epoch's table.
+    void prefetch_slot(const key_type &k, uint64_t h) const
+    {
+        const epoch_type e = functor_.epoch_of(k);
+        for (size_t i = n_open_; i-- > 0;)
+            if (functor_.epoch_compare(open_[i].epoch, e) == 0) {
+                open_[i].groups.prefetch_hash(h);
+                return;
+            }
+    }
+
     void on_data(gsq_node *node, const void *tup, uint32_t len)
     {
         if constexpr (Policy == flush_policy::slow)
@@ -358,6 +415,12 @@ private:
 
         if (!functor_.extract(tup, len, key_))
             return;
+        on_key(node, tup, len, key_hash(key_));
+    }
+
+    // A data tuple whose key is in key_, h its hash.
+    void on_key(gsq_node *node, const void *tup, uint32_t len, uint64_t h)
+    {
         if constexpr (joint_punctuation) {
             if (functor_.joint_covers(key_)) { // its group may be out already
                 ++stats_.late_dropped;
@@ -373,7 +436,7 @@ private:
             return;
         }
 
-        auto [state, inserted] = groups->find_or_insert(key_);
+        auto [state, inserted] = groups->find_or_insert(key_, h);
         if (inserted) {
             functor_.init(state, tup, len);
             ++stats_.groups_created;

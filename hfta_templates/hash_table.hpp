@@ -151,8 +151,22 @@ public:
     // Returns the value of `key`, inserting a default-constructed one first if
     // absent; `.second` is true when it was inserted.  The reference stays
     // valid until the next insert or erase.
-    std::pair<Value &, bool> find_or_insert(const Key &key) { return insert_impl(key); }
-    std::pair<Value &, bool> find_or_insert(Key &&key) { return insert_impl(std::move(key)); }
+    std::pair<Value &, bool> find_or_insert(const Key &key) { return insert_impl(key, hash_of(key)); }
+    std::pair<Value &, bool> find_or_insert(Key &&key)
+    {
+        const uint64_t h = hash_of(key);
+        return insert_impl(std::move(key), h);
+    }
+    // The same, h being hash_of(key) (computed ahead, e.g. for a prefetch).
+    std::pair<Value &, bool> find_or_insert(const Key &key, uint64_t h) { return insert_impl(key, h); }
+
+    // The hash the map files `key` under (never 0: 0 marks an empty slot);
+    // the same in every map of this type, whatever its size.
+    uint64_t hash_of(const Key &key) const
+    {
+        const uint64_t h = mix64(static_cast<uint64_t>(hash_(key)));
+        return h ? h : 1;
+    }
 
     Value *find(const Key &key)
     {
@@ -166,11 +180,13 @@ public:
     // Start loading the slot where key's probe starts (reads nothing): a hint
     // given some keys ahead, so that a table larger than the cache costs
     // overlapping misses rather than one stall per key.
-    void prefetch(const Key &key) const noexcept
+    void prefetch(const Key &key) const noexcept { prefetch_hash(hash_of(key)); }
+    // The same for the key whose hash_of is h.
+    void prefetch_hash(uint64_t h) const noexcept
     {
         if (slots_.empty())
             return;
-        const slot *s = &slots_[hash_of(key) & mask()];
+        const slot *s = &slots_[h & mask()];
         __builtin_prefetch(s);
         // GCC counts a prefetch as no effect and would drop a caller that
         // only prefetches as pure; this keeps it.
@@ -354,11 +370,6 @@ public:
 private:
     static bool over_max_load(size_t n, size_t cap) noexcept { return n * 10 > cap * 7; }
 
-    uint64_t hash_of(const Key &key) const
-    {
-        const uint64_t h = mix64(static_cast<uint64_t>(hash_(key)));
-        return h ? h : 1;
-    }
     size_t mask() const noexcept { return slots_.size() - 1; }
 
     // The slot holding `key`, or the empty slot where it would go.  Needs a
@@ -373,9 +384,8 @@ private:
     }
 
     template <class K>
-    std::pair<Value &, bool> insert_impl(K &&key)
+    std::pair<Value &, bool> insert_impl(K &&key, uint64_t h)
     {
-        const uint64_t h = hash_of(key);
         if (slots_.empty())
             rehash(min_capacity);
         size_t i = probe(key, h);

@@ -197,6 +197,20 @@ struct c_glue {
         } catch (...) { // a hint: nothing to report
         }
     }
+
+    // An exception ends the run: the tuples after it are not accepted, as
+    // the runtime stops delivering once the node failed.
+    static void accept_run(void *op, gsq_node *node, int input, const uint8_t *first, size_t stride,
+                           uint32_t len, uint32_t n) noexcept
+    {
+        try {
+            static_cast<Op *>(op)->accept_run(node, input, first, stride, len, n);
+        } catch (const std::exception &e) {
+            report(node, e.what());
+        } catch (...) {
+            report(node, "unknown exception in an HFTA operator");
+        }
+    }
 };
 
 template <class Op, class = void>
@@ -204,6 +218,24 @@ struct has_prefetch : std::false_type {};
 template <class Op>
 struct has_prefetch<Op, std::void_t<decltype(std::declval<Op &>().prefetch(0, nullptr, 0u))>>
     : std::true_type {};
+
+template <class Op, class = void>
+struct has_accept_run : std::false_type {};
+template <class Op>
+struct has_accept_run<Op, std::void_t<decltype(std::declval<Op &>().accept_run(
+                              std::declval<gsq_node *>(), 0, std::declval<const uint8_t *>(), size_t{},
+                              uint32_t{}, uint32_t{}))>> : std::true_type {};
+
+// c_glue<Op>::accept_run when Op takes runs of data tuples, else nullptr.
+template <class Op>
+constexpr auto accept_run_of() noexcept
+    -> void (*)(void *, gsq_node *, int, const uint8_t *, size_t, uint32_t, uint32_t)
+{
+    if constexpr (has_accept_run<Op>::value)
+        return &c_glue<Op>::accept_run;
+    else
+        return nullptr;
+}
 
 // c_glue<Op>::prefetch when Op gives prefetch hints, else nullptr.
 template <class Op>
@@ -233,7 +265,8 @@ constexpr gsq_hfta_def hfta_def_of(const char *name, const int (&in_streams)[N],
                         &detail::c_glue<Op>::accept,
                         &detail::c_glue<Op>::destroy,
                         detail::prefetch_of<Op>(),
-                        nullptr};
+                        nullptr,
+                        detail::accept_run_of<Op>()};
 }
 
 } // namespace gsq

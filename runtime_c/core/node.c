@@ -428,6 +428,10 @@ void gsq_dispatch_run(gsq_run *r, int stream, const uint8_t *first, size_t strid
         gsq_node *h = st->subs[0].hfta;
         int in = st->subs[0].input;
         void (*pf)(void *, int, const void *, uint32_t) = h->hfta->prefetch;
+        if (h->hfta->accept_run) {
+            h->hfta->accept_run(h->state, h, in, first, stride, len, n);
+            return;
+        }
         for (j = 0; pf && j < GSQ_HFTA_PREFETCH && j < n; j++)
             pf(h->state, in, first + (size_t)j * stride, len);
         for (j = 0; j < n && !r->failed; j++) {

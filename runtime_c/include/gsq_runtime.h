@@ -334,6 +334,13 @@ typedef struct gsq_hfta_def {
      * to know its query (gsq_node_params), e.g. the gsq_merge_spec of the
      * runtime's merges (gsq_merge.h); generated operators have it built in. */
     const void *params;
+    /* May be NULL: a run of n data tuples on `input`, each `len` bytes and
+     * `stride` bytes after the previous one -- what n accept() calls of
+     * GSQ_DATA would do, in one call (an aggregation extracts and hashes
+     * each key once and prefetches its slot some tuples ahead).  Given, it
+     * replaces both accept() and prefetch() for such runs. */
+    void (*accept_run)(void *op, gsq_node *node, int input, const uint8_t *first,
+                       size_t stride, uint32_t len, uint32_t n);
 } gsq_hfta_def;
 
 typedef struct gsq_queryset_def {

@@ -3353,6 +3353,76 @@ static void test_groupby_prefetch_hint()
 }
 #endif
 
+// pod_flows_functor that filters out one source in five (extract: false).
+struct pod_sampled_functor : pod_flows_functor {
+    using pod_flows_functor::pod_flows_functor;
+    bool extract(const void *tup, uint32_t len, key_type &key) const
+    {
+        return pod_flows_functor::extract(tup, len, key) && key.src % 5 != 0;
+    }
+};
+
+// gsq_hfta_def.accept_run: runs of data tuples give what accept() gives for
+// each tuple -- output, counters, peaks -- for runs of every length around
+// the look-ahead, with tuples filtered out, late ones dropped and epochs
+// opening and closing (the slow flush stepping) inside a run; a key that
+// does not copy trivially (a string) goes through accept() one by one.
+#if IN_PART(1)
+template <class Op>
+static void check_accept_run(const char *what)
+{
+    constexpr static int inputs[] = {0};
+    const gsq_hfta_def def = gsq::hfta_def_of<Op>("run", inputs, 1);
+    CHECK(def.accept_run != nullptr);
+    std::vector<unsigned char> flat;
+    uint32_t len = 0, n = 0, x = 777;
+    for (uint32_t i = 0; i < 6000; ++i, ++n) {
+        x = x * 1103515245u + 12345u;
+        // every 37th tuple two minutes behind: of a closed epoch, late
+        const uint32_t time = 600 + i / 20 - (i % 37 == 0 ? 120 : 0);
+        const auto t = pkt(time, (x >> 8) % 3000, "ab", 1);
+        len = static_cast<uint32_t>(t.size());
+        flat.insert(flat.end(), t.begin(), t.end());
+    }
+    gsq_node single, runs;
+    void *a = def.create(&single);
+    void *b = def.create(&runs);
+    for (uint32_t i = 0; i < n; ++i)
+        def.accept(a, &single, 0, GSQ_DATA, flat.data() + size_t{i} * len, len);
+    const uint32_t lengths[] = {1, 3, 15, 16, 17, 33, 250};
+    for (uint32_t i = 0, k = 0; i < n; ++k) {
+        const uint32_t m = std::min(lengths[k % 7], n - i);
+        def.accept_run(b, &runs, 0, flat.data() + size_t{i} * len, len, len, m);
+        i += m;
+    }
+    def.accept(a, &single, 0, GSQ_EOF, nullptr, 0);
+    def.accept(b, &runs, 0, GSQ_EOF, nullptr, 0);
+    CHECK(single.out.size() > 1000);
+    CHECK(single.counters[GSQ_CNT_LATE_DROPPED] > 100);
+    CHECK_EQ(single.out.size(), runs.out.size());
+    bool same = true;
+    for (size_t i = 0; i < single.out.size() && i < runs.out.size(); ++i)
+        same = same && single.out[i].kind == runs.out[i].kind && single.out[i].fixed == runs.out[i].fixed;
+    if (!same)
+        std::fprintf(stderr, "accept_run differs from accept (%s)\n", what);
+    CHECK(same);
+    CHECK(std::memcmp(single.counters, runs.counters, sizeof single.counters) == 0);
+    CHECK(std::memcmp(single.peaks, runs.peaks, sizeof single.peaks) == 0);
+    def.destroy(a);
+    def.destroy(b);
+}
+
+static void test_groupby_accept_run()
+{
+    check_accept_run<gsq::groupby_op<pod_flows_functor>>("pod key");
+    check_accept_run<gsq::groupby_op<pod_sampled_functor>>("pod key, filtered");
+    check_accept_run<gsq::groupby_op<pod_flows_functor, gsq::flush_policy::immediate>>("immediate flush");
+    check_accept_run<flows_op>("string key");
+    constexpr static int inputs3[] = {0, 1, 2};
+    CHECK(gsq::hfta_def_of<gsq::merge_op<pkt_merge_functor<3>>>("m3", inputs3, 4).accept_run == nullptr);
+}
+#endif
+
 int main()
 {
 #if IN_PART(1)
@@ -3378,6 +3448,7 @@ int main()
     test_groupby_immediate_policy();
     test_groupby_c_glue();
     test_groupby_prefetch_hint();
+    test_groupby_accept_run();
     test_sat_arith();
 #endif
 #if IN_PART(2)

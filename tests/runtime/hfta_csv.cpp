@@ -77,4 +77,5 @@ extern "C" const gsq_hfta_def hfta_csv_regex = {
     "csv_regex", 1, inputs, ST_CSV_REGEX, create, accept, destroy,
     nullptr, // no prefetch hints
     nullptr, // no params
+    nullptr, // no runs of data tuples: accept() each
 };

@@ -123,10 +123,12 @@ extern "C" const gsq_hfta_def hfta_hb_merge = {
     "hb_merge", 2, merge_inputs, ST_HB_OUT, merge_create, merge_accept, merge_destroy,
     nullptr, // no prefetch hints
     nullptr, // no params
+    nullptr, // no runs of data tuples: accept() each
 };
 
 extern "C" const gsq_hfta_def hfta_hb_stats = {
     "hb_stats", 1, stats_inputs, ST_HB_SUMMARY, stats_create, stats_accept, stats_destroy,
     nullptr, // no prefetch hints
     nullptr, // no params
+    nullptr, // no runs of data tuples: accept() each
 };

@@ -269,7 +269,7 @@ def merge_def(var: str, col: Column, struct_t: str, ordered: bool, slack: float,
             f" (uint32_t)sizeof({struct_t}), {merge_slack(col.type, slack)}}};\n"
             f"{storage}const gsq_hfta_def {var} = {{\n"
             f"    {head},\n"
-            f"    GSQ_MERGE_FNS({tag}, {direction}, {order}), NULL, &{var}_spec}};\n")
+            f"    GSQ_MERGE_FNS({tag}, {direction}, {order}), NULL, &{var}_spec, NULL}};\n")
 
 
 def output_assignments(em: CEmitter, out: StreamDef, select: list[tuple[str, ast.Expr]],
