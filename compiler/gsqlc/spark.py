@@ -164,6 +164,84 @@ def _to_spark_arrow(batch, target):
     return pa.RecordBatch.from_arrays(cols, schema=target)
 
 
+# Partials an LFTA task sends an aggregation, packed: the task's output rows
+# hashed on the aggregation's key columns into buckets, each bucket's rows one
+# Arrow IPC stream in a binary cell, so the shuffle moves a row per bucket and
+# the HFTA task unpacks Arrow columns -- not hundreds of thousands of rows
+# converted to Spark's rows and back (0.30-0.38 s against 0.20-0.24 s for two
+# tasks' 350,000 partials, measured on Spark local[2]).
+PACKED_SCHEMA = "bucket int, partials binary"
+PACK_ROWS = 1 << 20   # rows a task packs at once (its memory while packing)
+
+
+def packable_type(t) -> bool:
+    """Whether a key column of this Arrow type is hashed by _pack_partials."""
+    import pyarrow as pa
+    return pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_floating(t)
+
+
+def _buckets(table, cols: list[str], buckets: int):
+    """Each row's bucket (int32), a hash of its values in `cols` (integer,
+    boolean or floating columns; a null hashes as 0): rows equal on `cols`
+    share a bucket, in every task."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    h = np.zeros(table.num_rows, dtype=np.uint64)
+    for c in cols:
+        col = table.column(c)
+        if pa.types.is_floating(col.type):
+            v = pc.fill_null(col.cast(pa.float64()), 0.0).to_numpy().view(np.uint64)
+        else:
+            v = pc.fill_null(col.cast(pa.int64()), 0).to_numpy().view(np.uint64)
+        h = (h ^ v) * np.uint64(0x9E3779B97F4A7C15)
+        h ^= h >> np.uint64(29)
+    return (h % np.uint64(buckets)).astype(np.int32)
+
+
+def _pack_partials(batches, schema, cols: list[str], buckets: int):
+    """(bucket, Arrow IPC stream of its rows) record batches of the rows of
+    `batches`, PACK_ROWS at a time."""
+    import numpy as np
+    import pyarrow as pa
+    pending: list = []
+    n = 0
+
+    def packed():
+        table = pa.Table.from_batches(pending, schema=schema)
+        b = _buckets(table, cols, buckets)
+        order = np.argsort(b, kind="stable")
+        table, b = table.take(pa.array(order)), b[order]
+        starts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
+        ends = np.r_[starts[1:], len(b)]
+        ids, blobs = [], []
+        for s, e in zip(starts, ends):
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, schema) as w:
+                w.write_table(table.slice(int(s), int(e - s)))
+            ids.append(int(b[s]))
+            blobs.append(sink.getvalue().to_pybytes())
+        return pa.RecordBatch.from_arrays([pa.array(ids, pa.int32()), pa.array(blobs, pa.binary())],
+                                          names=["bucket", "partials"])
+    for batch in batches:
+        if batch.num_rows:
+            pending.append(batch)
+            n += batch.num_rows
+        if n >= PACK_ROWS:
+            yield packed()
+            pending, n = [], 0
+    if n:
+        yield packed()
+
+
+def _unpack_partials(batches):
+    """The rows packed in (bucket, partials) record batches, one table."""
+    import pyarrow as pa
+    tables = [pa.ipc.open_stream(blob).read_all()
+              for b in batches for blob in b.column(1).to_pylist()]
+    return pa.concat_tables(tables)
+
+
 # ------------------------------------------------------------ executor side
 
 
@@ -209,6 +287,9 @@ class _Stage:
     strings: str = "str"
     parquet_columns: Optional[list[str]] = None  # the partition lists Parquet units:
     parquet_units: Optional[list] = None         # (path, row groups) by the ids it holds
+    pack_cols: Optional[list[str]] = None   # LFTA stage: output packed by these key columns
+    pack_buckets: int = 0                   # ... into this many buckets (_pack_partials)
+    packed_input: bool = False              # HFTA stage: the partition holds packed partials
     on_malformed: str = "count"     # 'count': gathered in `malformed`; 'fail'
     malformed: Optional[MalformedRows] = None
 
@@ -224,8 +305,12 @@ class _Stage:
         run = Run(path, [], readers, [], [self.output], self.options, self.params,
                   65536, self.strings, False, streams=streams)
         try:
-            for batch in run:
-                yield _to_spark_arrow(batch, self.out_schema)
+            if self.pack_cols:
+                yield from _pack_partials((_to_spark_arrow(b, self.out_schema) for b in run),
+                                          self.out_schema, self.pack_cols, self.pack_buckets)
+            else:
+                for batch in run:
+                    yield _to_spark_arrow(batch, self.out_schema)
         except RunError as e:
             raise RuntimeError(f"gsqlc: query stream {self.output}: {e}") from None
         rejected = sum(x.get("rows_rejected", 0)
@@ -245,6 +330,8 @@ class _Stage:
         def chain():
             yield first
             yield from it
+        if self.packed_input:
+            return {}, self._streams(_unpack_partials(chain()))
         if self.parquet_columns is not None:
             units = [self.parquet_units[i] for b in chain() for i in b.column(0).to_pylist()]
             return {self.iface: _parquet_reader(units, self.parquet_columns)}, {}
@@ -256,12 +343,14 @@ class _Stage:
         return {}, self._split(first, it)
 
     def _split(self, first, it):
+        import pyarrow as pa
+        return self._streams(pa.Table.from_batches([first, *it]))
+
+    def _streams(self, table):
         """The partition's rows as one Arrow stream per input stream (rows of
         a tagged union go to the stream their tag names), each ordered on
         its sort column when given."""
-        import pyarrow as pa
         import pyarrow.compute as pc
-        table = pa.Table.from_batches([first, *it])
         out = {}
         for i, (s, cols) in enumerate(zip(self.streams, self.stream_cols)):
             t = table
@@ -484,7 +573,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
               out_of_order: Optional[Mapping[str, float]] = None,
               latency: Optional[Mapping[str, float]] = None,
               skew: Optional[Mapping[tuple[str, str], tuple[float, float]]] = None,
-              heartbeat_timeout: Optional[float] = None):
+              heartbeat_timeout: Optional[float] = None, pack_partials: bool = True):
     """Run GSQL queries over Spark DataFrames; returns the DataFrame of
     `output` (default: the only output query).  sources: {interface:
     DataFrame, or a list of DataFrames for an interface set}.  Columns are
@@ -503,7 +592,10 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
     compiled's), out_of_order, latency, skew, heartbeat_timeout: declared
     time bounds, as in CompiledQuerySet.run; over streaming DataFrames an
     interface's out_of_order lengthens its own watermark delay (module
-    docstring)."""
+    docstring).  pack_partials: the partials an LFTA task sends an
+    aggregation over integer, boolean or floating keys travel through the
+    shuffle packed, as Arrow IPC streams of a bucket of keys each (False:
+    as Spark rows, one per partial)."""
     from pyspark.sql import functions as F
 
     from . import api
@@ -571,6 +663,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
 
     malformed = MalformedRows(spark.sparkContext)
     frames: dict[str, Any] = {}   # stream name -> DataFrame
+    packers: dict[str, Any] = {}  # LFTA stream -> its frame with packed output (_packer)
     with_hb: set[str] = set()     # streams whose frame carries heartbeat rows
 
     def stage(opts=None, **kw) -> _Stage:
@@ -618,9 +711,9 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                 # (spark.range: made in the JVM, nothing pickled per row).
                 tasks = _parquet_tasks(files, spark.sparkContext.defaultParallelism)
                 units = spark.range(len(tasks), numPartitions=max(1, len(tasks)))
-                frames[n.name] = units.mapInArrow(
-                    stage(**lfta, parquet_columns=list(df.columns), parquet_units=tasks),
-                    out_schema_spark)
+                lfta.update(parquet_columns=list(df.columns), parquet_units=tasks)
+                frames[n.name] = units.mapInArrow(stage(**lfta), out_schema_spark)
+                packers[n.name] = _packer(units, stage, lfta, out_schema)
             elif df.isStreaming:
                 # per micro-batch; the LFTA's heartbeats (one at the end of
                 # each micro-batch at least) come along as flagged rows and
@@ -635,6 +728,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                 with_hb.add(n.name)
             else:
                 frames[n.name] = df.mapInArrow(stage(**lfta), out_schema_spark)
+                packers[n.name] = _packer(df, stage, lfta, out_schema)
             continue
         streaming = any(frames[s].isStreaming for s in n.inputs)
         if isinstance(n, HftaAggregate) and streaming and n.inputs[0] in with_hb:
@@ -671,12 +765,20 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                     f"query {n.query.name}: over a streaming DataFrame the aggregation must read "
                     "the partials of an LFTA (a query over a PROTOCOL); aggregating another "
                     "query's output is not supported yet in streaming mode")
-            d = shuffle(d, cols)
+            packer = packers.get(n.inputs[0]) if pack_partials else None
+            in_schema = _arrow_schema_of(frames[n.inputs[0]].schema)
+            packed = packer is not None and bool(cols) and all(
+                packable_type(in_schema.field(c).type) for c in cols)
+            if packed:
+                buckets = partitions or int(spark.conf.get("spark.sql.shuffle.partitions"))
+                d = shuffle(packer(cols, buckets), ["bucket"])
+            else:
+                d = shuffle(d, cols)
             frames[n.name] = d.mapInArrow(
                 stage(iface=None, streams=[n.inputs[0]], tag_col=None,
                       stream_cols=[[c.name for c in n.input_defs[0].columns]],
                       output=n.name, out_schema=out_schema,
-                      sort_cols=[tcol] if tcol else None), out_schema_spark)
+                      sort_cols=[tcol] if tcol else None, packed_input=packed), out_schema_spark)
             continue
         if isinstance(n, HftaJoin):
             if streaming:
@@ -689,6 +791,16 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
     out = data_rows(output)
     out.gsqlc = malformed
     return out
+
+
+def _packer(source, stage, lfta: dict, out_schema):
+    """For an LFTA run by mapInArrow over `source`: a function of (key
+    columns, buckets) giving the same LFTA's frame with its output packed
+    for the shuffle into an aggregation (_pack_partials)."""
+    def packed(cols: list[str], buckets: int):
+        return source.mapInArrow(stage(**lfta, pack_cols=cols, pack_buckets=buckets),
+                                 PACKED_SCHEMA)
+    return packed
 
 
 def _with_epoch(d, col: str, disorder: int = 1):
