@@ -149,7 +149,8 @@ def test_packed_partials_round_trip_and_keep_equal_keys_in_one_bucket(monkeypatc
     rng = np.random.default_rng(7)
     n = 4321
     keys = {"k": pa.array(rng.integers(-50, 50, n), pa.int64()),
-            "f": pa.array(rng.integers(0, 4, n) / 2.0, pa.float64()),
+            "f": pa.array((rng.integers(0, 4, n) - 1) / 2.0 * rng.choice([1.0, -1.0], n),
+                          pa.float64()),   # 0.0 and -0.0 among them: equal, one bucket
             "b": pa.array(rng.integers(0, 2, n) == 1, pa.bool_()),
             "z": pa.array([None if i % 11 == 0 else int(i % 3) for i in range(n)], pa.int32())}
     t = pa.table({**keys, "v": pa.array(np.arange(n), pa.int64())})
@@ -165,6 +166,8 @@ def test_packed_partials_round_trip_and_keep_equal_keys_in_one_bucket(monkeypatc
                 assert bucket_of.setdefault(tuple(r.values()), bucket) == bucket
     assert len(bucket_of) > 100 and len(set(bucket_of.values())) == 5
     back = gs._unpack_partials(packed)
+    assert {0.0, -0.0} <= set(t.column("f").to_pylist())
+    assert any(str(x) == "-0.0" for x in t.column("f").to_pylist())
     assert sorted(back.column("v").to_pylist()) == list(range(n))
     assert back.sort_by("v").equals(t)
 

@@ -182,8 +182,8 @@ def packable_type(t) -> bool:
 
 def _buckets(table, cols: list[str], buckets: int):
     """Each row's bucket (int32), a hash of its values in `cols` (integer,
-    boolean or floating columns; a null hashes as 0): rows equal on `cols`
-    share a bucket, in every task."""
+    boolean or floating columns; a null hashes as 0, -0.0 as 0.0): rows
+    equal on `cols` share a bucket, in every task."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -191,7 +191,8 @@ def _buckets(table, cols: list[str], buckets: int):
     for c in cols:
         col = table.column(c)
         if pa.types.is_floating(col.type):
-            v = pc.fill_null(col.cast(pa.float64()), 0.0).to_numpy().view(np.uint64)
+            # + 0.0: -0.0 becomes 0.0, which it equals (one group, one bucket)
+            v = pc.add(pc.fill_null(col.cast(pa.float64()), 0.0), 0.0).to_numpy().view(np.uint64)
         else:
             v = pc.fill_null(col.cast(pa.int64()), 0).to_numpy().view(np.uint64)
         h = (h ^ v) * np.uint64(0x9E3779B97F4A7C15)
@@ -713,7 +714,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                 units = spark.range(len(tasks), numPartitions=max(1, len(tasks)))
                 lfta.update(parquet_columns=list(df.columns), parquet_units=tasks)
                 frames[n.name] = units.mapInArrow(stage(**lfta), out_schema_spark)
-                packers[n.name] = _packer(units, stage, lfta, out_schema)
+                packers[n.name] = _packer(units, stage, lfta)
             elif df.isStreaming:
                 # per micro-batch; the LFTA's heartbeats (one at the end of
                 # each micro-batch at least) come along as flagged rows and
@@ -728,7 +729,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                 with_hb.add(n.name)
             else:
                 frames[n.name] = df.mapInArrow(stage(**lfta), out_schema_spark)
-                packers[n.name] = _packer(df, stage, lfta, out_schema)
+                packers[n.name] = _packer(df, stage, lfta)
             continue
         streaming = any(frames[s].isStreaming for s in n.inputs)
         if isinstance(n, HftaAggregate) and streaming and n.inputs[0] in with_hb:
@@ -793,7 +794,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
     return out
 
 
-def _packer(source, stage, lfta: dict, out_schema):
+def _packer(source, stage, lfta: dict):
     """For an LFTA run by mapInArrow over `source`: a function of (key
     columns, buckets) giving the same LFTA's frame with its output packed
     for the shuffle into an aggregation (_pack_partials)."""
