@@ -101,12 +101,6 @@ static void run_batch(gsq_run *r, gsq_source *s)
     gsq_ring_release(&s->ring);
 }
 
-/* run_batch over a columnar chunk: the data clock and the generated
- * heartbeats' drops first (a row's only effects before the LFTAs read
- * it), then each LFTA over the whole chunk.  Under the data clock the
- * clock after each row is kept (clock_usec): an LFTA reading the clock
- * sets it back row by row (gsq_cols_row_clock), as records would see it;
- * the clock is left as the whole chunk moved it. */
 /* Whether row i of the chunk has a timestamp the clock may read: kept, and
  * its time value readable. */
 static inline int row_readable(const gsq_source *s, const gsq_chunk *ch, uint32_t i)
@@ -114,6 +108,12 @@ static inline int row_readable(const gsq_source *s, const gsq_chunk *ch, uint32_
     return s->has_ts && !(ch->any_skipped && !ch->row_ok[i]) && !ch->ts_unreadable[i];
 }
 
+/* run_batch over a columnar chunk: the data clock and the generated
+ * heartbeats' drops first (a row's only effects before the LFTAs read
+ * it), then each LFTA over the whole chunk.  Under the data clock the
+ * clock after each row is kept (clock_usec): an LFTA reading the clock
+ * sets it back row by row (gsq_cols_row_clock), as records would see it;
+ * the clock is left as the whole chunk moved it. */
 static void run_cols(gsq_run *r, gsq_source *s)
 {
     gsq_chunk *ch = &s->chunk;
@@ -147,7 +147,7 @@ static void run_cols(gsq_run *r, gsq_source *s)
         }
         if (data_clock)
             ch->clock_usec[i] = r->data_seen ? r->data_usec : UINT64_MAX;
-        if (readable && s->tg && gsq_tg_arrive(s->tg, ch->app_usec[i])) {
+        if (readable && gsq_tg_arrive(s->tg, ch->app_usec[i])) {
             ch->row_ok[i] = 0;
             ch->any_skipped = 1;
         }
