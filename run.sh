@@ -34,7 +34,7 @@ test)
     # the compiler's core stages (front end, semantics, planner, pipeline), fails the run
     $PY -m ruff check tests bench compiler
     (cd compiler && $PY -m mypy --strict --follow-imports=silent gsqlc/frontend gsqlc/semantics \
-        gsqlc/planner gsqlc/errors.py gsqlc/pipeline.py gsqlc/resources.py)
+        gsqlc/planner gsqlc/errors.py gsqlc/pipeline.py gsqlc/resources.py gsqlc/storage.py)
     exec $PY -m pytest -q "$@"
     ;;
 *)

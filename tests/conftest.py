@@ -96,3 +96,22 @@ def gsqlc():
         p.err = p.stderr.decode("utf-8", "replace")
         return p
     return _run
+
+
+@pytest.fixture(scope="session")
+def s3():
+    """An S3-compatible server (moto) on loopback with a bucket `gsqlc`:
+    (pyarrow S3FileSystem on it, boto3 client, 'host:port')."""
+    import boto3
+    import pyarrow.fs as pafs
+    from moto.server import ThreadedMotoServer
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    client = boto3.client("s3", endpoint_url=f"http://{host}:{port}", region_name="us-east-1",
+                          aws_access_key_id="testing", aws_secret_access_key="testing")
+    client.create_bucket(Bucket="gsqlc")
+    fs = pafs.S3FileSystem(access_key="testing", secret_key="testing", region="us-east-1",
+                           endpoint_override=f"{host}:{port}", scheme="http")
+    yield fs, client, f"{host}:{port}"
+    server.stop()

@@ -20,7 +20,7 @@ from conftest import REPO
 pyspark = pytest.importorskip("pyspark")   # installed by ./run.sh (the test extra)
 
 pytestmark = pytest.mark.slow  # a JVM and local Spark jobs
-from gsqlc.spark import SparkQueryError, _load_on_executor, _Stage, run_query  # noqa: E402
+from gsqlc.spark import SparkQueryError, _library_name, _Stage, run_query  # noqa: E402
 
 EX = REPO / "examples" / "csv"
 SCHEMA_TEXT = """
@@ -139,6 +139,66 @@ def test_parquet_sources_are_read_by_the_tasks_and_agree_with_the_row_path(spark
     assert rows(direct) == rows(via_rows) == want
 
 
+def _put_parquet(client, key: str, t: pa.Table, row_group_size: int) -> None:
+    import io
+    buf = io.BytesIO()
+    pq.write_table(t, buf, row_group_size=row_group_size)
+    client.put_object(Bucket="gsqlc", Key=key, Body=buf.getvalue())
+
+
+def test_parquet_on_an_s3_server_is_read_by_the_tasks_with_the_local_answer(
+        spark, files, s3, tmp_path, monkeypatch):
+    """read_parquet of an s3:// URI (an S3-compatible server on loopback):
+    the driver lists the files and opens one (the schema); the LFTA tasks
+    read their pieces themselves; the answer is the local files' and the
+    Python API's."""
+    from gsqlc import storage
+    from gsqlc.spark import parquet_scan, read_parquet
+    fs, client, _ = s3
+    t = packets(60_000, 6)
+    (tmp_path / "local").mkdir()
+    for i in range(3):
+        part = t.slice(i * 20_000, 20_000)
+        _put_parquet(client, f"pkts/part{i}.parquet", part, 4_000)
+        pq.write_table(part, tmp_path / "local" / f"part{i}.parquet", row_group_size=4_000)
+    client.put_object(Bucket="gsqlc", Key="pkts/_SUCCESS", Body=b"")
+    opened = []
+    real_open = storage.open_input
+    monkeypatch.setattr(storage, "open_input", lambda f, p: opened.append(p) or real_open(f, p))
+    q, sch = [str(files / "join.gsql")], str(files / "schema.txt")
+    remote = read_parquet(spark, "s3://gsqlc/pkts/", filesystem=fs)
+    direct = run_query(spark, q, schema=sch, sources={"eth0": remote, "eth1": remote},
+                       output="q1")
+    assert opened == ["gsqlc/pkts/part0.parquet"]     # planning read one footer
+    src = parquet_scan(remote)
+    assert src is not None and [p for p, _ in src.files] == [
+        f"gsqlc/pkts/part{i}.parquet" for i in range(3)]
+    via_rows = run_query(spark, q, schema=sch, sources={"eth0": remote, "eth1": remote},
+                         output="q1", direct_files=False)
+    local = read_parquet(spark, tmp_path / "local")
+    on_disk = run_query(spark, q, schema=sch, sources={"eth0": local, "eth1": local},
+                        output="q1")
+    want = rows(gsqlc.compile(q, schema=sch).table({"eth0": t, "eth1": t}, output="q1"))
+    assert rows(direct) == rows(via_rows) == rows(on_disk) == want and len(want) > 1000
+    assert remote.count() == 60_000 and rows(remote) == rows(t)
+    with pytest.raises(FileNotFoundError, match="s3://gsqlc/nothing"):
+        read_parquet(spark, "s3://gsqlc/nothing", filesystem=fs)
+
+
+def test_read_pcap_of_a_capture_on_an_s3_server(spark, s3):
+    from gsqlc.spark import read_pcap
+    fs, client, _ = s3
+    trace = REPO / "examples" / "trace.pcap"
+    client.put_object(Bucket="gsqlc", Key="caps/trace.pcap", Body=trace.read_bytes())
+    df = read_pcap(spark, "s3://gsqlc/caps", filesystem=fs)
+    table = gsqlc.read_pcap(trace)
+    assert df.count() == table.num_rows
+    q = REPO / "examples" / "spark" / "flows_from_pcap.gsql"
+    got = run_query(spark, [str(q)], schema=gsqlc.PACKET_TABLE_SCHEMA, sources={"pkts": df})
+    want = gsqlc.compile([q], schema=gsqlc.PACKET_TABLE_SCHEMA).table({"pkts": table})
+    assert rows(got) == rows(want) and want.num_rows > 10
+
+
 def test_packed_partials_round_trip_and_keep_equal_keys_in_one_bucket(monkeypatch):
     """_pack_partials (the LFTA task's side of a packed shuffle): every row
     comes back out of _unpack_partials once, each packed stream holds one
@@ -234,16 +294,61 @@ def test_query_error_is_a_located_exception(spark, tmp_path):
     assert (e.value.file, e.value.line) == (str(bad), 2) and e.value.column > 1
 
 
-def test_a_library_that_cannot_load_on_an_executor_fails_the_job_saying_why(spark):
-    with pytest.raises(RuntimeError, match="cannot be loaded on executor"):
-        _load_on_executor("broken0", b"this is not a shared library")
+def test_a_library_that_cannot_load_on_an_executor_fails_the_job_saying_why(spark, tmp_path):
     from pyspark.sql import types as T
-    st = _Stage(digest="broken1", data=b"not a library", iface="x", streams=[], tag_col=None,
+    broken = tmp_path / _library_name("broken1")
+    broken.write_bytes(b"not a library")
+    spark.sparkContext.addFile(str(broken))
+    st = _Stage(digest="broken1", iface="x", streams=[], tag_col=None,
                 stream_cols=[], output="q", out_schema=None, options={}, params={},
                 sort_cols=None)
+    out = T.StructType([T.StructField("id", T.LongType())])
     with pytest.raises(Exception) as e:
-        spark.range(10).mapInArrow(st, T.StructType([T.StructField("id", T.LongType())])).collect()
+        spark.range(10).mapInArrow(st, out).collect()
     assert "cannot be loaded on executor" in str(e.value)
+    assert "fails the same way on every attempt" in str(e.value)
+    missing = _Stage(digest="neverShipped", iface="x", streams=[], tag_col=None,
+                     stream_cols=[], output="q", out_schema=None, options={}, params={},
+                     sort_cols=None)
+    with pytest.raises(Exception) as e:
+        spark.range(10).mapInArrow(missing, out).collect()
+    assert "not in this executor's SparkFiles directory" in str(e.value)
+
+
+def _executor_files(spark, digest: str):
+    """Per executor task: the gsqlc files in its SparkFiles directory, and
+    whether the library of `digest` is also in its temp dir (where gsqlc
+    once wrote a copy per digest that nothing removed)."""
+    def listing(_):
+        import tempfile
+
+        from pyspark import SparkFiles
+        root = SparkFiles.getRootDirectory()
+        old = os.path.join(tempfile.gettempdir(), f"gsqlc-{os.getuid()}", f"{digest}.so")
+        yield sorted(f for f in os.listdir(root) if f.startswith("gsqlc-")), os.path.exists(old)
+    return spark.sparkContext.parallelize(range(2), 2).mapPartitions(listing).collect()
+
+
+def test_the_library_is_shipped_once_by_spark_and_written_nowhere_else(spark, tmp_path):
+    """Spark's file distribution carries the library: one file per digest in
+    each executor's SparkFiles directory (removed by Spark with the
+    application), however many runs use it, and no copy in a temp dir."""
+    import hashlib
+    q = tmp_path / "per_store.gsql"
+    q.write_text(BIG_PER_MINUTE)
+    sales = spark.read.csv(str(EX / "sales.csv"),
+                           schema="ts long, store string, item string, qty long, "
+                                  "price double, client string")
+    args = dict(schema=str(EX / "schema.txt"), sources={"sales": sales.repartition(2)})
+    first = sorted(map(tuple, run_query(spark, [str(q)], **args).collect()))
+    again = sorted(map(tuple, run_query(spark, [str(q)], **args).collect()))
+    assert first == again and len(first) > 0
+    lib = gsqlc.compile([str(q)], schema=str(EX / "schema.txt")).library
+    digest = hashlib.sha256(lib.read_bytes()).hexdigest()[:24]
+    shipped = [f for f in spark.sparkContext.listFiles if f.endswith(_library_name(digest))]
+    assert len(shipped) == 1
+    for files, in_temp in _executor_files(spark, digest):
+        assert files.count(_library_name(digest)) == 1 and not in_temp
 
 
 def test_a_failing_partition_fails_the_job_with_the_runtime_message(spark, tmp_path):
@@ -265,6 +370,7 @@ def test_a_failing_partition_fails_the_job_with_the_runtime_message(spark, tmp_p
     with pytest.raises(Exception) as e:
         run_query(spark, [str(q)], on_malformed="fail", **args).collect()
     assert "malformed" in str(e.value) and "north" in str(e.value)
+    assert "fails the same way on every attempt" in str(e.value)
 
 
 BIG_PER_MINUTE = ("SELECT tb*60 as minute, store, count(*) as sales, sum(qty) as units\n"

@@ -70,12 +70,12 @@ import hashlib
 import os
 import re
 import sys
-import tempfile
 import warnings
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
 
+from . import storage
 from .api import CompiledQuerySet
 from .errors import SparkQueryError, UsageError
 from .planner.nodes import HftaAggregate, HftaFilterJoin, HftaJoin, HftaMerge, HftaSelect, LftaNode
@@ -246,35 +246,69 @@ def _unpack_partials(batches):
 # ------------------------------------------------------------ executor side
 
 
-def _load_on_executor(digest: str, data: bytes):
-    """Write the shipped library once per executor host and load it."""
+# A failure that is the same on every attempt says so: Spark re-runs a failed
+# task (spark.task.maxFailures, 4 on a cluster, 1 in local mode) before it fails
+# the job, and a user watching the retries should know they cannot help.
+NO_RETRY_HELPS = ("(this fails the same way on every attempt: Spark retries a failed task "
+                  "spark.task.maxFailures times -- 4 by default on a cluster -- before it "
+                  "fails the job)")
+
+
+def _library_name(digest: str) -> str:
+    """The name the query-set library of this digest is distributed under."""
+    return f"gsqlc-{digest}.so"
+
+
+def _ship_library(sc, library) -> str:
+    """Register the query-set library with Spark's file distribution (once
+    per SparkContext and content): each executor fetches it once into its
+    SparkFiles directory, which Spark removes when the application ends.
+    Returns the library's digest."""
+    from pathlib import Path
+    library = Path(library)
+    data = library.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()[:24]
+    named = library.parent / _library_name(digest)   # beside it in gsqlc's build cache
+    if not named.exists() or named.stat().st_size != len(data):
+        tmp = named.with_name(f"{named.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, named)
+    if not any(f.rstrip("/").endswith("/" + named.name) for f in sc.listFiles):
+        sc.addFile(str(named))
+    return digest
+
+
+def _load_on_executor(digest: str):
+    """The library Spark distributed (_ship_library), loaded: (path, lib)."""
+    import platform
+
+    from pyspark import SparkFiles
+
     from .runtime.runner import RunError, load_library
-    d = os.path.join(tempfile.gettempdir(), f"gsqlc-{os.getuid()}")
-    os.makedirs(d, exist_ok=True)
-    path = os.path.join(d, f"{digest}.so")
+    path = SparkFiles.get(_library_name(digest))
     if not os.path.exists(path):
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        raise RuntimeError(
+            f"gsqlc: the compiled query library {_library_name(digest)} is not in this "
+            f"executor's SparkFiles directory on {platform.node()}: run_query registers it "
+            "with SparkContext.addFile; was the DataFrame made by another SparkContext? "
+            + NO_RETRY_HELPS)
     try:
         return path, load_library(path)
     except RunError as e:
-        import platform
         raise RuntimeError(
             f"gsqlc: the compiled query library cannot be loaded on executor "
             f"{platform.node()}: {e}. The executors need the driver's platform "
             f"({platform.machine()}, glibc, libstdc++) and libpcap (apt-get install "
-            f"libpcap0.8).") from None
+            f"libpcap0.8). " + NO_RETRY_HELPS) from None
 
 
 @dataclass
 class _Stage:
     """What one mapInArrow task runs: the library with `inputs` bound (an
     interface for an LFTA stage, stream names otherwise) and one output
-    stream, cast to `out_schema` (Arrow)."""
+    stream, cast to `out_schema` (Arrow).  The library travels by Spark's
+    file distribution (_ship_library), named by its digest."""
     digest: str
-    data: bytes
     iface: Optional[str]            # LFTA stage: the interface bound to the partition
     streams: list[str]              # HFTA stage: the streams fed from the partition
     tag_col: Optional[str]          # several streams: the column telling rows apart
@@ -287,7 +321,8 @@ class _Stage:
                                     # the task (pyarrow's sort; partials are small)
     strings: str = "str"
     parquet_columns: Optional[list[str]] = None  # the partition lists Parquet units:
-    parquet_units: Optional[list] = None         # (path, row groups) by the ids it holds
+    parquet_units: Optional[list] = None         # (lists of storage pieces) by the ids it holds
+    filesystem: Any = None                       # ... on this pyarrow filesystem
     pack_cols: Optional[list[str]] = None   # LFTA stage: output packed by these key columns
     pack_buckets: int = 0                   # ... into this many buckets (_pack_partials)
     packed_input: bool = False              # HFTA stage: the partition holds packed partials
@@ -297,7 +332,7 @@ class _Stage:
     def __call__(self, batches):
         from .api import Run
         from .runtime.runner import RunError
-        path, _ = _load_on_executor(self.digest, self.data)
+        path, _ = _load_on_executor(self.digest)
         it = iter(batches)
         first = next(it, None)
         if first is None:
@@ -318,7 +353,8 @@ class _Stage:
                        for x in run.stats.get("sources", []) + run.stats.get("injected", []))
         if rejected and self.on_malformed == "fail":
             raise RuntimeError(f"gsqlc: query stream {self.output}: {rejected} malformed "
-                               f"row(s) in this partition (on_malformed='fail'):\n{run.report}")
+                               f"row(s) in this partition (on_malformed='fail') "
+                               f"{NO_RETRY_HELPS}:\n{run.report}")
         if rejected and self.malformed is not None:
             self.malformed._add(rejected, f"gsqlc: query stream {self.output}: {run.report}")
         if run.report:
@@ -334,8 +370,10 @@ class _Stage:
         if self.packed_input:
             return {}, self._streams(_unpack_partials(chain()))
         if self.parquet_columns is not None:
-            units = [self.parquet_units[i] for b in chain() for i in b.column(0).to_pylist()]
-            return {self.iface: _parquet_reader(units, self.parquet_columns)}, {}
+            pieces = [p for b in chain() for i in b.column(0).to_pylist()
+                      for p in self.parquet_units[i]]
+            return {self.iface: storage.read_pieces(self.filesystem, pieces,
+                                                    self.parquet_columns)}, {}
         if self.iface is not None:
             return {self.iface: pa.RecordBatchReader.from_batches(first.schema, chain())}, {}
         if self.tag_col is None and self.sort_cols is None:
@@ -368,59 +406,114 @@ class _Stage:
 # ------------------------------------------------------------ captures
 
 
-def _read_pcap_task(target):
+def _read_pcap_task(filesystem, paths: list[str], target):
     def task(batches):
         from .runtime.packets import read_pcap as read_one
         for b in batches:
-            for path in b.column("path").to_pylist():
-                for rb in read_one(path).to_batches():
-                    yield _to_spark_arrow(rb, target)
+            for i in b.column(0).to_pylist():
+                with storage.local_path(filesystem, paths[i]) as local:
+                    for rb in read_one(local).to_batches():
+                        yield _to_spark_arrow(rb, target)
     return task
 
 
-def read_pcap(spark, paths: Sequence) -> Any:
+def _locations(paths, filesystem, what: str) -> tuple[Any, list[str]]:
+    """The pyarrow filesystem and the paths in it of one or more local paths
+    or URIs (all on one filesystem)."""
+    locs = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    if not locs:
+        raise UsageError(f"{what} needs at least one path or URI")
+    fs, out = None, []
+    for loc in locs:
+        f, p = storage.resolve(loc, filesystem)
+        if fs is not None and not f.equals(fs):
+            raise UsageError(f"{what}: {os.fspath(loc)} is on another filesystem than "
+                             f"{os.fspath(locs[0])}; read each filesystem's files separately")
+        fs = f
+        out.append(p)
+    return fs, out
+
+
+def _listed(fs, paths: list[str], originals) -> list[tuple[str, int]]:
+    """storage.list_files, a missing path reported as the user gave it."""
+    try:
+        return storage.list_files(fs, paths)
+    except FileNotFoundError as e:
+        locs = [originals] if isinstance(originals, (str, os.PathLike)) else list(originals)
+        given = dict(zip(paths, locs))
+        raise FileNotFoundError(os.fspath(given.get(str(e.args[0]), e.args[0]))) from None
+
+
+def read_pcap(spark, paths, filesystem=None) -> Any:
     """Packet captures as a DataFrame with the columns of gsqlc.read_pcap
-    (the packet schema's fields; NULL where a header is absent).  Each task
-    decodes whole files with the runtime's own packet reader, so the paths
-    must be readable on the executors.  Unsigned integers become LongType,
-    IPV6 and payload strings BinaryType (Spark has no unsigned types).
-    Query it with PROTOCOL PACKETS of gsqlc.PACKET_TABLE_SCHEMA."""
+    (the packet schema's fields; NULL where a header is absent).  paths:
+    local paths or URIs of any filesystem pyarrow supports (s3://, gs://,
+    hdfs://, ...; a directory means its files), or paths in `filesystem`, a
+    pyarrow FileSystem (it travels to the tasks, credentials included).
+    Each task decodes whole files with the runtime's own packet reader (a
+    remote file through a local copy it removes).  Unsigned integers become
+    LongType, IPV6 and payload strings BinaryType (Spark has no unsigned
+    types).  Query it with PROTOCOL PACKETS of gsqlc.PACKET_TABLE_SCHEMA."""
     from pyspark.sql import types as T
 
     from .runtime.packets import packet_columns
-    paths = [os.fspath(p) for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths)]
-    if not paths:
-        raise UsageError("read_pcap needs at least one capture path")
-    for p in paths:
-        if not os.path.exists(p):
-            raise FileNotFoundError(p)
+    fs, ps = _locations(paths, filesystem, "read_pcap")
+    files = [p for p, _ in _listed(fs, ps, paths)]
+    if not files:
+        raise UsageError(f"read_pcap: no capture file under {', '.join(ps)}")
     schema = T.StructType([T.StructField(n, spark_type(Type(t), "bytes"), True)
                            for n, _, t in packet_columns()])
     target = _arrow_schema_of(schema)
-    files = spark.sparkContext.parallelize([(p,) for p in paths], len(paths)).toDF("path string")
-    return files.mapInArrow(_read_pcap_task(target), schema)
+    ids = spark.range(len(files), numPartitions=len(files))
+    return ids.mapInArrow(_read_pcap_task(fs, files, target), schema)
 
 
 # ------------------------------------------------------------ Parquet scans
 
 _ATTR = re.compile(r"^[^\s,#()\[\]]+#\d+L?$")
+# the S3A connector's settings a direct read takes from Spark's Hadoop configuration
+_S3A_KEYS = ("fs.s3a.endpoint", "fs.s3a.access.key", "fs.s3a.secret.key",
+             "fs.s3a.session.token", "fs.s3a.connection.ssl.enabled",
+             "fs.s3a.path.style.access", "fs.s3a.endpoint.region")
 
 
-def parquet_scan(df) -> Optional[list[str]]:
-    """The local Parquet files of a DataFrame that is nothing but a scan of
-    them (spark.read.parquet(...), optionally .select of plain columns), or
-    None.  Such a source is read by the LFTA tasks themselves with pyarrow,
-    row group by row group: Spark schedules the tasks, but the records do
-    not travel from the JVM to Python (what mapInArrow over rows costs is
-    most of a simple query's time)."""
+@dataclass
+class ParquetFiles:
+    """Parquet files the LFTA tasks read themselves: their filesystem and
+    (path, size) each (storage.list_files)."""
+    filesystem: Any
+    files: list
+
+
+def _hadoop_s3a(spark) -> Optional[Any]:
+    """A pyarrow S3 filesystem set as Spark's Hadoop S3A connector is, or None."""
+    try:
+        conf = spark._jsc.hadoopConfiguration()
+        return storage.s3_from_hadoop({k: conf.get(k) for k in _S3A_KEYS if conf.get(k)})
+    except Exception:  # noqa: BLE001 - no JVM conf to read: pyarrow's defaults
+        return None
+
+
+def parquet_scan(df) -> Optional[ParquetFiles]:
+    """The Parquet files of a DataFrame that is nothing but a scan of them
+    (read_parquet(...), or spark.read.parquet(...) optionally with .select
+    of plain columns, on any filesystem pyarrow opens: local, s3a:// as
+    Spark's S3A settings say, gs://, hdfs://), or None.  Such a source is
+    read by the LFTA tasks themselves with pyarrow, row group by row group:
+    Spark schedules the tasks, but the records do not travel from the JVM to
+    Python (what mapInArrow over rows costs is most of a simple query's
+    time)."""
+    own = getattr(df, "_gsqlc_parquet", None)
+    if own is not None:
+        return own
     if df.isStreaming:
         return None
     try:
         lines = df._jdf.queryExecution().optimizedPlan().toString().strip().splitlines()
-        files = list(df.inputFiles())
+        uris = list(df.inputFiles())
     except Exception:  # noqa: BLE001 - not a plain JVM DataFrame: use the row path
         return None
-    if not files or not lines[-1].lstrip("+- ").startswith("Relation [") \
+    if not uris or not lines[-1].lstrip("+- ").startswith("Relation [") \
             or not lines[-1].rstrip().endswith("] parquet"):
         return None
     if len(lines) == 2:
@@ -431,55 +524,74 @@ def parquet_scan(df) -> Optional[list[str]]:
             return None
     elif len(lines) != 1:
         return None
-    paths = []
-    for f in files:
-        u = urlparse(f)
-        if u.scheme not in ("", "file"):
-            return None
-        paths.append(unquote(u.path))
     try:
-        import pyarrow.parquet as pq
-        names = set(pq.read_schema(paths[0]).names)
-    except Exception:  # noqa: BLE001
+        s3a = _hadoop_s3a(df.sparkSession) if urlparse(uris[0]).scheme == "s3a" else None
+        fs, paths = _locations(uris, s3a, "parquet")
+        files = storage.list_files(fs, paths)
+        names = set(storage.parquet_schema(fs, files[0][0]).names)
+    except Exception:  # noqa: BLE001 - pyarrow cannot open them: Spark reads them (row path)
         return None
     if not set(df.columns) <= names:      # e.g. partition columns of a directory
         return None
-    return paths
+    return ParquetFiles(fs, files)
 
 
-def _parquet_tasks(paths: list[str], target: int) -> list[tuple[str, str]]:
-    """(path, comma-separated row groups) units of about equal size, at
-    least `target` of them when there are that many row groups."""
-    import pyarrow.parquet as pq
-    groups = []
-    for p in paths:
-        md = pq.ParquetFile(p).metadata
-        groups += [(p, i, md.row_group(i).num_rows) for i in range(md.num_row_groups)]
-    if not groups:
-        return []
-    per = max(1, len(groups) // max(1, target))
-    tasks = []
-    for k in range(0, len(groups), per):
-        chunk = groups[k:k + per]
-        by_file: dict[str, list[int]] = {}
-        for p, i, _ in chunk:
-            by_file.setdefault(p, []).append(i)
-        tasks += [(p, ",".join(map(str, rg))) for p, rg in by_file.items()]
-    return tasks
-
-
-def _parquet_reader(units: list[tuple[str, str]], columns: list[str]):
-    """One RecordBatchReader over the (path, row groups) units of a partition."""
+def _spark_type_of_arrow(t, column: str):
+    """The Spark type a Parquet column of Arrow type t is read as (as
+    Spark's own reader: unsigned integers widen; a uint64 beyond 2^63 fails
+    the task rather than wrapping)."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
+    from pyspark.sql import types as T
+    from pyspark.sql.pandas.types import from_arrow_type
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    unsigned = {pa.uint8(): T.ShortType(), pa.uint16(): T.IntegerType(),
+                pa.uint32(): T.LongType(), pa.uint64(): T.LongType()}
+    if t in unsigned:
+        return unsigned[t]
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return T.StringType()
+    if pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+        return T.BinaryType()
+    try:
+        return from_arrow_type(t)
+    except Exception as e:  # noqa: BLE001 - pyspark's own message says which type
+        raise UsageError(f"read_parquet: column {column} of type {t} has no Spark type: "
+                         f"{e}") from None
 
-    def batches():
-        for path, row_groups in units:
-            f = pq.ParquetFile(path)
-            yield from f.iter_batches(batch_size=65536, columns=columns,
-                                      row_groups=[int(x) for x in row_groups.split(",")])
-    schema = pq.read_schema(units[0][0]).empty_table().select(columns).schema
-    return pa.RecordBatchReader.from_batches(schema, batches())
+
+def _read_parquet_task(fs, units: list, target):
+    def task(batches):
+        for b in batches:
+            for i in b.column(0).to_pylist():
+                for rb in storage.read_pieces(fs, units[i]):
+                    yield _to_spark_arrow(rb, target)
+    return task
+
+
+def read_parquet(spark, paths, filesystem=None) -> Any:
+    """Parquet files as a DataFrame, read by Spark tasks with pyarrow.
+    paths: local paths or URIs of any filesystem pyarrow supports (s3://,
+    gs://, hdfs://, ...; a directory means its files, hidden ones skipped),
+    or paths in `filesystem`, a pyarrow FileSystem (it travels to the tasks,
+    credentials included).  The driver lists the files and reads one footer
+    (the schema); each task opens only its own files.  As a run_query
+    source the LFTA tasks read the files directly (no JVM rows); anything
+    else reads it as any DataFrame.  Columns take the types Spark's own
+    reader gives (unsigned integers widen)."""
+    from pyspark.sql import types as T
+    fs, ps = _locations(paths, filesystem, "read_parquet")
+    files = _listed(fs, ps, paths)
+    if not files:
+        raise UsageError(f"read_parquet: no file under {', '.join(ps)}")
+    arrow = storage.parquet_schema(fs, files[0][0])
+    schema = T.StructType([T.StructField(f.name, _spark_type_of_arrow(f.type, f.name), True)
+                           for f in arrow])
+    units = storage.plan_pieces(files, spark.sparkContext.defaultParallelism)
+    ids = spark.range(len(units), numPartitions=len(units))
+    df = ids.mapInArrow(_read_parquet_task(fs, units, _arrow_schema_of(schema)), schema)
+    df._gsqlc_parquet = ParquetFiles(fs, files)
+    return df
 
 
 # ------------------------------------------------------------ driver side
@@ -641,8 +753,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
     else:
         outputs_of(qs.summary, [output])
     options = run_options(clock="data", heartbeat_interval=heartbeat_interval)
-    data = b.library.read_bytes()
-    digest = hashlib.sha256(data).hexdigest()[:24]
+    digest = _ship_library(spark.sparkContext, b.library)
     member_df = {}
     for name, v in sources.items():
         vals = v if isinstance(v, list) else [v]
@@ -668,7 +779,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
     with_hb: set[str] = set()     # streams whose frame carries heartbeat rows
 
     def stage(opts=None, **kw) -> _Stage:
-        return _Stage(digest=digest, data=data, options=opts or options, params=params,
+        return _Stage(digest=digest, options=opts or options, params=params,
                       strings=strings, on_malformed=on_malformed, malformed=malformed, **kw)
 
     def data_rows(stream: str):
@@ -710,9 +821,10 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                 # second wave of tasks costs more than it balances.  The
                 # units travel with the stage; a partition holds their ids
                 # (spark.range: made in the JVM, nothing pickled per row).
-                tasks = _parquet_tasks(files, spark.sparkContext.defaultParallelism)
+                tasks = storage.plan_pieces(files.files, spark.sparkContext.defaultParallelism)
                 units = spark.range(len(tasks), numPartitions=max(1, len(tasks)))
-                lfta.update(parquet_columns=list(df.columns), parquet_units=tasks)
+                lfta.update(parquet_columns=list(df.columns), parquet_units=tasks,
+                            filesystem=files.filesystem)
                 frames[n.name] = units.mapInArrow(stage(**lfta), out_schema_spark)
                 packers[n.name] = _packer(units, stage, lfta)
             elif df.isStreaming:

@@ -1,0 +1,189 @@
+"""Input files on any filesystem pyarrow supports: local paths and file:,
+s3:// (s3a://, s3n://), gs://, hdfs:// URIs, or a pyarrow FileSystem given
+with paths in it.
+
+Parquet data is planned without reading its footers: files are listed with
+their sizes and cut into *pieces* (path, k, n) -- the k-th of n contiguous
+runs of a file's row groups, decided by whoever reads the piece once it has
+opened the file -- so the planner (Spark's driver) opens at most one file,
+for the schema, and each reader (a Spark task) only the files of its pieces.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from contextlib import contextmanager
+from typing import Any, Iterator, Mapping, Optional, Sequence, Union
+from urllib.parse import unquote, urlparse
+
+from .errors import UsageError
+
+# URI schemes pyarrow knows under another name (Hadoop's S3 connectors)
+_SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3"}
+# schemes whose URI names a bucket in its host part
+_BUCKET_SCHEMES = {"s3", "s3a", "s3n", "gs", "gcs"}
+
+Piece = tuple[str, int, int]   # (path, k, n): the k-th of n runs of its row groups
+
+
+def resolve(location: Union[str, "os.PathLike[str]"], filesystem: Any = None) -> tuple[Any, str]:
+    """(pyarrow FileSystem, path in it) of a local path or a URI.  With
+    `filesystem` given, a URI only names the path in it."""
+    import pyarrow.fs as pafs
+    loc = os.fspath(location)
+    u = urlparse(loc) if "://" in loc or loc.startswith("file:") else None
+    if filesystem is not None:
+        if u is None:
+            return filesystem, loc
+        if u.scheme in _BUCKET_SCHEMES:
+            return filesystem, f"{u.netloc}{unquote(u.path)}".rstrip("/")
+        return filesystem, unquote(u.path)
+    if u is None or u.scheme == "file":
+        return pafs.LocalFileSystem(), os.path.abspath(unquote(u.path) if u else loc)
+    scheme = _SCHEME_ALIASES.get(u.scheme, u.scheme)
+    uri = scheme + loc[len(u.scheme):]
+    try:
+        fs, path = pafs.FileSystem.from_uri(uri)
+        return fs, str(path)
+    except (ValueError, OSError) as e:   # ArrowInvalid is a ValueError
+        raise UsageError(f"{loc}: pyarrow cannot open this location: {e}") from None
+
+
+def s3_from_hadoop(conf: Mapping[str, str]) -> Optional[Any]:
+    """A pyarrow S3FileSystem set as Hadoop's S3A connector is (conf: its
+    fs.s3a.* keys, a mapping), or None when conf sets none of endpoint,
+    credentials or path style (pyarrow's own defaults -- AWS, credentials
+    from the environment -- then hold)."""
+    import pyarrow.fs as pafs
+    endpoint = conf.get("fs.s3a.endpoint")
+    key, secret = conf.get("fs.s3a.access.key"), conf.get("fs.s3a.secret.key")
+    if not (endpoint or key or secret):
+        return None
+    kw: dict[str, Any] = {}
+    if key and secret:
+        kw.update(access_key=key, secret_key=secret)
+        if conf.get("fs.s3a.session.token"):
+            kw["session_token"] = conf.get("fs.s3a.session.token")
+    if endpoint:
+        u = urlparse(endpoint if "://" in endpoint else "//" + endpoint)
+        ssl = str(conf.get("fs.s3a.connection.ssl.enabled", "true")).lower() != "false"
+        kw["scheme"] = u.scheme or ("https" if ssl else "http")
+        kw["endpoint_override"] = u.netloc
+    if conf.get("fs.s3a.endpoint.region"):
+        kw["region"] = conf.get("fs.s3a.endpoint.region")
+    if str(conf.get("fs.s3a.path.style.access", "")).lower() == "true":
+        kw["force_virtual_addressing"] = False
+    return pafs.S3FileSystem(**kw)
+
+
+def _hidden(name: str) -> bool:
+    """Files Spark's readers skip too: _SUCCESS, _metadata, .crc, ..."""
+    return name.startswith(("_", "."))
+
+
+def list_files(filesystem: Any, paths: Sequence[str],
+               missing_ok: bool = False) -> list[tuple[str, int]]:
+    """(path, size) of every file the paths name: a file itself, a
+    directory's files at any depth (hidden ones and those under hidden
+    directories skipped), in path order within a directory."""
+    import pyarrow.fs as pafs
+    out: list[tuple[str, int]] = []
+    for p in paths:
+        info = filesystem.get_file_info(p)
+        if info.type == pafs.FileType.File:
+            out.append((p, info.size or 0))
+        elif info.type == pafs.FileType.Directory:
+            base = p.rstrip("/")
+            found = filesystem.get_file_info(pafs.FileSelector(base, recursive=True))
+            files = [(f.path, f.size or 0) for f in found if f.type == pafs.FileType.File
+                     and not any(_hidden(part) for part in
+                                 f.path[len(base):].strip("/").split("/"))]
+            out += sorted(files)
+        elif not missing_ok:
+            raise FileNotFoundError(p)
+    return out
+
+
+def plan_pieces(files: Sequence[tuple[str, int]], target: int) -> list[list[Piece]]:
+    """The files cut into about `target` units of about equal bytes, each a
+    list of pieces: with at least `target` files, runs of whole files in
+    order; with fewer, each file split by its share of the bytes (a piece
+    may come out empty when a file has fewer row groups than pieces)."""
+    target = max(1, target)
+    if not files:
+        return []
+    total = sum(s for _, s in files) or len(files)
+    if len(files) >= target:
+        units: list[list[Piece]] = [[]]
+        done, per = 0, total / target
+        for path, size in files:
+            if units[-1] and done >= per * len(units):
+                units.append([])
+            units[-1].append((path, 0, 1))
+            done += size or 1
+        return units
+    units = []
+    for path, size in files:
+        n = max(1, round(target * (size or 1) / total))
+        units += [[(path, k, n)] for k in range(n)]
+    return units
+
+
+def open_input(filesystem: Any, path: str) -> Any:
+    """A file opened for random access (every read of a Parquet file or
+    capture goes through here)."""
+    return filesystem.open_input_file(path)
+
+
+def parquet_schema(filesystem: Any, path: str, columns: Optional[Sequence[str]] = None) -> Any:
+    """The Arrow schema of a Parquet file (its footer only), or of `columns` of it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    with open_input(filesystem, path) as f:
+        schema = pq.ParquetFile(f).schema_arrow
+    if columns is None:
+        return schema
+    return pa.schema([schema.field(c) for c in columns])
+
+
+def read_pieces(filesystem: Any, pieces: Sequence[Piece], columns: Optional[Sequence[str]] = None,
+                batch_rows: int = 65536) -> Any:
+    """One RecordBatchReader over the pieces, in order (columns: all of the
+    first file's when None)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    schema = parquet_schema(filesystem, pieces[0][0], columns)
+    cols = list(columns) if columns is not None else schema.names
+
+    def batches() -> Iterator[Any]:
+        for path, k, n in pieces:
+            with open_input(filesystem, path) as f:
+                pf = pq.ParquetFile(f)
+                r = pf.num_row_groups
+                groups = list(range(k * r // n, (k + 1) * r // n))
+                if groups:
+                    yield from pf.iter_batches(batch_size=batch_rows, columns=cols,
+                                               row_groups=groups)
+    return pa.RecordBatchReader.from_batches(schema, batches())
+
+
+@contextmanager
+def local_path(filesystem: Any, path: str) -> Iterator[str]:
+    """A local path of the file (a reader that needs one, e.g. the capture
+    decoder): the file itself on a local filesystem, else a copy in the
+    temp dir, removed when the block ends."""
+    import pyarrow.fs as pafs
+    if isinstance(filesystem, pafs.LocalFileSystem):
+        yield path
+        return
+    fd, local = tempfile.mkstemp(prefix="gsqlc-", suffix="-" + os.path.basename(path))
+    try:
+        with os.fdopen(fd, "wb") as out, filesystem.open_input_stream(path) as src:
+            while True:
+                chunk = src.read(1 << 22)
+                if not chunk:
+                    break
+                out.write(chunk)
+        yield local
+    finally:
+        os.unlink(local)
