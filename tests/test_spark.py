@@ -329,6 +329,16 @@ def _executor_files(spark, digest: str):
     return spark.sparkContext.parallelize(range(2), 2).mapPartitions(listing).collect()
 
 
+def _remove_old_copy(digest: str) -> None:
+    """Remove a copy of the library an older gsqlc left in the temp dir (the
+    local executors share this machine's), so finding one after the run
+    means this gsqlc wrote it."""
+    import tempfile
+    old = os.path.join(tempfile.gettempdir(), f"gsqlc-{os.getuid()}", f"{digest}.so")
+    if os.path.exists(old):
+        os.unlink(old)
+
+
 def test_the_library_is_shipped_once_by_spark_and_written_nowhere_else(spark, tmp_path):
     """Spark's file distribution carries the library: one file per digest in
     each executor's SparkFiles directory (removed by Spark with the
@@ -340,11 +350,12 @@ def test_the_library_is_shipped_once_by_spark_and_written_nowhere_else(spark, tm
                            schema="ts long, store string, item string, qty long, "
                                   "price double, client string")
     args = dict(schema=str(EX / "schema.txt"), sources={"sales": sales.repartition(2)})
+    lib = gsqlc.compile([str(q)], schema=str(EX / "schema.txt")).library
+    digest = hashlib.sha256(lib.read_bytes()).hexdigest()[:24]
+    _remove_old_copy(digest)
     first = sorted(map(tuple, run_query(spark, [str(q)], **args).collect()))
     again = sorted(map(tuple, run_query(spark, [str(q)], **args).collect()))
     assert first == again and len(first) > 0
-    lib = gsqlc.compile([str(q)], schema=str(EX / "schema.txt")).library
-    digest = hashlib.sha256(lib.read_bytes()).hexdigest()[:24]
     shipped = [f for f in spark.sparkContext.listFiles if f.endswith(_library_name(digest))]
     assert len(shipped) == 1
     for files, in_temp in _executor_files(spark, digest):
