@@ -1,7 +1,14 @@
 """gsqlc inside Spark against Spark SQL and a Python UDF (issue 4, part 5).
 
 The query: packets per (srcIP, destIP) per minute (bench/queries/spark_q2.gsql)
-over 20 M rows of the packet generator's table (Parquet), in Spark local[2]:
+over 20 M rows of the packet generator's table, in Spark local[2], with
+--groups (srcIP, destIP) pairs, read from --source:
+
+  parquet   spark.read.parquet (gsqlc's LFTA tasks read the files themselves)
+  csv       the same rows as CSV: Spark SQL reads them with spark.read.csv,
+            gsqlc with gsqlc.spark.read_csv (its LFTA tasks parse the file)
+  computed  the Parquet scan with a computed column (abs(time)): not a plain
+            scan, so its rows cross from the JVM to Python too
 
   gsqlc   gsqlc.spark.run_query: the LFTA pre-aggregates each partition in
           mapInArrow, the HFTA completes after a shuffle on the group keys
@@ -13,7 +20,8 @@ its whole result to Spark's `noop` sink; time is the best of --repeat runs
 of that action (session start-up and compilation untimed; the first run
 warms the page cache).  The results are checked equal before timing.
 
-    python bench/spark_bench.py [--rows 20000000] [--repeat 7] [--out bench/results_spark.md]
+    python bench/spark_bench.py [--rows 20000000] [--groups 65536] [--source parquet]
+                                [--repeat 7] [--out bench/results_spark.md]
 """
 from __future__ import annotations
 
@@ -40,6 +48,17 @@ def data_path(rows: int, groups: int) -> Path:
     return p
 
 
+def csv_path(parquet: Path) -> Path:
+    """The Parquet table's three query columns as CSV (made once)."""
+    p = parquet.with_suffix(".csv")
+    if not p.exists():
+        import pyarrow.csv as pacsv
+        import pyarrow.parquet as pq
+        t = pq.read_table(parquet, columns=["time", "srcIP", "destIP"])
+        pacsv.write_csv(t, p, pacsv.WriteOptions(include_header=False))
+    return p
+
+
 def session(app: str):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -51,10 +70,18 @@ def session(app: str):
             .getOrCreate())
 
 
-def frame(spark, variant: str, path: Path):
+def frame(spark, variant: str, path: Path, source: str = "parquet"):
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
-    df = spark.read.parquet(str(path)).select("time", "srcIP", "destIP")
+    if source == "csv" and variant == "gsqlc":
+        from gsqlc.spark import read_csv  # gsqlc's CSV reader: its tasks parse the file
+        df = read_csv(spark, csv_path(path), "time long, srcIP long, destIP long")
+    elif source == "csv":
+        df = spark.read.csv(str(csv_path(path)), schema="time long, srcIP long, destIP long")
+    else:
+        df = spark.read.parquet(str(path)).select("time", "srcIP", "destIP")
+        if source == "computed":
+            df = df.select(F.abs(F.col("time")).alias("time"), "srcIP", "destIP")
     if variant == "gsqlc":
         from gsqlc.spark import run_query
         return run_query(spark, [str(QUERY)], schema=str(SCHEMA), sources={"pkts": df})
@@ -68,10 +95,10 @@ def frame(spark, variant: str, path: Path):
     raise ValueError(variant)
 
 
-def one(variant: str, path: Path, repeat: int) -> dict:
+def one(variant: str, path: Path, repeat: int, source: str = "parquet") -> dict:
     """Run one variant in this process (called in a child per variant)."""
     spark = session(f"gsqlc-bench-{variant}")
-    df = frame(spark, variant, path)
+    df = frame(spark, variant, path, source)
     times = []
     for _ in range(repeat):
         t = time.perf_counter()
@@ -88,6 +115,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=20_000_000)
     ap.add_argument("--groups", type=int, default=65536)
+    ap.add_argument("--source", choices=["parquet", "csv", "computed"], default="parquet")
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--variants", default="gsqlc,sql,udf")
     ap.add_argument("--out", default=str(HERE / "results_spark.md"))
@@ -96,13 +124,14 @@ def main(argv=None) -> int:
     path = data_path(a.rows, a.groups)
     if a.one:
         import json
-        print(json.dumps(one(a.one, path, a.repeat)))
+        print(json.dumps(one(a.one, path, a.repeat, a.source)))
         return 0
     import json
     res = {}
     for v in a.variants.split(","):
         p = subprocess.run([sys.executable, __file__, "--rows", str(a.rows), "--groups",
-                            str(a.groups), "--repeat", str(a.repeat), "--one", v],
+                            str(a.groups), "--source", a.source, "--repeat", str(a.repeat),
+                            "--one", v],
                            stdout=subprocess.PIPE, text=True, check=True)
         res[v] = json.loads(p.stdout.strip().splitlines()[-1])
         print(f"{v:6} best {res[v]['best']:.2f} s  runs {[round(t, 2) for t in res[v]['times']]}  "
@@ -111,7 +140,8 @@ def main(argv=None) -> int:
     if len(digests) != 1:
         print("RESULTS DIFFER: " + ", ".join(f"{k}={r['digest']}" for k, r in res.items()))
         return 1
-    lines = [f"# Spark benchmark ({a.rows:,} rows, {a.groups:,} (srcIP, destIP) pairs, local[2])",
+    lines = [f"# Spark benchmark ({a.rows:,} rows, {a.groups:,} (srcIP, destIP) pairs, "
+             f"{a.source}, local[2])",
              "", "Query: packets per (srcIP, destIP) per minute; result written to Spark's noop sink; "
              f"best of {a.repeat}.", "",
              "| variant | best (s) | runs (s) | result rows | vs Spark SQL |", "|---|---|---|---|---|"]

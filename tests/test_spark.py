@@ -185,6 +185,46 @@ def test_parquet_on_an_s3_server_is_read_by_the_tasks_with_the_local_answer(
         read_parquet(spark, "s3://gsqlc/nothing", filesystem=fs)
 
 
+def test_csv_read_by_the_tasks_counts_malformed_rows_and_agrees_with_the_api(
+        spark, files, s3, tmp_path):
+    """read_csv: the LFTA tasks parse byte ranges of the files with pyarrow
+    (local and on an S3 server); malformed rows are counted and skipped, as
+    the Python API's CSV source does, and the answers agree."""
+    import io
+
+    from gsqlc.spark import parquet_scan, read_csv
+    fs, client, _ = s3
+    t = packets(40_000, 7)
+    text = pa.BufferOutputStream()
+    import pyarrow.csv as pacsv
+    pacsv.write_csv(t, text, pacsv.WriteOptions(include_header=False))
+    lines = text.getvalue().to_pybytes().decode().splitlines()
+    lines[100] = "1001,not-a-number,184549377,60"     # a value its type cannot take
+    lines[2000] = "1010,167772161"                    # two fields missing
+    body = "time,srcIP,destIP,len\n" + "\n".join(lines) + "\n"
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "p.csv").write_text(body)
+    client.put_object(Bucket="gsqlc", Key="csv/p.csv", Body=body.encode())
+    clean = pacsv.read_csv(io.BytesIO("\n".join(
+        x for i, x in enumerate(lines) if i not in (100, 2000)).encode()),
+        read_options=pacsv.ReadOptions(column_names=t.column_names),
+        convert_options=pacsv.ConvertOptions(column_types=t.schema))
+    q, sch = [str(files / "join.gsql")], str(files / "schema.txt")
+    want = rows(gsqlc.compile(q, schema=sch).table({"eth0": clean, "eth1": clean}, output="q1"))
+    ddl = "time long, srcIP long, destIP long, len long"
+    for loc, kw in ((tmp_path / "in", {}), ("s3://gsqlc/csv", {"filesystem": fs})):
+        df = read_csv(spark, loc, ddl, header=True, **kw)
+        assert parquet_scan(df).csv is not None
+        out = run_query(spark, q, schema=sch, sources={"eth0": df, "eth1": df}, output="q1")
+        assert rows(out) == want and len(want) > 500
+        assert out.gsqlc.rows_rejected == 2        # by the one LFTA q1 needs
+        assert "has 2 fields, not 4" in out.gsqlc.report
+        assert df.count() == 40_000 - 2 and df.gsqlc.rows_rejected == 2
+    with pytest.raises(Exception, match="on_malformed='fail'"):
+        run_query(spark, q, schema=sch, sources={"eth0": df, "eth1": df}, output="q1",
+                  on_malformed="fail").collect()
+
+
 def test_read_pcap_of_a_capture_on_an_s3_server(spark, s3):
     from gsqlc.spark import read_pcap
     fs, client, _ = s3

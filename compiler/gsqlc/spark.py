@@ -323,11 +323,13 @@ class _Stage:
     parquet_columns: Optional[list[str]] = None  # the partition lists Parquet units:
     parquet_units: Optional[list] = None         # (lists of storage pieces) by the ids it holds
     filesystem: Any = None                       # ... on this pyarrow filesystem
+    csv: Optional["CsvFormat"] = None            # ... CSV of this format (else Parquet)
     pack_cols: Optional[list[str]] = None   # LFTA stage: output packed by these key columns
     pack_buckets: int = 0                   # ... into this many buckets (_pack_partials)
     packed_input: bool = False              # HFTA stage: the partition holds packed partials
     on_malformed: str = "count"     # 'count': gathered in `malformed`; 'fail'
     malformed: Optional[MalformedRows] = None
+    _csv_bad: Optional[storage.MalformedCount] = None   # a task's CSV rows skipped
 
     def __call__(self, batches):
         from .api import Run
@@ -351,12 +353,17 @@ class _Stage:
             raise RuntimeError(f"gsqlc: query stream {self.output}: {e}") from None
         rejected = sum(x.get("rows_rejected", 0)
                        for x in run.stats.get("sources", []) + run.stats.get("injected", []))
+        report = run.report
+        if self._csv_bad is not None and self._csv_bad.rows:
+            rejected += self._csv_bad.rows
+            report = (f"{self._csv_bad.rows} CSV row(s) rejected as malformed: "
+                      + "; ".join(self._csv_bad.reasons) + "\n" + report)
         if rejected and self.on_malformed == "fail":
             raise RuntimeError(f"gsqlc: query stream {self.output}: {rejected} malformed "
                                f"row(s) in this partition (on_malformed='fail') "
-                               f"{NO_RETRY_HELPS}:\n{run.report}")
+                               f"{NO_RETRY_HELPS}:\n{report}")
         if rejected and self.malformed is not None:
-            self.malformed._add(rejected, f"gsqlc: query stream {self.output}: {run.report}")
+            self.malformed._add(rejected, f"gsqlc: query stream {self.output}: {report}")
         if run.report:
             print(f"gsqlc: {self.output}: {run.report}", file=sys.stderr)
 
@@ -372,6 +379,10 @@ class _Stage:
         if self.parquet_columns is not None:
             pieces = [p for b in chain() for i in b.column(0).to_pylist()
                       for p in self.parquet_units[i]]
+            if self.csv is not None:
+                self._csv_bad = storage.MalformedCount()
+                return {self.iface: self.csv.reader(self.filesystem, pieces, self._csv_bad,
+                                                    self.parquet_columns)}, {}
             return {self.iface: storage.read_pieces(self.filesystem, pieces,
                                                     self.parquet_columns)}, {}
         if self.iface is not None:
@@ -478,11 +489,12 @@ _S3A_KEYS = ("fs.s3a.endpoint", "fs.s3a.access.key", "fs.s3a.secret.key",
 
 
 @dataclass
-class ParquetFiles:
-    """Parquet files the LFTA tasks read themselves: their filesystem and
-    (path, size) each (storage.list_files)."""
+class DirectFiles:
+    """Files the LFTA tasks read themselves: their filesystem, (path, size)
+    each (storage.list_files), and their CSV format (None: Parquet)."""
     filesystem: Any
     files: list
+    csv: Optional["CsvFormat"] = None
 
 
 def _hadoop_s3a(spark) -> Optional[Any]:
@@ -494,7 +506,7 @@ def _hadoop_s3a(spark) -> Optional[Any]:
         return None
 
 
-def parquet_scan(df) -> Optional[ParquetFiles]:
+def parquet_scan(df) -> Optional[DirectFiles]:
     """The Parquet files of a DataFrame that is nothing but a scan of them
     (read_parquet(...), or spark.read.parquet(...) optionally with .select
     of plain columns, on any filesystem pyarrow opens: local, s3a:// as
@@ -533,7 +545,7 @@ def parquet_scan(df) -> Optional[ParquetFiles]:
         return None
     if not set(df.columns) <= names:      # e.g. partition columns of a directory
         return None
-    return ParquetFiles(fs, files)
+    return DirectFiles(fs, files)
 
 
 def _spark_type_of_arrow(t, column: str):
@@ -590,7 +602,75 @@ def read_parquet(spark, paths, filesystem=None) -> Any:
     units = storage.plan_pieces(files, spark.sparkContext.defaultParallelism)
     ids = spark.range(len(units), numPartitions=len(units))
     df = ids.mapInArrow(_read_parquet_task(fs, units, _arrow_schema_of(schema)), schema)
-    df._gsqlc_parquet = ParquetFiles(fs, files)
+    df._gsqlc_parquet = DirectFiles(fs, files)
+    return df
+
+
+@dataclass
+class CsvFormat:
+    """How read_csv parses its files: columns `names` of Arrow `types`,
+    separated by `sep`, the first line of each file a header or not."""
+    names: list
+    types: list
+    sep: str = ","
+    header: bool = False
+
+    def reader(self, fs, pieces, bad, columns=None):
+        """A RecordBatchReader of the pieces (columns: a subset, in order)."""
+        r = storage.read_csv_pieces(fs, pieces, self.names, self.types, self.sep, self.header,
+                                    bad)
+        if columns is None or list(columns) == list(self.names):
+            return r
+        import pyarrow as pa
+        schema = pa.schema([r.schema.field(c) for c in columns])
+        return pa.RecordBatchReader.from_batches(
+            schema, (b.select(list(columns)) for b in r))
+
+
+def _read_csv_task(fs, units: list, fmt: CsvFormat, target, malformed: MalformedRows):
+    def task(batches):
+        for b in batches:
+            for i in b.column(0).to_pylist():
+                bad = storage.MalformedCount()
+                for rb in fmt.reader(fs, units[i], bad):
+                    yield _to_spark_arrow(rb, target)
+                if bad.rows:
+                    malformed._add(bad.rows, "; ".join(bad.reasons) + "\n")
+    return task
+
+
+def read_csv(spark, paths, schema, *, sep: str = ",", header: bool = False,
+             filesystem=None) -> Any:
+    """CSV files as a DataFrame of `schema` (a StructType or a DDL string such
+    as "time long, srcIP long"), parsed by Spark tasks with pyarrow.  paths:
+    as read_parquet's.  Each file is cut into byte ranges of whole lines
+    (fields hold no newline), one task per core; a row with another number
+    of fields, or a value its column's type cannot take, is counted and
+    skipped (the DataFrame's .gsqlc, a MalformedRows, and a run_query
+    result's); an empty field is null.  As a run_query source the LFTA
+    tasks parse the files themselves, and no row crosses from the JVM to
+    Python (Spark's CSV reader and that transfer cost more than gsqlc's
+    whole query)."""
+    from pyspark.sql import types as T
+    if isinstance(schema, str):
+        schema = T._parse_datatype_string(schema)
+    if not isinstance(schema, T.StructType) or not schema.fields:
+        raise UsageError("read_csv: schema must be a StructType or a DDL string of columns")
+    if len(sep) != 1:
+        raise UsageError(f"read_csv: sep must be one character, got {sep!r}")
+    fs, ps = _locations(paths, filesystem, "read_csv")
+    files = _listed(fs, ps, paths)
+    if not files:
+        raise UsageError(f"read_csv: no file under {', '.join(ps)}")
+    target = _arrow_schema_of(schema)
+    fmt = CsvFormat(list(target.names), list(target.types), sep, header)
+    units = storage.split_csv_pieces(
+        storage.plan_pieces(files, spark.sparkContext.defaultParallelism), dict(files))
+    malformed = MalformedRows(spark.sparkContext)
+    ids = spark.range(len(units), numPartitions=len(units))
+    df = ids.mapInArrow(_read_csv_task(fs, units, fmt, target, malformed), schema)
+    df._gsqlc_parquet = DirectFiles(fs, files, fmt)
+    df.gsqlc = malformed
     return df
 
 
@@ -822,9 +902,11 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                 # units travel with the stage; a partition holds their ids
                 # (spark.range: made in the JVM, nothing pickled per row).
                 tasks = storage.plan_pieces(files.files, spark.sparkContext.defaultParallelism)
+                if files.csv is not None:
+                    tasks = storage.split_csv_pieces(tasks, dict(files.files))
                 units = spark.range(len(tasks), numPartitions=max(1, len(tasks)))
                 lfta.update(parquet_columns=list(df.columns), parquet_units=tasks,
-                            filesystem=files.filesystem)
+                            filesystem=files.filesystem, csv=files.csv)
                 frames[n.name] = units.mapInArrow(stage(**lfta), out_schema_spark)
                 packers[n.name] = _packer(units, stage, lfta)
             elif df.isStreaming:

@@ -187,3 +187,150 @@ def local_path(filesystem: Any, path: str) -> Iterator[str]:
         yield local
     finally:
         os.unlink(local)
+
+
+# ------------------------------------------------------------ CSV
+
+# the most bytes of a CSV file one piece holds in memory while it is parsed
+CSV_PIECE_BYTES = 64 << 20
+# what a value of each Arrow type must look like in a CSV field (anything
+# else makes its row malformed: counted and skipped); an empty field is null
+_CSV_VALUE_PATTERNS = {
+    "int": r"^\s*[+-]?[0-9]+\s*$",
+    "float": r"^\s*([+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(?i:nan|inf|infinity))\s*$",
+    "bool": r"^\s*(?i:true|false)\s*$",
+}
+
+
+def split_csv_pieces(units: list[list[Piece]], sizes: Mapping[str, int]) -> list[list[Piece]]:
+    """plan_pieces' units with each piece cut again so that none holds more
+    than CSV_PIECE_BYTES of its file (a CSV piece is a byte range)."""
+    out = []
+    for unit in units:
+        pieces: list[Piece] = []
+        for path, k, n in unit:
+            m = max(1, -(-sizes[path] // (n * CSV_PIECE_BYTES)))
+            pieces += [(path, k * m + j, n * m) for j in range(m)]
+        out.append(pieces)
+    return out
+
+
+def _line_start_at_or_after(f: Any, pos: int, size: int) -> int:
+    """The offset of the first line that starts at or after pos (size: none)."""
+    if pos <= 0:
+        return 0
+    at = pos - 1          # a line starts at pos when the byte before it ends one
+    while at < size:
+        chunk = f.read_at(min(1 << 16, size - at), at)
+        i = chunk.find(b"\n")
+        if i >= 0:
+            return int(at + i + 1)
+        at += len(chunk)
+    return size
+
+
+def csv_piece_bytes(f: Any, size: int, k: int, n: int) -> bytes:
+    """The lines of piece k of n of a file: those starting in its k-th
+    byte range (lines hold no newline inside a quoted field)."""
+    first = _line_start_at_or_after(f, k * size // n, size)
+    end = _line_start_at_or_after(f, (k + 1) * size // n, size)
+    return bytes(f.read_at(end - first, first)) if end > first else b""
+
+
+class MalformedCount:
+    """Rows a CSV read skipped: their count and the first reasons."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.reasons: list[str] = []
+
+    def add(self, rows: int, reason: str) -> None:
+        self.rows += rows
+        if len(self.reasons) < 5:
+            self.reasons.append(reason)
+
+
+def _csv_table(data: bytes, names: Sequence[str], types: Sequence[Any], sep: str,
+               skip_header: bool, where: str, bad: MalformedCount) -> Any:
+    """One piece's bytes parsed into a table of `types`: a row with another
+    number of fields, or a value its column's type cannot take, is counted
+    in `bad` and skipped; an empty field is null."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+
+    short = MalformedCount()    # rows with another number of fields, this parse's
+
+    def skip_row(row: Any) -> str:
+        short.add(1, f"{where}: {row.text.strip()[:80]!r} has {row.actual_columns} fields, "
+                     f"not {row.expected_columns}")
+        return "skip"
+    read = pacsv.ReadOptions(column_names=list(names), skip_rows=1 if skip_header else 0,
+                             use_threads=False, block_size=16 << 20)
+    parse = pacsv.ParseOptions(delimiter=sep, invalid_row_handler=skip_row)
+
+    def parse_as(column_types: Mapping[str, Any]) -> Any:
+        short.rows, short.reasons = 0, []
+        t = pacsv.read_csv(pa.BufferReader(data), read_options=read, parse_options=parse,
+                           convert_options=pacsv.ConvertOptions(
+                               column_types=column_types, null_values=[""],
+                               strings_can_be_null=True))
+        for r in short.reasons:
+            bad.add(0, r)
+        bad.rows += short.rows
+        return t
+    try:
+        return parse_as(dict(zip(names, types)))
+    except pa.ArrowInvalid:
+        pass    # some value does not convert: find its rows
+    as_text = parse_as({c: pa.string() for c in names})
+    ok = pa.array([True] * as_text.num_rows)
+    for name, t in zip(names, types):
+        kind = ("int" if pa.types.is_integer(t) else "float" if pa.types.is_floating(t)
+                else "bool" if pa.types.is_boolean(t) else None)
+        if kind is None:
+            continue
+        col = as_text.column(name)
+        fits = pc.or_kleene(pc.is_null(col),
+                            pc.match_substring_regex(col, _CSV_VALUE_PATTERNS[kind]))
+        if kind == "int":
+            # digits out of the type's range are no value of it either (by
+            # their float value: the last few near 2^63 count as out)
+            import numpy as np
+            info = np.iinfo(t.to_pandas_dtype())
+            num = pc.cast(pc.utf8_trim_whitespace(
+                pc.coalesce(pc.if_else(fits, col, "0"), "0")), pa.float64())
+            inside = pc.and_(pc.greater_equal(num, float(info.min) * (1 - 1e-15)),
+                             pc.less_equal(num, float(info.max) * (1 - 1e-15)))
+            fits = pc.and_kleene(fits, inside)
+        ok = pc.and_(ok, pc.fill_null(fits, False))
+    n_bad = as_text.num_rows - pc.sum(ok).as_py() if as_text.num_rows else 0
+    if n_bad:
+        bad.add(n_bad, f"{where}: {n_bad} row(s) with a value their column's type cannot take")
+    kept = as_text.filter(ok)
+    cols = []
+    for name, t in zip(names, types):
+        col = kept.column(name)
+        cols.append(pc.utf8_trim_whitespace(col).cast(t) if not pa.types.is_string(t) else col)
+    return pa.table(cols, names=list(names))
+
+
+def read_csv_pieces(filesystem: Any, pieces: Sequence[Piece], names: Sequence[str],
+                    types: Sequence[Any], sep: str = ",", header: bool = False,
+                    bad: Optional[MalformedCount] = None) -> Any:
+    """One RecordBatchReader over the CSV pieces (byte ranges of lines), in
+    order, with columns `names` of Arrow `types`; malformed rows skipped and
+    counted in `bad`."""
+    import pyarrow as pa
+    schema = pa.schema(list(zip(names, types)))
+    counter = bad if bad is not None else MalformedCount()
+
+    def batches() -> Iterator[Any]:
+        for path, k, n in pieces:
+            with open_input(filesystem, path) as f:
+                data = csv_piece_bytes(f, f.size(), k, n)
+            if data:
+                t = _csv_table(data, names, types, sep, header and k == 0,
+                               f"{path} (piece {k + 1} of {n})", counter)
+                yield from t.cast(schema).to_batches(max_chunksize=65536)
+    return pa.RecordBatchReader.from_batches(schema, batches())
