@@ -136,3 +136,35 @@ def test_a_remote_file_gets_a_local_copy_that_is_removed(s3, tmp_path):
     with storage.local_path(pafs.LocalFileSystem(), str(local)) as p:
         assert p == str(local)
     assert local.exists()           # a local file is read in place, never removed
+
+
+def test_csv_pieces_are_whole_lines_and_malformed_rows_are_counted_once(tmp_path):
+    """read_csv_pieces: however a file is cut into byte ranges, every line is
+    read once (the header only by the first piece); a row with another number
+    of fields, a value that is no number or out of its type's range is
+    counted and skipped; an empty field is null."""
+    lines = [f"{i},{i * 2},x{i}" for i in range(1000)]
+    lines[10] = "10,abc,x10"            # no integer
+    lines[20] = "20,5"                  # a field missing
+    lines[30] = "99999999999,3,z"       # beyond uint32
+    lines[40] = "40,,q"                 # an empty field: null, kept
+    path = tmp_path / "a.csv"
+    path.write_text("h1,h2,h3\n" + "\n".join(lines) + "\n")
+    fs = pafs.LocalFileSystem()
+    names, types = ["a", "b", "c"], [pa.uint32(), pa.int64(), pa.string()]
+    whole = None
+    for n in (1, 3, 7, 64):
+        bad = storage.MalformedCount()
+        t = pa.concat_tables(storage.read_csv_pieces(fs, [(str(path), k, n)], names, types,
+                                                     ",", True, bad).read_all()
+                             for k in range(n))
+        assert t.num_rows == 997 and bad.rows == 3, n
+        assert t.column("b").null_count == 1 and 10 not in t.column("a").to_pylist()
+        assert any("has 2 fields, not 3" in r for r in bad.reasons)
+        whole = whole or t
+        assert t.equals(whole)
+    # reading a subset of the columns judges only those values
+    bad = storage.MalformedCount()
+    t = storage.read_csv_pieces(fs, [(str(path), 0, 1)], names, types, ",", True, bad,
+                                ["c", "a"]).read_all()
+    assert t.column_names == ["c", "a"] and t.num_rows == 998 and bad.rows == 2

@@ -617,14 +617,8 @@ class CsvFormat:
 
     def reader(self, fs, pieces, bad, columns=None):
         """A RecordBatchReader of the pieces (columns: a subset, in order)."""
-        r = storage.read_csv_pieces(fs, pieces, self.names, self.types, self.sep, self.header,
-                                    bad)
-        if columns is None or list(columns) == list(self.names):
-            return r
-        import pyarrow as pa
-        schema = pa.schema([r.schema.field(c) for c in columns])
-        return pa.RecordBatchReader.from_batches(
-            schema, (b.select(list(columns)) for b in r))
+        return storage.read_csv_pieces(fs, pieces, self.names, self.types, self.sep,
+                                       self.header, bad, columns)
 
 
 def _read_csv_task(fs, units: list, fmt: CsvFormat, target, malformed: MalformedRows):

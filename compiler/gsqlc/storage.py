@@ -198,7 +198,7 @@ CSV_PIECE_BYTES = 64 << 20
 _CSV_VALUE_PATTERNS = {
     "int": r"^\s*[+-]?[0-9]+\s*$",
     "float": r"^\s*([+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(?i:nan|inf|infinity))\s*$",
-    "bool": r"^\s*(?i:true|false)\s*$",
+    "bool": r"^\s*(?i:true|false|1|0)\s*$",
 }
 
 
@@ -251,10 +251,12 @@ class MalformedCount:
 
 
 def _csv_table(data: bytes, names: Sequence[str], types: Sequence[Any], sep: str,
-               skip_header: bool, where: str, bad: MalformedCount) -> Any:
-    """One piece's bytes parsed into a table of `types`: a row with another
-    number of fields, or a value its column's type cannot take, is counted
-    in `bad` and skipped; an empty field is null."""
+               skip_header: bool, where: str, bad: MalformedCount,
+               columns: Sequence[str]) -> Any:
+    """One piece's bytes (fields `names` of Arrow `types`) parsed into a
+    table of `columns`: a row with another number of fields, or a value one
+    of `columns` cannot take, is counted in `bad` and skipped; an empty
+    field is null."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.csv as pacsv
@@ -269,23 +271,25 @@ def _csv_table(data: bytes, names: Sequence[str], types: Sequence[Any], sep: str
                              use_threads=False, block_size=16 << 20)
     parse = pacsv.ParseOptions(delimiter=sep, invalid_row_handler=skip_row)
 
+    wanted = [(c, t) for c, t in zip(names, types) if c in set(columns)]
+
     def parse_as(column_types: Mapping[str, Any]) -> Any:
         short.rows, short.reasons = 0, []
         t = pacsv.read_csv(pa.BufferReader(data), read_options=read, parse_options=parse,
                            convert_options=pacsv.ConvertOptions(
-                               column_types=column_types, null_values=[""],
-                               strings_can_be_null=True))
+                               column_types=column_types, include_columns=list(columns),
+                               null_values=[""], strings_can_be_null=True))
         for r in short.reasons:
             bad.add(0, r)
         bad.rows += short.rows
         return t
     try:
-        return parse_as(dict(zip(names, types)))
+        return parse_as(dict(wanted))
     except pa.ArrowInvalid:
         pass    # some value does not convert: find its rows
-    as_text = parse_as({c: pa.string() for c in names})
+    as_text = parse_as({c: pa.string() for c, _ in wanted})
     ok = pa.array([True] * as_text.num_rows)
-    for name, t in zip(names, types):
+    for name, t in wanted:
         kind = ("int" if pa.types.is_integer(t) else "float" if pa.types.is_floating(t)
                 else "bool" if pa.types.is_boolean(t) else None)
         if kind is None:
@@ -309,20 +313,23 @@ def _csv_table(data: bytes, names: Sequence[str], types: Sequence[Any], sep: str
         bad.add(n_bad, f"{where}: {n_bad} row(s) with a value their column's type cannot take")
     kept = as_text.filter(ok)
     cols = []
-    for name, t in zip(names, types):
+    for name, t in wanted:
         col = kept.column(name)
         cols.append(pc.utf8_trim_whitespace(col).cast(t) if not pa.types.is_string(t) else col)
-    return pa.table(cols, names=list(names))
+    return pa.table(cols, names=[c for c, _ in wanted]).select(list(columns))
 
 
 def read_csv_pieces(filesystem: Any, pieces: Sequence[Piece], names: Sequence[str],
                     types: Sequence[Any], sep: str = ",", header: bool = False,
-                    bad: Optional[MalformedCount] = None) -> Any:
+                    bad: Optional[MalformedCount] = None,
+                    columns: Optional[Sequence[str]] = None) -> Any:
     """One RecordBatchReader over the CSV pieces (byte ranges of lines), in
-    order, with columns `names` of Arrow `types`; malformed rows skipped and
+    order: files of fields `names` of Arrow `types`, read as `columns` (all
+    by default; the others are only counted); malformed rows skipped and
     counted in `bad`."""
     import pyarrow as pa
-    schema = pa.schema(list(zip(names, types)))
+    columns = list(names) if columns is None else list(columns)
+    schema = pa.schema([(c, dict(zip(names, types))[c]) for c in columns])
     counter = bad if bad is not None else MalformedCount()
 
     def batches() -> Iterator[Any]:
@@ -331,6 +338,6 @@ def read_csv_pieces(filesystem: Any, pieces: Sequence[Piece], names: Sequence[st
                 data = csv_piece_bytes(f, f.size(), k, n)
             if data:
                 t = _csv_table(data, names, types, sep, header and k == 0,
-                               f"{path} (piece {k + 1} of {n})", counter)
+                               f"{path} (piece {k + 1} of {n})", counter, columns)
                 yield from t.cast(schema).to_batches(max_chunksize=65536)
     return pa.RecordBatchReader.from_batches(schema, batches())
