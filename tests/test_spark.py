@@ -474,6 +474,64 @@ def test_structured_streaming_closes_epochs_by_watermark(spark, tmp_path):
     assert state <= 2
 
 
+def test_a_finite_stream_ends_with_its_last_epochs_out(spark, tmp_path):
+    """read_stream(finite=True) over a directory of CSV files, one file per
+    micro-batch, under Trigger.AvailableNow: with no row after the last
+    epoch, its groups still come out -- the result is the batch answer.
+    Over Spark's own file source the last epoch stays in state."""
+    from gsqlc.spark import read_stream
+    q = tmp_path / "big_per_minute.gsql"
+    q.write_text(BIG_PER_MINUTE)
+    lines = (EX / "sales.csv").read_text().splitlines()
+    src = tmp_path / "in"
+    _stream_files(src, [lines[i:i + 7] for i in range(0, len(lines), 7)])
+    schema = "ts long, store string, item string, qty long, price double, client string"
+    sch = str(EX / "schema.txt")
+    want = rows(gsqlc.compile([q], schema=sch).table({"sales": f"csv:{EX / 'sales.csv'}"}))
+
+    def stream(df, name):
+        out = run_query(spark, [str(q)], schema=sch, sources={"sales": df})
+        w = (out.writeStream.format("memory").queryName(name).outputMode("append")
+             .option("checkpointLocation", str(tmp_path / name)).trigger(availableNow=True)
+             .start())
+        w.awaitTermination(300)
+        assert w.exception() is None
+        return rows(spark.table(name)), w
+    got, w = stream(read_stream(spark, src, "csv", schema, finite=True, files_per_batch=1),
+                    "gsqlc_finite_stream")
+    assert got == want and len(want) > 5
+    assert w.lastProgress["stateOperators"][0]["numRowsTotal"] <= 1   # the end's own epoch
+    plain, _ = stream(spark.readStream.schema(schema).option("maxFilesPerTrigger", 1)
+                      .csv(str(src)), "spark_file_stream")
+    missing = set(want) - set(plain)     # the last epochs (the watermark's delay)
+    assert set(plain) < set(want) and min(r[0] for r in missing) > max(r[0] for r in plain)
+
+
+def test_a_finite_parquet_stream_on_an_s3_server_gives_the_batch_answer(spark, files, s3,
+                                                                        tmp_path):
+    """read_stream of Parquet files on an S3 server, finite: the aggregation
+    over the stream equals the Python API's over the whole table."""
+    import time as _time
+
+    from gsqlc.spark import read_stream
+    fs, client, _ = s3
+    t = packets(30_000, 8)
+    for i in range(3):     # arriving in order: one file per micro-batch
+        _put_parquet(client, f"stream/part{i}.parquet", t.slice(i * 10_000, 10_000), 2_500)
+        _time.sleep(1.1)   # S3 keeps modification times to the second
+    q, sch = [str(files / "join.gsql")], str(files / "schema.txt")
+    want = rows(gsqlc.compile(q, schema=sch).table({"eth0": t, "eth1": t}, output="q1"))
+    df = read_stream(spark, "s3://gsqlc/stream", "parquet", finite=True, files_per_batch=1,
+                     filesystem=fs)
+    out = run_query(spark, q, schema=sch, sources={"eth0": df}, output="q1")
+    w = (out.writeStream.format("memory").queryName("gsqlc_parquet_stream").outputMode("append")
+         .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True)
+         .start())
+    w.awaitTermination(300)
+    assert w.exception() is None
+    assert rows(spark.table("gsqlc_parquet_stream")) == want and len(want) > 500
+
+
 def test_the_spark_example_runs(tmp_path):
     import subprocess
     p = subprocess.run([sys.executable, str(REPO / "examples" / "spark" / "run_example.py")],

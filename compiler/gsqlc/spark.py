@@ -85,6 +85,7 @@ from .runtime.interfaces import DEFAULT_IFACE, Interfaces
 from .semantics.bound import FieldRef, GroupRef
 from .semantics.types import Temporal, Type
 
+END_COL = "__gsqlc_end"         # true on the one row that ends a finite stream (read_stream)
 HEARTBEAT_COL = "__heartbeat"   # the runtime's flag column (option arrow_heartbeats)
 EPOCH_COL = "__epoch"           # streaming: the watermarked event time (an epoch, as seconds)
 WATERMARK_POLICY = "spark.sql.streaming.multipleWatermarkPolicy"
@@ -330,6 +331,9 @@ class _Stage:
     on_malformed: str = "count"     # 'count': gathered in `malformed`; 'fail'
     malformed: Optional[MalformedRows] = None
     _csv_bad: Optional[storage.MalformedCount] = None   # a task's CSV rows skipped
+    end_temporal: Optional[list[str]] = None   # LFTA stage of a finite stream: its
+                                               # temporal output columns (END_COL)
+    _ended: bool = False                       # ... the end row was in this partition
 
     def __call__(self, batches):
         from .api import Run
@@ -349,6 +353,8 @@ class _Stage:
             else:
                 for batch in run:
                     yield _to_spark_arrow(batch, self.out_schema)
+                if self._ended:
+                    yield _end_heartbeat(self.out_schema, self.end_temporal)
         except RunError as e:
             raise RuntimeError(f"gsqlc: query stream {self.output}: {e}") from None
         rejected = sum(x.get("rows_rejected", 0)
@@ -385,12 +391,30 @@ class _Stage:
                                                     self.parquet_columns)}, {}
             return {self.iface: storage.read_pieces(self.filesystem, pieces,
                                                     self.parquet_columns)}, {}
+        if self.iface is not None and self.end_temporal is not None:
+            return {self.iface: self._without_end(first.schema, chain())}, {}
         if self.iface is not None:
             return {self.iface: pa.RecordBatchReader.from_batches(first.schema, chain())}, {}
         if self.tag_col is None and self.sort_cols is None:
             # one stream, in the order Spark gives: read it as it comes
             return {}, {self.streams[0]: pa.RecordBatchReader.from_batches(first.schema, chain())}
         return {}, self._split(first, it)
+
+    def _without_end(self, schema, batches):
+        """The batches of a finite stream without its end row (noted in
+        _ended) and without END_COL."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        at = schema.get_field_index(END_COL)
+
+        def data():
+            for b in batches:
+                end = b.column(at)
+                if pc.any(end).as_py():
+                    self._ended = True
+                    b = b.filter(pc.invert(pc.fill_null(end, False)))
+                yield b.drop_columns([END_COL])
+        return pa.RecordBatchReader.from_batches(schema.remove(at), data())
 
     def _split(self, first, it):
         import pyarrow as pa
@@ -412,6 +436,84 @@ class _Stage:
                 t = t.sort_by(col)
             out[s] = t.to_reader()
         return out
+
+
+# The temporal value of the heartbeat that ends a finite stream: past every
+# epoch (as seconds, year 36812: within Spark's timestamps)
+END_EPOCH = 1 << 40
+
+
+def _end_heartbeat(schema, temporal: list[str]):
+    """The heartbeat row that ends a finite stream (read_stream): its
+    temporal columns END_EPOCH, so the watermark passes every epoch."""
+    import pyarrow as pa
+    cols = []
+    for f in schema:
+        if f.name == HEARTBEAT_COL:
+            v: Any = True
+        elif f.name in temporal:
+            v = END_EPOCH
+        elif pa.types.is_boolean(f.type):
+            v = False
+        elif pa.types.is_string(f.type):
+            v = ""
+        elif pa.types.is_binary(f.type):
+            v = b""
+        else:
+            v = 0
+        cols.append(pa.array([v], f.type))
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+
+def read_stream(spark, paths, format: str, schema=None, *, finite: bool = False,
+                files_per_batch: int = 0, sep: str = ",", header: bool = False,
+                filesystem=None) -> Any:
+    """A streaming DataFrame of the files of a directory (paths: as
+    read_parquet's), a micro-batch taking the files that appeared since the
+    last, in order of modification time (at most files_per_batch of them,
+    when given): format "csv" (schema needed; parsed
+    as read_csv does, malformed rows counted in the executors' logs),
+    "parquet" (schema from the first file) or "pcap" (read_pcap's columns).
+    Columns are nullable.  finite=True: the files there when the query starts
+    (under Trigger.AvailableNow, at its start) are the whole input: it ends
+    with a row flagged __gsqlc_end, which run_query turns into a heartbeat
+    past every epoch, so the last epochs of an aggregation come out before
+    the query stops (Spark's own file sources leave them in state: its
+    watermark moves only with later rows).  The stream is then finished: a
+    later run on the same checkpoint finds every epoch closed."""
+    from pyspark.sql import types as T
+
+    from .spark_files import FORMATS, GsqlcFiles, pack_location
+    if format not in FORMATS:
+        raise UsageError(f"read_stream: format must be one of {', '.join(FORMATS)}, "
+                         f"got {format!r}")
+    fs, ps = _locations(paths, filesystem, "read_stream")
+    if format == "csv":
+        if schema is None:
+            raise UsageError("read_stream: format 'csv' needs schema= (a StructType or DDL)")
+    if isinstance(schema, str):
+        schema = T._parse_datatype_string(schema)
+    if schema is None and format == "parquet":
+        files = storage.list_files(fs, ps, missing_ok=True)
+        if not files:
+            raise UsageError(f"read_stream: no Parquet file under {', '.join(ps)} to take the "
+                             "schema from: give schema=")
+        arrow = storage.parquet_schema(fs, files[0][0])
+        schema = T.StructType([T.StructField(f.name, _spark_type_of_arrow(f.type, f.name))
+                               for f in arrow])
+    elif schema is None:
+        from .runtime.packets import packet_columns
+        schema = T.StructType([T.StructField(n, spark_type(Type(t), "bytes"))
+                               for n, _, t in packet_columns()])
+    fields = [T.StructField(f.name, f.dataType, True) for f in schema.fields]
+    if finite:
+        fields.append(T.StructField(END_COL, T.BooleanType(), True))
+    spark.dataSource.register(GsqlcFiles)
+    return (spark.readStream.format(GsqlcFiles.name()).schema(T.StructType(fields))
+            .option("location", pack_location(fs, ps)).option("format", format)
+            .option("finite", "true" if finite else "false").option("sep", sep)
+            .option("files_per_batch", str(int(files_per_batch)))
+            .option("header", "true" if header else "false").load())
 
 
 # ------------------------------------------------------------ captures
@@ -884,7 +986,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                     "from packets; in Spark, read captures with gsqlc.read_pcap and query them "
                     "through PROTOCOL PACKETS of gsqlc.PACKET_TABLE_SCHEMA")
             lib_name, lib_iface = lib_lftas[n.name]
-            _dry_run(b.library, n, _arrow_schema_of(df.schema), options, params,
+            _dry_run(b.library, n, _arrow_schema_of(df.drop(END_COL).schema), options, params,
                      (lib_name, lib_iface))
             lfta = dict(iface=lib_iface, streams=[], tag_col=None, stream_cols=[],
                         output=lib_name, out_schema=out_schema, sort_cols=None)
@@ -911,6 +1013,9 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                 hb_schema = T.StructType(out_schema_spark.fields +
                                          [T.StructField(HEARTBEAT_COL, T.BooleanType(), False)])
                 lfta["out_schema"] = _arrow_schema_of(hb_schema)
+                if END_COL in df.columns:   # read_stream(finite=True): an end row comes
+                    lfta["end_temporal"] = [c.name for c in n.output.columns
+                                            if c.temporal.is_temporal]
                 frames[n.name] = df.mapInArrow(
                     stage(opts={**options, "arrow_heartbeats": "1", "final_heartbeat": "1"},
                           **lfta), hb_schema)

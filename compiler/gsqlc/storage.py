@@ -104,6 +104,15 @@ def list_files(filesystem: Any, paths: Sequence[str],
     return out
 
 
+def list_in_arrival_order(filesystem: Any, paths: Sequence[str]) -> list[tuple[str, int]]:
+    """list_files in order of modification time, then path (the order a
+    directory's files arrived in, as Spark's file streams take them)."""
+    files = list_files(filesystem, paths, missing_ok=True)
+    infos = filesystem.get_file_info([p for p, _ in files]) if files else []
+    order = sorted(range(len(files)), key=lambda i: (infos[i].mtime_ns or 0, files[i][0]))
+    return [files[i] for i in order]
+
+
 def plan_pieces(files: Sequence[tuple[str, int]], target: int) -> list[list[Piece]]:
     """The files cut into about `target` units of about equal bytes, each a
     list of pieces: with at least `target` files, runs of whole files in
