@@ -123,15 +123,15 @@ def test_interface_set_merge_of_several_dataframes(spark, files):
 
 
 def test_parquet_sources_are_read_by_the_tasks_and_agree_with_the_row_path(spark, files, tmp_path):
-    from gsqlc.spark import parquet_scan
+    from gsqlc.spark import direct_scan
     t = packets(60_000, 5)
     for i in range(3):   # three files of several row groups each
         pq.write_table(t.slice(i * 20_000, 20_000), tmp_path / f"part{i}.parquet",
                        row_group_size=4_000)
     q, sch = [str(files / "join.gsql")], str(files / "schema.txt")
     df = spark.read.parquet(str(tmp_path)).select("time", "srcIP", "destIP", "len")
-    assert parquet_scan(df) is not None
-    assert parquet_scan(df.where("len > 100")) is None       # not a plain scan: rows path
+    assert direct_scan(df) is not None
+    assert direct_scan(df.where("len > 100")) is None       # not a plain scan: rows path
     direct = run_query(spark, q, schema=sch, sources={"eth0": df, "eth1": df}, output="q1")
     via_rows = run_query(spark, q, schema=sch, sources={"eth0": df, "eth1": df}, output="q1",
                          direct_files=False)
@@ -153,7 +153,7 @@ def test_parquet_on_an_s3_server_is_read_by_the_tasks_with_the_local_answer(
     read their pieces themselves; the answer is the local files' and the
     Python API's."""
     from gsqlc import storage
-    from gsqlc.spark import parquet_scan, read_parquet
+    from gsqlc.spark import direct_scan, read_parquet
     fs, client, _ = s3
     t = packets(60_000, 6)
     (tmp_path / "local").mkdir()
@@ -170,7 +170,7 @@ def test_parquet_on_an_s3_server_is_read_by_the_tasks_with_the_local_answer(
     direct = run_query(spark, q, schema=sch, sources={"eth0": remote, "eth1": remote},
                        output="q1")
     assert opened == ["gsqlc/pkts/part0.parquet"]     # planning read one footer
-    src = parquet_scan(remote)
+    src = direct_scan(remote)
     assert src is not None and [p for p, _ in src.files] == [
         f"gsqlc/pkts/part{i}.parquet" for i in range(3)]
     via_rows = run_query(spark, q, schema=sch, sources={"eth0": remote, "eth1": remote},
@@ -192,7 +192,7 @@ def test_csv_read_by_the_tasks_counts_malformed_rows_and_agrees_with_the_api(
     the Python API's CSV source does, and the answers agree."""
     import io
 
-    from gsqlc.spark import parquet_scan, read_csv
+    from gsqlc.spark import direct_scan, read_csv
     fs, client, _ = s3
     t = packets(40_000, 7)
     text = pa.BufferOutputStream()
@@ -214,7 +214,7 @@ def test_csv_read_by_the_tasks_counts_malformed_rows_and_agrees_with_the_api(
     ddl = "time long, srcIP long, destIP long, len long"
     for loc, kw in ((tmp_path / "in", {}), ("s3://gsqlc/csv", {"filesystem": fs})):
         df = read_csv(spark, loc, ddl, header=True, **kw)
-        assert parquet_scan(df).csv is not None
+        assert direct_scan(df).csv is not None
         out = run_query(spark, q, schema=sch, sources={"eth0": df, "eth1": df}, output="q1")
         assert rows(out) == want and len(want) > 500
         assert out.gsqlc.rows_rejected == 2        # by the one LFTA q1 needs

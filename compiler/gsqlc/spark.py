@@ -488,9 +488,8 @@ def read_stream(spark, paths, format: str, schema=None, *, finite: bool = False,
         raise UsageError(f"read_stream: format must be one of {', '.join(FORMATS)}, "
                          f"got {format!r}")
     fs, ps = _locations(paths, filesystem, "read_stream")
-    if format == "csv":
-        if schema is None:
-            raise UsageError("read_stream: format 'csv' needs schema= (a StructType or DDL)")
+    if format == "csv" and schema is None:
+        raise UsageError("read_stream: format 'csv' needs schema= (a StructType or DDL)")
     if isinstance(schema, str):
         schema = T._parse_datatype_string(schema)
     if schema is None and format == "parquet":
@@ -608,16 +607,15 @@ def _hadoop_s3a(spark) -> Optional[Any]:
         return None
 
 
-def parquet_scan(df) -> Optional[DirectFiles]:
-    """The Parquet files of a DataFrame that is nothing but a scan of them
-    (read_parquet(...), or spark.read.parquet(...) optionally with .select
-    of plain columns, on any filesystem pyarrow opens: local, s3a:// as
-    Spark's S3A settings say, gs://, hdfs://), or None.  Such a source is
-    read by the LFTA tasks themselves with pyarrow, row group by row group:
-    Spark schedules the tasks, but the records do not travel from the JVM to
-    Python (what mapInArrow over rows costs is most of a simple query's
-    time)."""
-    own = getattr(df, "_gsqlc_parquet", None)
+def direct_scan(df) -> Optional[DirectFiles]:
+    """The files of a DataFrame that is nothing but a scan of them, or None:
+    read_csv(...), read_parquet(...), or spark.read.parquet(...) optionally
+    with .select of plain columns, on any filesystem pyarrow opens (local,
+    s3a:// as Spark's S3A settings say, gs://, hdfs://).  Such a source is
+    read by the LFTA tasks themselves with pyarrow: Spark schedules the
+    tasks, but the records do not travel from the JVM to Python (what
+    mapInArrow over rows costs is most of a simple query's time)."""
+    own = getattr(df, "_gsqlc_direct", None)
     if own is not None:
         return own
     if df.isStreaming:
@@ -704,7 +702,7 @@ def read_parquet(spark, paths, filesystem=None) -> Any:
     units = storage.plan_pieces(files, spark.sparkContext.defaultParallelism)
     ids = spark.range(len(units), numPartitions=len(units))
     df = ids.mapInArrow(_read_parquet_task(fs, units, _arrow_schema_of(schema)), schema)
-    df._gsqlc_parquet = DirectFiles(fs, files)
+    df._gsqlc_direct = DirectFiles(fs, files)
     return df
 
 
@@ -765,7 +763,7 @@ def read_csv(spark, paths, schema, *, sep: str = ",", header: bool = False,
     malformed = MalformedRows(spark.sparkContext)
     ids = spark.range(len(units), numPartitions=len(units))
     df = ids.mapInArrow(_read_csv_task(fs, units, fmt, target, malformed), schema)
-    df._gsqlc_parquet = DirectFiles(fs, files, fmt)
+    df._gsqlc_direct = DirectFiles(fs, files, fmt)
     df.gsqlc = malformed
     return df
 
@@ -990,7 +988,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                      (lib_name, lib_iface))
             lfta = dict(iface=lib_iface, streams=[], tag_col=None, stream_cols=[],
                         output=lib_name, out_schema=out_schema, sort_cols=None)
-            files = parquet_scan(df) if direct_files else None
+            files = direct_scan(df) if direct_files else None
             if files is not None:
                 # One unit per core: each task of a stage costs Spark ~40 ms
                 # (a Python worker's hand-over) whatever its work, so a
