@@ -223,6 +223,11 @@ def test_csv_read_by_the_tasks_counts_malformed_rows_and_agrees_with_the_api(
     with pytest.raises(Exception, match="on_malformed='fail'"):
         run_query(spark, q, schema=sch, sources={"eth0": df, "eth1": df}, output="q1",
                   on_malformed="fail").collect()
+    # Spark's own CSV reader works, and the user is told of read_csv
+    spark_csv = spark.read.csv(str(tmp_path / "in"), schema=ddl, header=True)
+    with pytest.warns(UserWarning, match=r"gsqlc\.spark\.read_csv\(spark, paths, schema\)"):
+        run_query(spark, q, schema=sch, sources={"eth0": spark_csv, "eth1": spark_csv},
+                  output="q1")
 
 
 def test_read_pcap_of_a_capture_on_an_s3_server(spark, s3):
@@ -438,6 +443,7 @@ def _stream_files(d, rows_by_file: list[list[str]]) -> None:
         os.utime(f, (1_700_000_000 + i, 1_700_000_000 + i))
 
 
+@pytest.mark.filterwarnings("ignore:gsqlc.spark. source .* read by Spark's CSV reader")  # the batch answer
 def test_structured_streaming_closes_epochs_by_watermark(spark, tmp_path):
     """A streaming DataFrame over a directory of CSV files, one file per
     micro-batch: epochs close as later ones are seen (watermark), and the
@@ -555,6 +561,7 @@ STREAM_JOIN_Q = (
     "where A.tb = B.tb and A.srcIP = B.srcIP and A.destIP = B.destIP;")
 
 
+@pytest.mark.filterwarnings("ignore:gsqlc.spark. source .* read by Spark's CSV reader")  # the batch answer
 def test_structured_streaming_join_of_two_aggregations_runs_per_epoch(spark, tmp_path, files):
     """Two streaming DataFrames (directories of CSV files, one file each per
     micro-batch): the join of their per-epoch aggregations gathers both
@@ -645,6 +652,7 @@ def test_structured_streaming_aggregation_over_an_interface_set_waits_for_the_la
     assert w.lastProgress["stateOperators"][-1]["numRowsTotal"] <= 2, w.lastProgress
 
 
+@pytest.mark.filterwarnings("ignore:gsqlc.spark. source .* read by Spark's CSV reader")  # the batch answer
 def test_structured_streaming_counts_rows_late_within_the_disorder(spark, tmp_path):
     """Micro-batches deliver rows out of order: the second holds rows of the
     minute two epochs behind the newest already seen.  With three epochs

@@ -618,25 +618,10 @@ def direct_scan(df) -> Optional[DirectFiles]:
     own = getattr(df, "_gsqlc_direct", None)
     if own is not None:
         return own
-    if df.isStreaming:
+    if _plain_scan_format(df) != "parquet":
         return None
     try:
-        lines = df._jdf.queryExecution().optimizedPlan().toString().strip().splitlines()
         uris = list(df.inputFiles())
-    except Exception:  # noqa: BLE001 - not a plain JVM DataFrame: use the row path
-        return None
-    if not uris or not lines[-1].lstrip("+- ").startswith("Relation [") \
-            or not lines[-1].rstrip().endswith("] parquet"):
-        return None
-    if len(lines) == 2:
-        head = lines[0]
-        if not (head.startswith("Project [") and head.endswith("]")):
-            return None
-        if not all(_ATTR.match(x.strip()) for x in head[len("Project ["):-1].split(",")):
-            return None
-    elif len(lines) != 1:
-        return None
-    try:
         s3a = _hadoop_s3a(df.sparkSession) if urlparse(uris[0]).scheme == "s3a" else None
         fs, paths = _locations(uris, s3a, "parquet")
         files = storage.list_files(fs, paths)
@@ -646,6 +631,30 @@ def direct_scan(df) -> Optional[DirectFiles]:
     if not set(df.columns) <= names:      # e.g. partition columns of a directory
         return None
     return DirectFiles(fs, files)
+
+
+def _plain_scan_format(df) -> Optional[str]:
+    """The format ("parquet", "csv", ...) of a batch DataFrame that is
+    nothing but Spark's scan of files, optionally with .select of plain
+    columns; None for any other DataFrame."""
+    if df.isStreaming:
+        return None
+    try:
+        lines = df._jdf.queryExecution().optimizedPlan().toString().strip().splitlines()
+    except Exception:  # noqa: BLE001 - not a plain JVM DataFrame
+        return None
+    leaf = lines[-1].lstrip("+- ").rstrip()
+    if not leaf.startswith("Relation [") or "] " not in leaf:
+        return None
+    if len(lines) == 2:
+        head = lines[0]
+        if not (head.startswith("Project [") and head.endswith("]")):
+            return None
+        if not all(_ATTR.match(x.strip()) for x in head[len("Project ["):-1].split(",")):
+            return None
+    elif len(lines) != 1:
+        return None
+    return leaf.rsplit("] ", 1)[1]
 
 
 def _spark_type_of_arrow(t, column: str):
@@ -989,6 +998,13 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
             lfta = dict(iface=lib_iface, streams=[], tag_col=None, stream_cols=[],
                         output=lib_name, out_schema=out_schema, sort_cols=None)
             files = direct_scan(df) if direct_files else None
+            if files is None and direct_files and _plain_scan_format(df) == "csv":
+                warnings.warn(
+                    f"gsqlc.spark: source {n.iface} is read by Spark's CSV reader and its rows "
+                    "sent to Python, which costs more than gsqlc's query; "
+                    "gsqlc.spark.read_csv(spark, paths, schema) parses the files in the tasks "
+                    "(5-7x Spark SQL in bench/spark_bench.py; malformed rows are counted and "
+                    "skipped where Spark's reader keeps them as nulls)", stacklevel=2)
             if files is not None:
                 # One unit per core: each task of a stage costs Spark ~40 ms
                 # (a Python worker's hand-over) whatever its work, so a
