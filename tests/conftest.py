@@ -115,3 +115,13 @@ def s3():
                            endpoint_override=f"{host}:{port}", scheme="http")
     yield fs, client, f"{host}:{port}"
     server.stop()
+
+
+def put_parquet(client, key: str, table, row_group_size: int) -> None:
+    """Store `table` as Parquet under `key` of the s3 fixture's bucket."""
+    import io
+
+    import pyarrow.parquet as pq
+    buf = io.BytesIO()
+    pq.write_table(table, buf, row_group_size=row_group_size)
+    client.put_object(Bucket="gsqlc", Key=key, Body=buf.getvalue())

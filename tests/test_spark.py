@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import gsqlc
-from conftest import REPO
+from conftest import REPO, put_parquet
 
 pyspark = pytest.importorskip("pyspark")   # installed by ./run.sh (the test extra)
 
@@ -139,13 +139,6 @@ def test_parquet_sources_are_read_by_the_tasks_and_agree_with_the_row_path(spark
     assert rows(direct) == rows(via_rows) == want
 
 
-def _put_parquet(client, key: str, t: pa.Table, row_group_size: int) -> None:
-    import io
-    buf = io.BytesIO()
-    pq.write_table(t, buf, row_group_size=row_group_size)
-    client.put_object(Bucket="gsqlc", Key=key, Body=buf.getvalue())
-
-
 def test_parquet_on_an_s3_server_is_read_by_the_tasks_with_the_local_answer(
         spark, files, s3, tmp_path, monkeypatch):
     """read_parquet of an s3:// URI (an S3-compatible server on loopback):
@@ -159,7 +152,7 @@ def test_parquet_on_an_s3_server_is_read_by_the_tasks_with_the_local_answer(
     (tmp_path / "local").mkdir()
     for i in range(3):
         part = t.slice(i * 20_000, 20_000)
-        _put_parquet(client, f"pkts/part{i}.parquet", part, 4_000)
+        put_parquet(client, f"pkts/part{i}.parquet", part, 4_000)
         pq.write_table(part, tmp_path / "local" / f"part{i}.parquet", row_group_size=4_000)
     client.put_object(Bucket="gsqlc", Key="pkts/_SUCCESS", Body=b"")
     opened = []
@@ -523,7 +516,7 @@ def test_a_finite_parquet_stream_on_an_s3_server_gives_the_batch_answer(spark, f
     fs, client, _ = s3
     t = packets(30_000, 8)
     for i in range(3):     # arriving in order: one file per micro-batch
-        _put_parquet(client, f"stream/part{i}.parquet", t.slice(i * 10_000, 10_000), 2_500)
+        put_parquet(client, f"stream/part{i}.parquet", t.slice(i * 10_000, 10_000), 2_500)
         _time.sleep(1.1)   # S3 keeps modification times to the second
     q, sch = [str(files / "join.gsql")], str(files / "schema.txt")
     want = rows(gsqlc.compile(q, schema=sch).table({"eth0": t, "eth1": t}, output="q1"))

@@ -3,7 +3,6 @@ supports, planned without reading Parquet footers -- local and on an
 S3-compatible server on loopback (moto), with the same answers."""
 from __future__ import annotations
 
-import io
 import os
 
 import numpy as np
@@ -12,6 +11,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
+from conftest import put_parquet
 from gsqlc import storage
 from gsqlc.errors import UsageError
 
@@ -20,12 +20,6 @@ def table(n: int, seed: int = 0) -> pa.Table:
     rng = np.random.default_rng(seed)
     return pa.table({"time": pa.array(np.arange(n), pa.uint32()),
                      "v": pa.array(rng.integers(0, 1 << 40, n), pa.int64())})
-
-
-def put_parquet(client, key: str, t: pa.Table, row_group_size: int) -> None:
-    buf = io.BytesIO()
-    pq.write_table(t, buf, row_group_size=row_group_size)
-    client.put_object(Bucket="gsqlc", Key=key, Body=buf.getvalue())
 
 
 def read_all(fs, units) -> pa.Table:

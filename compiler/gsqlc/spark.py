@@ -362,8 +362,7 @@ class _Stage:
         report = run.report
         if self._csv_bad is not None and self._csv_bad.rows:
             rejected += self._csv_bad.rows
-            report = (f"{self._csv_bad.rows} CSV row(s) rejected as malformed: "
-                      + "; ".join(self._csv_bad.reasons) + "\n" + report)
+            report = self._csv_bad.report() + "\n" + report
         if rejected and self.on_malformed == "fail":
             raise RuntimeError(f"gsqlc: query stream {self.output}: {rejected} malformed "
                                f"row(s) in this partition (on_malformed='fail') "
@@ -497,13 +496,9 @@ def read_stream(spark, paths, format: str, schema=None, *, finite: bool = False,
         if not files:
             raise UsageError(f"read_stream: no Parquet file under {', '.join(ps)} to take the "
                              "schema from: give schema=")
-        arrow = storage.parquet_schema(fs, files[0][0])
-        schema = T.StructType([T.StructField(f.name, _spark_type_of_arrow(f.type, f.name))
-                               for f in arrow])
+        schema = _spark_schema_of_arrow(storage.parquet_schema(fs, files[0][0]))
     elif schema is None:
-        from .runtime.packets import packet_columns
-        schema = T.StructType([T.StructField(n, spark_type(Type(t), "bytes"))
-                               for n, _, t in packet_columns()])
+        schema = _packet_spark_schema()
     fields = [T.StructField(f.name, f.dataType, True) for f in schema.fields]
     if finite:
         fields.append(T.StructField(END_COL, T.BooleanType(), True))
@@ -529,10 +524,24 @@ def _read_pcap_task(filesystem, paths: list[str], target):
     return task
 
 
+def _packet_spark_schema():
+    """The Spark schema of decoded packets (read_pcap's columns, nullable)."""
+    from pyspark.sql import types as T
+
+    from .runtime.packets import packet_columns
+    return T.StructType([T.StructField(n, spark_type(Type(t), "bytes"), True)
+                         for n, _, t in packet_columns()])
+
+
+def _as_list(paths) -> list:
+    """One path or URI, or several, as a list."""
+    return [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+
+
 def _locations(paths, filesystem, what: str) -> tuple[Any, list[str]]:
     """The pyarrow filesystem and the paths in it of one or more local paths
     or URIs (all on one filesystem)."""
-    locs = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    locs = _as_list(paths)
     if not locs:
         raise UsageError(f"{what} needs at least one path or URI")
     fs, out = None, []
@@ -551,8 +560,7 @@ def _listed(fs, paths: list[str], originals) -> list[tuple[str, int]]:
     try:
         return storage.list_files(fs, paths)
     except FileNotFoundError as e:
-        locs = [originals] if isinstance(originals, (str, os.PathLike)) else list(originals)
-        given = dict(zip(paths, locs))
+        given = dict(zip(paths, _as_list(originals)))
         raise FileNotFoundError(os.fspath(given.get(str(e.args[0]), e.args[0]))) from None
 
 
@@ -566,15 +574,11 @@ def read_pcap(spark, paths, filesystem=None) -> Any:
     remote file through a local copy it removes).  Unsigned integers become
     LongType, IPV6 and payload strings BinaryType (Spark has no unsigned
     types).  Query it with PROTOCOL PACKETS of gsqlc.PACKET_TABLE_SCHEMA."""
-    from pyspark.sql import types as T
-
-    from .runtime.packets import packet_columns
     fs, ps = _locations(paths, filesystem, "read_pcap")
     files = [p for p, _ in _listed(fs, ps, paths)]
     if not files:
         raise UsageError(f"read_pcap: no capture file under {', '.join(ps)}")
-    schema = T.StructType([T.StructField(n, spark_type(Type(t), "bytes"), True)
-                           for n, _, t in packet_columns()])
+    schema = _packet_spark_schema()
     target = _arrow_schema_of(schema)
     ids = spark.range(len(files), numPartitions=len(files))
     return ids.mapInArrow(_read_pcap_task(fs, files, target), schema)
@@ -681,6 +685,14 @@ def _spark_type_of_arrow(t, column: str):
                          f"{e}") from None
 
 
+def _spark_schema_of_arrow(arrow):
+    """The Spark schema a Parquet file of this Arrow schema is read as
+    (_spark_type_of_arrow), nullable."""
+    from pyspark.sql import types as T
+    return T.StructType([T.StructField(f.name, _spark_type_of_arrow(f.type, f.name), True)
+                         for f in arrow])
+
+
 def _read_parquet_task(fs, units: list, target):
     def task(batches):
         for b in batches:
@@ -700,14 +712,11 @@ def read_parquet(spark, paths, filesystem=None) -> Any:
     source the LFTA tasks read the files directly (no JVM rows); anything
     else reads it as any DataFrame.  Columns take the types Spark's own
     reader gives (unsigned integers widen)."""
-    from pyspark.sql import types as T
     fs, ps = _locations(paths, filesystem, "read_parquet")
     files = _listed(fs, ps, paths)
     if not files:
         raise UsageError(f"read_parquet: no file under {', '.join(ps)}")
-    arrow = storage.parquet_schema(fs, files[0][0])
-    schema = T.StructType([T.StructField(f.name, _spark_type_of_arrow(f.type, f.name), True)
-                           for f in arrow])
+    schema = _spark_schema_of_arrow(storage.parquet_schema(fs, files[0][0]))
     units = storage.plan_pieces(files, spark.sparkContext.defaultParallelism)
     ids = spark.range(len(units), numPartitions=len(units))
     df = ids.mapInArrow(_read_parquet_task(fs, units, _arrow_schema_of(schema)), schema)
@@ -738,7 +747,7 @@ def _read_csv_task(fs, units: list, fmt: CsvFormat, target, malformed: Malformed
                 for rb in fmt.reader(fs, units[i], bad):
                     yield _to_spark_arrow(rb, target)
                 if bad.rows:
-                    malformed._add(bad.rows, "; ".join(bad.reasons) + "\n")
+                    malformed._add(bad.rows, bad.report() + "\n")
     return task
 
 

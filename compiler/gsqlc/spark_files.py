@@ -25,7 +25,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from . import storage
-from .spark import END_COL  # true on the one row that ends a finite input
+from .spark import END_COL, _to_spark_arrow  # END_COL: true on the row ending a finite input
 
 FORMATS = ("csv", "parquet", "pcap")
 
@@ -101,13 +101,12 @@ class _FilesReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 cols.append(pa.array([True]))
             yield pa.RecordBatch.from_arrays(cols, schema=target)
             return
-        for batch in self._batches(path, pa.schema(data)):
-            cols = []
-            for f in data:
-                c = batch.column(batch.schema.get_field_index(f.name))
-                cols.append(c if c.type == f.type else c.cast(f.type, safe=True))
+        data_schema = pa.schema(data)
+        for batch in self._batches(path, data_schema):
+            b = _to_spark_arrow(batch.select(data_schema.names), data_schema)
+            cols = b.columns
             if END_COL in target.names:
-                cols.append(pa.array([False] * batch.num_rows))
+                cols.append(pa.repeat(False, b.num_rows))
             yield pa.RecordBatch.from_arrays(cols, schema=target)
 
     def _batches(self, path: str, schema: Any) -> Iterator[Any]:
@@ -118,8 +117,7 @@ class _FilesReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             yield from storage.read_csv_pieces(self.fs, [(path, 0, 1)], schema.names,
                                                schema.types, self.sep, self.header, bad)
             if bad.rows:   # a source has no accumulator: the executor's log says it
-                print(f"gsqlc: {bad.rows} CSV row(s) rejected as malformed: "
-                      + "; ".join(bad.reasons), file=sys.stderr)
+                print(f"gsqlc: {bad.report()}", file=sys.stderr)
         else:
             from .runtime.packets import read_pcap
             with storage.local_path(self.fs, path) as local:

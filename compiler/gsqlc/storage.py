@@ -81,36 +81,40 @@ def _hidden(name: str) -> bool:
     return name.startswith(("_", "."))
 
 
-def list_files(filesystem: Any, paths: Sequence[str],
-               missing_ok: bool = False) -> list[tuple[str, int]]:
-    """(path, size) of every file the paths name: a file itself, a
-    directory's files at any depth (hidden ones and those under hidden
-    directories skipped), in path order within a directory."""
+def _file_infos(filesystem: Any, paths: Sequence[str], missing_ok: bool) -> list[Any]:
+    """The pyarrow FileInfo of every file the paths name (list_files)."""
     import pyarrow.fs as pafs
-    out: list[tuple[str, int]] = []
+    out: list[Any] = []
     for p in paths:
         info = filesystem.get_file_info(p)
         if info.type == pafs.FileType.File:
-            out.append((p, info.size or 0))
+            out.append(info)
         elif info.type == pafs.FileType.Directory:
             base = p.rstrip("/")
             found = filesystem.get_file_info(pafs.FileSelector(base, recursive=True))
-            files = [(f.path, f.size or 0) for f in found if f.type == pafs.FileType.File
-                     and not any(_hidden(part) for part in
-                                 f.path[len(base):].strip("/").split("/"))]
-            out += sorted(files)
+            out += sorted((f for f in found if f.type == pafs.FileType.File
+                           and not any(_hidden(part) for part in
+                                       f.path[len(base):].strip("/").split("/"))),
+                          key=lambda f: f.path)
         elif not missing_ok:
             raise FileNotFoundError(p)
     return out
 
 
+def list_files(filesystem: Any, paths: Sequence[str],
+               missing_ok: bool = False) -> list[tuple[str, int]]:
+    """(path, size) of every file the paths name: a file itself, a
+    directory's files at any depth (hidden ones and those under hidden
+    directories skipped), in path order within a directory."""
+    return [(f.path, f.size or 0) for f in _file_infos(filesystem, paths, missing_ok)]
+
+
 def list_in_arrival_order(filesystem: Any, paths: Sequence[str]) -> list[tuple[str, int]]:
     """list_files in order of modification time, then path (the order a
     directory's files arrived in, as Spark's file streams take them)."""
-    files = list_files(filesystem, paths, missing_ok=True)
-    infos = filesystem.get_file_info([p for p, _ in files]) if files else []
-    order = sorted(range(len(files)), key=lambda i: (infos[i].mtime_ns or 0, files[i][0]))
-    return [files[i] for i in order]
+    infos = _file_infos(filesystem, paths, missing_ok=True)
+    infos.sort(key=lambda f: (f.mtime_ns or 0, f.path))
+    return [(f.path, f.size or 0) for f in infos]
 
 
 def plan_pieces(files: Sequence[tuple[str, int]], target: int) -> list[list[Piece]]:
@@ -258,6 +262,16 @@ class MalformedCount:
         if len(self.reasons) < 5:
             self.reasons.append(reason)
 
+    def merge(self, other: "MalformedCount") -> None:
+        self.rows += other.rows
+        self.reasons = (self.reasons + other.reasons)[:5]
+
+    def report(self) -> str:
+        """What was skipped, in one line ("" when nothing)."""
+        if not self.rows:
+            return ""
+        return f"{self.rows} CSV row(s) rejected as malformed: " + "; ".join(self.reasons)
+
 
 def _csv_table(data: bytes, names: Sequence[str], types: Sequence[Any], sep: str,
                skip_header: bool, where: str, bad: MalformedCount,
@@ -279,25 +293,24 @@ def _csv_table(data: bytes, names: Sequence[str], types: Sequence[Any], sep: str
     read = pacsv.ReadOptions(column_names=list(names), skip_rows=1 if skip_header else 0,
                              use_threads=False, block_size=16 << 20)
     parse = pacsv.ParseOptions(delimiter=sep, invalid_row_handler=skip_row)
-
-    wanted = [(c, t) for c, t in zip(names, types) if c in set(columns)]
+    asked = set(columns)
+    wanted = [(c, t) for c, t in zip(names, types) if c in asked]
 
     def parse_as(column_types: Mapping[str, Any]) -> Any:
-        short.rows, short.reasons = 0, []
+        nonlocal short
+        short = MalformedCount()    # a parse that raised counted nothing
         t = pacsv.read_csv(pa.BufferReader(data), read_options=read, parse_options=parse,
                            convert_options=pacsv.ConvertOptions(
                                column_types=column_types, include_columns=list(columns),
                                null_values=[""], strings_can_be_null=True))
-        for r in short.reasons:
-            bad.add(0, r)
-        bad.rows += short.rows
+        bad.merge(short)
         return t
     try:
         return parse_as(dict(wanted))
     except pa.ArrowInvalid:
         pass    # some value does not convert: find its rows
     as_text = parse_as({c: pa.string() for c, _ in wanted})
-    ok = pa.array([True] * as_text.num_rows)
+    ok = pa.repeat(True, as_text.num_rows)
     for name, t in wanted:
         kind = ("int" if pa.types.is_integer(t) else "float" if pa.types.is_floating(t)
                 else "bool" if pa.types.is_boolean(t) else None)
@@ -338,7 +351,8 @@ def read_csv_pieces(filesystem: Any, pieces: Sequence[Piece], names: Sequence[st
     counted in `bad`."""
     import pyarrow as pa
     columns = list(names) if columns is None else list(columns)
-    schema = pa.schema([(c, dict(zip(names, types))[c]) for c in columns])
+    type_of = dict(zip(names, types))
+    schema = pa.schema([(c, type_of[c]) for c in columns])
     counter = bad if bad is not None else MalformedCount()
 
     def batches() -> Iterator[Any]:
