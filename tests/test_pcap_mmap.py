@@ -307,6 +307,12 @@ def _frame_udp4():
     return ip + struct.pack("!HHHH", 4000, 53, 9, 0) + b"q"
 
 
+def _frame_udp6():
+    udp = struct.pack("!HHHH", 4000, 53, 9, 0) + b"q"
+    return (struct.pack("!IHBB", 6 << 28, len(udp), 17, 64) + bytes(15) + b"\1" + bytes(15)
+            + b"\2" + udp)
+
+
 def link_type_captures() -> dict[str, bytes]:
     """Every decoded link type, classic and pcapng."""
     ip = _frame_udp4()
@@ -315,7 +321,8 @@ def link_type_captures() -> dict[str, bytes]:
                                0x0800) + ip,
               276: struct.pack("!HHIHBB8s", 0x0800, 0, 1, 1, 0, 6,
                                bytes.fromhex("020000000001") + b"\0\0") + ip,
-              101: ip, 0: struct.pack("<I", 2) + ip, 108: struct.pack("!I", 2) + ip}
+              101: ip, 0: struct.pack("<I", 2) + ip, 108: struct.pack("!I", 2) + ip,
+              228: ip, 229: _frame_udp6()}
     out = {}
     for lt, f in frames.items():
         recs = [(5, 6, f), (7, 8, f[:20]), (9, 10, f + b"\0" * 7, 80)]
@@ -408,7 +415,6 @@ def declined_captures() -> dict[str, bytes]:
         "v2_3": pcap_file(recs, version=(2, 3)),
         "v2_2": pcap_file(recs, version=(2, 2)),
         "kuznetzov": struct.pack("<I", 0xA1B2CD34) + pcap_file(recs)[4:],
-        "ng_unknown_link": ng_shb() + ng_idb(147, 0) + ng_epb(0, 1, recs[0][2]),
         "ng_v2": ng_shb(version=(2, 0)) + ng_idb(1, 0) + ng_epb(0, 1, recs[0][2]),
         "empty": b"",
         "short": b"\xd4\xc3",
@@ -461,6 +467,26 @@ def test_reader_declines_what_it_does_not_take(diff_tool, tmp_path):
         assert got[str(p)][0].startswith("fallback"), (p, got[str(p)])
     assert got[str(fifo)] == ["fallback not a regular file"]
     assert got[str(tmp_path / "unknown_link")] == ["fallback link type 147 is not decoded"]
+
+
+def test_reader_takes_pcapng_whose_first_interface_is_not_decoded(diff_tool, tmp_path):
+    # libpcap reads the first file but refuses the second at its second
+    # interface (another link type); the mapped reader reads both, counting
+    # the packets it cannot decode
+    _, _, recs = read_classic(TRACE.read_bytes())
+    paths = _write(tmp_path, {
+        "ng_unknown_link": ng_shb() + ng_idb(147, 0) + ng_epb(0, 1, recs[0][2]),
+        "ng_unknown_then_eth": ng_shb() + ng_idb(147, 0) + ng_idb(1, 0)
+        + ng_epb(0, 1, recs[0][2]) + ng_epb(1, 2, recs[1][2]) + ng_epb(1, 3, recs[2][2])})
+    got = read_with(diff_tool, "mmap", paths)
+    lib = read_with(diff_tool, "libpcap", paths)
+    one = got[str(paths[0])]
+    assert [x.split()[4] for x in one if x.startswith("p ")] == ["-1"]
+    assert one[-2:] == ["eof", "counts 0 1"]
+    two = got[str(paths[1])]
+    assert [x.split()[4] for x in two if x.startswith("p ")] == ["-1", "1", "1"]
+    assert two[-2:] == ["eof", "counts 0 1"]
+    assert "an interface has a type" in lib[str(paths[1])][-1]
 
 
 def test_reader_agrees_on_every_truncation(diff_tool, tmp_path):

@@ -13,8 +13,14 @@
 //   returns  {"schema": capsule "arrow_schema",
 //             "batches": [(capsule "arrow_schema", capsule "arrow_array")],
 //             "packets": int, "linktype": int, "decoded": bool,
-//             "truncated": None | libpcap's message when the file ends inside
-//                          a record (the packets before it are in the batches)}
+//             "truncated": None | why the file ends inside a record or block
+//                          (the packets before it are in the batches),
+//             "undecoded_packets": int, "undecoded_linktype": int (pcapng
+//                          interfaces of a link type not decoded; the first's),
+//             "past_time_end": int (packets from 2106 on: `time` holds at
+//                          UINT32_MAX)}
+// The file is read by the runtime's memory-mapped reader (pcap_mmap.c)
+// when it takes it, else by libpcap, as the pcap source reads it.
 // A field whose accessor returns nonzero (header absent) is null.  Arrow
 // types: uint/IP -> uint32, ullong -> uint64, bool -> bool,
 // IPV6 -> fixed_size_binary(16), string -> binary.  A batch holds at most
@@ -49,6 +55,7 @@
 #include "arrow_abi.h"
 #include "gsq_packet.h"
 #include "gsq_pkt_decode.h"
+#include "pcap_mmap.h"
 
 namespace py = pybind11;
 
@@ -56,7 +63,7 @@ namespace {
 
 // Bumped whenever read_pcap's signature or result changes: gsqlc.runtime.packets
 // refuses an extension built from older sources.
-constexpr int kReadPcapAbi = 1;
+constexpr int kReadPcapAbi = 2;
 
 // ---- buffers ------------------------------------------------------------
 
@@ -561,6 +568,9 @@ struct ReadResult {
     int linktype = -1;
     bool decoded = false;
     uint64_t packets = 0;
+    uint64_t undecoded = 0;          // mapped pcapng: packets of interfaces not decoded
+    uint32_t undecoded_linktype = 0; // the file link type of the first of them
+    uint64_t past_time_end = 0;      // packets whose `time` holds at UINT32_MAX
     std::vector<BatchPtr> batches;
 };
 
@@ -571,11 +581,131 @@ struct PcapCloser {
 // The largest byte count a binary column may hold in one batch (int32 offsets).
 constexpr uint64_t kMaxBatchBytes = INT32_MAX;
 
-// Decode the capture at path into batches of the columns' values.  Runs
-// without the GIL: touches no Python object.
+// One packet of either reader, as read_capture consumes it.
+struct Packet {
+    const uint8_t *data;
+    uint32_t caplen, wire_len;
+    uint64_t ts_usec;
+    int linktype; // for gsq_pkt_decode, -1: not decoded
+};
+
+// Feeds the packets of a capture (next() until false) into batches of the
+// columns' values, the same for either reader.
+class BatchBuilder {
+  public:
+    BatchBuilder(std::vector<ColumnSpec> &cols, int64_t batch_rows, ReadResult &res)
+        : cols_(cols), batch_rows_(batch_rows), res_(res),
+          has_binary_(std::any_of(cols.begin(), cols.end(),
+                                  [](const ColumnSpec &c) { return c.kind == Kind::STRING; }))
+    {
+    }
+
+    void add(const Packet &p)
+    {
+        if (open_ && (n_ == batch_rows_ || (has_binary_ && bytes_ + p.caplen > kMaxBatchBytes)))
+            flush();
+        if (!open_) {
+            for (auto &c : cols_)
+                c.col->begin();
+            cap_ = 0;
+            open_ = true;
+        }
+        if (n_ == cap_) {
+            cap_ = std::min<int64_t>(std::max<int64_t>(next_cap_, cap_ * 2), batch_rows_);
+            next_cap_ = cap_;
+            for (auto &c : cols_)
+                c.col->reserve_rows(cap_);
+        }
+        std::memset(&rec_, 0, sizeof rec_);
+        rec_.kind = GSQ_SRC_PCAP;
+        rec_.data = p.data;
+        rec_.len = p.caplen;
+        rec_.pkt.ts_usec = p.ts_usec;
+        rec_.pkt.wire_len = p.wire_len;
+        gsq_pkt_decode(&rec_.pkt, p.linktype, p.data, p.caplen);
+        for (auto &c : cols_)
+            c.col->append(&rec_, n_);
+        n_++;
+        bytes_ += p.caplen;
+        res_.packets++;
+        res_.past_time_end += p.ts_usec >= GSQ_PKT_TIME_END_USEC;
+    }
+
+    void finish()
+    {
+        if (open_)
+            flush();
+    }
+
+  private:
+    void flush()
+    {
+        auto b = std::make_shared<BatchData>();
+        b->length = n_;
+        b->children.reserve(cols_.size());
+        b->child_bufs.reserve(cols_.size());
+        for (auto &c : cols_)
+            c.col->finish(n_, *b);
+        res_.batches.push_back(std::move(b));
+        open_ = false;
+        n_ = 0;
+        bytes_ = 0;
+    }
+
+    std::vector<ColumnSpec> &cols_;
+    const int64_t batch_rows_;
+    ReadResult &res_;
+    const bool has_binary_;
+    int64_t n_ = 0;        // rows in the current batch
+    int64_t cap_ = 0;      // rows reserved in the current batch
+    int64_t next_cap_ = 1024;
+    uint64_t bytes_ = 0;   // bytes captured in the current batch: bounds a binary column's
+    bool open_ = false;
+    gsq_record rec_{};
+};
+
+struct MmapCloser {
+    void operator()(gsq_pcap_mmap *m) const
+    {
+        gsq_pcap_mmap_close(m);
+        delete m;
+    }
+};
+
+// The capture through the memory-mapped reader (pcap_mmap.h), as the
+// runtime's pcap source reads it: 1 when it took the file (res filled),
+// 0 when it leaves the file to libpcap.
+bool read_mapped(const std::string &path, BatchBuilder &out, ReadResult &res)
+{
+    std::unique_ptr<gsq_pcap_mmap, MmapCloser> m(new gsq_pcap_mmap{});
+    char why[160];
+    if (gsq_pcap_mmap_open(m.get(), path.c_str(), why, sizeof why) != 0)
+        return false; // open closed it
+
+    res.linktype = m->linktype;
+    res.decoded = true; // per packet: m->undecoded counts the others
+    gsq_pcap_mmap_pkt pk;
+    int rc;
+    while ((rc = gsq_pcap_mmap_next(m.get(), &pk)) == 1)
+        out.add(Packet{pk.data, pk.caplen, pk.wire_len, pk.ts_usec, pk.linktype});
+    out.finish();
+    if (rc < 0) {
+        res.truncated = true;
+        res.message = "at byte " + std::to_string(m->err_off) + ": " + m->err;
+    }
+    res.undecoded = m->undecoded;
+    res.undecoded_linktype = m->undecoded_linktype;
+    return true;
+}
+
+// Decode the capture at path into batches of the columns' values: through
+// the memory-mapped reader when it takes the file (zero copy; pcapng
+// interfaces of several link types), else through libpcap.  Runs without
+// the GIL: touches no Python object.
 ReadResult read_capture(const std::string &path, std::vector<ColumnSpec> &cols, int64_t batch_rows)
 {
     ReadResult res;
+    BatchBuilder out(cols, std::max<int64_t>(batch_rows, 1), res);
     FILE *f = std::fopen(path.c_str(), "rb");
     if (!f) {
         res.status = ReadResult::OS_ERROR;
@@ -587,6 +717,10 @@ ReadResult read_capture(const std::string &path, std::vector<ColumnSpec> &cols, 
         std::fclose(f);
         res.status = ReadResult::OS_ERROR;
         res.err_no = EISDIR;
+        return res;
+    }
+    if (read_mapped(path, out, res)) {
+        std::fclose(f);
         return res;
     }
     // libpcap reads each record with two small freads: a large stdio buffer
@@ -604,29 +738,7 @@ ReadResult read_capture(const std::string &path, std::vector<ColumnSpec> &cols, 
     res.linktype = pcap_datalink(h.get());
     res.decoded = gsq_pkt_linktype_known(res.linktype) != 0;
     const int lt = res.decoded ? res.linktype : -1;
-    const bool has_binary = std::any_of(cols.begin(), cols.end(),
-                                        [](const ColumnSpec &c) { return c.kind == Kind::STRING; });
-
-    int64_t n = 0;          // rows in the current batch
-    int64_t cap = 0;        // rows reserved in the current batch
-    int64_t next_cap = std::min<int64_t>(batch_rows, 1024);
-    uint64_t bytes = 0;     // bytes captured in the current batch: bounds a binary column's
-    bool open = false;
-    gsq_record rec;
-
-    auto flush = [&]() {
-        auto b = std::make_shared<BatchData>();
-        b->length = n;
-        b->children.reserve(cols.size());
-        b->child_bufs.reserve(cols.size());
-        for (auto &c : cols)
-            c.col->finish(n, *b);
-        res.batches.push_back(std::move(b));
-        open = false;
-        n = 0;
-        bytes = 0;
-    };
-
+    const int classic = pcap_major_version(h.get()) == 2;
     for (;;) {
         struct pcap_pkthdr *hdr;
         const u_char *data;
@@ -634,40 +746,16 @@ ReadResult read_capture(const std::string &path, std::vector<ColumnSpec> &cols, 
         if (rc != 1) {
             if (rc == PCAP_ERROR) { // "truncated dump file; ...", or a read error
                 res.truncated = true;
-                res.message = pcap_geterr(h.get());
+                res.message = std::string("libpcap: ") + pcap_geterr(h.get());
             }
             break; // PCAP_ERROR_BREAK: the end (0 only happens live)
         }
-        if (open && (n == batch_rows || (has_binary && bytes + hdr->caplen > kMaxBatchBytes)))
-            flush();
-        if (!open) {
-            for (auto &c : cols)
-                c.col->begin();
-            cap = 0;
-            open = true;
-        }
-        if (n == cap) {
-            cap = std::min<int64_t>(std::max<int64_t>(next_cap, cap * 2), batch_rows);
-            next_cap = cap;
-            for (auto &c : cols)
-                c.col->reserve_rows(cap);
-        }
-        std::memset(&rec, 0, sizeof rec);
-        rec.kind = GSQ_SRC_PCAP;
-        rec.data = data;
-        rec.len = hdr->caplen;
-        rec.pkt.ts_usec =
-            static_cast<uint64_t>(hdr->ts.tv_sec) * 1000000u + static_cast<uint64_t>(hdr->ts.tv_usec);
-        rec.pkt.wire_len = hdr->len;
-        gsq_pkt_decode(&rec.pkt, lt, data, hdr->caplen);
-        for (auto &c : cols)
-            c.col->append(&rec, n);
-        n++;
-        bytes += hdr->caplen;
-        res.packets++;
+        out.add(Packet{data, hdr->caplen, hdr->len,
+                       gsq_pkt_ts_usec(static_cast<int64_t>(hdr->ts.tv_sec),
+                                       static_cast<int64_t>(hdr->ts.tv_usec), classic),
+                       lt});
     }
-    if (open)
-        flush();
+    out.finish();
     return res;
 }
 
@@ -773,6 +861,9 @@ py::dict read_pcap(const py::bytes &path_b, const std::vector<std::tuple<std::st
     out["linktype"] = res.linktype;
     out["decoded"] = res.decoded;
     out["truncated"] = res.truncated ? py::object(py::str(res.message)) : py::object(py::none());
+    out["undecoded_packets"] = res.undecoded;
+    out["undecoded_linktype"] = res.undecoded_linktype;
+    out["past_time_end"] = res.past_time_end;
     return out;
 }
 

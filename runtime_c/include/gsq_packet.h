@@ -14,6 +14,12 @@
  *                    with a 6-byte address); big-endian 48-bit integer.
  *   eth_type         also for SLL/raw/loopback frames (0x0800 / 0x86DD).
  *   vlan_id          the outermost 802.1Q/802.1ad tag's VID.
+ *   time             whole seconds of timestamp; UINT32_MAX from 2106-02-07
+ *                    06:28:16 UTC on (GSQ_PKT_TIME_END_USEC), where 32 bits
+ *                    end: the readers count those packets.
+ *   len              the IP datagram's length (gsq_pkt_info.ip_len): where
+ *                    the header says 0 (TSO, jumbograms, BIG TCP), the
+ *                    jumbo option's or the wire length from the IP header.
  *   hdr_length       IPv6: 40 + extension headers (bytes up to L4).
  *   id, offset,      IPv6: from the fragment header when there is one,
  *   more_fragments   else 0.
@@ -91,8 +97,11 @@ static inline const uint8_t *gsq_pkt__ports(const gsq_record *r)
 
 static inline int gsq_acc_get_time(gsq_node *n, const gsq_record *r, uint32_t *out)
 {
+    uint64_t sec = r->pkt.ts_usec / 1000000u;
     (void)n;
-    *out = (uint32_t)(r->pkt.ts_usec / 1000000u);
+    /* past 2106 the 32-bit seconds hold at their largest (counted by the
+     * readers) rather than wrap back to 1970 against the time order */
+    *out = sec > UINT32_MAX ? UINT32_MAX : (uint32_t)sec;
     return 0;
 }
 
@@ -178,12 +187,9 @@ static inline int gsq_acc_get_ip_protocol(gsq_node *n, const gsq_record *r, uint
 static inline int gsq_acc_get_ip_len(gsq_node *n, const gsq_record *r, uint32_t *out)
 {
     (void)n;
-    if (r->pkt.ip_version == 4)
-        *out = gsq_pkt__u16(gsq_pkt__l3(r) + 2);
-    else if (r->pkt.ip_version == 6)
-        *out = (uint32_t)gsq_pkt__u16(gsq_pkt__l3(r) + 4) + 40u;
-    else
+    if (!r->pkt.ip_version)
         return 1;
+    *out = r->pkt.ip_len;
     return 0;
 }
 

@@ -130,6 +130,10 @@ typedef struct gsq_pkt_info {
     uint32_t l3_end;        /* end of the IP datagram within the capture */
     int32_t l4_off;         /* TCP/UDP/ICMP header offset, -1: absent */
     uint32_t tcp_data_len;  /* TCP payload length per the IP/TCP headers */
+    uint32_t ip_len;        /* IP datagram length per its header (IPv6: 40 +
+                               payload length, or the jumbo option's); where
+                               the header says 0 (TSO, BIG TCP), the bytes on
+                               the wire from l3_off */
     uint32_t payload_off;   /* TCP/UDP payload bytes actually captured: */
     uint32_t payload_end;   /*   data[payload_off .. payload_end) */
 } gsq_pkt_info;

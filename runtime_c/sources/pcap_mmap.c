@@ -104,6 +104,8 @@ static int decoded_dlt(uint32_t file_lt)
     case 1: dlt = DLT_EN10MB; break;
     case 101: dlt = DLT_RAW; break;
     case 108: dlt = DLT_LOOP; break;
+    case 228: dlt = DLT_IPV4; break;
+    case 229: dlt = DLT_IPV6; break;
     case 113: dlt = DLT_LINUX_SLL; break;
 #ifdef DLT_LINUX_SLL2
     case 276: dlt = DLT_LINUX_SLL2; break;
@@ -645,9 +647,9 @@ static int open_ng(gsq_pcap_mmap *m, char *why, size_t why_len)
         if (b.type == BT_IDB) {
             if (ng_add_iface(m, off, &b) != 0)
                 return refuse(m, why, why_len, "first interface: %s", m->err);
-            if (m->ifaces[0].linktype < 0)
-                return refuse(m, why, why_len, "link type %u is not decoded",
-                              m->ifaces[0].file_linktype);
+            /* a first interface of a link type not decoded is taken too:
+             * its packets count as undecoded, and the later interfaces'
+             * (libpcap refuses a second link type) are read */
             m->linktype = m->ifaces[0].linktype;
             m->off = m->hdr_end = off + b.len;
             return 0;

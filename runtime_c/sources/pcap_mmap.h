@@ -14,17 +14,19 @@
  *     (0xa1b2c3d4) or nanosecond (0xa1b23c4d) magic;
  *   - pcapng version 1.0 or 1.2, either byte order, whose first Interface
  *     Description Block comes before any packet block and is well formed;
- *   - the link type of the file (classic) or of its first IDB (pcapng) is
- *     one gsq_pkt_decode understands: Ethernet, Linux SLL / SLL2, raw IP,
- *     NULL, LOOP (file link types 1, 113, 276, 101, 0, 108).
+ *   - classic: the file's link type is one gsq_pkt_decode understands:
+ *     Ethernet, Linux SLL / SLL2, raw IP, IPv4, IPv6, NULL, LOOP (file
+ *     link types 1, 113, 276, 101, 228, 229, 0, 108); pcapng: any (the
+ *     packets of an interface of another link type count as undecoded).
  *
  * What it delivers is what libpcap 1.10 delivers (struct pcap_pkthdr and
  * data, as pcap_source.c turns them into records), so results do not
  * depend on the reader:
  *   - ts_usec: libpcap's (uint64_t)tv_sec * 1000000 + (uint64_t)tv_usec
- *     (classic: both fields signed 32-bit -- unsigned in a file of the
- *     other byte order, as libpcap's SWAPLONG leaves them -- nanoseconds
- *     divided by 1000 rounding towards zero;
+ *     (classic: the seconds unsigned 32-bit, as the format defines them and
+ *     gsq_pkt_ts_usec reads libpcap's -- which takes them as signed, so a
+ *     packet from 2038 on would otherwise go back to 1901 -- the fraction
+ *     as libpcap takes it, nanoseconds divided by 1000 rounding towards zero;
  *     pcapng: the 64-bit count in the interface's if_tsresol units
  *     (powers of 10 and of 2) plus if_tsoffset seconds, scaled to
  *     microseconds with libpcap's integer arithmetic);
@@ -73,6 +75,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define GSQ_PCAP_MMAP_MAX_CAPLEN 262144u /* libpcap's maximum for these link types */
 
 /* One pcapng interface (IDB) of the current section. */
@@ -97,7 +103,7 @@ typedef struct gsq_pcap_mmap {
     int ng;                /* pcapng (else classic pcap) */
     int swapped;           /* written in the other byte order */
     int nsec;              /* classic: nanosecond timestamps */
-    int linktype;          /* classic: DLT_*; pcapng: the first IDB's */
+    int linktype;          /* classic: DLT_*; pcapng: the first IDB's (or -1) */
     uint32_t snaplen;      /* classic: the snapshot length in effect */
     gsq_pcap_mmap_iface *ifaces;
     uint32_t n_ifaces, cap_ifaces;
@@ -155,20 +161,20 @@ static inline uint32_t gsq_pcap_mmap__rd32(const gsq_pcap_mmap *m, const uint8_t
     return v;
 }
 
-/* A classic record's timestamp as libpcap 1.10 gives it (tv_sec, tv_usec
- * from bpf_int32 fields; SWAPLONG makes them unsigned in a swapped file;
- * nanoseconds divided by 1000), to (uint64_t)tv_sec * 10^6 + tv_usec. */
+/* A classic record's timestamp to microseconds -- what gsq_pkt_ts_usec
+ * makes of libpcap's tv_sec, tv_usec for the same record: the seconds
+ * unsigned; the fraction as libpcap 1.10 takes it (signed 32-bit, unsigned
+ * in a swapped file; nanoseconds divided by 1000), since a fraction of a
+ * second past 2^31 is no time at all. */
 static inline uint64_t gsq_pcap_mmap__classic_usec(const gsq_pcap_mmap *m, uint32_t sec,
                                                    uint32_t frac)
 {
-    int64_t s = sec, f = frac;
-    if (!m->swapped) {
-        s = sec < 0x80000000u ? (int64_t)sec : (int64_t)sec - (int64_t)0x100000000;
-        f = frac < 0x80000000u ? (int64_t)frac : (int64_t)frac - (int64_t)0x100000000;
-    }
+    int64_t f = frac; /* libpcap's: signed, but in a swapped file */
+    if (!m->swapped && frac >= 0x80000000u)
+        f = (int64_t)frac - (int64_t)0x100000000;
     if (m->nsec)
         f /= 1000;
-    return (uint64_t)s * 1000000u + (uint64_t)f;
+    return (uint64_t)sec * 1000000u + (uint64_t)f;
 }
 
 static inline int gsq_pcap_mmap_next(gsq_pcap_mmap *m, gsq_pcap_mmap_pkt *p)
@@ -218,5 +224,9 @@ int gsq_pcap_mmap_cuts(const gsq_pcap_mmap *m, uint32_t parts, uint64_t *cuts, c
 
 /* Unmap and free; safe on a closed or zeroed m, and twice. */
 void gsq_pcap_mmap_close(gsq_pcap_mmap *m);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* GSQ_PCAP_MMAP_H */

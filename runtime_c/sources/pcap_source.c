@@ -53,6 +53,8 @@ typedef struct pcap_reader {
     gsq_pcap_mmap mm;   /* owned while mapped */
     int linktype;
     int decoded;        /* link type is one the decoder understands */
+    int classic;        /* libpcap reads a classic pcap file (gsq_pkt_ts_usec) */
+    uint64_t past_time_end; /* packets whose `time` holds at UINT32_MAX */
     char errmsg[PCAP_ERRBUF_SIZE + 256]; /* why the file ended early */
     char fallback[160]; /* why the mapped reader did not take the file */
     /* a packet read ahead (pcap_src_peek, or past the batch's time limit):
@@ -135,6 +137,7 @@ static int pcap_src_open(gsq_run *r, gsq_source *s)
     }
     pr->linktype = pcap_datalink(pr->handle);
     pr->decoded = gsq_pkt_linktype_known(pr->linktype);
+    pr->classic = !pr->live && pcap_major_version(pr->handle) == 2;
     return 0;
 }
 
@@ -185,9 +188,9 @@ static int hold(gsq_run *r, gsq_source *s, pcap_reader *pr, const struct pcap_pk
     return 0;
 }
 
-static uint64_t ts_of(const struct pcap_pkthdr *h)
+static uint64_t ts_of(const pcap_reader *pr, const struct pcap_pkthdr *h)
 {
-    return (uint64_t)h->ts.tv_sec * 1000000u + (uint64_t)h->ts.tv_usec;
+    return gsq_pkt_ts_usec((int64_t)h->ts.tv_sec, (int64_t)h->ts.tv_usec, pr->classic);
 }
 
 /* The next packet from libpcap: 1, 0 (live: none ready), or -2 at the end of
@@ -266,6 +269,7 @@ static int mm_read_batch(gsq_source *s, pcap_reader *pr)
         rec->data = pk.data;
         rec->pkt = (gsq_pkt_info){.ts_usec = pk.ts_usec, .wire_len = pk.wire_len};
         rec->app_usec = rec->arrival_usec = pk.ts_usec;
+        pr->past_time_end += pk.ts_usec >= GSQ_PKT_TIME_END_USEC;
         gsq_pkt_decode(&rec->pkt, pk.linktype, pk.data, pk.caplen);
         vused += ALIGN8(pk.caplen ? pk.caplen : 1u);
         s->records_read++;
@@ -302,7 +306,7 @@ static int pcap_src_peek(gsq_run *r, gsq_source *s, uint64_t *ts_usec)
         if (hold(r, s, pr, h, data) != 0)
             return -1;
     }
-    *ts_usec = ts_of(&pr->held_hdr);
+    *ts_usec = ts_of(pr, &pr->held_hdr);
     return 1;
 }
 
@@ -343,7 +347,7 @@ static int pcap_src_read_batch(gsq_run *r, gsq_source *s)
             if (rc < 0)
                 return -1;
         }
-        if (ts_of(h) > s->limit_usec) { /* the next round's */
+        if (ts_of(pr, h) > s->limit_usec) { /* the next round's */
             if (!pr->held && hold(r, s, pr, h, data) != 0)
                 return -1;
             s->held_back++;
@@ -360,8 +364,9 @@ static int pcap_src_read_batch(gsq_run *r, gsq_source *s)
         rec->kind = GSQ_SRC_PCAP;
         rec->data = mem;
         rec->len = h->caplen;
-        rec->pkt.ts_usec = ts_of(h);
+        rec->pkt.ts_usec = ts_of(pr, h);
         rec->app_usec = rec->arrival_usec = rec->pkt.ts_usec;
+        pr->past_time_end += rec->pkt.ts_usec >= GSQ_PKT_TIME_END_USEC;
         rec->pkt.wire_len = h->len;
         gsq_pkt_decode(&rec->pkt, pr->decoded ? pr->linktype : -1, mem, h->caplen);
         s->records_read++;
@@ -392,6 +397,12 @@ static void pcap_src_report(const gsq_source *s, gsq_buf *out)
                        "available for them\n",
                        s->path, (unsigned long long)pr->mm.undecoded,
                        (unsigned)pr->mm.undecoded_linktype);
+    if (pr->past_time_end)
+        gsq_buf_printf(out,
+                       "gsqlc: warning: %s: %llu packets stamped from 2106-02-07 06:28:16 UTC "
+                       "on, past the 32-bit `time` (seconds): their time is 4294967295; "
+                       "timestamp holds their exact time\n",
+                       s->path, (unsigned long long)pr->past_time_end);
     if (pr->mapped && pr->mm.cut_to_snaplen)
         gsq_buf_printf(out,
                        "gsqlc: warning: %s: %llu packets longer than the snapshot length %u "
@@ -402,7 +413,8 @@ static void pcap_src_report(const gsq_source *s, gsq_buf *out)
 
 /* "pcap_reader" (mmap or libpcap), "pcap_fallback" (why a file was not
  * mapped, null when it was or for an interface), "read_error" (what ended
- * the file early), "cut_to_snaplen" and "undecoded_packets" (mapped). */
+ * the file early), "cut_to_snaplen" and "undecoded_packets" (mapped),
+ * "past_time_end" (packets whose `time` holds at UINT32_MAX). */
 static void pcap_src_stats(const gsq_source *s, gsq_buf *out)
 {
     const pcap_reader *pr = s->impl;
@@ -419,9 +431,12 @@ static void pcap_src_stats(const gsq_source *s, gsq_buf *out)
         gsq_buf_json_str(out, pr->errmsg, strlen(pr->errmsg));
     else
         gsq_buf_adds(out, "null");
-    gsq_buf_printf(out, ",\"cut_to_snaplen\":%llu,\"undecoded_packets\":%llu",
+    gsq_buf_printf(out,
+                   ",\"cut_to_snaplen\":%llu,\"undecoded_packets\":%llu,"
+                   "\"past_time_end\":%llu",
                    (unsigned long long)pr->mm.cut_to_snaplen,
-                   (unsigned long long)pr->mm.undecoded);
+                   (unsigned long long)pr->mm.undecoded,
+                   (unsigned long long)pr->past_time_end);
 }
 
 static int pcap_live_streaming(const gsq_source *s)

@@ -36,7 +36,36 @@ int gsq_pkt_linktype_known(int lt)
 #ifdef DLT_LINUX_SLL2
            lt == DLT_LINUX_SLL2 ||
 #endif
-           is_raw(lt) || lt == DLT_NULL || lt == DLT_LOOP;
+           is_raw(lt) || lt == DLT_IPV4 || lt == DLT_IPV6 || lt == DLT_NULL || lt == DLT_LOOP;
+}
+
+/* The datagram's length when its header leaves it 0 (IPv4 with TCP
+ * segmentation offload, IPv6 jumbograms and Linux BIG TCP): what was on
+ * the wire from the IP header on. */
+static uint32_t wire_from_l3(const gsq_pkt_info *pi)
+{
+    return pi->wire_len > pi->l3_off ? pi->wire_len - pi->l3_off : 0;
+}
+
+/* An IPv6 Jumbo Payload option (RFC 2675: type 0xC2, 4 bytes) in the
+ * hop-by-hop header at p[cur..cur+hlen), all captured: its length, else 0. */
+static uint32_t jumbo_payload(const uint8_t *p, uint32_t cur, uint32_t hlen)
+{
+    uint32_t o = cur + 2, end = cur + hlen;
+    while (o < end) {
+        uint8_t type = p[o];
+        if (type == 0) { /* Pad1 */
+            o++;
+            continue;
+        }
+        if (o + 2 > end || o + 2u + p[o + 1] > end)
+            return 0;
+        if (type == 0xC2 && p[o + 1] == 4)
+            return ((uint32_t)p[o + 2] << 24) | ((uint32_t)p[o + 3] << 16) |
+                   ((uint32_t)p[o + 4] << 8) | p[o + 5];
+        o += 2u + p[o + 1];
+    }
+    return 0;
 }
 
 /* Walk 802.1Q / 802.1ad tags starting with ethertype at p[off-2..off). */
@@ -78,15 +107,7 @@ static void decode_l4(gsq_pkt_info *pi, const uint8_t *p, uint32_t off)
         uint32_t ip_payload; /* bytes after the IP header(s), per the headers */
         if (doff < 20)
             doff = 20;
-        if (pi->ip_version == 4) {
-            uint32_t tot = rd16(p + pi->l3_off + 2);
-            if (tot == 0) /* TSO: length not filled in */
-                tot = pi->wire_len > pi->l3_off ? pi->wire_len - pi->l3_off : 0;
-            ip_payload = tot > pi->l3_hdr_len ? tot - pi->l3_hdr_len : 0;
-        } else {
-            uint32_t tot = (uint32_t)rd16(p + pi->l3_off + 4) + 40u;
-            ip_payload = tot > pi->l3_hdr_len ? tot - pi->l3_hdr_len : 0;
-        }
+        ip_payload = pi->ip_len > pi->l3_hdr_len ? pi->ip_len - pi->l3_hdr_len : 0;
         pi->tcp_data_len = ip_payload > doff ? ip_payload - doff : 0;
         pi->payload_off = off + doff;
         pi->payload_end = pi->l3_end;
@@ -114,6 +135,7 @@ static void decode_ipv4(gsq_pkt_info *pi, const uint8_t *p, uint32_t off)
     pi->l3_hdr_len = ihl;
     pi->ip_proto = p[off + 9];
     tot = rd16(p + off + 2);
+    pi->ip_len = tot ? tot : wire_from_l3(pi); /* 0: TSO left it unset */
     pi->l3_end = (tot >= ihl && off + tot < caplen) ? off + tot : caplen;
     if ((rd16(p + off + 6) & 0x1fff) != 0) /* not the first fragment */
         return;
@@ -132,8 +154,20 @@ static void decode_ipv6(gsq_pkt_info *pi, const uint8_t *p, uint32_t off)
     pi->l3_off = off;
     plen = rd16(p + off + 4);
     pi->l3_end = (plen != 0 && off + 40 + plen < caplen) ? off + 40 + plen : caplen;
+    pi->ip_len = plen + 40u;
     nh = p[off + 6];
     cur = off + 40;
+    if (plen == 0) { /* a jumbogram's length is in its hop-by-hop header */
+        uint32_t jumbo = 0;
+        if (nh == 0 && cur + 8 <= caplen) {
+            uint32_t hlen = ((uint32_t)p[cur + 1] + 1u) * 8u;
+            if (cur + hlen <= caplen)
+                jumbo = jumbo_payload(p, cur, hlen);
+        }
+        pi->ip_len = jumbo && jumbo <= UINT32_MAX - 40u ? jumbo + 40u : wire_from_l3(pi);
+        if (jumbo && (uint64_t)off + pi->ip_len < caplen)
+            pi->l3_end = off + pi->ip_len;
+    }
     while (is_ipv6_ext(nh)) {
         uint32_t hlen;
         if (cur + 8 > caplen) { /* extension header not captured */
@@ -204,6 +238,7 @@ void gsq_pkt_decode(gsq_pkt_info *pi, int lt, const uint8_t *p, uint32_t caplen)
     pi->l4_off = -1;
     pi->has_eth_type = 0;
     pi->ip_version = 0;
+    pi->ip_len = 0;
     pi->vlan_id = 0;
 
     if (lt == DLT_EN10MB) {
@@ -238,6 +273,10 @@ void gsq_pkt_decode(gsq_pkt_info *pi, int lt, const uint8_t *p, uint32_t caplen)
     } else if (is_raw(lt)) {
         type = raw_type(p, caplen);
         if (type)
+            decode_l3(pi, p, 0, type);
+    } else if (lt == DLT_IPV4 || lt == DLT_IPV6) { /* raw IP of one version only */
+        type = raw_type(p, caplen);
+        if (type == (lt == DLT_IPV4 ? ETH_IPV4 : ETH_IPV6))
             decode_l3(pi, p, 0, type);
     } else if (lt == DLT_NULL || lt == DLT_LOOP) {
         uint32_t af;

@@ -8,7 +8,9 @@
  * mmap: gsq_pcap_mmap_open (the file mapped); mem: the file read into a
  * heap block of exactly its size and gsq_pcap_mmap_open_buffer, so that
  * AddressSanitizer checks every read of the reader; libpcap:
- * pcap_open_offline and pcap_next_ex.  Every packet is decoded
+ * pcap_open_offline and pcap_next_ex, timestamps as the runtime reads
+ * libpcap's (gsq_pkt_ts_usec: unsigned seconds), a link type not decoded
+ * as -1 (as the mapped reader gives it).  Every packet is decoded
  * (gsq_pkt_decode) with its link type.
  *
  * Per file: "file PATH", then "fallback WHY" (mmap, mem: not taken) or
@@ -176,8 +178,10 @@ static void by_libpcap(const char *path)
         return;
     }
     while ((rc = pcap_next_ex(pc, &h, &d)) == 1)
-        packet((uint64_t)h->ts.tv_sec * 1000000u + (uint64_t)h->ts.tv_usec, h->caplen, h->len,
-               pcap_datalink(pc), d);
+        packet(gsq_pkt_ts_usec((int64_t)h->ts.tv_sec, (int64_t)h->ts.tv_usec,
+                               pcap_major_version(pc) == 2),
+               h->caplen, h->len,
+               gsq_pkt_linktype_known(pcap_datalink(pc)) ? pcap_datalink(pc) : -1, d);
     if (rc == PCAP_ERROR_BREAK)
         printf("eof\n");
     else

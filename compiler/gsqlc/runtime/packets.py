@@ -30,7 +30,7 @@ from ..resources import data_path, packet_schema_path
 PACKET_TABLE_SCHEMA = str(data_path("packet_table_schema.txt"))
 
 # The read_pcap interface this module speaks (native_module.cpp kReadPcapAbi).
-_READ_PCAP_ABI = 1
+_READ_PCAP_ABI = 2
 
 
 @lru_cache(maxsize=None)
@@ -126,5 +126,15 @@ def read_pcap(path, *, batch_rows: int = 65536):
     if not res["decoded"]:
         warnings.warn(f"{name}: link type {res['linktype']} is not decoded; only time, "
                       "timestamp, caplen and wire_len are available", RuntimeWarning,
+                      stacklevel=2)
+    if res["undecoded_packets"]:
+        warnings.warn(f"{name}: {res['undecoded_packets']} packets of pcapng interfaces of a "
+                      f"link type not decoded ({res['undecoded_linktype']} first); only time, "
+                      "timestamp, caplen and wire_len are available for them", RuntimeWarning,
+                      stacklevel=2)
+    if res["past_time_end"]:
+        warnings.warn(f"{name}: {res['past_time_end']} packets stamped from 2106-02-07 "
+                      "06:28:16 UTC on, past the 32-bit `time` (seconds): their time is "
+                      "4294967295; timestamp holds their exact time", RuntimeWarning,
                       stacklevel=2)
     return pa.Table.from_batches(batches, schema=schema)
