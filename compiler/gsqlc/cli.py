@@ -40,6 +40,7 @@ from .runtime.interfaces import build as build_interfaces
 from .runtime.runner import run_library
 
 EXIT_OK, EXIT_RUNTIME, EXIT_USAGE = 0, 1, 2
+EXIT_OUTPUT_CLOSED = 128 + 13  # SIGPIPE's number, as the shell reports a tool it killed
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -436,12 +437,21 @@ def cmd_run(args) -> int:
         result.stats["threads"] = split.info()
     else:
         result = _finish_split(split)
-    if result.report:
-        sys.stderr.write(result.report if result.report.endswith("\n") else result.report + "\n")
+    report = result.report
+    if result.stats.get("output_closed"):
+        # a split run's slices were stopped because of it, not by the user
+        report = "".join(line for line in report.splitlines(keepends=True)
+                         if not line.startswith("gsqlc: interrupted;"))
+    if report:
+        sys.stderr.write(report if report.endswith("\n") else report + "\n")
     if args.stats:
         import json
         print(json.dumps(result.stats, indent=2), file=sys.stderr)
     if result.status != 0:
+        if result.stats.get("output_closed"):
+            # the reader of the output went away (`gsqlc run ... | head`):
+            # stop as a tool killed by SIGPIPE does, without a message
+            return EXIT_OUTPUT_CLOSED
         print(f"gsqlc: error: {result.error}", file=sys.stderr)
         return EXIT_RUNTIME
     return EXIT_OK
@@ -482,7 +492,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"gsqlc: error: {e}", file=sys.stderr)
         return e.exit_status
     except BrokenPipeError:
-        return EXIT_OK
+        return EXIT_OUTPUT_CLOSED
     except KeyboardInterrupt:
         return 130
     except Exception as e:  # noqa: BLE001 - anything else is a bug in gsqlc

@@ -214,6 +214,10 @@ struct gsq_source {
     uint64_t values_coerced;
     uint64_t bytes_read;
     int truncated;
+    char *failure;        /* why the source ended in an error it could not
+                           * read past (a live interface that went down),
+                           * owned: its records until then were processed;
+                           * the run fails once they are flushed */
     int input_done;       /* Arrow: an input record batch was wholly processed
                            * and the sinks not flushed since (the run loop
                            * flushes before the next one is awaited) */
@@ -477,6 +481,8 @@ struct gsq_run {
     int started;
     int failed;
     int interrupted;            /* ended early by gsqlc_cancel */
+    int output_closed;          /* failed because a sink's reader closed its
+                                 * pipe (EPIPE): `gsqlc run | head` */
     atomic_int cancel;          /* gsqlc_cancel: set from any thread or a
                                  * signal handler, read by the run loop */
     gsq_buf error;

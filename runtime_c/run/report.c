@@ -68,8 +68,9 @@ void gsq_build_stats(gsq_run *r)
     uint64_t written = 0;
 
     gsq_buf_reset(b);
-    gsq_buf_printf(b, "{\"ok\":%s,\"interrupted\":%s", r->started && !r->failed ? "true" : "false",
-                   r->interrupted ? "true" : "false");
+    gsq_buf_printf(b, "{\"ok\":%s,\"interrupted\":%s,\"output_closed\":%s",
+                   r->started && !r->failed ? "true" : "false",
+                   r->interrupted ? "true" : "false", r->output_closed ? "true" : "false");
     kv_str(b, "clock", clock_name(r), 1);
     gsq_tg_stats_run(r, b);
 
@@ -86,6 +87,7 @@ void gsq_build_stats(gsq_run *r)
         kv_u64(b, "values_coerced", s->values_coerced, 1);
         kv_u64(b, "bytes_read", s->bytes_read, 1);
         gsq_buf_printf(b, ",\"truncated\":%s", s->truncated ? "true" : "false");
+        kv_str(b, "failure", s->failure, 1);
         gsq_buf_printf(b, ",\"columnar\":%s", s->columnar ? "true" : "false");
         kv_u64(b, "ring_high_water_bytes", s->ring.high_water, 1);
         source_time_stats(b, s);

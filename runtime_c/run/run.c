@@ -57,6 +57,16 @@ GSQ_EXPORT gsq_run *gsqlc_create(void)
     return r;
 }
 
+/* A source that ended in an error (gsq_source.failure) fails the run once
+ * what it read was processed and flushed. */
+static void gsq_fail_on_source_failure(gsq_run *r)
+{
+    uint32_t i;
+    for (i = 0; i < r->n_sources && !r->failed; i++)
+        if (r->sources[i].failure)
+            gsq_run_fail(r, "%s; what was read before was processed", r->sources[i].failure);
+}
+
 GSQ_EXPORT int gsqlc_run(gsq_run *r)
 {
     sigset_t pipe_set, old_mask;
@@ -80,6 +90,7 @@ GSQ_EXPORT int gsqlc_run(gsq_run *r)
         if (gsq_start_nodes(r) == 0) {
             gsq_main_loop(r);
             gsq_flush_sinks(r); /* also after a failure: what was produced */
+            gsq_fail_on_source_failure(r);
         }
         gsq_hb_close(r);
     }

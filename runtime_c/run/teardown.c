@@ -91,8 +91,10 @@ GSQ_EXPORT void gsqlc_destroy(gsq_run *r)
     }
     free(r->sinks);
     gsqlc_buffer_pool_release(r->buffer_pool); /* after the sinks gave theirs back */
-    for (i = 0; i < r->n_sources; i++)
+    for (i = 0; i < r->n_sources; i++) {
         free(r->sources[i].lftas);
+        free(r->sources[i].failure);
+    }
     free(r->sources);
     if (r->streams)
         for (i = 0; i < r->qs->n_streams; i++)

@@ -2,7 +2,8 @@
  * sink.c -- output sinks: pipe (Tigon's '|' lines), csv (header, RFC-4180
  * quoting), jsonl (one object per line).  Each sink buffers into a large
  * gsq_buf and writes it to its file descriptor with write(2); write errors
- * (EPIPE, ENOSPC, ...) fail the run.  Arrow sinks (in-memory record
+ * (EPIPE, ENOSPC, ...) fail the run (EPIPE: r->output_closed, which the
+ * CLI ends quietly with status 141, as a tool killed by SIGPIPE).  Arrow sinks (in-memory record
  * batches for a callback) are arrow_sink.c's; the entry points below pass
  * them on.  Only data tuples are written, and, to an Arrow sink of a run
  * with option arrow_heartbeats, heartbeats (k->heartbeats).
@@ -72,6 +73,7 @@ int gsq_sink_flush(gsq_run *r, gsq_sink *k)
             if (errno == EINTR)
                 continue;
             k->failed = 1;
+            r->output_closed |= errno == EPIPE;
             gsq_run_fail(r, "cannot write to %s: %s", sink_name(k), strerror(errno));
             return -1;
         }

@@ -28,14 +28,18 @@
  * bytes the libpcap path would have copied into the ring.
  *
  * Reader state invariants: exactly one of handle (libpcap) and mapped
- * (mm open) holds from pcap_src_open to pcap_src_close; linktype is
+ * (mm open) holds from pcap_src_open to pcap_src_close -- or neither, with
+ * at_eof set, when a pipe's run was cancelled before its file header came
+ * (pipe.cancelled); linktype is
  * pcap_datalink(handle), or the mapped file's (first interface's) link
  * type; when held is set, the next packet is held_hdr/held_data
  * (held_hdr.caplen bytes, libpcap) or held_pkt (mapped).
  */
-#define _DEFAULT_SOURCE /* u_char & co. used by pcap.h */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* fopencookie; u_char & co. used by pcap.h */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <poll.h>
 #include <pcap/pcap.h>
 #include <stdio.h>
@@ -46,8 +50,19 @@
 #include "gsq_pkt_decode.h"
 #include "pcap_mmap.h"
 
+/* A capture read from a pipe or FIFO: libpcap reads it through a stdio
+ * stream whose reads poll the descriptor (at most 100 ms at a time), so a
+ * cancelled run (SIGINT/SIGTERM, gsqlc_cancel) stops even while the
+ * writer is idle; the stream then ends (cancelled set), as at end of input. */
+typedef struct pipe_cookie {
+    gsq_run *r;
+    int fd;          /* owned: closed with the stream */
+    int cancelled;   /* the stream ended because the run was cancelled */
+} pipe_cookie;
+
 typedef struct pcap_reader {
     pcap_t *handle;
+    pipe_cookie pipe;   /* the libpcap stream's, when reading a pipe or FIFO */
     int live;           /* gsq_pcap_live_ops */
     int mapped;         /* read through mm (pcap_mmap.h) */
     gsq_pcap_mmap mm;   /* owned while mapped */
@@ -67,6 +82,57 @@ typedef struct pcap_reader {
 } pcap_reader;
 
 /* ---- reading ---------------------------------------------------------- */
+
+static ssize_t pipe_read(void *cookie, char *buf, size_t size)
+{
+    pipe_cookie *c = cookie;
+    for (;;) {
+        struct pollfd pfd = {.fd = c->fd, .events = POLLIN, .revents = 0};
+        int rc;
+        if (gsq_run_cancelled(c->r)) {
+            c->cancelled = 1;
+            return 0;
+        }
+        rc = poll(&pfd, 1, 100);
+        if (rc < 0 && errno != EINTR)
+            return -1;
+        if (rc > 0) {
+            ssize_t n = read(c->fd, buf, size);
+            if (n >= 0 || (errno != EINTR && errno != EAGAIN))
+                return n;
+        }
+    }
+}
+
+static int pipe_close(void *cookie)
+{
+    pipe_cookie *c = cookie;
+    return close(c->fd);
+}
+
+/* The file at path as a stdio stream for libpcap: a regular file as it is;
+ * a pipe or FIFO (the FIFO opened without waiting for a writer) through
+ * pipe_read.  NULL with errno set. */
+static FILE *open_capture_stream(gsq_run *r, pcap_reader *pr, const char *path)
+{
+    static const cookie_io_functions_t pipe_io = {.read = pipe_read, .close = pipe_close};
+    struct stat st;
+    FILE *f;
+    int fd;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+        return fopen(path, "rb");
+    fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    pr->pipe = (pipe_cookie){.r = r, .fd = fd, .cancelled = 0};
+    f = fopencookie(&pr->pipe, "rb", pipe_io);
+    if (!f) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return f;
+}
 
 static int pcap_src_open(gsq_run *r, gsq_source *s)
 {
@@ -120,7 +186,7 @@ static int pcap_src_open(gsq_run *r, gsq_source *s)
                          s->iface, s->path, pr->fallback);
             return -1;
         }
-        f = fopen(s->path, "rb");
+        f = open_capture_stream(r, pr, s->path);
         if (!f) {
             gsq_run_fail(r, "cannot open %s: %s", s->path, strerror(errno));
             return -1;
@@ -131,6 +197,10 @@ static int pcap_src_open(gsq_run *r, gsq_source *s)
         pr->handle = pcap_fopen_offline(f, errbuf); /* owns f from here on */
         if (!pr->handle) {
             fclose(f);
+            if (pr->pipe.cancelled) { /* stopped before a file header came */
+                s->at_eof = 1;
+                return 0;
+            }
             gsq_run_fail(r, "cannot open %s: %s", s->path, errbuf);
             return -1;
         }
@@ -206,11 +276,23 @@ static int next_packet(gsq_run *r, gsq_source *s, pcap_reader *pr, struct pcap_p
         return -2;
     }
     if (pr->live) {
-        gsq_run_fail(r, "error reading interface %s: %s", s->path, pcap_geterr(pr->handle));
-        return -1;
+        /* e.g. "The interface disappeared": what was captured is processed
+         * and flushed, then the run fails (run.c) */
+        char msg[PCAP_ERRBUF_SIZE + 256];
+        snprintf(msg, sizeof msg, "error reading interface %s after %llu packets: %s", s->path,
+                 (unsigned long long)s->records_read, pcap_geterr(pr->handle));
+        s->failure = gsq_strdup(msg);
+        s->at_eof = 1;
+        if (!s->failure) {
+            gsq_run_fail(r, "out of memory");
+            return -1;
+        }
+        return -2;
     }
-    s->truncated = 1;
-    snprintf(pr->errmsg, sizeof pr->errmsg, "libpcap: %s", pcap_geterr(pr->handle));
+    if (!pr->pipe.cancelled) { /* else the run was stopped inside a record */
+        s->truncated = 1;
+        snprintf(pr->errmsg, sizeof pr->errmsg, "libpcap: %s", pcap_geterr(pr->handle));
+    }
     s->at_eof = 1;
     return -2;
 }
@@ -296,7 +378,7 @@ static int pcap_src_peek(gsq_run *r, gsq_source *s, uint64_t *ts_usec)
         return 1;
     }
     if (!pr->held) {
-        if (s->at_eof)
+        if (s->at_eof || !pr->handle)
             return 0;
         rc = next_packet(r, s, pr, &h, &data);
         if (rc == -1)
@@ -316,6 +398,10 @@ static int pcap_src_read_batch(gsq_run *r, gsq_source *s)
     int waited = 0;
     if (pr->mapped)
         return mm_read_batch(s, pr);
+    if (!pr->handle) { /* a pipe's run stopped before its file header */
+        s->at_eof = 1;
+        return 0;
+    }
     while (!gsq_ring_batch_full(&s->ring)) {
         struct pcap_pkthdr *h;
         const u_char *data;

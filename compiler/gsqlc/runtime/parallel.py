@@ -517,6 +517,7 @@ class SplitRun:
         self._started = True
         from .arrow_types import finish_batch
         self._start()
+        left_early = False
         try:
             if self._make_final is None:
                 for k in range(self.split.used):
@@ -543,14 +544,20 @@ class SplitRun:
                     for h in self._handles:
                         h.cancel()
                     final.close()   # type: ignore[attr-defined]
+        except GeneratorExit:
+            left_early = True   # as one thread's run: no statistics
+            raise
         finally:
             for h in self._handles:
                 h.cancel()
             for t in self._threads:
                 t.join()
+            if not self._errors and not left_early:
+                # also when the HFTA run failed (e.g. its output closed):
+                # the counters say what was processed
+                self._finish()
         if self._errors:
             raise self._errors[0]
-        self._finish()
 
     def collect(self) -> list:
         """The whole run's output, as the iteration would give it.  With no
@@ -606,7 +613,7 @@ _SUM = {"records_read", "rows_read", "rows_rejected", "values_coerced", "bytes_r
         "late_dropped", "lfta_ejections", "field_unavailable", "skew_dropped", "batches",
         "bytes", "heartbeat_rows", "tuples_written", "heartbeat_ticks",
         "heartbeat_ticks_skipped", "events_dropped", "traces_written", "rows_packed"}
-_ANY = {"truncated", "interrupted", "running"}
+_ANY = {"truncated", "interrupted", "output_closed", "running"}
 _ALL = {"ok", "columnar"}
 
 
@@ -658,7 +665,10 @@ def merge_stats(parts: list[tuple[str, dict]], final: Optional[dict], info: dict
         lfta_nodes = {e["name"] for e in merged["nodes"] if e.get("kind") == "lfta"}
         out = copy.deepcopy(final)
         out["ok"] = bool(final.get("ok")) and bool(merged.get("ok", True))
-        out["interrupted"] = bool(final.get("interrupted")) or bool(merged.get("interrupted"))
+        out["output_closed"] = bool(final.get("output_closed"))
+        # slices stopped because the output closed were not interrupted
+        out["interrupted"] = bool(final.get("interrupted")) or (
+            bool(merged.get("interrupted")) and not out["output_closed"])
         out["sources"] = merged["sources"]
         out["streams"] = [next(m for m in merged["streams"] if m["name"] == e["name"])
                           if e["name"] in lfta_streams else e for e in final.get("streams", [])]

@@ -1,0 +1,222 @@
+"""Faults around a run, as a user meets them: output to a full disk, an
+output pipe its reader closes, an input file deleted while it is read, a
+live interface that goes away, a Python consumer that stops reading.  Each
+ends in a clear message and the documented exit status (README: 0 ok, 1
+run-time failure, 141 the output's reader went away), never a hang, and the
+counters say what was processed."""
+from __future__ import annotations
+
+import gc
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import gsqlc
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+import pktgen  # noqa: E402
+
+PACKETS = 300_000
+ALL = "DEFINE { query_name 'allp'; }\nSELECT time, timestamp, caplen, srcIP, destIP FROM IPV4\n"
+PER_SECOND = ("DEFINE { query_name 'persec'; }\n"
+              "SELECT tb, count(*) AS n FROM PKT GROUP BY time AS tb\n")
+
+
+@pytest.fixture(scope="module")
+def capture(tmp_path_factory):
+    d = tmp_path_factory.mktemp("faults")
+    pcap = d / "p.pcap"
+    pktgen.generate(str(pcap), PACKETS, 1000, pps=50_000, seed=3)
+    q = d / "all.gsql"
+    q.write_text(ALL)
+    return pcap, q
+
+
+def _stats(stderr: str) -> dict:
+    """The --stats JSON on stderr (a message may follow it)."""
+    return json.JSONDecoder().raw_decode(stderr[stderr.index("{"):])[0]
+
+
+def test_output_to_a_full_disk(gsqlc, capture):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    pcap, q = capture
+    p = gsqlc("run", q, "--source", f"eth0=pcap:{pcap}", "--output-file", "/dev/full", "--stats")
+    assert p.returncode == 1
+    assert "gsqlc: error: cannot write to /dev/full: No space left on device" in p.err
+    st = _stats(p.err)
+    assert st["ok"] is False and st["output_closed"] is False
+    assert st["sources"][0]["packets_read"] > 0          # what was read before it failed
+    assert st["sinks"][0]["path"] == "/dev/full"
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_output_pipe_closed_by_its_reader(capture, threads):
+    # `gsqlc run ... | head -1`: the reader goes away after one line
+    pcap, q = capture
+    proc = subprocess.Popen([sys.executable, "-m", "gsqlc", "run", str(q), "--source",
+                             f"eth0=pcap:{pcap}", "--threads", threads, "--stats"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    rc = proc.wait(timeout=120)
+    assert first.count(b"|") == 4
+    assert rc == 141, err                               # as a tool SIGPIPE ended
+    st = _stats(err)
+    text = err[:err.index("{")]                           # stderr besides the --stats JSON
+    assert text == "" and err.rstrip().endswith("}"), err
+    assert st["output_closed"] is True and st["interrupted"] is False
+    assert 0 < st["tuples_written"] < PACKETS             # it stopped early: counted
+
+
+def test_input_file_deleted_while_read(tmp_path):
+    # an open capture or CSV file stays readable when its name is removed:
+    # the run reads it to its end
+    pcap = tmp_path / "d.pcap"
+    pktgen.generate(str(pcap), 50_000, 100, pps=10_000, seed=5)
+    csv = tmp_path / "d.csv"
+    csv.write_text("".join(f"{i // 100},{i % 7}\n" for i in range(50_000)))
+    schema = tmp_path / "s.txt"
+    schema.write_text("PROTOCOL S { uint t get_csv_uint_pos1 (increasing); "
+                      "uint v get_csv_uint_pos2; }\n")
+    qp = tmp_path / "p.gsql"
+    qp.write_text(PER_SECOND)
+    qc = tmp_path / "c.gsql"
+    qc.write_text("DEFINE { query_name 'c'; }\nSELECT t, count(*) AS n, sum(v) AS s FROM S "
+                  "GROUP BY t\n")
+    cases = [(gsqlc.compile([qp]), "eth0", pcap, "pcap"),
+             (gsqlc.compile([qc], schema=schema), "s", csv, "csv")]
+    for qs, iface, path, scheme in cases:
+        whole = qs.table({iface: f"{scheme}:{path}"})
+        copy = path.with_suffix(".copy" + path.suffix)
+        shutil.copy(path, copy)
+        run = qs.run({iface: f"{scheme}:{copy}"}, batch_rows=16)
+        batches = iter(run)
+        got = [next(batches)]
+        copy.unlink()                                   # mid-read
+        got.extend(batches)
+        assert pa.Table.from_batches(got).equals(whole), scheme
+        assert run.stats["ok"] is True
+
+
+def _veth_or_skip(name: str, peer: str) -> None:
+    if shutil.which("ip") is None:
+        pytest.skip("no `ip` command (iproute2)")
+    p = subprocess.run(["ip", "link", "add", name, "type", "veth", "peer", "name", peer],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        pytest.skip(f"cannot create a veth pair here: {p.stderr.strip()}")
+    for n in (name, peer):
+        subprocess.run(["ip", "link", "set", n, "up"], check=True)
+
+
+def test_live_interface_that_goes_away(tmp_path):
+    name, peer = f"gsqf{os.getpid() % 10000}", f"gsqp{os.getpid() % 10000}"
+    _veth_or_skip(name, peer)
+    try:
+        q = tmp_path / "live.gsql"
+        q.write_text(PER_SECOND)
+        proc = subprocess.Popen([sys.executable, "-m", "gsqlc", "run", str(q), "--source",
+                                 f"eth0=pcap-live:{name}", "--stats"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(3)                                   # compiled (cached) and capturing
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        s.bind((peer, 0))
+        frame = b"\xff" * 6 + b"\x02" * 6 + b"\x08\x00" + bytes([0x45]) + bytes(40)
+        for _ in range(40):
+            s.send(frame)
+        s.close()
+        time.sleep(1)
+    finally:
+        subprocess.run(["ip", "link", "del", name], capture_output=True)
+    out, err = proc.communicate(timeout=60)
+    err = err.decode()
+    assert proc.returncode == 1, err
+    assert f"gsqlc: error: error reading interface {name} after" in err
+    assert "what was read before was processed" in err
+    st = _stats(err)
+    read = st["sources"][0]["packets_read"]
+    assert read >= 40 and st["sources"][0]["failure"].startswith("error reading interface")
+    # what was captured came out: one count per second, adding up to the packets read
+    counts = [int(line.split(b"|")[1]) for line in out.splitlines()]
+    assert sum(counts) == read
+
+
+def test_consumer_that_stops_reading(tmp_path):
+    schema = tmp_path / "s.txt"
+    schema.write_text("PROTOCOL S { uint t get_csv_uint_pos1 (increasing); uint v "
+                      "get_csv_uint_pos2; }\n")
+    q = tmp_path / "q.gsql"
+    q.write_text("DEFINE { query_name 'sel'; }\nSELECT t, v FROM S\n")
+    qs = gsqlc.compile([q], schema=schema)
+    pulled = []
+
+    def feed():                                         # a live feed: 1,000 batches
+        for i in range(1000):
+            pulled.append(i)
+            yield pa.record_batch({"t": pa.array([i] * 100, pa.uint32()),
+                                   "v": pa.array(range(100), pa.uint32())})
+    run = qs.run({"s": feed()}, batch_rows=100)
+    it = iter(run)
+    next(it)
+    time.sleep(1.0)
+    paused_at = len(pulled)
+    time.sleep(1.0)
+    # the run waits for its consumer: a bounded number of batches ahead
+    assert len(pulled) == paused_at < 20
+    done = threading.Event()
+    threading.Thread(target=lambda: (run.cancel(), done.set()), daemon=True).start()
+    assert done.wait(10)
+    rest = list(it)                                     # ends: no hang
+    assert len(rest) < 20
+    assert run.stats["interrupted"] is True
+    assert run.stats["sources"][0]["records_read"] < 1000 * 100
+    # an abandoned iteration (never closed by the consumer) ends its run too
+    before = threading.active_count()
+    it2 = iter(qs.run({"s": feed()}, batch_rows=100))
+    next(it2)
+    del it2
+    gc.collect()
+    deadline = time.time() + 10
+    while threading.active_count() > before and time.time() < deadline:
+        time.sleep(0.05)
+    assert threading.active_count() <= before
+
+
+def test_sigterm_ends_a_run_with_its_counts(capture):
+    pcap, q = capture
+    live_q = q.parent / "persec.gsql"
+    live_q.write_text(PER_SECOND)
+    # a FIFO that never ends: the run waits for input until it is told to stop
+    fifo = q.parent / "feed.pcap"
+    if not fifo.exists():
+        os.mkfifo(fifo)
+    proc = subprocess.Popen([sys.executable, "-m", "gsqlc", "run", str(live_q), "--source",
+                             f"eth0=pcap:{fifo}", "--stats"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    with open(fifo, "wb") as w:
+        data = pcap.read_bytes()
+        w.write(data[:len(data) // 2])
+        w.flush()
+        time.sleep(2)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    err = err.decode()
+    assert proc.returncode == 0, err                     # interrupted, flushed: a clean end
+    assert "gsqlc: interrupted; the input read so far was processed and flushed" in err
+    st = _stats(err)
+    assert st["interrupted"] is True
+    counts = [int(line.split(b"|")[1]) for line in out.splitlines()]
+    assert 0 < sum(counts) == st["sources"][0]["packets_read"] < PACKETS
