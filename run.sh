@@ -12,6 +12,8 @@ command -v g++ >/dev/null || need_apt+=(g++)
 command -v tcpdump >/dev/null || need_apt+=(tcpdump)
 # Spark (gsqlc.spark, its tests and example) needs a Java 17+ runtime
 command -v java >/dev/null || need_apt+=(openjdk-17-jre-headless)
+# the readers' coverage-guided fuzzing (fuzz/readers): clang and its libFuzzer runtime
+command -v clang-14 >/dev/null || need_apt+=(clang-14 libclang-rt-14-dev)
 if [ ${#need_apt[@]} -gt 0 ]; then
     SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
     $SUDO apt-get update -qq
@@ -32,7 +34,7 @@ test)
     shift || true
     # lint and type-check first: any ruff finding, or any mypy --strict error in
     # the compiler's core stages (front end, semantics, planner, pipeline), fails the run
-    $PY -m ruff check tests bench compiler
+    $PY -m ruff check tests bench compiler fuzz
     (cd compiler && $PY -m mypy --strict --follow-imports=silent gsqlc/frontend gsqlc/semantics \
         gsqlc/planner gsqlc/errors.py gsqlc/pipeline.py gsqlc/resources.py gsqlc/storage.py)
     exec $PY -m pytest -q "$@"

@@ -220,3 +220,23 @@ def test_sigterm_ends_a_run_with_its_counts(capture):
     assert st["interrupted"] is True
     counts = [int(line.split(b"|")[1]) for line in out.splitlines()]
     assert 0 < sum(counts) == st["sources"][0]["packets_read"] < PACKETS
+
+
+def test_arrow_strings_whose_offsets_leave_the_data(tmp_path):
+    # a producer's string offsets are not trusted: one past the data buffer
+    # (the fuzzer's heap overflow, fixed) fails the run with a clear error
+    import numpy as np
+    schema = tmp_path / "s.txt"
+    schema.write_text("PROTOCOL S { uint t get_csv_uint_pos1 (increasing); "
+                      "string name get_csv_string_pos2; }\n")
+    q = tmp_path / "q.gsql"
+    q.write_text("DEFINE { query_name 'sel'; }\nSELECT t, name FROM S\n")
+    qs = gsqlc.compile([q], schema=schema)
+    offsets = pa.py_buffer(np.array([0, 2, 900, 6], dtype=np.int32).tobytes())
+    names = pa.Array.from_buffers(pa.string(), 3, [None, offsets, pa.py_buffer(b"abcdef")])
+    t = pa.table({"t": pa.array([1, 2, 3], pa.uint32()), "name": names})
+    with pytest.raises(gsqlc.RunError, match="column 2 of a record batch holds broken offsets"):
+        qs.table({"s": t})
+    good = pa.Array.from_buffers(pa.string(), 3, [None, pa.py_buffer(
+        np.array([0, 2, 4, 6], dtype=np.int32).tobytes()), pa.py_buffer(b"abcdef")])
+    assert qs.table({"s": t.set_column(1, "name", good)})["name"].to_pylist() == ["ab", "cd", "ef"]

@@ -163,7 +163,8 @@ int gsq_arrow_check_batch(const struct ArrowArray *a, const struct ArrowSchema *
                           size_t msg_size)
 {
     int64_t i;
-    if (a->length < 0 || a->offset < 0 || a->n_buffers < 1 || !a->buffers) {
+    if (a->length < 0 || a->offset < 0 || a->offset > INT64_MAX - a->length ||
+        a->n_buffers < 1 || !a->buffers) {
         snprintf(msg, msg_size, "a record batch is not a valid struct array");
         return -1;
     }
@@ -179,7 +180,7 @@ int gsq_arrow_check_batch(const struct ArrowArray *a, const struct ArrowSchema *
         if (!used[i])
             continue;
         if (!ch || !ch->release || ch->offset < 0 || ch->length < a->offset + a->length ||
-            ch->n_buffers != nb || !ch->buffers) {
+            ch->offset > INT64_MAX - ch->length || ch->n_buffers != nb || !ch->buffers) {
             snprintf(msg, msg_size, "column %" PRId64 " of a record batch is not a valid %s array",
                      i + 1, c->format);
             return -1;
@@ -261,11 +262,13 @@ static uint64_t read_uint(const void *data, int width, int64_t i)
     }
 }
 
-/* The string between offsets a and b of `data`: 0, or GSQ_AV_BROKEN /
- * GSQ_AV_LONG (*s untouched). */
-static inline int str_view(int64_t a, int64_t b, const char *data, gsq_str *s)
+/* The string between offsets a and b of `data`, whose bytes end at offset
+ * `end` (the array's last offset: the C data interface sizes the data
+ * buffer by it; the offsets between are the producer's, not trusted): 0,
+ * or GSQ_AV_BROKEN / GSQ_AV_LONG (*s untouched). */
+static inline int str_view(int64_t a, int64_t b, int64_t end, const char *data, gsq_str *s)
 {
-    if (a < 0 || b < a || (b > a && !data))
+    if (a < 0 || b < a || b > end || (b > a && !data))
         return GSQ_AV_BROKEN;
     if (b - a > (int64_t)UINT32_MAX - 1)
         return GSQ_AV_LONG;
@@ -279,6 +282,7 @@ static int str_at(const struct ArrowArray *ch, const gsq_arrow_col *c, int64_t i
 {
     return str_view(read_int(ch->buffers[1], c->width, i),
                     read_int(ch->buffers[1], c->width, i + 1),
+                    read_int(ch->buffers[1], c->width, ch->offset + ch->length),
                     (const char *)ch->buffers[2], s);
 }
 
@@ -416,7 +420,7 @@ static int int_column(const struct ArrowArray *ch, const gsq_arrow_col *c, int64
         memcpy(&a, (const uint8_t *)offs + (i0 + j) * (int64_t)sizeof(OT), sizeof(OT)); \
         memcpy(&b, (const uint8_t *)offs + (i0 + j + 1) * (int64_t)sizeof(OT), sizeof(OT)); \
         OUT_VALID(j) = 1;                                                             \
-        if ((r = str_view(a, b, data, &v->s)) != GSQ_AV_OK) {                         \
+        if ((r = str_view(a, b, end, data, &v->s)) != GSQ_AV_OK) {                    \
             if (!rc[j] || r == GSQ_AV_BROKEN)                                         \
                 rc[j] = (uint8_t)r;                                                   \
             flags |= GSQ_AVS_FAILED;                                                  \
@@ -432,6 +436,7 @@ static int str_column(const struct ArrowArray *ch, const gsq_arrow_col *c, int64
     const void *nulls = ch->null_count != 0 ? ch->buffers[0] : NULL;
     int flags = 0;
     int64_t j;
+    int64_t end = read_int(offs, c->width, ch->offset + ch->length); /* the data's end */
     if (c->width == 4) {
         STR_LOOP(int32_t)
     } else {
@@ -507,7 +512,8 @@ uint64_t gsq_arrow_bytes(const struct ArrowArray *ch, const gsq_arrow_col *c, in
     case GSQ_AC_UTF8: case GSQ_AC_BIN: {
         int64_t a = read_int(ch->buffers[1], c->width, i);
         int64_t b = read_int(ch->buffers[1], c->width, i + n);
-        return (uint64_t)n * (uint64_t)c->width + (b > a ? (uint64_t)(b - a) : 0);
+        /* (the producer's offsets: b - a may not fit an int64_t) */
+        return (uint64_t)n * (uint64_t)c->width + (b > a ? (uint64_t)b - (uint64_t)a : 0);
     }
     default:
         return (uint64_t)n * (uint64_t)c->width;
