@@ -70,6 +70,8 @@ typedef struct pcap_reader {
     int decoded;        /* link type is one the decoder understands */
     int classic;        /* libpcap reads a classic pcap file (gsq_pkt_ts_usec) */
     uint64_t past_time_end; /* packets whose `time` holds at UINT32_MAX */
+    int kernel_counted;     /* live: kernel holds pcap_stats' counts */
+    struct pcap_stat kernel;
     char errmsg[PCAP_ERRBUF_SIZE + 256]; /* why the file ended early */
     char fallback[160]; /* why the mapped reader did not take the file */
     /* a packet read ahead (pcap_src_peek, or past the batch's time limit):
@@ -209,6 +211,21 @@ static int pcap_src_open(gsq_run *r, gsq_source *s)
     pr->decoded = gsq_pkt_linktype_known(pr->linktype);
     pr->classic = !pr->live && pcap_major_version(pr->handle) == 2;
     return 0;
+}
+
+/* A live capture's counts from the kernel (pcap_stats), read once at the
+ * end: packets the kernel dropped for want of buffer space (ps_drop) and
+ * the interface dropped (ps_ifdrop) never reached the run. */
+static void live_kernel_counts(pcap_reader *pr)
+{
+    struct pcap_stat ps;
+    if (!pr->live || !pr->handle || pr->kernel_counted)
+        return;
+    memset(&ps, 0, sizeof ps);
+    if (pcap_stats(pr->handle, &ps) == 0) {
+        pr->kernel_counted = 1;
+        pr->kernel = ps;
+    }
 }
 
 static void pcap_src_close(gsq_source *s)
@@ -463,9 +480,16 @@ static int pcap_src_read_batch(gsq_run *r, gsq_source *s)
 
 static void pcap_src_report(const gsq_source *s, gsq_buf *out)
 {
-    const pcap_reader *pr = s->impl;
+    pcap_reader *pr = s->impl;
     if (!pr)
         return;
+    live_kernel_counts(pr);
+    if (pr->kernel_counted && (pr->kernel.ps_drop || pr->kernel.ps_ifdrop))
+        gsq_buf_printf(out,
+                       "gsqlc: warning: %s: %u packets dropped by the kernel (capture buffer "
+                       "full) and %u by the interface; %llu were read\n",
+                       s->path, pr->kernel.ps_drop, pr->kernel.ps_ifdrop,
+                       (unsigned long long)s->records_read);
     if (s->truncated)
         gsq_buf_printf(out,
                        "gsqlc: %s: truncated capture after %llu packets (%s); what was read "
@@ -500,12 +524,19 @@ static void pcap_src_report(const gsq_source *s, gsq_buf *out)
 /* "pcap_reader" (mmap or libpcap), "pcap_fallback" (why a file was not
  * mapped, null when it was or for an interface), "read_error" (what ended
  * the file early), "cut_to_snaplen" and "undecoded_packets" (mapped),
- * "past_time_end" (packets whose `time` holds at UINT32_MAX). */
+ * "past_time_end" (packets whose `time` holds at UINT32_MAX); live:
+ * "kernel_dropped", "interface_dropped" (pcap_stats at the end: what never
+ * reached the run; its ps_recv is left out, as it means different things
+ * on different systems -- on Linux loopback it counts each packet twice). */
 static void pcap_src_stats(const gsq_source *s, gsq_buf *out)
 {
-    const pcap_reader *pr = s->impl;
+    pcap_reader *pr = s->impl;
     if (!pr)
         return;
+    live_kernel_counts(pr);
+    if (pr->live)
+        gsq_buf_printf(out, ",\"kernel_dropped\":%u,\"interface_dropped\":%u",
+                       pr->kernel.ps_drop, pr->kernel.ps_ifdrop);
     gsq_buf_printf(out, ",\"pcap_reader\":\"%s\"", pr->mapped ? "mmap" : "libpcap");
     gsq_buf_adds(out, ",\"pcap_fallback\":");
     if (!pr->mapped && !pr->live)
