@@ -181,6 +181,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -276,7 +277,8 @@ public:
     static_assert(max_disorder >= 1, "max_disorder: at least one epoch is open");
 
     explicit groupby_op(gsq_node *node)
-        : functor_(node), strict_(strict_heartbeats || gsq_input_heartbeats_strict(node, 0) != 0) {}
+        : functor_(node), strict_(strict_heartbeats || gsq_input_heartbeats_strict(node, 0) != 0),
+          max_groups_(gsq_node_max_groups(node, bytes_per_group, &max_groups_given_)) {}
 
     void accept(gsq_node *node, int input, int kind, const void *tup, uint32_t len)
     {
@@ -438,6 +440,8 @@ private:
 
         auto [state, inserted] = groups->find_or_insert(key_, h);
         if (inserted) {
+            if (open_groups_ >= max_groups_)
+                throw too_many_groups();
             functor_.init(state, tup, len);
             ++stats_.groups_created;
             ++open_groups_;
@@ -712,6 +716,21 @@ private:
     std::array<open_epoch, max_disorder> open_; // open epochs, oldest first
     size_t n_open_ = 0;
     size_t open_groups_ = 0;     // groups in the open epochs' tables
+    // a group's share of the tables: its slot (hash, key, state) at most
+    // 1/0.7 times over, and the old array beside the new one while growing
+    static constexpr size_t bytes_per_group = 3 * (8 + sizeof(key_type) + sizeof(state_type));
+    int max_groups_given_ = 0;
+    uint64_t max_groups_;        // gsq_node_max_groups: open_groups_ stays at or below it
+
+    std::runtime_error too_many_groups() const
+    {
+        std::string why = max_groups_given_
+            ? "the limit max_groups (--max-groups N, run(max_groups=N))"
+            : "what half of this machine's memory holds at " + std::to_string(bytes_per_group) +
+                  " bytes a group; --max-groups N (run(max_groups=N)) sets another limit";
+        return std::runtime_error("more than " + std::to_string(max_groups_) +
+                                  " groups open at once: " + why);
+    }
     table_type flushing_;        // the closed epoch, emitted by the slow flush
     size_t flush_pos_ = 0;       // next slot of flushing_ to look at
     size_t flush_remaining_ = 0; // groups of flushing_ not yet emitted

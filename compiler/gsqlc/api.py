@@ -121,7 +121,7 @@ class CompiledQuerySet:
             csv_separator: str = ",", csv_strict: bool = False, stall_intervals: int = 3,
             trace: Optional[PathLike] = None, batch_rows: int = 65536,
             strings: str = "str", columnar: str = "auto",
-            threads: Optional[int] = None) -> "Run":
+            threads: Optional[int] = None, max_groups: Optional[int] = None) -> "Run":
         """Run over `sources` ({interface: URI | Arrow data | list of those for
         an interface set}); iterate the result for pyarrow RecordBatches of
         `output` (a query name; default: the only output query).  With a list
@@ -148,7 +148,10 @@ class CompiledQuerySet:
         cores, each slice at least 131,072 rows; 1 runs on one thread.  The
         results are the one thread's; .stats["threads"] says how the run was
         split, or why not (file sources, live feeds, time bounds, the data
-        clock and queries reading the clock run on one thread)."""
+        clock and queries reading the clock run on one thread).
+        max_groups: the groups an HFTA aggregation may hold open at once
+        (default: what half of the machine's memory holds); past it the run
+        fails (RunError naming the query) instead of exhausting memory."""
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
                                     or threads < 1):
             raise UsageError(f"threads must be a positive integer, got {threads!r}")
@@ -168,7 +171,8 @@ class CompiledQuerySet:
         opts = run_options(clock=clock, heartbeat_interval=heartbeat_interval,
                            csv_separator=csv_separator, csv_strict=csv_strict,
                            stall_intervals=stall_intervals,
-                           trace=os.fspath(trace) if trace else None, columnar=columnar)
+                           trace=os.fspath(trace) if trace else None, columnar=columnar,
+                           max_groups=max_groups)
         ifaces_arrow = {m for m, u in ifaces.sources.items() if u.startswith(ARROW + ":")}
         bindings = resolve_bindings(qs.summary, Interfaces(
             {k: v for k, v in ifaces.sources.items() if k not in ifaces_arrow},

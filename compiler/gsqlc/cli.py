@@ -136,6 +136,10 @@ def make_parser() -> argparse.ArgumentParser:
                         "cut cannot keep equal, use one thread (--stats says why)")
     r.add_argument("--stall-intervals", type=int, default=3, metavar="N",
                    help="report a source or LFTA silent for N heartbeat intervals as stalled")
+    r.add_argument("--max-groups", type=_positive_int, metavar="N",
+                   help="the groups an HFTA aggregation may hold open at once; past it the "
+                        "run fails naming the query (default: what half of the machine's "
+                        "memory holds)")
     r.add_argument("--trace", metavar="FILE",
                    help="write every heartbeat's path through the operators as JSON lines")
     r.add_argument("--csv-separator", default=",", metavar="C")
@@ -386,7 +390,7 @@ def cmd_run(args) -> int:
                               csv_separator=args.csv_separator, csv_strict=args.csv_strict,
                               stall_intervals=args.stall_intervals, trace=args.trace,
                               batch=args.batch, columnar=args.columnar,
-                              pcap_reader=args.pcap_reader)
+                              pcap_reader=args.pcap_reader, max_groups=args.max_groups)
     except UsageError as e:
         raise UsageError(_flag_names(str(e))) from None
     sources = [(n, normalize_uri(u)) for n, u in (_source_binding(s) for s in args.source)]

@@ -440,6 +440,9 @@ struct gsq_run {
     int batch_given;            /* option batch set: Arrow chunks take it too */
     uint64_t hb_interval_usec;  /* 0: no heartbeat ticks */
     uint32_t stall_intervals;
+    uint64_t max_groups;        /* option max_groups: the groups an HFTA
+                                 * aggregation may hold open at once; 0:
+                                 * what half the memory holds (node.c) */
     char *trace_path;           /* NULL: no traces */
     int arrow_heartbeats;       /* Arrow sinks deliver heartbeat rows */
     int final_heartbeat;        /* one last heartbeat of every LFTA at the end */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "column_compress.h"
 #include "format.h"
@@ -58,6 +59,20 @@ void gsq_node_fail(gsq_node *node, const char *fmt, ...)
 int gsq_node_failed(gsq_node *node)
 {
     return node->run->failed;
+}
+
+uint64_t gsq_node_max_groups(gsq_node *node, size_t bytes_per_group, int *given)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t half;
+    *given = node->run->max_groups != 0;
+    if (*given)
+        return node->run->max_groups;
+    if (pages <= 0 || page <= 0)
+        return UINT64_MAX; /* unknown: no limit of ours */
+    half = (uint64_t)pages / 2u * (uint64_t)page;
+    half /= bytes_per_group ? bytes_per_group : 1u;
+    return half ? half : 1u;
 }
 
 const char *gsq_param(gsq_node *node, const char *name)

@@ -160,6 +160,13 @@ int gsq_input_heartbeats_strict(gsq_node *node, int input);
  * (a float column holds units with a fraction). */
 int gsq_time_unit_nsec(gsq_node *node, uint64_t *out);
 
+/* The most groups an HFTA aggregation may hold open at once: option
+ * max_groups, or else (*given 0) what half of the machine's physical
+ * memory holds at bytes_per_group a group (at least 1).  Past it the
+ * aggregation fails the run, naming the limit, rather than the process
+ * running out of memory. */
+uint64_t gsq_node_max_groups(gsq_node *node, size_t bytes_per_group, int *given);
+
 /* n zeroed elements of `size` bytes for an operator's hash table (NULL if
  * out of memory); tables of GSQ_TABLE_HUGE_BYTES or more are backed by
  * huge pages where the kernel allows (table_mem.c).  gsq_table_reserve: the

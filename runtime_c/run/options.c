@@ -502,6 +502,13 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
             return -1;
         }
         r->stall_intervals = n;
+    } else if (strcmp(key, "max_groups") == 0) {
+        uint64_t n;
+        if (!*value || gsq_parse_ullong(value, strlen(value), &n) != 0 || n == 0) {
+            gsq_set_error(r, "max_groups must be a positive integer, got '%s'", value);
+            return -1;
+        }
+        r->max_groups = n;
     } else if (strcmp(key, "trace") == 0) {
         char *p;
         if (!*value) {
@@ -520,8 +527,8 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
                      "columnar, heartbeat_interval, max_skew:NAME, out_of_order:NAME, "
                      "latency:NAME, skew:FROM:TO, hb_estimate, hb_level, hb_horizon, hb_window, "
                      "hb_alpha, "
-                     "hb_timeout, time_unit:NAME, arrival:NAME, stall_intervals, trace, "
-                     "arrow_heartbeats, final_heartbeat, arrow_flush, pcap_reader, pcap_range:NAME)", key);
+                     "hb_timeout, time_unit:NAME, arrival:NAME, stall_intervals, max_groups, "
+                     "trace, arrow_heartbeats, final_heartbeat, arrow_flush, pcap_reader, pcap_range:NAME)", key);
         return -1;
     }
     return 0;

@@ -87,6 +87,7 @@ struct gsq_node {
     bool failed = false;
     std::string failure;
     bool generated = false; // gsq_heartbeats_generated
+    uint64_t max_groups = 0; // gsq_node_max_groups: 0, none given (no limit here)
 };
 
 extern "C" {
@@ -141,6 +142,11 @@ int gsq_node_failed(gsq_node *node) { return node->failed ? 1 : 0; }
 uint32_t gsq_clock_seconds(gsq_node *) { return 0; }
 int gsq_heartbeats_generated(gsq_node *node) { return node->generated ? 1 : 0; }
 int gsq_input_heartbeats_strict(gsq_node *, int) { return 0; }
+uint64_t gsq_node_max_groups(gsq_node *node, size_t, int *given)
+{
+    *given = node->max_groups != 0;
+    return node->max_groups ? node->max_groups : UINT64_MAX;
+}
 
 void gsq_count(gsq_node *node, int counter, uint64_t n) { node->counters[counter] += n; }
 void gsq_peak(gsq_node *node, int which, uint64_t value)
@@ -1073,6 +1079,23 @@ static void test_groupby_c_glue()
     def.accept(op, &node, 0, GSQ_EOF, nullptr, 0);
     CHECK_EQ(node.out.size(), size_t(4));
     CHECK(!node.failed);
+    def.destroy(op);
+
+    // More groups open than max_groups: the node fails, naming the limit;
+    // groups up to it are accepted
+    gsq_node capped;
+    capped.max_groups = 2;
+    op = def.create(&capped);
+    for (uint32_t s = 0; s < 2; ++s) {
+        auto t = pkt(0, s, "cap", 7);
+        def.accept(op, &capped, 0, GSQ_DATA, t.data(), static_cast<uint32_t>(t.size()));
+    }
+    CHECK(!capped.failed);
+    auto third = pkt(0, 2, "cap", 7);
+    def.accept(op, &capped, 0, GSQ_DATA, third.data(), static_cast<uint32_t>(third.size()));
+    CHECK(capped.failed);
+    CHECK(capped.failure.find("more than 2 groups open at once: the limit max_groups") !=
+          std::string::npos);
     def.destroy(op);
 
     // An exception inside the functor becomes gsq_node_fail, never a throw.

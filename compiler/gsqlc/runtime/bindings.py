@@ -32,10 +32,14 @@ def run_options(*, clock: str = "wall", heartbeat_interval: Union[str, float] = 
                 csv_separator: str = ",", csv_strict: bool = False,
                 stall_intervals: int = 3, trace: Optional[str] = None,
                 batch: Optional[int] = None, columnar: str = "auto",
-                pcap_reader: Optional[str] = None) -> dict[str, str]:
+                pcap_reader: Optional[str] = None,
+                max_groups: Optional[int] = None) -> dict[str, str]:
     """Validated runtime options (the CLI's flags and run()'s keywords).
     pcap_reader: how pcap:PATH files are read, 'mmap' (the runtime's
-    default: memory-mapped, libpcap for what it does not take) or 'libpcap'."""
+    default: memory-mapped, libpcap for what it does not take) or 'libpcap'.
+    max_groups: the groups an HFTA aggregation may hold open at once
+    (default: what half of the machine's memory holds); past it the run
+    fails naming the query, rather than running out of memory."""
     if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int)
                               or not 1 <= batch <= 1 << 20):
         raise UsageError(f"the read batch must be an integer from 1 to 1048576 records, "
@@ -56,8 +60,13 @@ def run_options(*, clock: str = "wall", heartbeat_interval: Union[str, float] = 
         raise UsageError(f"columnar must be auto or off, got {columnar!r}")
     if not isinstance(stall_intervals, int) or stall_intervals < 1:
         raise UsageError(f"the stall intervals must be an integer of at least 1, got {stall_intervals}")
+    if max_groups is not None and (isinstance(max_groups, bool) or not isinstance(max_groups, int)
+                                   or max_groups < 1):
+        raise UsageError(f"max_groups must be a positive integer, got {max_groups!r}")
     opts = {"clock": clock, "csv_separator": csv_separator, "heartbeat_interval": hb,
             "stall_intervals": str(stall_intervals)}
+    if max_groups is not None:
+        opts["max_groups"] = str(max_groups)
     if trace:
         opts["trace"] = str(trace)
     if csv_strict:

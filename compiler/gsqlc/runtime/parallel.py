@@ -52,7 +52,7 @@ _PACKET_TIME_ACCESSORS = {"get_time", "get_timestamp"}
 _SEARCH = 1 << 20
 # options a split run accepts (any other, e.g. a time bound, keeps one thread)
 _SPLIT_OPTIONS = {"clock", "csv_separator", "csv_strict", "heartbeat_interval",
-                  "stall_intervals", "columnar", "batch", "pcap_reader"}
+                  "stall_intervals", "columnar", "batch", "pcap_reader", "max_groups"}
 
 
 def machine_threads() -> int:
