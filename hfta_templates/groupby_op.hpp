@@ -330,8 +330,9 @@ public:
             eofs_.check(input, GSQ_DATA);
             constexpr uint32_t A = run_lookahead;
             key_type keys[A];
-            uint64_t hashes[A];
-            bool have[A];
+            uint64_t hashes[A] = {}; // read only where have[]; zeroed so that no
+                                     // path reads an indeterminate value
+            bool have[A] = {};
             const auto look_ahead = [&](uint32_t j) {
                 const uint32_t a = j % A;
                 have[a] = functor_.extract(first + size_t{j} * stride, len, keys[a]);

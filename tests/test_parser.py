@@ -371,7 +371,7 @@ def test_keywords_case_insensitive_identifiers_not():
     ("IPV6_VAL '::ffff:10.0.0.1'", "ipv6", bytes.fromhex("00000000000000000000ffff0a000001")),
     ("HEX 'ff'", "hex", 255),
     ("LHEX 'ffff0000ffff'", "lhex", 0xFFFF0000FFFF),
-    ("TIMEVAL '12.5'", "timeval", "12.5"),
+    ("TIMEVAL '12.5'", "timeval", 12500000),
     ("'abc'", "string", b"abc"),
     ("''", "string", b""),
 ])

@@ -40,6 +40,95 @@ class EmitContext:
     const_prefix: str = "k"
 
 
+# The values of the integer types (IP as uint, bool as its 0 and 1).
+_RANGES = {Type.BOOL: (0, 1), Type.USHORT: (0, 0xFFFF), Type.INT: (-2**31, 2**31 - 1),
+           Type.UINT: (0, 2**32 - 1), Type.IP: (0, 2**32 - 1),
+           Type.LLONG: (-2**63, 2**63 - 1), Type.ULLONG: (0, 2**64 - 1)}
+_MIRROR = {"==": "==", "!=": "!=", "<": ">", ">": "<", "<=": ">=", ">=": "<="}
+
+
+def _wrap(v: int, t: Type) -> int:
+    """v converted to integer type t as C converts (modulo 2^width)."""
+    lo, hi = _RANGES[t]
+    n = hi - lo + 1
+    return (v - lo) % n + lo
+
+
+def const_int(e: ast.Expr) -> Optional[int]:
+    """The value of an integer literal, or of - or ~ applied to one, as the
+    C code computes it in the expression's type; None for anything else."""
+    t = e.info.type if e.info is not None else None
+    if t not in _RANGES or t is Type.BOOL:
+        return None
+    if isinstance(e, ast.Literal):
+        v = e.value
+        return _wrap(v, t) if isinstance(v, int) and not isinstance(v, bool) else None
+    if isinstance(e, ast.Unary) and e.op in ("-", "~"):
+        x = const_int(e.operand)
+        if x is None:
+            return None
+        return _wrap(-x if e.op == "-" else ~x, t)
+    return None
+
+
+def _image(t: Type, ct: Type) -> list[tuple[int, int]]:
+    """The values of type t converted to ct, as intervals."""
+    lo, hi = _RANGES[t]
+    clo, chi = _RANGES[ct]
+    if clo <= lo and hi <= chi:
+        return [(lo, hi)]
+    if hi - lo >= chi - clo:
+        return [(clo, chi)]
+    a, b = _wrap(lo, ct), _wrap(hi, ct)
+    return [(a, b)] if a <= b else [(a, chi), (clo, b)]
+
+
+def fold_compare(cop: str, left: ast.Expr, right: ast.Expr, ct: Type) -> Optional[bool]:
+    """The value of `left cop right` (compared in type ct) when one side is
+    an integer constant and the comparison has the same result for every
+    value of the other side's type; None otherwise."""
+    if ct not in _RANGES or cop not in _MIRROR:
+        return None
+    lv, rv = const_int(left), const_int(right)
+    if (lv is None) == (rv is None):
+        return None
+    if lv is not None:
+        cop, left, rv = _MIRROR[cop], right, lv
+    assert rv is not None
+    t = left.info.type if left.info is not None else None
+    if t not in _RANGES:
+        return None
+    c = _wrap(rv, ct)
+    spans = _image(t, ct)
+    if cop in ("==", "!="):
+        inside = any(lo <= c <= hi for lo, hi in spans)
+        single = spans == [(c, c)]
+        if inside and not single:
+            return None
+        eq = single
+        return eq if cop == "==" else not eq
+    ops = {"<": lambda v: v < c, ">": lambda v: v > c, "<=": lambda v: v <= c,
+           ">=": lambda v: v >= c}
+    # monotone over each interval: its ends say every value's result
+    results = {ops[cop](v) for span in spans for v in span}
+    return results.pop() if len(results) == 1 else None
+
+
+_OPAQUE = ("#ifndef GSQ_OPAQUE_U64\n#define GSQ_OPAQUE_U64\n"
+           "static inline uint64_t gsq_opaque_u64(uint64_t v) { return v; }\n#endif")
+
+
+def _complement(e: ast.Expr) -> bool:
+    """Whether e is ~x or an all-ones constant minus x (an unsigned complement)."""
+    if isinstance(e, ast.Unary) and e.op == "~":
+        return True
+    if isinstance(e, ast.Binary) and e.op == "-" and e.info is not None \
+            and e.info.type in _RANGES:
+        c = const_int(e.left)
+        return c is not None and _wrap(c, e.info.type) == _wrap(-1, e.info.type)
+    return False
+
+
 def c_literal_int(v: int, t: Type) -> str:
     if t in (Type.ULLONG,):
         return f"UINT64_C({v})"
@@ -166,17 +255,26 @@ class CEmitter:
         ct = arithmetic_result(lt, rt) or lt
         if lt is Type.BOOL and rt is Type.BOOL:
             ct = Type.INT
-        if ct.is_integer and not ct.is_signed:
-            # an unsigned value against a literal 0 (`port >= 0`): the query's
-            # tautology, folded here so the C compiler has nothing to warn of
-            zero = lambda e: isinstance(e, ast.Literal) and e.value == 0  # noqa: E731
-            if zero(right) and cop in (">=", "<"):
-                return "((uint8_t)1)" if cop == ">=" else "((uint8_t)0)"
-            if zero(left) and cop in ("<=", ">"):
-                return "((uint8_t)1)" if cop == "<=" else "((uint8_t)0)"
+        # a value against a constant its type cannot reach (`port >= 0`,
+        # `ushort_field = 100000`): the query's tautology or contradiction,
+        # folded here so the C compiler has nothing to warn of (-Wtype-limits)
+        folded = fold_compare(cop, left, right, ct)
+        if folded is not None:
+            return "((uint8_t)1)" if folded else "((uint8_t)0)"
+        if ct.is_integer and not ct.is_signed and (_complement(left) or _complement(right)):
+            # `~x` or `ALL_ONES - x` (the C compiler folds it to ~x) of a
+            # narrower unsigned x compared: gcc's -Wsign-compare warns of the
+            # promoted complement; the value passes through a function it
+            # does not look into
+            if _OPAQUE not in self.ctx.constants:
+                self.ctx.constants.append(_OPAQUE)
+            a, b = (f"gsq_opaque_u64((uint64_t)({x}))" if _complement(e) else x
+                    for x, e in ((a, left), (b, right)))
         return f"((uint8_t)(({ct.c_type})({a}) {cop} ({ct.c_type})({b})))"
 
     def _InList(self, e: ast.InList) -> str:
+        if not e.items:   # x IN []: no value is in an empty list
+            return "((uint8_t)0)"
         parts = [self.compare("=", e.expr, item) for item in e.items]
         return "((uint8_t)(" + " || ".join(parts) + "))"
 

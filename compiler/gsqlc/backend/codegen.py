@@ -327,7 +327,9 @@ class Generator:
         files["streams.h"] = self.env.get_template("streams.h.j2").render(
             streams=[self._stream_data(n.output) for n in self.plan.nodes])
         for i, n in enumerate(self.plan.nodes):
-            ident = self.idents[n.name]
+            # the node's number keeps file names apart: the identifier is
+            # cut short so that a long query name stays a valid file name
+            ident = self.idents[n.name][:64]
             text = _RENDERERS[type(n)](self, n)
             if isinstance(n, LftaNode):
                 fname = f"lfta_{i:02d}_{ident}.c"
@@ -408,8 +410,11 @@ class Generator:
         steps: list[str] = []
         # the same steps over a columnar chunk (row i of gsq_cols *cv); None
         # once a step needs the record itself
-        col_steps: Optional[list[str]] = [] if proto.source_kind != "pcap" else None
-        raw_steps: Optional[list[str]] = [] if proto.source_kind != "pcap" else None
+        # (their functions take the chunk cv and row index i, which a query
+        # reading no column -- only get_system_time fields -- leaves unused)
+        col_steps: Optional[list[str]] = (["(void)cv;", "(void)i;"]
+                                          if proto.source_kind != "pcap" else None)
+        raw_steps: Optional[list[str]] = ["(void)i;"] if proto.source_kind != "pcap" else None
         # raw_steps with no branch at all (the heartbeat steps as selects):
         # a selection's block loop, which the C compiler vectorizes
         mask_steps: list[str] = []

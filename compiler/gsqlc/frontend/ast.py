@@ -36,7 +36,7 @@ class Expr(Node):
 class Literal(Expr):
     """A constant.  kind: int, ullong, float, string, bool, ip, ipv6, hex,
     lhex, timeval.  `value` is the Python value (int, float, str, bool,
-    bytes for ipv6); `text` is the source text."""
+    bytes for ipv6; a timeval's microseconds); `text` is the source text."""
     kind: str
     value: Any
     text: str = ""

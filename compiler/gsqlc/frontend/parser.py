@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 from lark.tree import Meta
 
@@ -107,9 +107,44 @@ def _file_span(path: str, text: str) -> Span:
 def _parse(kind: str, path: str, text: str) -> Any:
     parser = _get_parser(kind)
     try:
-        return parser.parse(text)
+        tree = parser.parse(text)
     except UnexpectedInput as e:
         raise _syntax_error(kind, path, text, e) from None
+    _check_nesting(path, tree)
+    return tree
+
+
+# How deeply expressions may nest (operators, calls and IN lists inside one
+# another).  Every pass after the parser walks expressions recursively, the
+# tree transformer first; beyond a few hundred levels Python's recursion
+# limit would end the compilation with a RecursionError instead of an error
+# located in the query.  Parentheses alone do not count.
+MAX_NESTING = 100
+_NESTING_RULES = frozenset({
+    "binop", "or_expr", "and_expr", "not_expr", "unary", "in_list", "call", "call_star",
+    "super_call", "super_call_star", "predicate_call"})
+
+
+def _check_nesting(path: str, tree: Tree[Token]) -> None:
+    """Raise QueryError(span, 'nesting-too-deep', ...) at the first
+    expression nested deeper than MAX_NESTING (iteratively: the tree may be
+    too deep to recurse over)."""
+    stack: list[tuple[Tree[Token], int]] = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if node.data in _NESTING_RULES:
+            depth += 1
+            if depth > MAX_NESTING:
+                meta = node.meta
+                span = Span(path, meta.line, meta.column, meta.end_line, meta.end_column) \
+                    if not getattr(meta, "empty", True) else ast.NO_SPAN
+                raise QueryError(span, "nesting-too-deep",
+                                 f"expression nested too deeply: more than {MAX_NESTING} "
+                                 "levels of operators and function calls inside one another "
+                                 "(split it, or name parts in a query that this one reads)")
+        for c in node.children:
+            if isinstance(c, Tree):
+                stack.append((c, depth))
 
 
 def _transform(builder: "_Builder", tree: Any) -> Any:
@@ -407,9 +442,31 @@ def _number_literal(text: str) -> tuple[str, Any]:
     return kind, value
 
 
+# The largest value of an integer literal of each kind (by its suffix: U
+# and UL are uint, LL llong, ULL ullong; a bare literal takes the smallest
+# type that holds it, at most ullong) and the type named in the error.
+_INT_LIMITS = {"int": (2**64 - 1, "ullong"), "uint": (2**32 - 1, "uint"),
+               "llong": (2**63 - 1, "llong"), "ullong": (2**64 - 1, "ullong")}
+
+_TIMEVAL = re.compile(r"([0-9]+)(?:\.([0-9]{1,6}))?")
+_MAX_ULLONG = 2**64 - 1
+
+
+def parse_timeval(body: str) -> Optional[int]:
+    """TIMEVAL 'S[.F]': the ULLONG number of microseconds S*1000000 + F (F
+    up to 6 decimal digits, padded: '1.5' is 1500000, '12' is 12000000), the
+    unit of the packet schema's `timestamp`; None when the body is not of
+    that form (surrounding blanks aside) or above 2^64-1."""
+    m = _TIMEVAL.fullmatch(body.strip())
+    if m is None:
+        return None
+    value = int(m.group(1)) * 1_000_000 + int((m.group(2) or "").ljust(6, "0"))
+    return value if value <= _MAX_ULLONG else None
+
+
 def _parse_ipv4(s: str) -> int:
     parts = s.strip().split(".")
-    if len(parts) != 4 or not all(p.isdigit() and len(p) <= 3 and int(p) <= 255
+    if len(parts) != 4 or not all(p.isascii() and p.isdigit() and len(p) <= 3 and int(p) <= 255
                                    for p in parts):
         raise ValueError(s)
     v = 0
@@ -491,7 +548,9 @@ class _QueryBuilder(_Builder):
         return (key, value, self.span(meta))
 
     def any_word(self, meta: Meta, children: list[Any]) -> Any:
-        return str(children[0])
+        # a keyword used as a word (`slack 1`) is an anonymous terminal,
+        # filtered from the children: its text is the source's
+        return str(children[0]) if children else self.source(meta)
 
     def define_string(self, meta: Meta, children: list[Any]) -> Any:
         return decode_string(_string_body(children[0])).decode("utf-8", "surrogateescape")
@@ -715,6 +774,11 @@ class _QueryBuilder(_Builder):
 
     def number(self, meta: Meta, children: list[Any]) -> Any:
         kind, value = _number_literal(str(children[0]))
+        limit = _INT_LIMITS.get(kind)
+        if limit is not None and value > limit[0]:
+            raise self.err(self.span(meta), "bad-literal",
+                           f"integer literal {children[0]} is out of range: "
+                           f"{limit[1]} holds at most {limit[0]}")
         return self._lit(meta, kind, value)
 
     def string(self, meta: Meta, children: list[Any]) -> Any:
@@ -754,7 +818,13 @@ class _QueryBuilder(_Builder):
         if not re.fullmatch(r"(0[xX])?[0-9A-Fa-f]+", body.strip()):
             raise self._bad(meta, f"hexadecimal number in {kind.upper()} literal",
                             body)
-        return self._lit(meta, kind, int(body.strip(), 16))
+        value = int(body.strip(), 16)
+        limit, type_name = _INT_LIMITS["uint" if kind == "hex" else "ullong"]
+        if value > limit:
+            raise self.err(self.span(meta), "bad-literal",
+                           f"{kind.upper()} literal '{body}' is out of range: a {kind.upper()} "
+                           f"value is a {type_name}, at most {limit:#x}")
+        return self._lit(meta, kind, value)
 
     def hex_val(self, meta: Meta, children: list[Any]) -> Any:
         return self._hex(meta, children, "hex")
@@ -763,7 +833,14 @@ class _QueryBuilder(_Builder):
         return self._hex(meta, children, "lhex")
 
     def timeval(self, meta: Meta, children: list[Any]) -> Any:
-        return self._lit(meta, "timeval", self._typed_body(children))
+        body = self._typed_body(children)
+        value = parse_timeval(body)
+        if value is None:
+            raise self.err(self.span(meta), "bad-literal",
+                           f"invalid TIMEVAL literal '{body}': expected seconds[.fraction] "
+                           "in decimal, at most 6 fraction digits, at most "
+                           f"{_MAX_ULLONG} microseconds")
+        return self._lit(meta, "timeval", value)
 
 
 @v_args(meta=True)

@@ -186,18 +186,34 @@ def _lfta_table_size(q: AnalyzedQuery, default: Optional[int]) -> int:
             from ..errors import QueryError
             raise QueryError(_define_span(q, "lfta_table_size"),
                              "bad-define", f"lfta_table_size must be an integer, got '{v}'")
+        if n > MAX_LFTA_TABLE:
+            from ..errors import QueryError
+            raise QueryError(_define_span(q, "lfta_table_size"), "bad-define",
+                             f"lfta_table_size must be at most {MAX_LFTA_TABLE} slots "
+                             f"(2^31), got '{v}'")
         return _power_of_two(n)
     return _power_of_two(default) if default else DEFAULT_LFTA_TABLE
 
 
+# The largest LFTA table: its size (a power of two) is a 32-bit unsigned
+# number in the generated C.
+MAX_LFTA_TABLE = 2**31
+
+
 TABLE_WAYS = (1, 2, 4, 8, 16)   # the associativities an LFTA table may have
+
+
+def _decimal(v: str) -> bool:
+    """Whether a DEFINE value is a decimal number int() reads: ASCII digits
+    only (str.isdigit also takes '²' and other digits int() refuses)."""
+    return v.isascii() and v.isdigit()
 
 
 def _lfta_table_ways(q: AnalyzedQuery, default: Optional[int]) -> int:
     v = q.defines.get("lfta_table_ways")
     if not v:
         return default or 1
-    if not v.isdigit() or int(v) not in TABLE_WAYS:
+    if not _decimal(v) or int(v) not in TABLE_WAYS:
         from ..errors import QueryError
         raise QueryError(_define_span(q, "lfta_table_ways"),
                          "bad-define", f"lfta_table_ways must be one of "
@@ -210,7 +226,7 @@ def _disorder(q: AnalyzedQuery, name: str, default: int) -> int:
     v = q.defines.get(name)
     if not v:
         return default
-    if not v.isdigit() or not 1 <= int(v) <= MAX_DISORDER:
+    if not _decimal(v) or not 1 <= int(v) <= MAX_DISORDER:
         from ..errors import QueryError
         raise QueryError(_define_span(q, name), "bad-define",
                          f"{name} must be an integer from 1 (in order) to {MAX_DISORDER} "

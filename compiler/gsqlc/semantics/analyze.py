@@ -383,8 +383,12 @@ def _err_type(e: ast.Expr, msg: str) -> QueryError:
     return QueryError(e.span, "type-mismatch", msg)
 
 
+# literal kinds whose value is an integer
+_INT_LITERAL_KINDS = ("int", "uint", "ullong", "llong", "hex", "lhex", "timeval")
+
+
 def _nonneg_const(e: ast.Expr) -> bool:
-    if isinstance(e, ast.Literal) and e.kind in ("int", "uint", "ullong", "llong", "hex", "lhex"):
+    if isinstance(e, ast.Literal) and e.kind in _INT_LITERAL_KINDS:
         return bool(e.value >= 0)
     return bool(e.info and e.info.constant and not e.info.type.is_signed)
 
@@ -878,7 +882,6 @@ def _check_join_without_regexes(aq: AnalyzedQuery, j: JoinInfo) -> None:
 
 # ---------------------------------------------------------------- filter join
 
-_INT_LITERAL_KINDS = ("int", "uint", "ullong", "llong", "hex", "lhex")
 
 
 def _analyze_filter_join(aq: AnalyzedQuery) -> JoinInfo:

@@ -81,6 +81,7 @@ class _Resolver:
         self.library_paths = library_paths
         self.entries: dict[str, _Entry] = {}
         self.loaded_files: set[str] = set()
+        self.last_file: Optional[ast.QueryFile] = None
 
     def add_file(self, path: str) -> None:
         rp = str(Path(path).resolve())
@@ -88,6 +89,7 @@ class _Resolver:
             return
         self.loaded_files.add(rp)
         qf = parse_query_file(path, _read(path))
+        self.last_file = qf
         for e in _name_queries(qf):
             if e.name in self.entries:
                 prev = self.entries[e.name]
@@ -183,7 +185,11 @@ def resolve_files(query_files: Sequence[str], schema_files: Sequence[str] = (),
     for f in query_files:
         r.add_file(f)
     if not r.entries:
-        raise QueryError(None, "no-queries", "the query files hold no query")
+        # located where a query was expected: the end of the last file
+        end = r.last_file.span if r.last_file is not None else None
+        raise QueryError(ast.Span(end.file, end.end_line, end.end_column) if end else None,
+                         "no-queries", "the query files hold no query (expected SELECT or "
+                         "MERGE)")
 
     analyzed: dict[str, AnalyzedQuery] = {}
     order: list[AnalyzedQuery] = []
