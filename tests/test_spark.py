@@ -852,3 +852,24 @@ def test_a_lagging_source_holds_the_watermark_back_and_loses_nothing(spark, tmp_
     assert wm.timestamp() == epoch1 - 3 < epoch0 - 3, progress[1]
     got, progress = run("max")
     assert _dropped(progress) > 0 and got != want
+
+
+def test_malformed_counts_are_kept_per_piece(spark):
+    """A piece's malformed count replaces what an earlier attempt of the
+    same piece (same stage) added: a task Spark runs again is not counted
+    twice; different pieces and stages add up."""
+    from gsqlc.spark import MalformedRows
+    m = MalformedRows(spark.sparkContext)
+
+    def task(it):
+        n = sum(1 for _ in it)
+        m._add(n, f"{n} rows\n")          # this partition's count ...
+        m._add(n, f"{n} rows\n")          # ... and the same again, as a re-run gives it
+        m._add(1, "a file range\n", piece="csv-unit-7")
+        yield n
+    sc = spark.sparkContext
+    assert sum(sc.parallelize(range(10), 2).mapPartitions(task).collect()) == 10
+    assert m.rows_rejected == 10 + 1
+    assert m.report.count("rows\n") == 2 and m.report.count("a file range") == 1
+    sc.parallelize(range(6), 3).mapPartitions(task).collect()     # another stage: added
+    assert m.rows_rejected == 10 + 1 + 6 + 1

@@ -168,3 +168,73 @@ def test_aggregation_join_and_parquet_on_a_standalone_cluster(spark, tmp_path):
     got = run_query(spark, jq, schema=jsch, sources={"eth0": da, "eth1": db}, output="j")
     want = rows(gsqlc.compile(jq, schema=jsch).table({"eth0": a, "eth1": b}, output="j"))
     assert rows(got) == want and len(want) > 500
+
+
+def _executor_pids(app_id: str) -> list[int]:
+    """The executor processes (JVMs) of the application app_id."""
+    pids = []
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if (b"org.apache.spark.executor.CoarseGrainedExecutorBackend" in args
+                and app_id.encode() in args):
+            pids.append(int(d))
+    return pids
+
+
+def test_an_executor_killed_mid_job(spark, tmp_path):
+    """An executor process killed while gsqlc's tasks run: Spark runs its
+    tasks again elsewhere (and the stages whose output it held); the answer
+    is the one a run without the fault gives, and the malformed rows are
+    counted once, not once per attempt."""
+    import signal
+    import threading
+
+    from gsqlc.spark import read_csv
+    lines = [f"{60 * (i // 500)},s{i % 7},item{i % 13},{i % 5},1.5,c{i % 11}"
+             for i in range(200_000)]
+    for k in (1_000, 90_000, 150_000):
+        lines[k] = "this,row,is,short"
+    data = tmp_path / "sales.csv"
+    data.write_text("\n".join(lines) + "\n")
+    q, sch = [str(EX / "per_minute.gsql")], str(EX / "schema.txt")
+    want = rows(gsqlc.compile(q, schema=sch).table({"sales": f"csv:{data}"}))
+
+    src = read_csv(spark, data, "ts long, store string, item string, qty long, "
+                                "price double, client string")
+
+    def slow(batches):           # tasks long enough to be caught running
+        import time as t
+        for b in batches:
+            t.sleep(0.4)
+            yield b
+    slowed = src.repartition(8).mapInArrow(slow, src.schema)
+    result: dict = {}
+
+    def job():
+        try:
+            result["rows"] = rows(run_query(spark, q, schema=sch, sources={"sales": slowed}))
+        except BaseException as e:   # noqa: BLE001 - asserted below
+            result["error"] = e
+    app = spark.sparkContext.applicationId
+    before = _executor_pids(app)
+    assert len(before) == 2, before
+    t = threading.Thread(target=job)
+    t.start()
+    time.sleep(4)                # the slow stage's tasks are running
+    assert t.is_alive(), "the job ended before an executor could be killed"
+    os.kill(before[0], signal.SIGKILL)
+    t.join(300)
+    assert not t.is_alive(), "the job did not end after an executor was killed"
+    assert "error" not in result, result.get("error")
+    assert result["rows"] == want and len(want) > 100
+    assert src.gsqlc.rows_rejected == 3, src.gsqlc.report
+    assert src.gsqlc.report.count("has 4 fields, not 6") >= 1
+    # the worker started another executor in place of the killed one
+    end = time.monotonic() + 60
+    while len(_executor_pids(app)) < 2 and time.monotonic() < end:
+        time.sleep(0.5)
+    assert before[0] not in _executor_pids(app)

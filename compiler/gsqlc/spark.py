@@ -98,33 +98,42 @@ class MalformedRows:
     """What the tasks of a run_query result rejected as malformed, gathered
     on the driver through Spark accumulators as its jobs run (the result
     DataFrame's .gsqlc): rows_rejected, and the runtime's report of the
-    first MAX_REPORTS partitions that rejected any.  Like every accumulator
-    updated in a transformation, a re-executed task may count twice."""
+    first MAX_REPORTS pieces (partitions, CSV file ranges) that rejected any.
+    Each piece's count is kept under its (stage, piece) key, so a task that
+    Spark runs again -- a retry, or a stage re-run after an executor was
+    lost -- replaces its count rather than adding to it; a second action
+    over the same DataFrame (new stages) counts its rows again."""
 
     def __init__(self, sc):
         from pyspark.accumulators import AccumulatorParam
 
-        class _Reports(AccumulatorParam):
+        class _ByPiece(AccumulatorParam):
             def zero(self, value):
-                return []
+                return {}
 
             def addInPlace(self, a, b):
-                return (a + b)[:MAX_REPORTS]
-        self._rows = sc.accumulator(0)
-        self._reports = sc.accumulator([], _Reports())
+                a.update(b)
+                return a
+        self._pieces = sc.accumulator({}, _ByPiece())
 
     @property
     def rows_rejected(self) -> int:
-        return self._rows.value
+        return sum(rows for rows, _ in self._pieces.value.values())
 
     @property
     def report(self) -> str:
-        return "".join(self._reports.value)
+        kept = [self._pieces.value[k] for k in sorted(self._pieces.value)][:MAX_REPORTS]
+        return "".join(report for _, report in kept)
 
-    def _add(self, rows: int, report: str) -> None:
-        """On an executor: one partition's count and report."""
-        self._rows.add(rows)
-        self._reports.add([report])
+    def _add(self, rows: int, report: str, piece: Any = None) -> None:
+        """On an executor: one piece's count and report.  piece names it
+        within its stage (default: the task's partition)."""
+        from pyspark import TaskContext
+        tc = TaskContext.get()
+        stage = tc.stageId() if tc is not None else -1
+        if piece is None:
+            piece = f"{tc.partitionId() if tc is not None else 0:09d}"
+        self._pieces.add({(stage, piece): (rows, report)})
 
 
 # ------------------------------------------------------------ types
@@ -747,7 +756,7 @@ def _read_csv_task(fs, units: list, fmt: CsvFormat, target, malformed: Malformed
                 for rb in fmt.reader(fs, units[i], bad):
                     yield _to_spark_arrow(rb, target)
                 if bad.rows:
-                    malformed._add(bad.rows, bad.report() + "\n")
+                    malformed._add(bad.rows, bad.report() + "\n", piece=f"csv-unit-{i:09d}")
     return task
 
 
