@@ -304,3 +304,22 @@ def test_explain_hostnames_split(gsqlc, tmp_path):
     assert d.returncode == 0
     assert d.out.startswith("digraph") and d.out.rstrip().endswith("}")
     assert d.out.count("->") >= 3 and "interface default" in d.out
+
+
+def test_several_outputs_to_one_file(gsqlc, tmp_path):
+    """--output-file with several --output: the file holds every query's
+    lines whole, as standard output would (was: each output opened and
+    truncated the file itself and wrote over the others)."""
+    trace = DATA.parents[1] / "examples" / "trace.pcap"
+    q = tmp_path / "q.gsql"
+    q.write_text("DEFINE { query_name 'a'; }\nSELECT time, srcIP, destIP FROM IPV4;\n"
+                 "DEFINE { query_name 'b'; }\nSELECT tb, count(*) AS n FROM PKT GROUP BY time AS tb\n")
+    solo = {name: gsqlc("run", q, "--source", f"eth0=pcap:{trace}", "--output", name).out
+            for name in ("a", "b")}
+    out = tmp_path / "out.txt"
+    p = gsqlc("run", q, "--source", f"eth0=pcap:{trace}", "--output", "a", "--output", "b",
+              "--output-file", out)
+    assert p.returncode == 0, p.err
+    lines = out.read_text().splitlines()
+    assert sorted(lines) == sorted(solo["a"].splitlines() + solo["b"].splitlines())
+    assert solo["a"].count("\n") > 1000 and solo["b"].count("\n") > 10

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -240,3 +241,48 @@ def test_arrow_strings_whose_offsets_leave_the_data(tmp_path):
     good = pa.Array.from_buffers(pa.string(), 3, [None, pa.py_buffer(
         np.array([0, 2, 4, 6], dtype=np.int32).tobytes()), pa.py_buffer(b"abcdef")])
     assert qs.table({"s": t.set_column(1, "name", good)})["name"].to_pylist() == ["ab", "cd", "ef"]
+
+
+def test_an_idle_input_never_holds_up_a_busy_one(tmp_path):
+    """Two pipes, one silent (its writer open), one busy: the busy one's
+    rows come out as fast as they are read.  Was: every round waited up to
+    100 ms on the silent one, so the busy one got one batch per 100 ms --
+    a live interface beside an idle one lost half its packets to the kernel
+    (bench/results_soak)."""
+    schema = tmp_path / "s.txt"
+    schema.write_text("PROTOCOL S { uint t get_csv_uint_pos1; uint v get_csv_uint_pos2; }\n")
+    q = tmp_path / "q.gsql"
+    q.write_text("DEFINE { query_name 'busy'; }\nSELECT t, v FROM b.S;\n"
+                 "DEFINE { query_name 'quiet'; }\nSELECT t, v FROM a.S\n")
+    idle, busy = tmp_path / "idle.fifo", tmp_path / "busy.fifo"
+    os.mkfifo(idle)
+    os.mkfifo(busy)
+    rows = 400
+    proc = subprocess.Popen([sys.executable, "-m", "gsqlc", "run", str(q), "--schema", str(schema),
+                             "--source", f"a=csv:{idle}", "--source", f"b=csv:{busy}",
+                             "--output", "busy", "--batch", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # O_RDWR: a FIFO opened so never waits for its reader (whatever order
+    # gsqlc opens its sources in); both stay open until the rows came out
+    quiet = os.open(idle, os.O_RDWR)              # open, and silent
+    w = os.open(busy, os.O_RDWR)
+    try:
+        os.write(w, "".join(f"{i},{i}\n" for i in range(rows)).encode())
+        # one batch of one row per round: 400 rounds; waiting 100 ms on the
+        # idle pipe each round would take 40 s
+        got = b""
+        deadline = time.monotonic() + 20
+        while got.count(b"\n") < rows and time.monotonic() < deadline:
+            ready, _, _ = select.select([proc.stdout], [], [], 0.5)
+            if ready:
+                chunk = os.read(proc.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                got += chunk
+        n = got.count(b"\n")
+        assert n == rows, f"{n} of {rows} rows in 20 s"
+    finally:
+        os.close(w)
+        os.close(quiet)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err.decode()

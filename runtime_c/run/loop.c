@@ -4,11 +4,13 @@
  * reading columns, a chunk into s->chunk and every LFTA over the chunk),
  * release the batch, drain the LFTA queues into the streams' subscribers,
  * fire due heartbeat ticks; per Arrow-fed stream, dispatch a batch of its
- * rows (or its GSQ_EOF).  Until every source and Arrow-fed stream is at
+ * rows (or its GSQ_EOF); when the round read no record, wait on the idle
+ * sources' descriptors together (wait_idle_sources).  Until every source and Arrow-fed stream is at
  * its end, or the run is cancelled (gsqlc_cancel: every source is then at
  * its end).  Then, with option final_heartbeat, one last heartbeat of every
  * LFTA and a drain; LFTA finish + GSQ_EOF, and a drain.
  */
+#include <poll.h>
 #include <stdint.h>
 
 #include "gsq_run_steps.h"
@@ -204,12 +206,37 @@ static int align_round(gsq_run *r)
     return 0;
 }
 
+/* A round that read no record: wait, for at most gsq_hb_wait_ms (the next
+ * heartbeat tick, 100 ms), until an idle source that has a descriptor to
+ * poll (ops->wait_fd: live interfaces, pipes) has input.  Sources without
+ * one (files, Arrow feeds) never leave a round empty while they have data. */
+#define GSQ_MAX_WAIT_FDS 64
+static void wait_idle_sources(gsq_run *r)
+{
+    struct pollfd pfd[GSQ_MAX_WAIT_FDS];
+    nfds_t n = 0;
+    uint32_t i;
+    for (i = 0; i < r->n_sources && n < GSQ_MAX_WAIT_FDS; i++) {
+        const gsq_source *s = &r->sources[i];
+        int fd;
+        if (s->at_eof || !s->ops->wait_fd || (fd = s->ops->wait_fd(s)) < 0)
+            continue;
+        pfd[n].fd = fd;
+        pfd[n].events = POLLIN;
+        pfd[n].revents = 0;
+        n++;
+    }
+    if (n > 0)
+        (void)poll(pfd, n, gsq_hb_wait_ms(r));
+}
+
 void gsq_main_loop(gsq_run *r)
 {
     uint32_t i;
     gsq_hb_after_batch(r, NULL, 0, 1); /* start the timer if the clock is known */
     for (;;) {
         int active = 0, input_done = 0;
+        uint64_t round_records = 0;
         if (r->aligned && align_round(r) != 0)
             break;
         for (i = 0; i < r->n_sources && !r->failed; i++) {
@@ -247,6 +274,7 @@ void gsq_main_loop(gsq_run *r)
             }
             gsq_drain(r);
             gsq_hb_after_batch(r, s, n, !r->aligned);
+            round_records += n;
             input_done |= s->input_done;
             s->input_done = 0;
         }
@@ -272,6 +300,8 @@ void gsq_main_loop(gsq_run *r)
         }
         if (r->streaming || input_done)
             gsq_flush_sinks(r);
+        if (round_records == 0 && !r->failed && !gsq_run_cancelled(r))
+            wait_idle_sources(r);
     }
     if (gsq_run_cancelled(r))
         r->interrupted = 1;

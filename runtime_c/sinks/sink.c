@@ -37,7 +37,16 @@ int gsq_sink_open(gsq_run *r, gsq_sink *k)
         k->fd = STDOUT_FILENO;
         k->own_fd = 0;
     } else {
-        k->fd = open(k->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        /* several outputs to one file share it as they share standard
+         * output: one open (one truncation), one file offset */
+        const gsq_sink *same = NULL;
+        for (i = 0; i < r->n_sinks && !same; i++) {
+            const gsq_sink *o = r->sinks[i];
+            if (o != k && o->fd >= 0 && o->path && strcmp(o->path, k->path) == 0)
+                same = o;
+        }
+        k->fd = same ? fcntl(same->fd, F_DUPFD_CLOEXEC, 0)
+                     : open(k->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
         if (k->fd < 0) {
             gsq_run_fail(r, "cannot open output %s: %s", k->path, strerror(errno));
             return -1;

@@ -18,9 +18,11 @@
  *    with csv_strict, rejects the row;
  *  - a position beyond N reads as the zero value (one warning).
  *
- * A pipe or terminal (csv:-) is polled before each read: when it stays idle
- * until the next heartbeat tick (at most 100 ms) the reader returns an
- * empty batch, so ticks fire and stalls show without traffic.
+ * A pipe or terminal (csv:-) is polled before each read: when it has no
+ * input the reader returns an empty batch, and the run loop waits on its
+ * descriptor (csv_wait_fd) with the other idle sources' until the next
+ * heartbeat tick (at most 100 ms), so ticks fire and stalls show without
+ * traffic, and a busy source beside it is not held up.
  *
  * Timestamps (source_time.c): when the source has a time or arrival column
  * (s->has_ts), both are cached values converted with the row, and every
@@ -60,8 +62,8 @@ enum { S_START, S_UNQ, S_QUOTED, S_QEND };
 typedef struct csv_reader {
     int fd;
     int own_fd;
-    int pollable;            /* a pipe or terminal: wait at most 100 ms,
-                              * then deliver an empty batch */
+    int pollable;            /* a pipe or terminal: when it has no input,
+                              * an empty batch (the run loop waits) */
     const char *name;        /* for messages: the path or "<stdin>" */
     char *buf;
     size_t cap, start, end, scan;
@@ -142,29 +144,28 @@ static void csv_close(gsq_source *s)
 
 /* ---- input ------------------------------------------------------------ */
 
-/* Wait up to 100 ms (or until the next heartbeat tick) for input on a pipe
- * or terminal, so that ticks fire and stalls show while it is idle.
- * 0 ready, 2 not yet, 1 stop requested. */
-static int wait_input(gsq_run *r, csv_reader *rd)
+/* Whether a pipe or terminal has input now (the run loop does the waiting:
+ * csv_wait_fd).  0 ready, 2 not yet, 1 stop requested. */
+static int input_ready(gsq_run *r, csv_reader *rd)
 {
     struct pollfd pfd;
     int rc;
     pfd.fd = rd->fd;
     pfd.events = POLLIN;
     pfd.revents = 0;
-    rc = poll(&pfd, 1, gsq_hb_wait_ms(r));
+    rc = poll(&pfd, 1, 0);
     if (rc < 0 && errno == EINTR)
         return gsq_run_cancelled(r) ? 1 : 2;
     return rc == 0 ? 2 : 0; /* errors surface in read(2) */
 }
 
 /* Read more input.  0 ok (maybe eof now), 1 stop requested, 2 nothing yet
- * (a pipe was idle for 100 ms), -1 error. */
+ * (a pipe is idle), -1 error. */
 static int fill(gsq_run *r, gsq_source *s, csv_reader *rd)
 {
     ssize_t n;
     if (rd->pollable) {
-        int w = wait_input(r, rd);
+        int w = input_ready(r, rd);
         if (w)
             return w;
     }
@@ -630,9 +631,18 @@ static void csv_report(const gsq_source *s, gsq_buf *out)
 }
 
 /* stdin is read as it arrives */
+/* Standard input, or any pipe, FIFO or terminal: its rows arrive over time
+ * (the sinks are flushed after every round, as for a live interface). */
 static int csv_streaming(const gsq_source *s)
 {
-    return strcmp(s->path, "-") == 0;
+    const csv_reader *rd = s->impl;
+    return strcmp(s->path, "-") == 0 || (rd && rd->pollable);
+}
+
+static int csv_wait_fd(const gsq_source *s)
+{
+    const csv_reader *rd = s->impl;
+    return rd && rd->pollable ? rd->fd : -1;
 }
 
 const gsq_source_ops gsq_csv_ops = {
@@ -646,6 +656,7 @@ const gsq_source_ops gsq_csv_ops = {
     .streaming = csv_streaming,
     .peek = csv_peek,
     .read_batch = csv_read_batch,
+    .wait_fd = csv_wait_fd,
     .close = csv_close,
     .report = csv_report,
 };

@@ -34,13 +34,20 @@
  *               end (s->at_eof set), -1 on a fatal error.  Only called for
  *               sources with has_ts that are not streaming.
  *   read_batch  fill s->ring with up to a batch of records (none is fine:
- *               an idle input returns within gsq_hb_wait_ms), set
+ *               an idle input returns at once when the source has a
+ *               wait_fd, else within gsq_hb_wait_ms), set
  *               s->at_eof at the end; -1 on a fatal error (run failed).
  *               An idle wait ends early, as at the end of input, once
  *               gsq_run_cancelled(r).  Records that arrived after
  *               s->limit_usec (arrival_usec, not ts_unreadable) are held
  *               back, without being read again, for a later round
  *               (time-aligned replay), and counted in s->held_back.
+ *   wait_fd     (NULL: never) the descriptor that becomes readable when an
+ *               idle source has input again, or -1.  A source with one does
+ *               not wait in read_batch: when a round read no record from
+ *               any source, the run loop polls every idle source's
+ *               descriptor together for at most gsq_hb_wait_ms, so one idle
+ *               input never holds up another that is busy.
  *   read_cols   (NULL: the kind reads no columns) read_batch for a source
  *               set to columnar reading (s->columnar): fill s->chunk with
  *               the next chunk of up to chunk.cap rows (none is fine) and
@@ -72,6 +79,7 @@ struct gsq_source_ops {
     int (*peek)(gsq_run *r, gsq_source *s, uint64_t *ts_usec);
     int (*read_batch)(gsq_run *r, gsq_source *s);
     int (*read_cols)(gsq_run *r, gsq_source *s);
+    int (*wait_fd)(const gsq_source *s);
     void (*close)(gsq_source *s);
     void (*report)(const gsq_source *s, gsq_buf *out);
     void (*stats)(const gsq_source *s, gsq_buf *out);

@@ -241,18 +241,14 @@ static void pcap_src_close(gsq_source *s)
     s->impl = NULL;
 }
 
-/* Wait up to 100 ms (or until the next heartbeat tick) for the live handle
- * to become readable. */
-static void live_wait(gsq_run *r, pcap_reader *pr)
+/* A live handle's descriptor for the run loop's idle poll (-1: none, or
+ * not a live interface). */
+static int pcap_src_wait_fd(const gsq_source *s)
 {
-    struct pollfd pfd;
-    int fd = pcap_get_selectable_fd(pr->handle);
-    if (fd < 0)
-        return;
-    pfd.fd = fd;
-    pfd.events = POLLIN;
-    pfd.revents = 0;
-    (void)poll(&pfd, 1, gsq_hb_wait_ms(r));
+    const pcap_reader *pr = s->impl;
+    if (!pr || !pr->live || !pr->handle)
+        return -1;
+    return pcap_get_selectable_fd(pr->handle);
 }
 
 /* Copy the packet libpcap returned aside: it becomes the next record. */
@@ -412,7 +408,6 @@ static int pcap_src_peek(gsq_run *r, gsq_source *s, uint64_t *ts_usec)
 static int pcap_src_read_batch(gsq_run *r, gsq_source *s)
 {
     pcap_reader *pr = s->impl;
-    int waited = 0;
     if (pr->mapped)
         return mm_read_batch(s, pr);
     if (!pr->handle) { /* a pipe's run stopped before its file header */
@@ -438,13 +433,8 @@ static int pcap_src_read_batch(gsq_run *r, gsq_source *s)
             data = pr->held_data;
         } else {
             rc = next_packet(r, s, pr, &h, &data);
-            if (rc == 0) { /* live: nothing ready */
-                if (s->ring.n_recs > 0 || waited)
-                    return 0;
-                live_wait(r, pr);
-                waited = 1;
-                continue;
-            }
+            if (rc == 0) /* live: nothing ready (the run loop waits) */
+                return 0;
             if (rc == -2)
                 return 0;
             if (rc < 0)
@@ -527,7 +517,9 @@ static void pcap_src_report(const gsq_source *s, gsq_buf *out)
  * "past_time_end" (packets whose `time` holds at UINT32_MAX); live:
  * "kernel_dropped", "interface_dropped" (pcap_stats at the end: what never
  * reached the run; its ps_recv is left out, as it means different things
- * on different systems -- on Linux loopback it counts each packet twice). */
+ * on different systems.  On Linux loopback the kernel sees each packet
+ * twice, going out and coming in, and counts both copies it drops: there
+ * kernel_dropped is twice the packets lost, measured in bench/results_soak). */
 static void pcap_src_stats(const gsq_source *s, gsq_buf *out)
 {
     pcap_reader *pr = s->impl;
@@ -589,6 +581,7 @@ const gsq_source_ops gsq_pcap_live_ops = {
     .open = pcap_src_open,
     .streaming = pcap_live_streaming,
     .read_batch = pcap_src_read_batch,
+    .wait_fd = pcap_src_wait_fd,
     .close = pcap_src_close,
     .report = pcap_src_report,
     .stats = pcap_src_stats,
