@@ -323,3 +323,14 @@ def test_several_outputs_to_one_file(gsqlc, tmp_path):
     lines = out.read_text().splitlines()
     assert sorted(lines) == sorted(solo["a"].splitlines() + solo["b"].splitlines())
     assert solo["a"].count("\n") > 1000 and solo["b"].count("\n") > 10
+
+
+@pytest.mark.parametrize("clock", ["fixed:x", "fixed:", "fixed:\u00b2", "fixed:\u0661\u0662", "sundial"])
+def test_bad_clock_is_a_usage_error(gsqlc, clock):
+    """--clock fixed:SECONDS takes ASCII digits only (str.isdigit also takes
+    '²' and Arabic-Indic digits, which the runtime refuses)."""
+    trace = DATA.parents[1] / "examples" / "trace.pcap"
+    p = gsqlc("run", DATA.parents[1] / "examples" / "flows.gsql", "--source", f"eth0=pcap:{trace}",
+              "--clock", clock)
+    assert p.returncode == 2
+    assert f"gsqlc: error: --clock {clock}: expected wall, data or fixed:SECONDS" in p.err

@@ -343,3 +343,18 @@ def test_hfta_aggregation_with_a_constant_false_where_builds(tmp_path):
                  "SELECT tb, And_Aggr(timestamp) AS a0 FROM q0 WHERE (FALSE) or (FALSE)\n"
                  "GROUP BY timestamp/10 AS tb")
     compile_queries([str(q)], CompileOptions(werror=True))
+
+
+def test_a_computed_constant_compared_builds(tmp_path):
+    """Was (found by the long run): `UINT(6.1e-218) <= str_length(...)` -- a
+    cast the C compiler folds to 0 against an unsigned value -- failed
+    -Wtype-limits under -Werror; such constants now pass through an opaque
+    identity.  The answers stay the query's."""
+    from gsqlc.pipeline import CompileOptions, compile_queries
+    schema = _schema(tmp_path, FUZZ_SCHEMA_TEXT)
+    q = tmp_path / "q.gsql"
+    q.write_text("DEFINE { query_name 'q0'; }\nSELECT t FROM [csv].FZ\n"
+                 "WHERE UINT(6.109508088121295e-218) <= str_length('V2U');\n"
+                 "DEFINE { query_name 'q1'; }\nSELECT t FROM [csv].FZ\n"
+                 "WHERE t > ULLONG(0.5) AND INT(-1e-300) <= i;\n")
+    compile_queries([str(q)], CompileOptions((str(schema),), werror=True))

@@ -856,8 +856,9 @@ def test_a_lagging_source_holds_the_watermark_back_and_loses_nothing(spark, tmp_
 
 def test_malformed_counts_are_kept_per_piece(spark):
     """A piece's malformed count replaces what an earlier attempt of the
-    same piece (same stage) added: a task Spark runs again is not counted
-    twice; different pieces and stages add up."""
+    same piece (same SQL action; outside SQL, same stage) added: a task
+    Spark runs again is not counted twice; different pieces and actions add
+    up."""
     from gsqlc.spark import MalformedRows
     m = MalformedRows(spark.sparkContext)
 

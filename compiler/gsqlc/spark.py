@@ -99,10 +99,10 @@ class MalformedRows:
     on the driver through Spark accumulators as its jobs run (the result
     DataFrame's .gsqlc): rows_rejected, and the runtime's report of the
     first MAX_REPORTS pieces (partitions, CSV file ranges) that rejected any.
-    Each piece's count is kept under its (stage, piece) key, so a task that
-    Spark runs again -- a retry, or a stage re-run after an executor was
-    lost -- replaces its count rather than adding to it; a second action
-    over the same DataFrame (new stages) counts its rows again."""
+    Each piece's count is kept under its (SQL action, piece) key, so a task
+    that Spark runs again -- a retry, or a stage run again after an executor
+    was lost -- replaces its count rather than adding to it; a second action
+    over the same DataFrame counts its rows again."""
 
     def __init__(self, sc):
         from pyspark.accumulators import AccumulatorParam
@@ -130,10 +130,15 @@ class MalformedRows:
         within its stage (default: the task's partition)."""
         from pyspark import TaskContext
         tc = TaskContext.get()
-        stage = tc.stageId() if tc is not None else -1
+        # the SQL action the task serves: the same for every stage and job it
+        # runs (adaptive execution runs a lost map output again in a new
+        # stage), another for the next action or streaming micro-batch
+        action = None
+        if tc is not None:
+            action = tc.getLocalProperty("spark.sql.execution.id") or f"stage-{tc.stageId()}"
         if piece is None:
             piece = f"{tc.partitionId() if tc is not None else 0:09d}"
-        self._pieces.add({(stage, piece): (rows, report)})
+        self._pieces.add({(str(action), piece): (rows, report)})
 
 
 # ------------------------------------------------------------ types

@@ -115,7 +115,24 @@ def fold_compare(cop: str, left: ast.Expr, right: ast.Expr, ct: Type) -> Optiona
 
 
 _OPAQUE = ("#ifndef GSQ_OPAQUE_U64\n#define GSQ_OPAQUE_U64\n"
-           "static inline uint64_t gsq_opaque_u64(uint64_t v) { return v; }\n#endif")
+           "static inline uint64_t gsq_opaque_u64(uint64_t v) { return v; }\n"
+           "static inline int64_t gsq_opaque_i64(int64_t v) { return v; }\n#endif")
+
+
+def _foldable(e: ast.Expr) -> bool:
+    """Whether the C compiler may fold e to a constant: literals, and
+    operators and casts (UINT(...), emitted as C casts) over them only."""
+    if isinstance(e, ast.Literal):
+        return True
+    if isinstance(e, ast.Unary):
+        return _foldable(e.operand)
+    if isinstance(e, ast.Binary):
+        return _foldable(e.left) and _foldable(e.right)
+    if isinstance(e, ast.Call):   # a cast (UINT(...)) is C's own; other calls are not folded
+        f = catalog.lookup_scalar(e.name)
+        return (f is not None and f.emit in ("cast", "identity") and bool(e.args)
+                and all(_foldable(a) for a in e.args))
+    return False
 
 
 def _complement(e: ast.Expr) -> bool:
@@ -270,6 +287,21 @@ class CEmitter:
                 self.ctx.constants.append(_OPAQUE)
             a, b = (f"gsq_opaque_u64((uint64_t)({x}))" if _complement(e) else x
                     for x, e in ((a, left), (b, right)))
+        elif ct.is_integer and _foldable(left) != _foldable(right):
+            # a constant the C compiler computes (`UINT(1e-300)` is 0) against
+            # a value: what it cannot reach fold_compare only sees for plain
+            # literals, so the computed constant passes through a function the
+            # compiler does not look into (-Wtype-limits has nothing to see)
+            side = left if _foldable(left) else right
+            if not isinstance(side, ast.Literal):
+                if _OPAQUE not in self.ctx.constants:
+                    self.ctx.constants.append(_OPAQUE)
+                wrap = ("gsq_opaque_i64((int64_t)({}))" if ct.is_signed
+                        else "gsq_opaque_u64((uint64_t)({}))")
+                if side is left:
+                    a = wrap.format(a)
+                else:
+                    b = wrap.format(b)
         return f"((uint8_t)(({ct.c_type})({a}) {cop} ({ct.c_type})({b})))"
 
     def _InList(self, e: ast.InList) -> str:

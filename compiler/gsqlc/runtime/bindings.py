@@ -54,7 +54,8 @@ def run_options(*, clock: str = "wall", heartbeat_interval: Union[str, float] = 
             raise UsageError(f"the heartbeat interval must be positive seconds or off, got {hb}")
     if len(csv_separator) != 1:
         raise UsageError(f"the CSV separator must be one character, got '{csv_separator}'")
-    if not (clock in ("wall", "data") or (clock.startswith("fixed:") and clock[6:].isdigit())):
+    if not (clock in ("wall", "data") or (clock.startswith("fixed:") and clock[6:].isascii()
+                                          and clock[6:].isdigit())):
         raise UsageError(f"clock {clock}: expected wall, data or fixed:SECONDS")
     if columnar not in ("auto", "off"):
         raise UsageError(f"columnar must be auto or off, got {columnar!r}")
