@@ -49,6 +49,18 @@ def _stats(stderr: str) -> dict:
     return json.JSONDecoder().raw_decode(stderr[stderr.index("{"):])[0]
 
 
+# a CSV protocol S: an increasing time t and a value (uint v, or string name)
+SCHEMA_TV = ("PROTOCOL S { uint t get_csv_uint_pos1 (increasing); "
+             "uint v get_csv_uint_pos2; }\n")
+
+
+def _files(tmp_path, schema: str, query: str):
+    """The schema file and the query file (s.txt, q.gsql) of a CSV test."""
+    (tmp_path / "s.txt").write_text(schema)
+    (tmp_path / "q.gsql").write_text(query)
+    return tmp_path / "s.txt", tmp_path / "q.gsql"
+
+
 def test_output_to_a_full_disk(gsqlc, capture):
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full on this system")
@@ -89,14 +101,10 @@ def test_input_file_deleted_while_read(tmp_path):
     pktgen.generate(str(pcap), 50_000, 100, pps=10_000, seed=5)
     csv = tmp_path / "d.csv"
     csv.write_text("".join(f"{i // 100},{i % 7}\n" for i in range(50_000)))
-    schema = tmp_path / "s.txt"
-    schema.write_text("PROTOCOL S { uint t get_csv_uint_pos1 (increasing); "
-                      "uint v get_csv_uint_pos2; }\n")
+    schema, qc = _files(tmp_path, SCHEMA_TV, "DEFINE { query_name 'c'; }\n"
+                        "SELECT t, count(*) AS n, sum(v) AS s FROM S GROUP BY t\n")
     qp = tmp_path / "p.gsql"
     qp.write_text(PER_SECOND)
-    qc = tmp_path / "c.gsql"
-    qc.write_text("DEFINE { query_name 'c'; }\nSELECT t, count(*) AS n, sum(v) AS s FROM S "
-                  "GROUP BY t\n")
     cases = [(gsqlc.compile([qp]), "eth0", pcap, "pcap"),
              (gsqlc.compile([qc], schema=schema), "s", csv, "csv")]
     for qs, iface, path, scheme in cases:
@@ -156,11 +164,7 @@ def test_live_interface_that_goes_away(tmp_path):
 
 
 def test_consumer_that_stops_reading(tmp_path):
-    schema = tmp_path / "s.txt"
-    schema.write_text("PROTOCOL S { uint t get_csv_uint_pos1 (increasing); uint v "
-                      "get_csv_uint_pos2; }\n")
-    q = tmp_path / "q.gsql"
-    q.write_text("DEFINE { query_name 'sel'; }\nSELECT t, v FROM S\n")
+    schema, q = _files(tmp_path, SCHEMA_TV, "DEFINE { query_name 'sel'; }\nSELECT t, v FROM S\n")
     qs = gsqlc.compile([q], schema=schema)
     pulled = []
 
@@ -227,11 +231,9 @@ def test_arrow_strings_whose_offsets_leave_the_data(tmp_path):
     # a producer's string offsets are not trusted: one past the data buffer
     # (the fuzzer's heap overflow, fixed) fails the run with a clear error
     import numpy as np
-    schema = tmp_path / "s.txt"
-    schema.write_text("PROTOCOL S { uint t get_csv_uint_pos1 (increasing); "
-                      "string name get_csv_string_pos2; }\n")
-    q = tmp_path / "q.gsql"
-    q.write_text("DEFINE { query_name 'sel'; }\nSELECT t, name FROM S\n")
+    schema, q = _files(tmp_path, "PROTOCOL S { uint t get_csv_uint_pos1 (increasing); "
+                       "string name get_csv_string_pos2; }\n",
+                       "DEFINE { query_name 'sel'; }\nSELECT t, name FROM S\n")
     qs = gsqlc.compile([q], schema=schema)
     offsets = pa.py_buffer(np.array([0, 2, 900, 6], dtype=np.int32).tobytes())
     names = pa.Array.from_buffers(pa.string(), 3, [None, offsets, pa.py_buffer(b"abcdef")])
@@ -249,11 +251,9 @@ def test_an_idle_input_never_holds_up_a_busy_one(tmp_path):
     100 ms on the silent one, so the busy one got one batch per 100 ms --
     a live interface beside an idle one lost half its packets to the kernel
     (bench/results_soak)."""
-    schema = tmp_path / "s.txt"
-    schema.write_text("PROTOCOL S { uint t get_csv_uint_pos1; uint v get_csv_uint_pos2; }\n")
-    q = tmp_path / "q.gsql"
-    q.write_text("DEFINE { query_name 'busy'; }\nSELECT t, v FROM b.S;\n"
-                 "DEFINE { query_name 'quiet'; }\nSELECT t, v FROM a.S\n")
+    schema, q = _files(tmp_path, "PROTOCOL S { uint t get_csv_uint_pos1; uint v get_csv_uint_pos2; }\n",
+                       "DEFINE { query_name 'busy'; }\nSELECT t, v FROM b.S;\n"
+                       "DEFINE { query_name 'quiet'; }\nSELECT t, v FROM a.S\n")
     idle, busy = tmp_path / "idle.fifo", tmp_path / "busy.fifo"
     os.mkfifo(idle)
     os.mkfifo(busy)

@@ -442,10 +442,6 @@ def cmd_run(args) -> int:
     else:
         result = _finish_split(split)
     report = result.report
-    if result.stats.get("output_closed"):
-        # a split run's slices were stopped because of it, not by the user
-        report = "".join(line for line in report.splitlines(keepends=True)
-                         if not line.startswith("gsqlc: interrupted;"))
     if report:
         sys.stderr.write(report if report.endswith("\n") else report + "\n")
     if args.stats:

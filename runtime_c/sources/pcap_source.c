@@ -419,6 +419,7 @@ static int pcap_src_read_batch(gsq_run *r, gsq_source *s)
         const u_char *data;
         uint8_t *mem;
         gsq_record *rec;
+        uint64_t ts;
         int rc;
         /* a packet, once taken from libpcap, must fit: stop the batch
          * while the largest possible capture might not */
@@ -440,7 +441,8 @@ static int pcap_src_read_batch(gsq_run *r, gsq_source *s)
             if (rc < 0)
                 return -1;
         }
-        if (ts_of(pr, h) > s->limit_usec) { /* the next round's */
+        ts = ts_of(pr, h);
+        if (ts > s->limit_usec) { /* the next round's */
             if (!pr->held && hold(r, s, pr, h, data) != 0)
                 return -1;
             s->held_back++;
@@ -457,9 +459,8 @@ static int pcap_src_read_batch(gsq_run *r, gsq_source *s)
         rec->kind = GSQ_SRC_PCAP;
         rec->data = mem;
         rec->len = h->caplen;
-        rec->pkt.ts_usec = ts_of(pr, h);
-        rec->app_usec = rec->arrival_usec = rec->pkt.ts_usec;
-        pr->past_time_end += rec->pkt.ts_usec >= GSQ_PKT_TIME_END_USEC;
+        rec->pkt.ts_usec = rec->app_usec = rec->arrival_usec = ts;
+        pr->past_time_end += ts >= GSQ_PKT_TIME_END_USEC;
         rec->pkt.wire_len = h->len;
         gsq_pkt_decode(&rec->pkt, pr->decoded ? pr->linktype : -1, mem, h->caplen);
         s->records_read++;

@@ -594,6 +594,11 @@ class SplitRun:
                                  final.stats if final is not None else None, self.split.info(),
                                  [s for ss in self._lfta.values() for s, _ in ss])
         reports = [shift_rows(r.report, i, self.split.offsets[i][k]) for i, k, r in parts]
+        if self.stats.get("output_closed"):
+            # the slices were stopped because the output's reader went away,
+            # not by the user (merge_stats says interrupted: false too)
+            reports = ["".join(line for line in rep.splitlines(keepends=True)
+                               if not line.startswith("gsqlc: interrupted;")) for rep in reports]
         if final is not None:
             reports.append(final.report)
         self.report = merge_reports(reports)
