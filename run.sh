@@ -14,6 +14,10 @@ command -v tcpdump >/dev/null || need_apt+=(tcpdump)
 command -v java >/dev/null || need_apt+=(openjdk-17-jre-headless)
 # the readers' coverage-guided fuzzing (fuzz/readers): clang and its libFuzzer runtime
 command -v clang-14 >/dev/null || need_apt+=(clang-14 libclang-rt-14-dev)
+# the shell completion tests source gsqlc's zsh script in zsh
+command -v zsh >/dev/null || need_apt+=(zsh)
+# Graphviz draws query plans (gsqlc explain --format dot, the notebooks' plan display)
+command -v dot >/dev/null || need_apt+=(graphviz)
 if [ ${#need_apt[@]} -gt 0 ]; then
     SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
     $SUDO apt-get update -qq

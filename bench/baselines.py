@@ -126,7 +126,9 @@ def compile_gsqlc_arrow(query):
 def run_gsqlc_arrow(table, query, keep=False, qs=None, columnar="auto", threads=None):
     qs = qs or compile_gsqlc_arrow(query)
     t0 = time.perf_counter()
-    res = qs.table({"pkts": table}, columnar=columnar, threads=threads)
+    # ip_format="int": the addresses as the other engines return them (uint32),
+    # not as text (gsqlc's default; README "IP values have one form everywhere")
+    res = qs.table({"pkts": table}, columnar=columnar, threads=threads, ip_format="int")
     dt = time.perf_counter() - t0
     return dt, res.num_rows, (res if keep else None)
 

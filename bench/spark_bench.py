@@ -87,7 +87,9 @@ def frame(spark, variant: str, path: Path, source: str = "parquet"):
             df = df.select(F.abs(F.col("time")).alias("time"), "srcIP", "destIP")
     if variant == "gsqlc":
         from gsqlc.spark import run_query
-        return run_query(spark, [str(QUERY)], schema=str(SCHEMA), sources={"pkts": df})
+        # ip_format="int": LongType addresses, as Spark SQL's own answer has them
+        return run_query(spark, [str(QUERY)], schema=str(SCHEMA), sources={"pkts": df},
+                         ip_format="int")
     if variant == "sql":
         return df.groupBy(F.floor(F.col("time") / 60).alias("tb"), "srcIP", "destIP") \
                  .agg(F.count(F.lit(1)).alias("cnt"))

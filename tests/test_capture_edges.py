@@ -151,10 +151,11 @@ def test_raw_ipv4_and_ipv6_link_types(gsqlc, tmp_path, reader):
         got, warned = api(pcap, "time", "ipversion", "srcPort", "srcIP", "srcIPv6")
         assert warned == []
         if lt == 228:
-            assert got[0] == [1, 4, 1000, int(ipaddress.IPv4Address("192.0.2.1")), None]
+            assert got[0] == [1, 4, 1000, "192.0.2.1", None]
         else:
             assert got[0][:4] == [1, 6, 1001, None]
-            assert got[0][4] == ipaddress.IPv6Address("2001:db8::1").packed
+            assert ipaddress.IPv6Address(got[0][4]) == ipaddress.IPv6Address("2001:db8::1")
+            assert got[0][4] == ipaddress.IPv6Address("2001:db8::1").exploded
         assert got[1][1:] == [None, None, None, None]     # read, not decoded
 
 

@@ -50,6 +50,9 @@ COLUMNS = [
     "icmp_code"]
 
 def read(path, **kw) -> pa.Table:
+    # the runtime's own forms (IP uint32, IPV6 16 bytes): what the decoder
+    # checks below compare; the text forms are tests/test_ip_format.py's
+    kw.setdefault("ip_format", "int")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no warning on a sound capture
         t = gsqlc.read_pcap(path, **kw)
@@ -132,7 +135,7 @@ def test_columns_follow_packet_schema(trace):
         f = next(p.fields[name] for p in pkt.protocols.values() if name in p.fields)
         assert str(f.type) == typ
         # the Arrow type of a GSQL type, as the Arrow sink / input use it
-        assert trace.schema.field(name).type == output_type(f.type, strings="bytes"), name
+        assert trace.schema.field(name).type == output_type(f.type, strings="bytes", ip_format="int"), name
         assert trace.schema.field(name).nullable
 
 
@@ -501,7 +504,7 @@ def test_truncated_capture_warns(tmp_path):
     cut_data = tmp_path / "cut_data.pcap"
     cut_data.write_bytes(data[:-10])                  # inside the last packet's bytes
     with pytest.warns(RuntimeWarning, match=r"cut_data.pcap: truncated capture after 1454 packets"):
-        t = gsqlc.read_pcap(cut_data)
+        t = gsqlc.read_pcap(cut_data, ip_format="int")
     assert t.equals(full.slice(0, 1454))
     # inside a record header: find the last record's start
     off, last = 24, 24
@@ -511,7 +514,7 @@ def test_truncated_capture_warns(tmp_path):
     cut_hdr = tmp_path / "cut_hdr.pcap"
     cut_hdr.write_bytes(data[:last + 7])
     with pytest.warns(RuntimeWarning, match="truncated"):
-        t = gsqlc.read_pcap(cut_hdr)
+        t = gsqlc.read_pcap(cut_hdr, ip_format="int")
     assert t.equals(full.slice(0, 1454))
 
 
@@ -600,7 +603,7 @@ def test_query_over_packet_table(tmp_path):
     t = read(TRACE)
     qs = gsqlc.compile([q], schema=gsqlc.PACKET_TABLE_SCHEMA)
     (iface,) = qs.interfaces()
-    out = qs.table({iface: t}, output="tcp_rows")
+    out = qs.table({iface: t}, output="tcp_rows", ip_format="int")
     cols = ["timestamp", "srcIP", "destIP", "srcPort", "destPort", "len"]
     want = [r for r in t.filter(pc.equal(t["protocol"], 6)).select(cols).to_pylist()
             if None not in r.values()]  # srcIP is NULL for IPv6: those rows are skipped

@@ -751,7 +751,7 @@ def test_declared_out_of_order_keeps_late_rows_in_structured_streaming(spark, tm
         stream = spark.readStream.schema(PKT_SCHEMA).option("maxFilesPerTrigger", 1) \
                       .csv(str(tmp_path / "in"))
         out = run_query(spark, [str(q)], schema=sch, sources={"eth0": stream},
-                        max_hfta_disorder=1, max_lfta_disorder=1, **bounds)
+                        max_hfta_disorder=1, max_lfta_disorder=1, ip_format="int", **bounds)
         return _watermarks(out)["in"], *_run_stream(spark, out, f"gsqlc_ooo_{tag}",
                                                    tmp_path / f"ckpt_{tag}")
 

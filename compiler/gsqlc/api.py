@@ -25,6 +25,7 @@ from .errors import RunError, UsageError
 from .pipeline import Compiled, CompileOptions, QuerySet, check_plan_options, compile_queries
 from .planner.plan import TABLE_WAYS
 from .runtime import parallel, runner
+from .runtime.arrow_types import check_ip_format
 from .runtime.bindings import (
     ARROW,
     as_record_batch_reader,
@@ -39,6 +40,7 @@ from .runtime.bindings import (
     time_options,
 )
 from .runtime.interfaces import Interfaces, TimeBounds, check_seconds, check_time_unit
+from .runtime.results import ResultConversions
 
 PathLike = Union[str, os.PathLike]
 
@@ -96,14 +98,51 @@ class CompiledQuerySet:
         """The interfaces the LFTAs read (bind each in run()'s sources)."""
         return self.queryset.interfaces()
 
-    def output_schema(self, query: str, strings: str = "str"):
-        """The pyarrow schema of a query's output batches."""
-        from .runtime.arrow_types import stream_schema
-        return stream_schema(self.queryset.query(query).output, strings)
+    def output_schema(self, query: str, strings: str = "str", ip_format: str = "text"):
+        """The pyarrow schema of a query's output batches (run()'s strings
+        and ip_format)."""
+        from .runtime.arrow_types import check_ip_format, stream_schema
+        return stream_schema(self.queryset.query(query).output, strings,
+                             check_ip_format(ip_format))
 
     def explain(self) -> str:
         from .planner.explain import explain_text
         return explain_text(self.queryset.plan)
+
+    def explain_dot(self) -> str:
+        """The plan as a Graphviz graph (what `gsqlc explain --format dot` prints)."""
+        from .planner.explain import explain_dot
+        return explain_dot(self.queryset.plan)
+
+    def plan_svg(self) -> Optional[str]:
+        """The plan drawn as SVG by Graphviz's `dot`, or None where Graphviz is
+        not installed (or fails: its message is then warned)."""
+        import shutil
+        import subprocess
+        import warnings
+        dot = shutil.which("dot")
+        if dot is None:
+            return None
+        p = subprocess.run([dot, "-Tsvg"], input=self.explain_dot(), capture_output=True,
+                           text=True, timeout=60)
+        if p.returncode != 0:
+            warnings.warn(f"gsqlc: Graphviz could not draw the plan: {p.stderr.strip()}",
+                          RuntimeWarning, stacklevel=2)
+            return None
+        return p.stdout
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        """Jupyter's display: the plan as SVG where Graphviz is installed, the
+        explain text otherwise (and as the plain-text form)."""
+        import html
+        text = self.explain()
+        svg = self.plan_svg()
+        bundle = {"text/plain": f"{self!r}\n{text}"}
+        if svg is not None:
+            bundle["image/svg+xml"] = svg
+        else:
+            bundle["text/html"] = f"<pre>{html.escape(text)}</pre>"
+        return bundle
 
     def __repr__(self) -> str:
         return f"<gsqlc.CompiledQuerySet {', '.join(self.queries)} ({self.library})>"
@@ -120,7 +159,7 @@ class CompiledQuerySet:
             time_unit: Optional[Mapping[str, str]] = None,
             csv_separator: str = ",", csv_strict: bool = False, stall_intervals: int = 3,
             trace: Optional[PathLike] = None, batch_rows: int = 65536,
-            strings: str = "str", columnar: str = "auto",
+            strings: str = "str", ip_format: str = "text", columnar: str = "auto",
             threads: Optional[int] = None, max_groups: Optional[int] = None) -> "Run":
         """Run over `sources` ({interface: URI | Arrow data | list of those for
         an interface set}); iterate the result for pyarrow RecordBatches of
@@ -128,6 +167,12 @@ class CompiledQuerySet:
         of query names the iteration yields (query, batch) pairs.
         strings: 'str' gives utf8 columns (the bytes must be valid UTF-8),
         'bytes' gives binary columns.
+        ip_format: 'text' (default) gives IP and IPV6 columns as utf8 text in
+        GSQL's forms, as the CLI prints them ('10.0.0.1',
+        '2001:0db8:0000:0000:0000:0000:0000:0001'); 'int' gives IP as uint32
+        (10.0.0.1 is 0x0A000001) and IPV6 as fixed_size_binary(16) in network
+        order, which skips formatting them (the faster form for data that
+        feeds more computation).
         Time bounds (issue 11, seed 002, as in the interfaces file):
         out_of_order= {interface: seconds} (B_ii: its heartbeats promise the
         largest timestamp read less this); latency= {interface: seconds}
@@ -157,6 +202,7 @@ class CompiledQuerySet:
             raise UsageError(f"threads must be a positive integer, got {threads!r}")
         if strings not in ("str", "bytes"):
             raise UsageError(f"strings must be 'str' or 'bytes', got {strings!r}")
+        check_ip_format(ip_format)
         if not isinstance(batch_rows, int) or batch_rows < 1:
             raise UsageError(f"batch_rows must be a positive integer, got {batch_rows!r}")
         sources = dict(sources or {})
@@ -206,15 +252,19 @@ class CompiledQuerySet:
             {i: [n.name for n in ns] for i, ns in bindings.readers.items()},
             dict(file_bindings), parallel.multi_member(set_members), opts, names, threads,
             self.compiled.library)
+        run: Union[Run, parallel.SplitRun]
         if split.used > 1:
-            return self._split_run(split, bindings, names, opts, params, batch_rows, strings,
-                                   pairs, set_members)
-        return Run(self.compiled.library, file_bindings, readers, [], names, opts, params,
-                   batch_rows, strings, pairs, set_members=set_members,
-                   extra_stats={"threads": split.info()})
+            run = self._split_run(split, bindings, names, opts, params, batch_rows, strings,
+                                  pairs, set_members, ip_format)
+        else:
+            run = Run(self.compiled.library, file_bindings, readers, [], names, opts, params,
+                      batch_rows, strings, pairs, set_members=set_members,
+                      extra_stats={"threads": split.info()}, ip_format=ip_format)
+        run.schema = None if pairs else self.output_schema(names[0], strings, ip_format)
+        return run
 
     def _split_run(self, split, bindings, names, opts, params, batch_rows, strings, pairs,
-                   set_members):
+                   set_members, ip_format):
         """run() over threads (gsqlc.runtime.parallel): the LFTAs each
         sliced interface's bindings name, their outputs into the HFTAs' run."""
         from .planner.nodes import HftaNode
@@ -225,22 +275,18 @@ class CompiledQuerySet:
         if any(isinstance(n, HftaNode) for n in needed):
             def make_final(streams):
                 return Run(self.compiled.library, [], {}, [], names, opts, params, batch_rows,
-                           strings, pairs, streams=streams)
+                           strings, pairs, streams=streams, ip_format=ip_format)
         return parallel.SplitRun(self.compiled.library, split, lftas, names, opts, params,
-                                 batch_rows, strings, pairs, make_final, set_members)
+                                 batch_rows, strings, pairs, make_final, set_members,
+                                 ip_format=ip_format)
 
     def table(self, sources=None, output=None, **kw):
         """run() gathered into one pyarrow.Table (of `output`), in chunks of
         TABLE_BATCH_ROWS rows unless batch_rows= says otherwise."""
-        import pyarrow as pa
         if output is not None and not isinstance(output, str):
             raise UsageError("table() takes one output query")
         kw.setdefault("batch_rows", TABLE_BATCH_ROWS)
-        r = self.run(sources, output, **kw)
-        batches = r.collect()
-        name = r.outputs[0]
-        schema = self.output_schema(name, kw.get("strings", "str"))
-        return pa.Table.from_batches(batches, schema=schema)
+        return self.run(sources, output, **kw).to_arrow()
 
 
 def time_bounds(out_of_order: Optional[Mapping[str, float]] = None,
@@ -337,7 +383,7 @@ def compile(files: Union[PathLike, Sequence[PathLike]], schema=None, *,
 _DONE = object()
 
 
-class Run:
+class Run(ResultConversions):
     """One execution, iterated for its output batches.  The library runs on
     a background thread; batches wait in a bounded queue (the run pauses
     while the consumer is behind).  Leaving the iteration early cancels the
@@ -345,8 +391,9 @@ class Run:
 
     def __init__(self, library: Path, bindings, readers, file_sinks, outputs, options,
                  params, batch_rows: int, strings: str, pairs: bool, streams=None,
-                 set_members=(), extra_stats: Optional[dict] = None):
+                 set_members=(), extra_stats: Optional[dict] = None, ip_format: str = "text"):
         self.library = library
+        self._ip_format = ip_format
         self._set_members = list(set_members)   # (set, member): gsqlc_add_set_member
         self._extra_stats = dict(extra_stats or {})
         self.outputs = outputs
@@ -409,7 +456,7 @@ class Run:
                 if item is _DONE:
                     break
                 query, batch = item
-                batch = finish_batch(batch, self._strings)
+                batch = finish_batch(batch, self._strings, self._ip_format)
                 yield (query, batch) if self._pairs else batch
         finally:
             self._cancel.set()
@@ -440,7 +487,7 @@ class Run:
         self._thread.start()
         runner.join_runs([self._thread], [self._handle])
         self._finish()
-        return finish_batches(got, self._strings, self._pairs)
+        return finish_batches(got, self._strings, self._pairs, self._ip_format)
 
     def cancel(self) -> None:
         """End the run as at end of input, from any thread: open groups are

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from . import __version__, input_cache
-from .errors import BuildError, GsqlcError, InternalError, QueryError, UsageError
+from .errors import BuildError, GsqlcError, InternalError, QueryError, UsageError, render
 from .pipeline import CompileOptions, check_plan_options, compile_planned, compile_queries, plan_queries
 from .planner.policies import FLUSH_POLICIES
 from .runtime import parallel
@@ -38,6 +38,7 @@ from .runtime.interfaces import (
 )
 from .runtime.interfaces import build as build_interfaces
 from .runtime.runner import run_library
+from .terminal import COLOR_MODES, color_mode_of, color_report_line, style, use_color
 
 EXIT_OK, EXIT_RUNTIME, EXIT_USAGE = 0, 1, 2
 EXIT_OUTPUT_CLOSED = 128 + 13  # SIGPIPE's number, as the shell reports a tool it killed
@@ -69,6 +70,9 @@ def make_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="gsqlc", description=(
         "Compile GSQL stream queries into native code (C LFTAs, C++ HFTAs) and run them."))
     ap.add_argument("--version", action="version", version=f"gsqlc {__version__}")
+    ap.add_argument("--color", choices=COLOR_MODES, default="auto",
+                    help="colour diagnostics: auto (on a terminal, unless NO_COLOR is set or "
+                         "TERM=dumb), always, never")
     sub = ap.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("compile", help="emit the C/C++ sources and CMake project")
@@ -87,6 +91,9 @@ def make_parser() -> argparse.ArgumentParser:
                    help="query whose output stream to print (default: every query no other reads)")
     r.add_argument("--output-file", metavar="PATH", help="write the output here instead of stdout")
     r.add_argument("--format", choices=["pipe", "csv", "jsonl"], default="pipe")
+    r.add_argument("--ip-format", choices=["text", "int"], default="text",
+                   help="IP and IPV6 values as text (10.0.0.1; eight groups of four hex digits) "
+                        "or as unsigned integers (32- and 128-bit, decimal)")
     r.add_argument("--clock", default="wall", metavar="wall|data|fixed:T")
     r.add_argument("--heartbeat-interval", default="1", metavar="SECONDS|off",
                    help="seconds of the run's clock between temporal updates (heartbeats); "
@@ -153,6 +160,12 @@ def make_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("trace", help="summarise (and plot) the heartbeat traces of a run")
     t.add_argument("file", metavar="FILE", help="the JSON-lines file written by run --trace")
     t.add_argument("--plot", metavar="PNG", help="draw per-operator queueing delay over time")
+
+    k = sub.add_parser("completion", help="print a shell completion script (bash or zsh)",
+                       description="Print gsqlc's completion script for a shell.  bash: "
+                       "eval \"$(gsqlc completion bash)\" in ~/.bashrc; zsh: gsqlc completion "
+                       "zsh > a directory of your $fpath, as _gsqlc")
+    k.add_argument("shell", choices=["bash", "zsh"])
 
     e = sub.add_parser("explain", help="show the plan, the LFTA/HFTA split and temporal properties")
     _common(e)
@@ -393,6 +406,8 @@ def cmd_run(args) -> int:
                               pcap_reader=args.pcap_reader, max_groups=args.max_groups)
     except UsageError as e:
         raise UsageError(_flag_names(str(e))) from None
+    if args.ip_format != "text":
+        options["ip_format"] = args.ip_format
     sources = [(n, normalize_uri(u)) for n, u in (_source_binding(s) for s in args.source)]
     for name, uri in sources:
         _usage(check_uri, name, uri)
@@ -443,7 +458,9 @@ def cmd_run(args) -> int:
         result = _finish_split(split)
     report = result.report
     if report:
-        sys.stderr.write(report if report.endswith("\n") else report + "\n")
+        color = use_color(sys.stderr, color_mode_of(args))
+        sys.stderr.write("".join(color_report_line(line, color) + "\n"
+                                 for line in report.rstrip("\n").split("\n")))
     if args.stats:
         import json
         print(json.dumps(result.stats, indent=2), file=sys.stderr)
@@ -452,9 +469,37 @@ def cmd_run(args) -> int:
             # the reader of the output went away (`gsqlc run ... | head`):
             # stop as a tool killed by SIGPIPE does, without a message
             return EXIT_OUTPUT_CLOSED
-        print(f"gsqlc: error: {result.error}", file=sys.stderr)
+        _print_error(args, result.error)
         return EXIT_RUNTIME
     return EXIT_OK
+
+
+def cmd_completion(args) -> int:
+    """The completion script of `args.shell`, made from the argument parser
+    by shtab (so it cannot drift from the options)."""
+    import shtab
+    parser = make_parser()
+    files = {"FILE", "SCHEMA", "PATH", "PNG"}
+    for action in _all_actions(parser):
+        if action.metavar in files or action.dest in ("files", "file"):
+            action.complete = shtab.FILE   # type: ignore[attr-defined]
+        elif action.metavar == "DIR":
+            action.complete = shtab.DIRECTORY   # type: ignore[attr-defined]
+    sys.stdout.write(shtab.complete(parser, shell=args.shell))
+    return EXIT_OK
+
+
+def _all_actions(parser: argparse.ArgumentParser):
+    for action in parser._actions:
+        yield action
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _all_actions(sub)
+
+
+def _print_error(args, message: str) -> None:
+    color = use_color(sys.stderr, color_mode_of(args))
+    print(f"gsqlc: {style('error:', 'error', color)} {message}", file=sys.stderr)
 
 
 def _internal_error(exc: BaseException) -> int:
@@ -479,9 +524,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = make_parser().parse_args(argv)
     try:
         return {"compile": cmd_compile, "run": cmd_run, "explain": cmd_explain,
-                "trace": cmd_trace}[args.command](args)
+                "trace": cmd_trace, "completion": cmd_completion}[args.command](args)
     except QueryError as e:
-        print(str(e), file=sys.stderr)
+        print(render(e, use_color(sys.stderr, color_mode_of(args))), file=sys.stderr)
         return e.exit_status
     except BuildError as e:
         print(f"gsqlc: internal error: the generated code failed to build:\n{e}", file=sys.stderr)
@@ -489,7 +534,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except InternalError as e:
         return _internal_error(e)
     except GsqlcError as e:   # usage errors (exit 2) and run-time failures (exit 1)
-        print(f"gsqlc: error: {e}", file=sys.stderr)
+        _print_error(args, str(e))
         return e.exit_status
     except BrokenPipeError:
         return EXIT_OUTPUT_CLOSED

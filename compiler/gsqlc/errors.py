@@ -70,7 +70,7 @@ class QueryError(GsqlcError):
         return render(self)
 
 
-def _caret_block(span: Span) -> str:
+def _caret_block(span: Span, color: bool = False) -> str:
     text = _SOURCES.get(span.file)
     if text is None or span.line <= 0:
         return ""
@@ -84,16 +84,25 @@ def _caret_block(span: Span) -> str:
     width = 1
     if span.end_line == span.line and span.end_column > span.column:
         width = span.end_column - span.column
-    caret = " " * (col - 1) + "^" + "~" * (width - 1)
+    caret = " " * (col - 1) + _style("^" + "~" * (width - 1), "caret", color)
     return f"    {src}\n    {caret}\n"
 
 
-def render(err: QueryError) -> str:
-    out = f"{err.span}: error [{err.rule}]: {err.message}\n"
-    out += _caret_block(err.span)
+def _style(text: str, part: str, color: bool) -> str:
+    if not color:
+        return text
+    from .terminal import style
+    return style(text, part, True)
+
+
+def render(err: QueryError, color: bool = False) -> str:
+    """The error as the CLI shows it; color: with ANSI styles (a terminal)."""
+    out = (f"{_style(f'{err.span}:', 'location', color)} {_style('error', 'error', color)} "
+           f"{_style(f'[{err.rule}]', 'rule', color)}: {err.message}\n")
+    out += _caret_block(err.span, color)
     for span, note in err.notes:
-        out += f"{span}: note: {note}\n"
-        out += _caret_block(span)
+        out += f"{_style(f'{span}:', 'location', color)} {_style('note:', 'note', color)} {note}\n"
+        out += _caret_block(span, color)
     return out.rstrip("\n")
 
 

@@ -80,6 +80,7 @@ from .api import CompiledQuerySet
 from .errors import SparkQueryError, UsageError
 from .planner.nodes import HftaAggregate, HftaFilterJoin, HftaJoin, HftaMerge, HftaSelect, LftaNode
 from .planner.plan import epochs_spanning
+from .runtime.arrow_types import check_ip_format
 from .runtime.bindings import check_params, interfaces_of, outputs_of, run_options, set_members
 from .runtime.interfaces import DEFAULT_IFACE, Interfaces
 from .semantics.bound import FieldRef, GroupRef
@@ -144,8 +145,12 @@ class MalformedRows:
 # ------------------------------------------------------------ types
 
 
-def spark_type(t: Type, strings: str = "str"):
+def spark_type(t: Type, strings: str = "str", ip_format: str = "int"):
+    """The Spark type of a GSQL type: between stages (ip_format 'int') IP
+    values travel as LongType and IPV6 as BinaryType; as text, StringType."""
     from pyspark.sql import types as T
+    if ip_format == "text" and t in (Type.IP, Type.IPV6):
+        return T.StringType()
     return {
         Type.BOOL: T.BooleanType(), Type.USHORT: T.IntegerType(), Type.UINT: T.LongType(),
         Type.INT: T.IntegerType(), Type.ULLONG: T.LongType(), Type.LLONG: T.LongType(),
@@ -359,7 +364,7 @@ class _Stage:
             return      # an empty partition: no records, no output
         readers, streams = self._inputs(first, it)
         run = Run(path, [], readers, [], [self.output], self.options, self.params,
-                  65536, self.strings, False, streams=streams)
+                  65536, self.strings, False, streams=streams, ip_format="int")
         try:
             if self.pack_cols:
                 yield from _pack_partials((_to_spark_arrow(b, self.out_schema) for b in run),
@@ -480,13 +485,14 @@ def _end_heartbeat(schema, temporal: list[str]):
 
 def read_stream(spark, paths, format: str, schema=None, *, finite: bool = False,
                 files_per_batch: int = 0, sep: str = ",", header: bool = False,
-                filesystem=None) -> Any:
+                filesystem=None, ip_format: str = "text") -> Any:
     """A streaming DataFrame of the files of a directory (paths: as
     read_parquet's), a micro-batch taking the files that appeared since the
     last, in order of modification time (at most files_per_batch of them,
     when given): format "csv" (schema needed; parsed
     as read_csv does, malformed rows counted in the executors' logs),
-    "parquet" (schema from the first file) or "pcap" (read_pcap's columns).
+    "parquet" (schema from the first file) or "pcap" (read_pcap's columns,
+    the IP columns in the form ip_format says, as read_pcap's).
     Columns are nullable.  finite=True: the files there when the query starts
     (under Trigger.AvailableNow, at its start) are the whole input: it ends
     with a row flagged __gsqlc_end, which run_query turns into a heartbeat
@@ -512,7 +518,7 @@ def read_stream(spark, paths, format: str, schema=None, *, finite: bool = False,
                              "schema from: give schema=")
         schema = _spark_schema_of_arrow(storage.parquet_schema(fs, files[0][0]))
     elif schema is None:
-        schema = _packet_spark_schema()
+        schema = _packet_spark_schema(check_ip_format(ip_format))
     fields = [T.StructField(f.name, f.dataType, True) for f in schema.fields]
     if finite:
         fields.append(T.StructField(END_COL, T.BooleanType(), True))
@@ -527,23 +533,23 @@ def read_stream(spark, paths, format: str, schema=None, *, finite: bool = False,
 # ------------------------------------------------------------ captures
 
 
-def _read_pcap_task(filesystem, paths: list[str], target):
+def _read_pcap_task(filesystem, paths: list[str], target, ip_format: str):
     def task(batches):
         from .runtime.packets import read_pcap as read_one
         for b in batches:
             for i in b.column(0).to_pylist():
                 with storage.local_path(filesystem, paths[i]) as local:
-                    for rb in read_one(local).to_batches():
+                    for rb in read_one(local, ip_format=ip_format).to_batches():
                         yield _to_spark_arrow(rb, target)
     return task
 
 
-def _packet_spark_schema():
+def _packet_spark_schema(ip_format: str = "text"):
     """The Spark schema of decoded packets (read_pcap's columns, nullable)."""
     from pyspark.sql import types as T
 
     from .runtime.packets import packet_columns
-    return T.StructType([T.StructField(n, spark_type(Type(t), "bytes"), True)
+    return T.StructType([T.StructField(n, spark_type(Type(t), "bytes", ip_format), True)
                          for n, _, t in packet_columns()])
 
 
@@ -578,7 +584,7 @@ def _listed(fs, paths: list[str], originals) -> list[tuple[str, int]]:
         raise FileNotFoundError(os.fspath(given.get(str(e.args[0]), e.args[0]))) from None
 
 
-def read_pcap(spark, paths, filesystem=None) -> Any:
+def read_pcap(spark, paths, filesystem=None, *, ip_format: str = "text") -> Any:
     """Packet captures as a DataFrame with the columns of gsqlc.read_pcap
     (the packet schema's fields; NULL where a header is absent).  paths:
     local paths or URIs of any filesystem pyarrow supports (s3://, gs://,
@@ -586,16 +592,19 @@ def read_pcap(spark, paths, filesystem=None) -> Any:
     pyarrow FileSystem (it travels to the tasks, credentials included).
     Each task decodes whole files with the runtime's own packet reader (a
     remote file through a local copy it removes).  Unsigned integers become
-    LongType, IPV6 and payload strings BinaryType (Spark has no unsigned
-    types).  Query it with PROTOCOL PACKETS of gsqlc.PACKET_TABLE_SCHEMA."""
+    LongType (Spark has no unsigned types), payload strings BinaryType; IP
+    and IPV6 StringType in GSQL's text forms, or with ip_format='int'
+    LongType and BinaryType.  Query it with PROTOCOL PACKETS of
+    gsqlc.PACKET_TABLE_SCHEMA (either form)."""
+    check_ip_format(ip_format)
     fs, ps = _locations(paths, filesystem, "read_pcap")
     files = [p for p, _ in _listed(fs, ps, paths)]
     if not files:
         raise UsageError(f"read_pcap: no capture file under {', '.join(ps)}")
-    schema = _packet_spark_schema()
+    schema = _packet_spark_schema(ip_format)
     target = _arrow_schema_of(schema)
     ids = spark.range(len(files), numPartitions=len(files))
-    return ids.mapInArrow(_read_pcap_task(fs, files, target), schema)
+    return ids.mapInArrow(_read_pcap_task(fs, files, target, ip_format), schema)
 
 
 # ------------------------------------------------------------ Parquet scans
@@ -892,7 +901,8 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
               out_of_order: Optional[Mapping[str, float]] = None,
               latency: Optional[Mapping[str, float]] = None,
               skew: Optional[Mapping[tuple[str, str], tuple[float, float]]] = None,
-              heartbeat_timeout: Optional[float] = None, pack_partials: bool = True):
+              heartbeat_timeout: Optional[float] = None, pack_partials: bool = True,
+              ip_format: str = "text"):
     """Run GSQL queries over Spark DataFrames; returns the DataFrame of
     `output` (default: the only output query).  sources: {interface:
     DataFrame, or a list of DataFrames for an interface set}.  Columns are
@@ -914,12 +924,17 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
     docstring).  pack_partials: the partials an LFTA task sends an
     aggregation over integer, boolean or floating keys travel through the
     shuffle packed, as Arrow IPC streams of a bucket of keys each (False:
-    as Spark rows, one per partial)."""
+    as Spark rows, one per partial).  ip_format: 'text' (default) gives IP
+    and IPV6 columns as StringType in GSQL's text forms, as the CLI and
+    CompiledQuerySet.run print them; 'int' gives IP as LongType and IPV6 as
+    BinaryType (16 bytes, network order).  Between the stages they travel
+    as integers and bytes either way."""
     from pyspark.sql import functions as F
 
     from . import api
     if strings not in ("str", "bytes"):
         raise UsageError(f"strings must be 'str' or 'bytes', got {strings!r}")
+    check_ip_format(ip_format)
     if on_malformed not in ("count", "fail"):
         raise UsageError(f"on_malformed must be 'count' or 'fail', got {on_malformed!r}")
     bounds = api.time_bounds(out_of_order, latency, skew, heartbeat_timeout)
@@ -1120,8 +1135,30 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
             continue
         raise SparkQueryError(f"query {n.query.name}: a {n.kind} node cannot run in Spark yet")
     out = data_rows(output)
+    if ip_format == "text":
+        out = _ip_text_columns(out, splan.node(output).output)
     out.gsqlc = malformed
     return out
+
+
+def _ip_text_columns(df, stream):
+    """df with the IP and IPV6 columns of `stream` (LongType, 16-byte
+    BinaryType) in GSQL's text forms, by Spark's own expressions (no
+    Python pass): dotted quad; eight groups of four lower-case hex digits."""
+    from pyspark.sql import functions as F
+    kinds = {c.name: c.type for c in stream.columns if c.type in (Type.IP, Type.IPV6)}
+    if not kinds:
+        return df
+    cols = []
+    for name in df.columns:
+        c = F.col(name)
+        if kinds.get(name) == Type.IP:
+            c = F.concat_ws(".", *[F.shiftrightunsigned(c, k).bitwiseAND(255).cast("string")
+                                   for k in (24, 16, 8, 0)])
+        elif kinds.get(name) == Type.IPV6:
+            c = F.regexp_replace(F.lower(F.hex(c)), "(.{4})(?!$)", "$1:")
+        cols.append(c.alias(name) if name in kinds else c)
+    return df.select(*cols)
 
 
 def _packer(source, stage, lfta: dict):

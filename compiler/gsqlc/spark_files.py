@@ -119,6 +119,10 @@ class _FilesReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if bad.rows:   # a source has no accumulator: the executor's log says it
                 print(f"gsqlc: {bad.report()}", file=sys.stderr)
         else:
+            import pyarrow as pa
+
             from .runtime.packets import read_pcap
+            # the form of the IP columns read_stream declared (its ip_format)
+            text = "srcIP" in schema.names and pa.types.is_string(schema.field("srcIP").type)
             with storage.local_path(self.fs, path) as local:
-                yield from read_pcap(local).to_batches()
+                yield from read_pcap(local, ip_format="text" if text else "int").to_batches()

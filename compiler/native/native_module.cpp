@@ -19,6 +19,14 @@
 //                          interfaces of a link type not decoded; the first's),
 //             "past_time_end": int (packets from 2106 on: `time` holds at
 //                          UINT32_MAX)}
+//
+// ip_text(values, offset, length, width) -> (offsets, data)
+//   values   a buffer of IP values: width 4, uint32 (10.0.0.1 is 0x0A000001),
+//            or width 16, IPV6 bytes in network order; values [offset,
+//            offset + length) are converted
+//   returns  two bytes objects, the int32 offsets (length + 1) and the UTF-8
+//            data of an Arrow utf8 array of their text forms (GSQL.md: dotted
+//            quad, eight groups of four lower-case hex digits)
 // The file is read by the runtime's memory-mapped reader (pcap_mmap.c)
 // when it takes it, else by libpcap, as the pcap source reads it.
 // A field whose accessor returns nonzero (header absent) is null.  Arrow
@@ -63,7 +71,7 @@ namespace {
 
 // Bumped whenever read_pcap's signature or result changes: gsqlc.runtime.packets
 // refuses an extension built from older sources.
-constexpr int kReadPcapAbi = 2;
+constexpr int kReadPcapAbi = 3;
 
 // ---- buffers ------------------------------------------------------------
 
@@ -867,6 +875,111 @@ py::dict read_pcap(const py::bytes &path_b, const std::vector<std::tuple<std::st
     return out;
 }
 
+// ---- IP values as text -------------------------------------------------
+
+// A bytes object of n bytes to fill (CPython's idiom: written before anyone
+// else sees it, then cut to its length by finish_bytes).
+py::object new_bytes(size_t n)
+{
+    PyObject *o = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(n));
+    if (!o)
+        throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(o);
+}
+
+py::object finish_bytes(py::object b, size_t n)
+{
+    if (static_cast<size_t>(PyBytes_GET_SIZE(b.ptr())) == n)
+        return b; // nothing to cut (and b may be the shared empty bytes)
+    PyObject *o = b.release().ptr();
+    if (_PyBytes_Resize(&o, static_cast<Py_ssize_t>(n)) != 0)
+        throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(o);
+}
+
+// The text of each octet value with a dot after it, padded to 4 bytes, and
+// its length (with the dot): one 4-byte copy per octet.
+struct OctetText {
+    char text[4];
+    uint8_t len;
+};
+
+const OctetText *octet_texts()
+{
+    static const auto table = [] {
+        std::vector<OctetText> t(256);
+        for (unsigned o = 0; o < 256; o++) {
+            char buf[8];
+            int n = std::snprintf(buf, sizeof buf, "%u.", o);
+            std::memcpy(t[o].text, buf, 4);
+            t[o].len = static_cast<uint8_t>(n);
+        }
+        return t;
+    }();
+    return table.data();
+}
+
+// out needs 16 bytes (one past the text is written).
+size_t ipv4_text(char *out, uint32_t ip, const OctetText *oct)
+{
+    size_t k = 0;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        const OctetText &o = oct[(ip >> shift) & 255u];
+        std::memcpy(out + k, o.text, 4);
+        k += o.len;
+    }
+    return k - 1; // the last octet's dot is not part of the text
+}
+
+void ipv6_text(char *out, const uint8_t *b)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++) {
+        *out++ = hex[b[i] >> 4];
+        *out++ = hex[b[i] & 15];
+        if (i % 2 == 1 && i < 15)
+            *out++ = ':';
+    }
+}
+
+py::tuple ip_text(py::buffer values, int64_t offset, int64_t length, int width)
+{
+    if (width != 4 && width != 16)
+        throw py::value_error("ip_text: width must be 4 or 16");
+    py::buffer_info info = values.request();
+    size_t have = static_cast<size_t>(info.size) * static_cast<size_t>(info.itemsize);
+    if (offset < 0 || length < 0 ||
+        static_cast<uint64_t>(offset) + static_cast<uint64_t>(length) >
+            have / static_cast<size_t>(width))
+        throw py::value_error("ip_text: values past the end of the buffer");
+    if (length >= INT32_MAX / 40)
+        throw py::value_error("ip_text: too many values for one utf8 array");
+    // IPv4: 15 bytes at most, and one more that the last value's 4-byte copies may write
+    const size_t n = static_cast<size_t>(length), each = width == 4 ? 15 : 39;
+    const uint8_t *src = static_cast<const uint8_t *>(info.ptr) + static_cast<size_t>(offset) * width;
+    py::object offsets = new_bytes((n + 1) * 4), data = new_bytes(n * each + 1);
+    const OctetText *oct = octet_texts();
+    auto *offs = reinterpret_cast<int32_t *>(PyBytes_AS_STRING(offsets.ptr()));
+    char *out = PyBytes_AS_STRING(data.ptr());
+    size_t len = 0;
+    {
+        py::gil_scoped_release unlocked;
+        offs[0] = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (width == 4) {
+                uint32_t ip;
+                std::memcpy(&ip, src + 4 * i, 4);
+                len += ipv4_text(out + len, ip, oct);
+            } else {
+                ipv6_text(out + len, src + 16 * i);
+                len += 39;
+            }
+            offs[i + 1] = static_cast<int32_t>(len);
+        }
+    }
+    return py::make_tuple(offsets, finish_bytes(std::move(data), len));
+}
+
 py::list packet_accessors()
 {
     py::list out;
@@ -886,6 +999,10 @@ PYBIND11_MODULE(_native, m)
     m.def("read_pcap", &read_pcap, py::arg("path"), py::arg("columns"), py::arg("batch_rows") = 65536,
           "Decode a pcap capture (path as bytes) into Arrow record batches of the given\n"
           "(name, accessor, gsql_type) columns; see gsqlc.runtime.packets.read_pcap.");
+    m.def("ip_text", &ip_text, py::arg("values"), py::arg("offset"), py::arg("length"),
+          py::arg("width"),
+          "The text forms of IP (width 4, uint32) or IPV6 (width 16) values of a buffer:\n"
+          "(int32 offsets, utf8 data) of an Arrow utf8 array.");
     m.def("packet_accessors", &packet_accessors,
           "[(accessor, gsql type)] of the packet accessors read_pcap knows");
 }

@@ -444,6 +444,8 @@ struct gsq_run {
                                  * aggregation may hold open at once; 0:
                                  * what half the memory holds (node.c) */
     char *trace_path;           /* NULL: no traces */
+    int ip_int;                 /* option ip_format=int: text sinks print IP
+                                 * and IPV6 values as integers (format.h) */
     int arrow_heartbeats;       /* Arrow sinks deliver heartbeat rows */
     int final_heartbeat;        /* one last heartbeat of every LFTA at the end */
     int arrow_flush;            /* flush the sinks after each Arrow source batch */

@@ -257,3 +257,51 @@ int gsq_parse_ipv6(const char *p, size_t n, gsq_ipv6 *out)
     }
     return 0;
 }
+
+/* Whether p[0..n) (trimmed) is one or more ASCII digits and nothing else. */
+static int all_digits(const char *p, size_t n)
+{
+    size_t i;
+    trim(&p, &n);
+    if (n == 0)
+        return 0;
+    for (i = 0; i < n; i++)
+        if (p[i] < '0' || p[i] > '9')
+            return 0;
+    return 1;
+}
+
+int gsq_parse_ip_value(const char *p, size_t n, uint32_t *out)
+{
+    uint64_t v;
+    if (!all_digits(p, n))
+        return gsq_parse_ip(p, n, out);
+    *out = 0;
+    if (parse_unsigned(p, n, UINT32_MAX, &v) != 0)
+        return -1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+int gsq_parse_ipv6_value(const char *p, size_t n, gsq_ipv6 *out)
+{
+    size_t i;
+    if (!all_digits(p, n))
+        return gsq_parse_ipv6(p, n, out);
+    trim(&p, &n);
+    memset(out->b, 0, 16);
+    for (i = 0; i < n; i++) { /* out = out * 10 + digit, big-endian bytes */
+        unsigned carry = (unsigned)(p[i] - '0');
+        int k;
+        for (k = 15; k >= 0; k--) {
+            unsigned cur = out->b[k] * 10u + carry;
+            out->b[k] = (uint8_t)(cur & 255u);
+            carry = cur >> 8;
+        }
+        if (carry) { /* past 2^128 - 1 */
+            memset(out->b, 0, 16);
+            return -1;
+        }
+    }
+    return 0;
+}

@@ -316,7 +316,7 @@ static inline int gsq_csv_get_ip(gsq_node *n, const gsq_record *r,
         *out = (uint32_t)v->u;
     } else {
         gsq_str t = gsq_csv_field_text(r, pos);
-        (void)gsq_parse_ip(t.p, t.len, out);
+        (void)gsq_parse_ip_value(t.p, t.len, out);
     }
     return 0;
 }
@@ -332,7 +332,7 @@ static inline int gsq_csv_get_ipv6(gsq_node *n, const gsq_record *r,
         *out = v->v6;
     } else {
         gsq_str t = gsq_csv_field_text(r, pos);
-        (void)gsq_parse_ipv6(t.p, t.len, out);
+        (void)gsq_parse_ipv6_value(t.p, t.len, out);
     }
     return 0;
 }

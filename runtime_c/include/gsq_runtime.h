@@ -220,6 +220,12 @@ int gsq_parse_llong(const char *p, size_t n, int64_t *out);
 int gsq_parse_float(const char *p, size_t n, double *out);
 int gsq_parse_ip(const char *p, size_t n, uint32_t *out);
 int gsq_parse_ipv6(const char *p, size_t n, gsq_ipv6 *out);
+/* An IP / IPV6 value of input data (CSV fields, Arrow text) in either form
+ * gsqlc outputs: text (as gsq_parse_ip / gsq_parse_ipv6 take it) or, all
+ * digits, its unsigned integer (32 / 128 bits: --ip-format int).  The
+ * returns are those of gsq_parse_ip / gsq_parse_ipv6. */
+int gsq_parse_ip_value(const char *p, size_t n, uint32_t *out);
+int gsq_parse_ipv6_value(const char *p, size_t n, gsq_ipv6 *out);
 
 /* ---- descriptions emitted by the compiler ------------------------------ */
 

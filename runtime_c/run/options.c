@@ -509,6 +509,12 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
             return -1;
         }
         r->max_groups = n;
+    } else if (strcmp(key, "ip_format") == 0) {
+        if (strcmp(value, "text") != 0 && strcmp(value, "int") != 0) {
+            gsq_set_error(r, "ip_format must be text or int, got '%s'", value);
+            return -1;
+        }
+        r->ip_int = strcmp(value, "int") == 0;
     } else if (strcmp(key, "trace") == 0) {
         char *p;
         if (!*value) {
@@ -528,7 +534,7 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
                      "latency:NAME, skew:FROM:TO, hb_estimate, hb_level, hb_horizon, hb_window, "
                      "hb_alpha, "
                      "hb_timeout, time_unit:NAME, arrival:NAME, stall_intervals, max_groups, "
-                     "trace, arrow_heartbeats, final_heartbeat, arrow_flush, pcap_reader, pcap_range:NAME)", key);
+                     "ip_format, trace, arrow_heartbeats, final_heartbeat, arrow_flush, pcap_reader, pcap_range:NAME)", key);
         return -1;
     }
     return 0;

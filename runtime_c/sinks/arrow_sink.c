@@ -8,6 +8,9 @@
  *   ushort/uint/int/...  little-endian values (IP: uint32) "S" "I" "i" "L" "l" "g" "I"
  *   IPV6                 16 bytes per value                "w:16"
  *   string               int32 offsets (rows + 1), bytes   "z"
+ * IP and IPV6 columns carry the field metadata gsqlc.type = IP / IPV6, so
+ * that a consumer tells them from uint32 / 16-byte columns (the Python
+ * side turns them into their text forms: runtime/arrow_types.py).
  * Every buffer is a 64-byte aligned allocation of 64 << k bytes, taken
  * from the run's buffer pool when it has one (buffer_pool.h) and given back
  * to it when released; once exported, zero from its content to the next
@@ -187,6 +190,19 @@ static void release_schema(struct ArrowSchema *s)
     s->release = NULL;
 }
 
+/* Arrow C data interface metadata (int32 pair count, then each key and
+ * value as an int32 length and its bytes, in native byte order): one pair,
+ * gsqlc.type = IP or IPV6.  Static: it outlives every exported schema. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define META_I32(n) 0, 0, 0, (n)
+#else
+#define META_I32(n) (n), 0, 0, 0
+#endif
+static const char ip_metadata[] = {META_I32(1), META_I32(10), 'g', 's', 'q', 'l', 'c', '.',
+                                   't', 'y', 'p', 'e', META_I32(2), 'I', 'P'};
+static const char ipv6_metadata[] = {META_I32(1), META_I32(10), 'g', 's', 'q', 'l', 'c', '.',
+                                     't', 'y', 'p', 'e', META_I32(4), 'I', 'P', 'V', '6'};
+
 static const char *arrow_format(int type)
 {
     switch (type) {
@@ -223,6 +239,9 @@ static int make_schema(const gsq_arrow_sink *a, const gsq_stream_desc *d,
     for (i = 0; i < a->n_cols; i++) {
         struct ArrowSchema *k = &e->kids[i];
         k->format = arrow_format(a->cols[i].type);
+        k->metadata = a->cols[i].type == GSQ_T_IP     ? ip_metadata
+                      : a->cols[i].type == GSQ_T_IPV6 ? ipv6_metadata
+                                                      : NULL;
         k->name = i < d->n_cols ? d->cols[i].name : GSQ_HB_COLUMN;
         k->flags = 0; /* not nullable: sinks never produce nulls */
         k->release = release_schema_child;

@@ -102,6 +102,32 @@ static size_t fmt_i64(char *out, int64_t v)
     return fmt_u64(out, (uint64_t)v);
 }
 
+/* The decimal digits of a 16-byte big-endian unsigned integer (at most
+ * 39), by repeated division by 10 of its bytes; out needs 40 bytes. */
+static size_t fmt_u128(char *out, const gsq_ipv6 *a)
+{
+    uint8_t n[16];
+    char rev[40];
+    size_t k = 0, i;
+    int nonzero = 1;
+    memcpy(n, a->b, 16);
+    while (nonzero) {
+        unsigned rem = 0;
+        nonzero = 0;
+        for (i = 0; i < 16; i++) {
+            unsigned cur = rem * 256u + n[i];
+            n[i] = (uint8_t)(cur / 10u);
+            rem = cur % 10u;
+            nonzero |= n[i];
+        }
+        rev[k++] = (char)('0' + rem);
+    }
+    for (i = 0; i < k; i++)
+        out[i] = rev[k - 1 - i];
+    out[k] = '\0';
+    return k;
+}
+
 void gsq_fmt_ip(char *out, uint32_t ip)
 {
     size_t k = 0;
@@ -118,7 +144,7 @@ size_t gsq_fmt_max_width(int type)
     switch (type) {
     case GSQ_T_BOOL: return 5;
     case GSQ_T_IP: return 15;
-    case GSQ_T_IPV6: return 39;
+    case GSQ_T_IPV6: case GSQ_FMT_T_U128: return 39;
     case GSQ_T_FLOAT: return 330; /* "%f" of -DBL_MAX: 309 digits, point, 6 decimals */
     default: return 20;
     }
@@ -138,6 +164,7 @@ size_t gsq_fmt_text_raw(char *out, int type, const gsq_val *v)
     }
     case GSQ_T_IP: gsq_fmt_ip(out, (uint32_t)v->u); return strlen(out);
     case GSQ_T_IPV6: gsq_fmt_ipv6(out, &v->v6); return 39;
+    case GSQ_FMT_T_U128: return fmt_u128(out, &v->v6);
     default: return 0;
     }
 }
@@ -172,6 +199,7 @@ void gsq_fmt_text(gsq_buf *b, int type, const gsq_val *v)
     case GSQ_T_FLOAT: gsq_buf_printf(b, "%f", v->f); break;
     case GSQ_T_IP: gsq_fmt_ip(tmp, (uint32_t)v->u); gsq_buf_adds(b, tmp); break;
     case GSQ_T_IPV6: gsq_fmt_ipv6(tmp, &v->v6); gsq_buf_adds(b, tmp); break;
+    case GSQ_FMT_T_U128: gsq_buf_add(b, tmp, fmt_u128(tmp, &v->v6)); break;
     case GSQ_T_STRING: gsq_buf_add(b, v->s.p, v->s.len); break;
     }
 }

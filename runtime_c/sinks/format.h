@@ -4,7 +4,9 @@
  *
  * Text forms: integers decimal; float "%f"; bool TRUE/FALSE; IP dotted
  * quad; IPV6 eight groups of four lower-case hex digits joined by ':' (no
- * compression); strings raw.
+ * compression); strings raw.  Under the run option ip_format=int an IP
+ * prints as its unsigned 32-bit integer and an IPV6 as its unsigned
+ * 128-bit integer (decimal), through the format-only type GSQ_FMT_T_U128.
  */
 #ifndef GSQ_FORMAT_H
 #define GSQ_FORMAT_H
@@ -28,6 +30,19 @@ int gsq_read_col(const void *tup, uint32_t len, const gsq_column *c, gsq_val *v)
 const char *gsq_type_name(int type);
 /* Bytes a column of this type takes in a stream's fixed struct (0: unknown). */
 uint32_t gsq_type_size(int type);
+
+/* A format-only type code (no column has it): a 16-byte value printed as
+ * its big-endian unsigned 128-bit integer. */
+#define GSQ_FMT_T_U128 100
+
+/* The type a value of column type `type` is printed as: itself, or with
+ * ip_int (option ip_format=int) an IP as a uint and an IPV6 as a U128. */
+static inline int gsq_fmt_type(int type, int ip_int)
+{
+    if (!ip_int)
+        return type;
+    return type == GSQ_T_IP ? GSQ_T_UINT : type == GSQ_T_IPV6 ? GSQ_FMT_T_U128 : type;
+}
 
 /* Text form (pipe and CSV sinks). */
 void gsq_fmt_text(gsq_buf *b, int type, const gsq_val *v);

@@ -128,7 +128,8 @@ static void csv_text(gsq_buf *b, const char *p, size_t n)
 
 /* Tigon's pipe format, the common case: one reservation per row, then the
  * fields are written straight into the buffer. */
-static int pipe_row(gsq_buf *b, const gsq_stream_desc *d, const void *tup, uint32_t len)
+static int pipe_row(gsq_buf *b, const gsq_stream_desc *d, const void *tup, uint32_t len,
+                    int ip_int)
 {
     size_t need = d->n_cols + 2;
     uint32_t i;
@@ -142,7 +143,7 @@ static int pipe_row(gsq_buf *b, const gsq_stream_desc *d, const void *tup, uint3
                 return -2;
             need += v.s.len;
         } else {
-            need += gsq_fmt_max_width(c->type) + 1;
+            need += gsq_fmt_max_width(gsq_fmt_type(c->type, ip_int)) + 1;
         }
     }
     if (gsq_buf_reserve(b, need) != 0)
@@ -159,7 +160,7 @@ static int pipe_row(gsq_buf *b, const gsq_stream_desc *d, const void *tup, uint3
                 memcpy(o, v.s.p, v.s.len);
             o += v.s.len;
         } else {
-            o += gsq_fmt_text_raw(o, c->type, &v);
+            o += gsq_fmt_text_raw(o, gsq_fmt_type(c->type, ip_int), &v);
         }
     }
     *o++ = '\n';
@@ -196,7 +197,7 @@ int gsq_sink_write(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d, int kind,
     if (k->format == GSQ_FMT_ARROW)
         return gsq_arrow_sink_write(r, k, d, kind, tup, len);
     if (k->format == GSQ_FMT_PIPE) {
-        int rc = pipe_row(b, d, tup, len);
+        int rc = pipe_row(b, d, tup, len, r->ip_int);
         if (rc == -2) {
             gsq_run_fail(r, "internal error: tuple of stream %s (%u bytes) has a broken column",
                          d->name, (unsigned)len);
@@ -211,6 +212,7 @@ int gsq_sink_write(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d, int kind,
         gsq_buf_addc(b, '{');
     for (i = 0; i < d->n_cols; i++) {
         const gsq_column *c = &d->cols[i];
+        int t = gsq_fmt_type(c->type, r->ip_int);
         if (gsq_read_col(tup, len, c, &v) != 0) {
             gsq_run_fail(r, "internal error: tuple of stream %s (%u bytes) has a broken column %s",
                          d->name, (unsigned)len, c->name);
@@ -220,7 +222,7 @@ int gsq_sink_write(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d, int kind,
         case GSQ_FMT_PIPE:
             if (i)
                 gsq_buf_addc(b, '|');
-            gsq_fmt_text(b, c->type, &v);
+            gsq_fmt_text(b, t, &v);
             break;
         case GSQ_FMT_CSV:
             if (i)
@@ -228,14 +230,14 @@ int gsq_sink_write(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d, int kind,
             if (c->type == GSQ_T_STRING)
                 csv_text(b, v.s.p, v.s.len);
             else
-                gsq_fmt_text(b, c->type, &v);
+                gsq_fmt_text(b, t, &v);
             break;
         default:
             if (i)
                 gsq_buf_addc(b, ',');
             gsq_buf_json_str(b, c->name, strlen(c->name));
             gsq_buf_addc(b, ':');
-            gsq_fmt_json(b, c->type, &v);
+            gsq_fmt_json(b, t, &v);
             break;
         }
     }

@@ -330,13 +330,13 @@ int gsq_arrow_value(const struct ArrowArray *ch, const gsq_arrow_col *c, int64_t
         }
         if (type == GSQ_T_IP) {
             uint32_t x;
-            if (gsq_parse_ip(s.p, s.len, &x) != 0)
+            if (gsq_parse_ip_value(s.p, s.len, &x) != 0)
                 return GSQ_AV_TEXT;
             v->u = x;
             return GSQ_AV_OK;
         }
         if (type == GSQ_T_IPV6)
-            return gsq_parse_ipv6(s.p, s.len, &v->v6) == 0 ? GSQ_AV_OK : GSQ_AV_TEXT;
+            return gsq_parse_ipv6_value(s.p, s.len, &v->v6) == 0 ? GSQ_AV_OK : GSQ_AV_TEXT;
         return GSQ_AV_BROKEN;
     default:
         return GSQ_AV_BROKEN;

@@ -325,8 +325,8 @@ static int convert(int type, const char *p, size_t n, gsq_csv_value *v)
     case GSQ_T_ULLONG: rc = gsq_parse_ullong(p, n, &v->u); break;
     case GSQ_T_LLONG: rc = gsq_parse_llong(p, n, &v->i); break;
     case GSQ_T_FLOAT: rc = gsq_parse_float(p, n, &v->f); break;
-    case GSQ_T_IP: { uint32_t x; rc = gsq_parse_ip(p, n, &x); v->u = x; break; }
-    case GSQ_T_IPV6: rc = gsq_parse_ipv6(p, n, &v->v6); break;
+    case GSQ_T_IP: { uint32_t x; rc = gsq_parse_ip_value(p, n, &x); v->u = x; break; }
+    case GSQ_T_IPV6: rc = gsq_parse_ipv6_value(p, n, &v->v6); break;
     case GSQ_T_STRING: v->s.p = p; v->s.len = (uint32_t)n; break;
     }
     return rc;

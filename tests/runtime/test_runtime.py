@@ -933,6 +933,7 @@ def test_heartbeat_option_errors(build, tmp_path):
              ["pcap_range:a", "x:2"], ["pcap_range:a", "24:2400"],
              ["columnar", "on"], ["columnar", "off"], ["columnar", "auto"],
              ["max_groups", "0"], ["max_groups", "x"], ["max_groups", ""], ["max_groups", "5"],
+             ["ip_format", "hex"], ["ip_format", "int"], ["ip_format", "text"],
              ["bogus", "1"]]
     r = run(build, tmp_path, "hb", do_run=False, options=opts)
     errs = [e[1] for e in r.setup_errors]
@@ -993,10 +994,11 @@ def test_heartbeat_option_errors(build, tmp_path):
         "max_groups must be a positive integer, got '0'",
         "max_groups must be a positive integer, got 'x'",
         "max_groups must be a positive integer, got ''",
+        "ip_format must be text or int, got 'hex'",
         "unknown option 'bogus' (known: csv_separator, csv_strict, clock, batch, "
         "columnar, heartbeat_interval, max_skew:NAME, out_of_order:NAME, latency:NAME, skew:FROM:TO, "
         "hb_estimate, hb_level, hb_horizon, hb_window, hb_alpha, hb_timeout, time_unit:NAME, "
-        "arrival:NAME, stall_intervals, max_groups, trace, arrow_heartbeats, final_heartbeat, "
+        "arrival:NAME, stall_intervals, max_groups, ip_format, trace, arrow_heartbeats, final_heartbeat, "
         "arrow_flush, pcap_reader, pcap_range:NAME)",
     ]
 

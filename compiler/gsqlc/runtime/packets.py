@@ -8,9 +8,12 @@ built into gsqlc._native).
 The columns are the fields of gsqlc's packet schema (data/packet_schema.txt),
 one per distinct name in schema order, the first definition of a name
 winning (srcPort/destPort are IP's: the TCP or UDP port).  A field whose
-header a packet lacks is null.  Types: uint and IP -> uint32 (an IP as the
-runtime holds it: 10.0.0.1 is 0x0A000001), ullong -> uint64, bool -> bool,
-IPV6 -> fixed_size_binary(16), string -> binary.
+header a packet lacks is null.  Types: IP and IPV6 -> utf8 text in GSQL's
+forms (ip_format='text', the default: '10.0.0.1'; eight groups of four hex
+digits), or with ip_format='int' IP -> uint32 (10.0.0.1 is 0x0A000001) and
+IPV6 -> fixed_size_binary(16), as the runtime holds them (queries read
+either form; the integers skip formatting and parsing them); uint ->
+uint32, ullong -> uint64, bool -> bool, string -> binary.
 
 PACKET_TABLE_SCHEMA is a schema file declaring PROTOCOL PACKETS over exactly
 these columns, for queries that read such a table as an Arrow source.
@@ -30,7 +33,7 @@ from ..resources import data_path, packet_schema_path
 PACKET_TABLE_SCHEMA = str(data_path("packet_table_schema.txt"))
 
 # The read_pcap interface this module speaks (native_module.cpp kReadPcapAbi).
-_READ_PCAP_ABI = 2
+_READ_PCAP_ABI = 3
 
 
 @lru_cache(maxsize=None)
@@ -103,7 +106,7 @@ def native():
     return mod
 
 
-def read_pcap(path, *, batch_rows: int = 65536):
+def read_pcap(path, *, batch_rows: int = 65536, ip_format: str = "text"):
     """Decode every packet of a pcap/pcapng capture into a pyarrow.Table
     (record batches of at most batch_rows rows).
 
@@ -111,8 +114,13 @@ def read_pcap(path, *, batch_rows: int = 65536):
     ValueError when it is not a capture.  A capture cut short in a record
     gives the packets before the cut and a RuntimeWarning; a link type the
     decoder does not know gives time, timestamp, caplen and wire_len only
-    (every other column null) and a RuntimeWarning."""
+    (every other column null) and a RuntimeWarning.  ip_format: 'text'
+    (default) or 'int', the form of the IP and IPV6 columns (module
+    docstring)."""
     import pyarrow as pa
+
+    from .arrow_types import check_ip_format
+    check_ip_format(ip_format)
 
     p = os.fspath(path)
     res = native().read_pcap(os.fsencode(p), list(packet_columns()), int(batch_rows))
@@ -137,4 +145,20 @@ def read_pcap(path, *, batch_rows: int = 65536):
                       "06:28:16 UTC on, past the 32-bit `time` (seconds): their time is "
                       "4294967295; timestamp holds their exact time", RuntimeWarning,
                       stacklevel=2)
+    if ip_format == "text":
+        batches, schema = _ip_text_batches(batches, schema)
     return pa.Table.from_batches(batches, schema=schema)
+
+
+def _ip_text_batches(batches, schema):
+    """read_pcap's batches and schema with the IP and IPV6 columns as text."""
+    import pyarrow as pa
+
+    from .arrow_types import ip_text
+    widths = {n: {"IP": 4, "IPV6": 16}.get(t) for n, _, t in packet_columns()}
+    fields = [pa.field(f.name, pa.string(), True) if widths.get(f.name) else f for f in schema]
+    out_schema = pa.schema(fields)
+    out = [pa.RecordBatch.from_arrays(
+        [ip_text(c, widths[f.name]) if widths.get(f.name) else c
+         for f, c in zip(schema, b.columns)], schema=out_schema) for b in batches]
+    return out, out_schema

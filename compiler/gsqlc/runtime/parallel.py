@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional, Se
 
 from ..errors import RunError
 from . import runner
+from .results import ResultConversions
 
 if TYPE_CHECKING:   # the CLI imports this module on every run: the planner only when splitting
     from ..frontend import ast
@@ -185,7 +186,7 @@ def lfta_streams(plan, outputs: Sequence[str], readers: Mapping[str, Sequence[An
     Arrow schema of each one's stream."""
     from .arrow_types import stream_schema
     by_name = {n.name: n for n in plan.upstream(outputs)}
-    return {iface: [(n.name, stream_schema(by_name[n.name].output, "bytes"))
+    return {iface: [(n.name, stream_schema(by_name[n.name].output, "bytes", "int"))
                     for n in ns if n.name in by_name]
             for iface, ns in readers.items() if iface in split.slices}
 
@@ -378,7 +379,7 @@ def shift_rows(text: str, iface: str, offset: int) -> str:
     return pat.sub(lambda m: m.group(1) + str(int(m.group(2)) + offset), text)
 
 
-class SplitRun:
+class SplitRun(ResultConversions):
     """A run split over threads (the module's docstring); iterated and used
     like api.Run.  final: the HFTA run made by make_final(streams) from
     readers of the LFTA streams, None when every output is an LFTA's."""
@@ -387,7 +388,7 @@ class SplitRun:
                  outputs: list[str], options: Mapping[str, str], params: Mapping[str, str],
                  batch_rows: int, strings: str, pairs: bool,
                  make_final: Optional[Callable[[dict], Any]],
-                 set_members: Sequence[tuple[str, str]] = ()):
+                 set_members: Sequence[tuple[str, str]] = (), ip_format: str = "text"):
         self.library = library
         self.split = split
         self.outputs = outputs
@@ -398,6 +399,7 @@ class SplitRun:
         self._params = dict(params)
         self._batch_rows = batch_rows
         self._strings = strings
+        self._ip_format = ip_format
         self._pairs = pairs
         self._make_final = make_final
         self._set_members = list(set_members)    # one member each (plan_split)
@@ -526,7 +528,7 @@ class SplitRun:
                             if s not in self.outputs:
                                 continue
                             for b in self._batches_of(s, k):
-                                b = finish_batch(b, self._strings)
+                                b = finish_batch(b, self._strings, self._ip_format)
                                 yield (s, b) if self._pairs else b
             else:
                 self._final = self._make_final(
@@ -577,7 +579,7 @@ class SplitRun:
         self._finish()
         got = [(s, b) for k in range(self.split.used) for streams in self._lfta.values()
                for s, _ in streams if s in self.outputs for b in self._collected[(s, k)]]
-        return finish_batches(got, self._strings, self._pairs)
+        return finish_batches(got, self._strings, self._pairs, self._ip_format)
 
     def cancel(self) -> None:
         """End the run as at end of input (see api.Run.cancel)."""

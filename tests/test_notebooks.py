@@ -1,0 +1,114 @@
+"""gsqlc in notebooks (issue 17, part 3): a compiled query set displays its
+plan (SVG through Graphviz where it is installed, the explain text
+otherwise); a run's results convert to pandas, Polars and DuckDB (Polars and
+DuckDB over the same Arrow buffers) and stream through the Arrow PyCapsule
+interface; the example notebook runs in a Jupyter kernel and shows them."""
+from __future__ import annotations
+
+import shutil
+
+import pyarrow as pa
+import pytest
+
+import gsqlc
+from conftest import REPO
+
+EX = REPO / "examples"
+SOURCES = {"eth0": f"pcap:{EX / 'trace.pcap'}"}
+
+
+@pytest.fixture(scope="module")
+def qs():
+    return gsqlc.compile([EX / "flows.gsql"], schema=EX / "packet_schema.txt")
+
+
+@pytest.fixture(scope="module")
+def flows(qs):
+    return qs.table(SOURCES)
+
+
+def test_plan_display_is_svg_with_graphviz(qs):
+    if shutil.which("dot") is None:
+        pytest.skip("no Graphviz (run.sh installs it)")
+    bundle = qs._repr_mimebundle_()
+    svg = bundle["image/svg+xml"]
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg
+    assert "flows" in svg and "_fta_flows" in svg          # the HFTA and its LFTA
+    assert qs.explain() in bundle["text/plain"]
+    assert "text/html" not in bundle
+
+
+def test_plan_display_without_graphviz_is_the_explain_text(qs, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))           # no dot on it
+    assert qs.plan_svg() is None
+    bundle = qs._repr_mimebundle_()
+    assert "image/svg+xml" not in bundle
+    html = bundle["text/html"]
+    assert html.startswith("<pre>") and "[LFTA] _fta_flows" in html
+    assert "&lt;" in html or "<" not in html[5:-6]      # escaped
+
+
+def test_results_to_pandas_polars_duckdb(qs, flows):
+    pl = pytest.importorskip("polars")
+    duckdb = pytest.importorskip("duckdb")
+    assert flows.num_rows > 0 and flows.schema.field("srcIP").type == pa.string()
+    df = qs.run(SOURCES).to_pandas()
+    assert df.to_dict("list") == flows.to_pydict()
+    assert df["srcIP"].iloc[0] == "127.0.0.1"
+    p = qs.run(SOURCES).to_polars()
+    assert isinstance(p, pl.DataFrame) and p.to_dict(as_series=False) == flows.to_pydict()
+    rel = qs.run(SOURCES).to_duckdb()
+    got = rel.aggregate("sum(cnt) AS n, count(*) AS groups").fetchall()
+    assert got == [(sum(flows.column("cnt").to_pylist()), flows.num_rows)]
+    con = duckdb.connect()
+    rel = qs.run(SOURCES).to_duckdb(con)
+    assert con.sql("SELECT count(*) FROM rel").fetchall() == [(flows.num_rows,)]
+
+
+def test_polars_reads_the_arrow_buffers_in_place(qs):
+    pl = pytest.importorskip("polars")
+    run = qs.run(SOURCES)
+    t = run.to_arrow()
+    col = t.column("cnt").chunk(0)
+    p = pl.from_arrow(t, rechunk=False)
+    back = p.to_arrow().column("cnt").chunk(0)
+    assert back.buffers()[1].address == col.buffers()[1].address
+
+
+def test_a_run_is_an_arrow_stream(qs, flows):
+    reader = pa.RecordBatchReader.from_stream(qs.run(SOURCES))
+    assert reader.schema == qs.output_schema("flows")
+    assert reader.read_all().equals(flows)
+    pl = pytest.importorskip("polars")
+    assert pl.DataFrame(qs.run(SOURCES)).shape == (flows.num_rows, flows.num_columns)
+    duckdb = pytest.importorskip("duckdb")
+    run = qs.run(SOURCES)   # noqa: F841 - read by DuckDB's replacement scan
+    assert duckdb.sql("SELECT count(*) FROM run").fetchall() == [(flows.num_rows,)]
+
+
+def test_several_outputs_convert_one_at_a_time(tmp_path):
+    (tmp_path / "q.gsql").write_text(
+        "DEFINE { query_name 'a'; }\nSELECT time, srcIP FROM IPV4;\n"
+        "DEFINE { query_name 'b'; }\nSELECT time, destIP FROM IPV4;\n")
+    qs = gsqlc.compile([tmp_path / "q.gsql"])
+    with pytest.raises(gsqlc.UsageError, match="one output query"):
+        qs.run(SOURCES, ["a", "b"]).to_pandas()
+    assert qs.run(SOURCES, "b").to_arrow().column_names == ["time", "destIP"]
+
+
+def test_example_notebook_runs():
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    path = EX / "notebooks" / "tour.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}}).execute()
+    outs = [c.outputs for c in nb.cells if c.cell_type == "code"]
+    assert not any(o.get("output_type") == "error" for cell in outs for o in cell)
+    plan = outs[0][0]["data"]
+    assert ("image/svg+xml" in plan) == (shutil.which("dot") is not None)
+    assert "127.0.0.1" in outs[1][0]["data"]["text/html"]        # pandas, addresses as text
+    assert "shape: (3, 2)" in outs[2][0]["data"]["text/plain"]   # Polars
+    assert "bytes" in outs[3][0]["data"]["text/html"]            # DuckDB
+    assert outs[4][0]["data"]["text/plain"].isdigit()            # rows streamed
