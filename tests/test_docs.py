@@ -263,7 +263,7 @@ def test_cli_reference_names_every_option(site):
         start = text.index(f'<h3 id="gsqlc-{name}">')
         section = text[start:text.find("</table>", start)]
         for a in parser._actions:
-            if isinstance(a, argparse._HelpAction):
+            if isinstance(a, argparse._HelpAction) or a.help is argparse.SUPPRESS:
                 continue
             for opt in a.option_strings:
                 if f"<code>{opt}</code>" not in section:

@@ -226,7 +226,8 @@ def _default(action: argparse.Action) -> str:
 def _options_table(p: argparse.ArgumentParser) -> str:
     rows = []
     for a in p._actions:
-        if isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)):
+        if isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)) or \
+                a.help is argparse.SUPPRESS:
             continue
         names = ", ".join(_code(o) for o in a.option_strings) if a.option_strings \
             else _code(a.metavar or a.dest) + " (positional)"
