@@ -38,7 +38,7 @@ test)
     shift || true
     # lint and type-check first: any ruff finding, or any mypy --strict error in
     # the compiler's core stages (front end, semantics, planner, pipeline), fails the run
-    $PY -m ruff check tests bench compiler fuzz
+    $PY -m ruff check tests bench compiler fuzz docs
     (cd compiler && $PY -m mypy --strict --follow-imports=silent gsqlc/frontend gsqlc/semantics \
         gsqlc/planner gsqlc/errors.py gsqlc/pipeline.py gsqlc/resources.py gsqlc/storage.py)
     exec $PY -m pytest -q "$@"

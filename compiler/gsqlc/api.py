@@ -78,6 +78,8 @@ class CompiledQuerySet:
     # -- what it holds
     @property
     def queryset(self) -> QuerySet:
+        """The planned query set (the pipeline's QuerySet: queries, plan,
+        the summary runs bind against)."""
         return self.compiled.queryset
 
     @property
@@ -87,6 +89,7 @@ class CompiledQuerySet:
 
     @property
     def queries(self) -> list[str]:
+        """The names of every query of the set (their query_name)."""
         return [q.name for q in self.queryset.queries]
 
     @property
@@ -106,6 +109,9 @@ class CompiledQuerySet:
                              check_ip_format(ip_format))
 
     def explain(self) -> str:
+        """The plan as `gsqlc explain` prints it: each operator, its level
+        (LFTA or HFTA), why the split fell there, its order and the
+        temporal property of every column."""
         from .planner.explain import explain_text
         return explain_text(self.queryset.plan)
 
@@ -341,22 +347,46 @@ def compile(files: Union[PathLike, Sequence[PathLike]], schema=None, *,
             lfta_table_ways: Optional[int] = None, max_lfta_disorder: Optional[int] = None,
             max_hfta_disorder: Optional[int] = None,
             flush: Optional[str] = None) -> CompiledQuerySet:
-    """Parse, analyze, plan, generate and build GSQL query files.  A query
-    error raises gsqlc.QueryError (with .file, .line, .column and .rule).
-    schema: schema file(s) with PROTOCOL declarations (default: the packet
-    schema); interfaces: an interfaces file (TOML) declaring interface sets;
-    lfta_table_size: slots of the LFTAs' aggregation tables (default 262,144;
-    a query's DEFINE lfta_table_size wins); lfta_table_ways: the slots a
-    group may take in them (1, 2, 4, 8 or 16; default 1, direct-mapped;
-    DEFINE lfta_table_ways wins).  With more ways, groups that hash alike
-    share a bucket instead of ejecting each other.
-    max_lfta_disorder, max_hfta_disorder: how many epochs of the temporal
-    group-by an aggregation keeps open at once in the LFTA and the HFTA
-    (default 2 and 3, as Tigon; 1 processes in order; a query's DEFINE
-    wins): a tuple up to that many epochs behind still counts, an older one
-    is dropped and counted.  flush: how a closed epoch's groups are handed
-    on -- 'slow' (default: one per following input tuple), 'lazy' (LFTA:
-    when their slot is needed or the next epoch closes) or 'immediate'."""
+    """Parse, analyze, plan, generate and build GSQL query files.
+
+    The build is cached by content (in $GSQLC_CACHE_DIR, by default
+    ~/.cache/gsqlc): compiling a query set built before takes milliseconds.
+    One build serves every binding of its interfaces (interface sets are
+    bound at run time).
+
+    Args:
+        files: one query file or several; a query reads another by its
+            query_name across all of them.
+        schema (PathLike | Sequence[PathLike] | None): schema file(s) with
+            PROTOCOL and STREAM declarations (default: gsqlc's packet schema).
+        library_paths: directories holding query libraries (FROM LIB/query).
+        interfaces: an interfaces file (TOML) declaring interfaces,
+            interface sets and time bounds; checked now, read at each run.
+        sanitize: build with AddressSanitizer and UndefinedBehaviorSanitizer.
+        lfta_table_size: slots of the LFTAs' aggregation tables (default
+            262,144; a query's DEFINE lfta_table_size wins).
+        lfta_table_ways: the slots a group may take in them (1, 2, 4, 8 or
+            16; default 1, direct-mapped; DEFINE lfta_table_ways wins).
+            With more ways, groups that hash alike share a bucket instead
+            of ejecting each other.
+        max_lfta_disorder: how many epochs of the temporal group-by an
+            LFTA aggregation keeps open at once (default 2, as Tigon; 1
+            processes in order; a query's DEFINE wins).
+        max_hfta_disorder: the same for an HFTA aggregation (default 3): a
+            tuple up to that many epochs behind the newest still counts, an
+            older one is dropped and counted.
+        flush: how a closed epoch's groups are handed on -- 'slow'
+            (default: one per following input tuple), 'lazy' (LFTA: when
+            their slot is needed or the next epoch closes) or 'immediate'.
+
+    Returns:
+        The CompiledQuerySet, ready to run.
+
+    Raises:
+        QueryError: a query or schema breaks a rule (with .file, .line,
+            .column and .rule).
+        UsageError: a bad option or file.
+    """
     files_l = _as_list(files)
     if not files_l:
         raise UsageError("compile() needs at least one query file")
@@ -387,7 +417,19 @@ class Run(ResultConversions):
     """One execution, iterated for its output batches.  The library runs on
     a background thread; batches wait in a bounded queue (the run pauses
     while the consumer is behind).  Leaving the iteration early cancels the
-    run.  After the iteration: .stats (dict), .report (text)."""
+    run.  After the iteration: .stats (dict), .report (text).
+
+    A Run is made by CompiledQuerySet.run(), and can be iterated (or
+    collected) once.
+
+    Attributes:
+        outputs: the names of the queries whose batches it yields.
+        stats: after the run, its counters (as `gsqlc run --stats` prints
+            them): per source, stream, operator and sink, and the run's.
+        report: after the run, the report's lines (malformed rows, late
+            tuples, stalls), as `gsqlc run` prints them on stderr.
+        library: the shared library it runs.
+    """
 
     def __init__(self, library: Path, bindings, readers, file_sinks, outputs, options,
                  params, batch_rows: int, strings: str, pairs: bool, streams=None,

@@ -119,10 +119,14 @@ class MalformedRows:
 
     @property
     def rows_rejected(self) -> int:
+        """The rows rejected by every piece so far (0 before the result's
+        jobs ran)."""
         return sum(rows for rows, _ in self._pieces.value.values())
 
     @property
     def report(self) -> str:
+        """The runtime's report of the first MAX_REPORTS pieces that
+        rejected rows (each names what it rejected and why)."""
         kept = [self._pieces.value[k] for k in sorted(self._pieces.value)][:MAX_REPORTS]
         return "".join(report for _, report in kept)
 
@@ -910,6 +914,14 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
     SparkQueryError before any job starts.  partitions: the shuffle's
     partition count (default: as Spark's own aggregations, from
     spark.sql.shuffle.partitions, coalesced by adaptive execution).
+    compiled: a CompiledQuerySet to run (else files are compiled here, with
+    library_paths, interfaces and the table and disorder options).
+    lfta_table_size, lfta_table_ways: the LFTA aggregation tables (a task
+    pre-aggregates a whole partition: 2^19 slots, 4-way by default).
+    direct_files: LFTA tasks read Parquet and read_csv sources' files
+    themselves instead of rows from the JVM (False: always rows).
+    heartbeat_interval: as in CompiledQuerySet.run (default off: a batch
+    job needs none; streaming queries end each micro-batch with one).
     on_malformed: rows the runtime rejects (values out of range, bad
     addresses) are counted -- the result's .gsqlc (MalformedRows) holds the
     count and the first partitions' reports once its jobs ran -- or, with

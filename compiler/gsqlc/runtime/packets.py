@@ -31,6 +31,9 @@ from pathlib import Path
 from ..resources import data_path, packet_schema_path
 
 PACKET_TABLE_SCHEMA = str(data_path("packet_table_schema.txt"))
+"""Path of a schema file declaring PROTOCOL PACKETS over exactly the columns
+of read_pcap's tables, for queries that read such a table as an Arrow
+source: gsqlc.compile(files, schema=gsqlc.PACKET_TABLE_SCHEMA)."""
 
 # The read_pcap interface this module speaks (native_module.cpp kReadPcapAbi).
 _READ_PCAP_ABI = 3
