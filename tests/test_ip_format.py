@@ -203,7 +203,9 @@ def rows(tmp_path_factory):
 def test_arrow_inputs_in_either_form_and_split_runs(rows, threads):
     d, t, text, compressed = rows
     qs = gsqlc.compile([d / "q.gsql"], schema=d / "schema.txt")
-    for source in (t, text, compressed):
+    # IPV6 as variable binary of 16-byte values too (Spark's BinaryType)
+    var_binary = t.set_column(2, "b", t.column("b").cast(pa.binary()))
+    for source in (t, text, compressed, var_binary):
         r = qs.run({"csv": source}, threads=threads)
         got = pa.Table.from_batches(r.collect())
         assert r.stats["threads"]["used"] == threads, r.stats["threads"]
@@ -212,6 +214,20 @@ def test_arrow_inputs_in_either_form_and_split_runs(rows, threads):
         gi = pa.Table.from_batches(qs.run({"csv": source}, threads=threads,
                                           ip_format="int").collect())
         assert gi.column("a").equals(t.column("a")) and gi.column("b").equals(t.column("b"))
+
+
+def test_malformed_addresses_are_counted(rows):
+    d, t, text, _ = rows
+    qs = gsqlc.compile([d / "q.gsql"], schema=d / "schema.txt")
+    bad = pa.table({"t": pa.array([1, 2, 3], pa.uint32()),
+                    "a": pa.array(["10.0.0.1", "10.0.0.300", "167772161"]),
+                    "b": pa.array([bytes(16), bytes(15), bytes(range(16))], pa.binary())})
+    r = qs.run({"csv": bad})
+    got = pa.Table.from_batches(r.collect())
+    assert got.column("a").to_pylist() == ["10.0.0.1", "10.0.0.1"]
+    assert got.column("b").to_pylist()[1] == "0001:0203:0405:0607:0809:0a0b:0c0d:0e0f"
+    assert r.stats["sources"][0]["rows_rejected"] == 1, r.stats
+    assert "10.0.0.300" in r.report and "is not a valid IP" in r.report
 
 
 def test_csv_inputs_in_either_form(gsqlc, rows, tmp_path):

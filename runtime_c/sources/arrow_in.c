@@ -59,7 +59,8 @@ int gsq_arrow_compatible(int type, const gsq_arrow_col *c)
         return integer;
     case GSQ_T_FLOAT: return c->cat == GSQ_AC_F32 || c->cat == GSQ_AC_F64 || integer;
     case GSQ_T_IP: return integer || c->cat == GSQ_AC_UTF8;
-    case GSQ_T_IPV6: return c->cat == GSQ_AC_FSB16 || c->cat == GSQ_AC_UTF8;
+    case GSQ_T_IPV6: /* binary: 16-byte values (Spark's BinaryType of ip_format='int') */
+        return c->cat == GSQ_AC_FSB16 || c->cat == GSQ_AC_UTF8 || c->cat == GSQ_AC_BIN;
     case GSQ_T_STRING: return c->cat == GSQ_AC_UTF8 || c->cat == GSQ_AC_BIN;
     default: return 0;
     }
@@ -73,7 +74,7 @@ const char *gsq_arrow_expected(int type)
         return "an integer type (int8 .. int64, uint8 .. uint64)";
     case GSQ_T_FLOAT: return "float32, float64 or an integer type";
     case GSQ_T_IP: return "an integer type (uint32) or utf8 text";
-    case GSQ_T_IPV6: return "fixed_size_binary(16) or utf8 text";
+    case GSQ_T_IPV6: return "fixed_size_binary(16), binary of 16-byte values or utf8 text";
     case GSQ_T_STRING: return "utf8, large_utf8, binary or large_binary";
     default: return "?";
     }
@@ -333,6 +334,12 @@ int gsq_arrow_value(const struct ArrowArray *ch, const gsq_arrow_col *c, int64_t
             if (gsq_parse_ip_value(s.p, s.len, &x) != 0)
                 return GSQ_AV_TEXT;
             v->u = x;
+            return GSQ_AV_OK;
+        }
+        if (type == GSQ_T_IPV6 && c->cat == GSQ_AC_BIN) { /* the address's bytes */
+            if (s.len != 16)
+                return GSQ_AV_TEXT;
+            memcpy(v->v6.b, s.p, 16);
             return GSQ_AV_OK;
         }
         if (type == GSQ_T_IPV6)

@@ -68,7 +68,7 @@ enum gsq_arrow_value_rc {
     GSQ_AV_OK = 0,
     GSQ_AV_NULL,     /* the value is null (*v is the zero value) */
     GSQ_AV_RANGE,    /* a number outside the GSQL type's range */
-    GSQ_AV_TEXT,     /* text that is not a valid IP / IPV6 address */
+    GSQ_AV_TEXT,     /* text that is not a valid IP / IPV6 address (IPV6 binary: not 16 bytes) */
     GSQ_AV_LONG,     /* a string of 4 GiB or more */
     GSQ_AV_BROKEN    /* inconsistent offsets or a missing buffer */
 };
