@@ -614,6 +614,7 @@ class SplitRun:
 
 
 _SUM = {"records_read", "rows_read", "rows_rejected", "values_coerced", "bytes_read",
+        "input_bytes", "input_bytes_total",
         "time_unreadable", "held_back", "tuples", "heartbeats", "joint_heartbeats",
         "late_dropped", "lfta_ejections", "field_unavailable", "skew_dropped", "batches",
         "bytes", "heartbeat_rows", "tuples_written", "heartbeat_ticks",
