@@ -25,6 +25,7 @@ from .errors import RunError, UsageError
 from .pipeline import Compiled, CompileOptions, QuerySet, check_plan_options, compile_queries
 from .planner.plan import TABLE_WAYS
 from .runtime import parallel, runner
+from .runtime import progress as progress_lines
 from .runtime.bindings import (
     ARROW,
     as_record_batch_reader,
@@ -39,6 +40,7 @@ from .runtime.bindings import (
     time_options,
 )
 from .runtime.interfaces import Interfaces, TimeBounds, check_seconds, check_time_unit
+from .runtime.progress import ProgressOptions
 
 PathLike = Union[str, os.PathLike]
 
@@ -121,7 +123,8 @@ class CompiledQuerySet:
             csv_separator: str = ",", csv_strict: bool = False, stall_intervals: int = 3,
             trace: Optional[PathLike] = None, batch_rows: int = 65536,
             strings: str = "str", columnar: str = "auto",
-            threads: Optional[int] = None, max_groups: Optional[int] = None) -> "Run":
+            threads: Optional[int] = None, max_groups: Optional[int] = None,
+            progress: bool = False) -> "Run":
         """Run over `sources` ({interface: URI | Arrow data | list of those for
         an interface set}); iterate the result for pyarrow RecordBatches of
         `output` (a query name; default: the only output query).  With a list
@@ -151,7 +154,13 @@ class CompiledQuerySet:
         clock and queries reading the clock run on one thread).
         max_groups: the groups an HFTA aggregation may hold open at once
         (default: what half of the machine's memory holds); past it the run
-        fails (RunError naming the query) instead of exhausting memory."""
+        fails (RunError naming the query) instead of exhausting memory.
+        progress: show a progress bar (tqdm.auto: a widget in Jupyter, else
+        a text line on stderr) while the run is iterated -- the input
+        consumed of its total (rows of Arrow data held in memory, bytes of
+        files; a count of records when it is not known), the rows
+        delivered, late and malformed counts, the lowest watermark -- closed
+        when the run ends, is cancelled or the iteration is left."""
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
                                     or threads < 1):
             raise UsageError(f"threads must be a positive integer, got {threads!r}")
@@ -159,6 +168,8 @@ class CompiledQuerySet:
             raise UsageError(f"strings must be 'str' or 'bytes', got {strings!r}")
         if not isinstance(batch_rows, int) or batch_rows < 1:
             raise UsageError(f"batch_rows must be a positive integer, got {batch_rows!r}")
+        if not isinstance(progress, bool):
+            raise UsageError(f"progress must be True or False, got {progress!r}")
         sources = dict(sources or {})
         skews = {k: check_skew(k, v) for k, v in (max_skew or {}).items()}
         bounds = time_bounds(out_of_order, latency, skew, heartbeat_timeout, heartbeats,
@@ -208,13 +219,18 @@ class CompiledQuerySet:
             self.compiled.library)
         if split.used > 1:
             return self._split_run(split, bindings, names, opts, params, batch_rows, strings,
-                                   pairs, set_members)
+                                   pairs, set_members, progress)
+        # a bar over rows when every source is Arrow data held in memory
+        rows = (sum(in_memory_table(d).num_rows for d in data.values())
+                if data and not file_bindings and all(in_memory(d) for d in data.values())
+                else None)
         return Run(self.compiled.library, file_bindings, readers, [], names, opts, params,
                    batch_rows, strings, pairs, set_members=set_members,
-                   extra_stats={"threads": split.info()})
+                   extra_stats={"threads": split.info()},
+                   progress=ProgressOptions(True, rows) if progress else None)
 
     def _split_run(self, split, bindings, names, opts, params, batch_rows, strings, pairs,
-                   set_members):
+                   set_members, progress=False):
         """run() over threads (gsqlc.runtime.parallel): the LFTAs each
         sliced interface's bindings name, their outputs into the HFTAs' run."""
         from .planner.nodes import HftaNode
@@ -227,7 +243,8 @@ class CompiledQuerySet:
                 return Run(self.compiled.library, [], {}, [], names, opts, params, batch_rows,
                            strings, pairs, streams=streams)
         return parallel.SplitRun(self.compiled.library, split, lftas, names, opts, params,
-                                 batch_rows, strings, pairs, make_final, set_members)
+                                 batch_rows, strings, pairs, make_final, set_members,
+                                 progress=ProgressOptions(True) if progress else None)
 
     def table(self, sources=None, output=None, **kw):
         """run() gathered into one pyarrow.Table (of `output`), in chunks of
@@ -345,8 +362,10 @@ class Run:
 
     def __init__(self, library: Path, bindings, readers, file_sinks, outputs, options,
                  params, batch_rows: int, strings: str, pairs: bool, streams=None,
-                 set_members=(), extra_stats: Optional[dict] = None):
+                 set_members=(), extra_stats: Optional[dict] = None,
+                 progress: Optional[ProgressOptions] = None):
         self.library = library
+        self._progress = progress
         self._set_members = list(set_members)   # (set, member): gsqlc_add_set_member
         self._extra_stats = dict(extra_stats or {})
         self.outputs = outputs
@@ -402,6 +421,7 @@ class Run:
             raise RuntimeError("a Run can be iterated once; call run() again")
         self._thread = threading.Thread(target=self._work, name="gsqlc-run", daemon=True)
         self._thread.start()
+        line = self._progress_line().start()
         from .runtime.arrow_types import finish_batch
         try:
             while True:
@@ -415,6 +435,7 @@ class Run:
             self._cancel.set()
             self._handle.cancel()   # an early exit ends the run as at end of input
             self._thread.join()
+            line.close()
         self._finish()
 
     def collect(self) -> list:
@@ -438,7 +459,8 @@ class Run:
                 self._exc = e
         self._thread = threading.Thread(target=work, name="gsqlc-run", daemon=True)
         self._thread.start()
-        runner.join_runs([self._thread], [self._handle])
+        with self._progress_line():
+            runner.join_runs([self._thread], [self._handle])
         self._finish()
         return finish_batches(got, self._strings, self._pairs)
 
@@ -447,6 +469,14 @@ class Run:
         flushed and the iteration ends after the batches produced so far;
         .stats then says "interrupted": true."""
         self._handle.cancel()
+
+    @property
+    def handle(self) -> runner.RunHandle:
+        """The library run's handle (its cancel and progress counters)."""
+        return self._handle
+
+    def _progress_line(self):
+        return progress_lines.line(self._progress, lambda: ([self._handle], [self._handle]))
 
     def _finish(self) -> None:
         if self._exc is not None:
