@@ -765,7 +765,7 @@ int gsq_sink_flush(gsq_run *r, gsq_sink *k);
 void gsq_sink_close(gsq_sink *k);
 
 /* Live progress (run/progress.c): publish the run's counters for
- * gsqlc_progress -- once per round of the run loop, and with done set once
+ * gsqlc_progress -- every few batches of the run loop, and with done set once
  * the stats are built (the last publication).  A source's input position
  * and size (its ops' progress, else bytes_read and 0: unknown). */
 void gsq_progress_publish(gsq_run *r, int done);

@@ -572,10 +572,12 @@ GSQ_EXPORT int gsqlc_cancel(gsq_run *r);
  *
  * gsqlc_progress_snapshot: a run's counters as they stand, for a progress
  * display polling from another thread while gsqlc_run runs.  The run's
- * thread publishes them (C11 atomics, relaxed) once per round of its loop
- * -- after every source read and processed a batch (up to `batch` records,
- * 512 by default, or a chunk of an Arrow source) -- and once more at the
- * end; never per record.
+ * thread publishes them (C11 atomics, relaxed) at the end of a round of its
+ * loop (every source read and processed a batch: up to `batch` records, 512
+ * by default, or a chunk of an Arrow source) once 4096 records or more were
+ * read since the last publication, after every round that read none (an
+ * idle input, Arrow-fed streams), and once more at the end; never per
+ * record.
  *
  * Invariants:
  *   - every counter (all members but state, has_watermark and

@@ -5,8 +5,8 @@
  * release the batch, drain the LFTA queues into the streams' subscribers,
  * fire due heartbeat ticks; per Arrow-fed stream, dispatch a batch of its
  * rows (or its GSQ_EOF); when the round read no record, wait on the idle
- * sources' descriptors together (wait_idle_sources); publish the counters
- * for gsqlc_progress (run/progress.c).  Until every source and Arrow-fed stream is at
+ * sources' descriptors together (wait_idle_sources); every few batches,
+ * publish the counters for gsqlc_progress (run/progress.c).  Until every source and Arrow-fed stream is at
  * its end, or the run is cancelled (gsqlc_cancel: every source is then at
  * its end).  Then, with option final_heartbeat, one last heartbeat of every
  * LFTA and a drain; LFTA finish + GSQ_EOF, and a drain.
@@ -248,9 +248,15 @@ static void wait_idle_sources(gsq_run *r)
         (void)poll(pfd, n, gsq_hb_wait_ms(r));
 }
 
+/* Records read between two publications of the counters (gsqlc_progress):
+ * a few batches, so that publishing costs nothing measurable; a round that
+ * read nothing (idle, or only Arrow-fed streams) publishes at once. */
+#define GSQ_PUBLISH_RECORDS 4096u
+
 void gsq_main_loop(gsq_run *r)
 {
     uint32_t i;
+    uint64_t unpublished = 0;
     gsq_hb_after_batch(r, NULL, 0, 1); /* start the timer if the clock is known */
     gsq_progress_publish(r, 0);        /* running: the inputs' sizes are known */
     for (;;) {
@@ -323,7 +329,11 @@ void gsq_main_loop(gsq_run *r)
         }
         if (r->streaming || input_done)
             gsq_flush_sinks(r);
-        gsq_progress_publish(r, 0);
+        unpublished += round_records;
+        if (round_records == 0 || unpublished >= GSQ_PUBLISH_RECORDS) {
+            gsq_progress_publish(r, 0);
+            unpublished = 0;
+        }
         if (round_records == 0 && !r->failed && !gsq_run_cancelled(r))
             wait_idle_sources(r);
     }

@@ -1,17 +1,17 @@
 /*
  * progress.c -- live progress: the run's thread publishes its counters
- * (gsq_progress_publish, once per round of the run loop and once at the
- * end) into C11 atomics that gsqlc_progress reads from any thread
- * (gsq_runtime.h: gsqlc_progress_snapshot and its invariants).
+ * (gsq_progress_publish: every few batches of the run loop, loop.c says
+ * when, and once at the end) into C11 atomics that gsqlc_progress reads
+ * from any thread (gsq_runtime.h: gsqlc_progress_snapshot, invariants).
  *
  * Publishing reads the counters the stats are made of (report.c): the
  * sources' records_read, rows_rejected and input position, the nodes'
  * late_dropped and skew_dropped, the sinks' tuples, the Arrow-fed
- * streams' rows_rejected -- a few dozen loads and stores per round, none
- * per record.  Every store is relaxed but the state's and has_watermark's,
- * which are releases (the done state comes after the final values, a set
- * has_watermark after its watermark); gsqlc_progress loads those two with
- * acquire, before the others.
+ * streams' rows_rejected -- a few dozen loads and stores per publication,
+ * none per record.  Every store is relaxed but the state's and
+ * has_watermark's, which are releases (the done state comes after the
+ * final values, a set has_watermark after its watermark); gsqlc_progress
+ * loads those two with acquire, before the others.
  */
 #include "gsq_source_ops.h"
 

@@ -64,7 +64,7 @@
  *               stands in its input, in bytes: *pos consumed so far, *total
  *               all there is (0: not known, as for a pipe); never
  *               decreasing, *pos <= *total when *total != 0.  Called on the
- *               run's thread once per round of the loop and for the stats,
+ *               run's thread at each publication and for the stats,
  *               with impl set (run/progress.c): it must be cheap.
  */
 #ifndef GSQ_SOURCE_OPS_H

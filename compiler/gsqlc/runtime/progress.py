@@ -2,7 +2,7 @@
 
 A thread of its own polls the runs' counters about five times a second
 (runner.RunHandle.progress: gsqlc_progress, which the run loop publishes
-once per round, never per record, so the run does not slow down; the runs
+every few batches, never per record, so the run does not slow down; the runs
 are in C without the GIL meanwhile) and draws them with tqdm: a bar over the
 input's bytes (or rows, for Arrow data held in memory) when its total is
 known, else a counter of the records read; after it the records' rate, the
@@ -145,7 +145,10 @@ class ProgressLine:
             self._thread.join()
         self._thread = None
         if self._bar is not None:
-            self._poll(final=True)
+            try:
+                self._poll(final=True)
+            except Exception:   # noqa: BLE001 - a display never fails the run
+                pass
             self._bar.close()
             self._bar = None
 
@@ -173,36 +176,40 @@ class ProgressLine:
                        list(read.values()))
 
     def _open(self, p: Progress) -> None:
-        if self._notebook:
-            from tqdm.auto import tqdm
-        else:
-            from tqdm import tqdm
+        from tqdm import tqdm
         file = self._file if self._file is not None else sys.stderr
         kw: dict[str, Any] = dict(desc=self._desc, leave=False, mininterval=0, miniters=1,
                                   smoothing=_RATE_SMOOTHING, file=file,
                                   colour="green" if self._colour else None)
-        if not self._notebook:
-            if _columns(file):
-                kw["dynamic_ncols"] = True      # follow the terminal's width
-            elif _isatty(file):
-                # a terminal of 0 x 0 (a pty nobody sized): tqdm would draw
-                # nothing in it
-                kw["ncols"] = _env_int("COLUMNS", 80)
-                kw["nrows"] = _env_int("LINES", 24)
         total_bytes = self._total_bytes or p.input_bytes_total
         if self._total_rows:
-            self._bar = tqdm(total=self._total_rows, unit=" rows", unit_scale=True,
-                             bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} rows "
-                                        "[{elapsed}<{remaining}, {rate_fmt}{postfix}]", **kw)
+            kw.update(total=self._total_rows, unit=" rows", unit_scale=True,
+                      bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} rows "
+                                 "[{elapsed}<{remaining}, {rate_fmt}{postfix}]")
         elif total_bytes:
             self._by_bytes = True
-            self._bar = tqdm(total=total_bytes, unit="B", unit_scale=True, unit_divisor=1024,
-                             bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}B/{total_fmt}B "
-                                        "[{elapsed}<{remaining}{postfix}]", **kw)
+            kw.update(total=total_bytes, unit="B", unit_scale=True, unit_divisor=1024,
+                      bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}B/{total_fmt}B "
+                                 "[{elapsed}<{remaining}{postfix}]")
         else:
-            self._bar = tqdm(total=None, unit=" rows", unit_scale=True,
-                             bar_format="{desc}: {n_fmt} rows [{elapsed}, {rate_fmt}{postfix}]",
-                             **kw)
+            kw.update(total=None, unit=" rows", unit_scale=True,
+                      bar_format="{desc}: {n_fmt} rows [{elapsed}, {rate_fmt}{postfix}]")
+        if self._notebook:
+            from tqdm import autonotebook
+            from tqdm.auto import tqdm as auto
+            if autonotebook.tqdm is not tqdm:     # in Jupyter: a widget
+                try:
+                    self._bar = auto(**kw)
+                    return
+                except Exception:   # noqa: BLE001 - e.g. no ipywidgets: the text line
+                    pass
+        if _columns(file):
+            kw["dynamic_ncols"] = True      # follow the terminal's width
+        elif _isatty(file):
+            # a terminal of 0 x 0 (a pty nobody sized): tqdm would draw nothing
+            kw["ncols"] = _env_int("COLUMNS", 80)
+            kw["nrows"] = _env_int("LINES", 24)
+        self._bar = tqdm(**kw)
 
     def _poll(self, final: bool = False) -> None:
         p = self._snapshot()
