@@ -25,6 +25,7 @@ from .errors import RunError, UsageError
 from .pipeline import Compiled, CompileOptions, QuerySet, check_plan_options, compile_queries
 from .planner.plan import TABLE_WAYS
 from .runtime import parallel, runner
+from .runtime import progress as progress_lines
 from .runtime.arrow_types import check_ip_format
 from .runtime.bindings import (
     ARROW,
@@ -40,6 +41,7 @@ from .runtime.bindings import (
     time_options,
 )
 from .runtime.interfaces import Interfaces, TimeBounds, check_seconds, check_time_unit
+from .runtime.progress import ProgressOptions
 from .runtime.results import ResultConversions
 
 PathLike = Union[str, os.PathLike]
@@ -166,7 +168,8 @@ class CompiledQuerySet:
             csv_separator: str = ",", csv_strict: bool = False, stall_intervals: int = 3,
             trace: Optional[PathLike] = None, batch_rows: int = 65536,
             strings: str = "str", ip_format: str = "text", columnar: str = "auto",
-            threads: Optional[int] = None, max_groups: Optional[int] = None) -> "Run":
+            threads: Optional[int] = None, max_groups: Optional[int] = None,
+            progress: bool = False) -> "Run":
         """Run over `sources` ({interface: URI | Arrow data | list of those for
         an interface set}); iterate the result for pyarrow RecordBatches of
         `output` (a query name; default: the only output query).  With a list
@@ -202,7 +205,13 @@ class CompiledQuerySet:
         clock and queries reading the clock run on one thread).
         max_groups: the groups an HFTA aggregation may hold open at once
         (default: what half of the machine's memory holds); past it the run
-        fails (RunError naming the query) instead of exhausting memory."""
+        fails (RunError naming the query) instead of exhausting memory.
+        progress: show a progress bar (tqdm.auto: a widget in Jupyter, else
+        a text line on stderr) while the run is iterated -- the input
+        consumed of its total (rows of Arrow data held in memory, bytes of
+        files; a count of records when it is not known), the rows
+        delivered, late and malformed counts, the lowest watermark -- closed
+        when the run ends, is cancelled or the iteration is left."""
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
                                     or threads < 1):
             raise UsageError(f"threads must be a positive integer, got {threads!r}")
@@ -211,6 +220,8 @@ class CompiledQuerySet:
         check_ip_format(ip_format)
         if not isinstance(batch_rows, int) or batch_rows < 1:
             raise UsageError(f"batch_rows must be a positive integer, got {batch_rows!r}")
+        if not isinstance(progress, bool):
+            raise UsageError(f"progress must be True or False, got {progress!r}")
         sources = dict(sources or {})
         skews = {k: check_skew(k, v) for k, v in (max_skew or {}).items()}
         bounds = time_bounds(out_of_order, latency, skew, heartbeat_timeout, heartbeats,
@@ -261,16 +272,21 @@ class CompiledQuerySet:
         run: Union[Run, parallel.SplitRun]
         if split.used > 1:
             run = self._split_run(split, bindings, names, opts, params, batch_rows, strings,
-                                  pairs, set_members, ip_format)
+                                  pairs, set_members, ip_format, progress)
         else:
+            # a bar over rows when every source is Arrow data held in memory
+            rows = (sum(in_memory_table(d).num_rows for d in data.values())
+                    if data and not file_bindings and all(in_memory(d) for d in data.values())
+                    else None)
             run = Run(self.compiled.library, file_bindings, readers, [], names, opts, params,
                       batch_rows, strings, pairs, set_members=set_members,
-                      extra_stats={"threads": split.info()}, ip_format=ip_format)
+                      extra_stats={"threads": split.info()}, ip_format=ip_format,
+                      progress=ProgressOptions(True, rows) if progress else None)
         run.schema = None if pairs else self.output_schema(names[0], strings, ip_format)
         return run
 
     def _split_run(self, split, bindings, names, opts, params, batch_rows, strings, pairs,
-                   set_members, ip_format):
+                   set_members, ip_format, progress=False):
         """run() over threads (gsqlc.runtime.parallel): the LFTAs each
         sliced interface's bindings name, their outputs into the HFTAs' run."""
         from .planner.nodes import HftaNode
@@ -284,7 +300,8 @@ class CompiledQuerySet:
                            strings, pairs, streams=streams, ip_format=ip_format)
         return parallel.SplitRun(self.compiled.library, split, lftas, names, opts, params,
                                  batch_rows, strings, pairs, make_final, set_members,
-                                 ip_format=ip_format)
+                                 ip_format=ip_format,
+                                 progress=ProgressOptions(True) if progress else None)
 
     def table(self, sources=None, output=None, **kw):
         """run() gathered into one pyarrow.Table (of `output`), in chunks of
@@ -433,9 +450,11 @@ class Run(ResultConversions):
 
     def __init__(self, library: Path, bindings, readers, file_sinks, outputs, options,
                  params, batch_rows: int, strings: str, pairs: bool, streams=None,
-                 set_members=(), extra_stats: Optional[dict] = None, ip_format: str = "text"):
+                 set_members=(), extra_stats: Optional[dict] = None, ip_format: str = "text",
+                 progress: Optional[ProgressOptions] = None):
         self.library = library
         self._ip_format = ip_format
+        self._progress = progress
         self._set_members = list(set_members)   # (set, member): gsqlc_add_set_member
         self._extra_stats = dict(extra_stats or {})
         self.outputs = outputs
@@ -491,6 +510,7 @@ class Run(ResultConversions):
             raise RuntimeError("a Run can be iterated once; call run() again")
         self._thread = threading.Thread(target=self._work, name="gsqlc-run", daemon=True)
         self._thread.start()
+        line = self._progress_line().start()
         from .runtime.arrow_types import finish_batch
         try:
             while True:
@@ -504,6 +524,7 @@ class Run(ResultConversions):
             self._cancel.set()
             self._handle.cancel()   # an early exit ends the run as at end of input
             self._thread.join()
+            line.close()
         self._finish()
 
     def collect(self) -> list:
@@ -527,7 +548,8 @@ class Run(ResultConversions):
                 self._exc = e
         self._thread = threading.Thread(target=work, name="gsqlc-run", daemon=True)
         self._thread.start()
-        runner.join_runs([self._thread], [self._handle])
+        with self._progress_line():
+            runner.join_runs([self._thread], [self._handle])
         self._finish()
         return finish_batches(got, self._strings, self._pairs, self._ip_format)
 
@@ -536,6 +558,14 @@ class Run(ResultConversions):
         flushed and the iteration ends after the batches produced so far;
         .stats then says "interrupted": true."""
         self._handle.cancel()
+
+    @property
+    def handle(self) -> runner.RunHandle:
+        """The library run's handle (its cancel and progress counters)."""
+        return self._handle
+
+    def _progress_line(self):
+        return progress_lines.line(self._progress, lambda: ([self._handle], [self._handle]))
 
     def _finish(self) -> None:
         if self._exc is not None:

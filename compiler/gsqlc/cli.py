@@ -9,6 +9,8 @@ report).
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
@@ -17,7 +19,7 @@ from . import __version__, input_cache
 from .errors import BuildError, GsqlcError, InternalError, QueryError, UsageError, render
 from .pipeline import CompileOptions, check_plan_options, compile_planned, compile_queries, plan_queries
 from .planner.policies import FLUSH_POLICIES
-from .runtime import parallel
+from .runtime import parallel, progress
 from .runtime.bindings import (
     URI_SCHEMES,
     check_params,
@@ -37,8 +39,15 @@ from .runtime.interfaces import (
     check_time_unit,
 )
 from .runtime.interfaces import build as build_interfaces
-from .runtime.runner import run_library
-from .terminal import COLOR_MODES, color_mode_of, color_report_line, style, use_color
+from .runtime.runner import RunHandle, run_library
+from .terminal import (
+    COLOR_MODES,
+    color_mode_of,
+    color_report_line,
+    is_dumb_terminal,
+    style,
+    use_color,
+)
 
 EXIT_OK, EXIT_RUNTIME, EXIT_USAGE = 0, 1, 2
 EXIT_OUTPUT_CLOSED = 128 + 13  # SIGPIPE's number, as the shell reports a tool it killed
@@ -154,6 +163,15 @@ def make_parser() -> argparse.ArgumentParser:
                    help="reject CSV rows holding a value that is not valid for its type")
     r.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
     r.add_argument("--stats", action="store_true", help="print run counters as JSON on stderr")
+    shown = r.add_mutually_exclusive_group()
+    shown.add_argument("--progress", action="store_true",
+                       help="draw the live progress line on stderr even when it is not a "
+                            "terminal (default: only on a terminal, TERM not dumb, the output "
+                            "not going to that terminal)")
+    shown.add_argument("--quiet", "-q", action="store_true",
+                       help="no progress line, and no informational report lines at the end "
+                            "(interruption, stalls, heartbeat timeouts); warnings, errors and "
+                            "--stats are still written")
     r.add_argument("--sanitize", action="store_true",
                    help="build with AddressSanitizer and UndefinedBehaviorSanitizer")
 
@@ -336,10 +354,12 @@ class _TextFinal:
         self._streams = streams
         self.stats: dict = {}
         self.report = ""
+        self.handle = RunHandle()       # its counters, for the progress line
 
     def __iter__(self):
         from .errors import RunError
-        res = run_library(*self._args, arrow_streams=self._streams, handle_signals=True)
+        res = run_library(*self._args, arrow_streams=self._streams, handle_signals=True,
+                          cancel=self.handle)
         self.stats, self.report = res.stats, res.report
         if res.status != 0:
             raise RunError(res.error)
@@ -354,7 +374,6 @@ def _split_run(args, library, files, bindings, outputs, options, params, sinks, 
     """A run over capture files on several threads (runtime/parallel.py),
     or the Split saying why it stays on one (qs: the planned query set, or
     None when the build came from the input-keyed cache)."""
-    import os
     if args.threads == 1:
         return parallel.Split(1, reason="one thread asked for")
     cores = parallel.machine_threads()
@@ -395,6 +414,26 @@ def _finish_split(split):
     except RunError as e:
         return RunResult(1, str(e), split.report, split.stats)
     return RunResult(0, "", split.report, split.stats)
+
+
+# report lines --quiet leaves out: they say what happened, not that input
+# was lost or is suspect (malformed rows, late tuples, truncated captures
+# and every "warning:" line stay)
+_INFORMATIONAL = re.compile(r"gsqlc: (interrupted; |(source|node) .* (stalled|recovered): "
+                            r"|\d+ more stall events |every input paused for the heartbeat)")
+
+
+def _show_progress(args) -> bool:
+    """Whether `gsqlc run` draws its progress line on stderr: --progress
+    always, --quiet never; by default when stderr is a terminal whose TERM
+    is not dumb and the output does not go to a terminal (the line would
+    mix into it)."""
+    if args.progress or args.quiet:
+        return args.progress
+    if is_dumb_terminal() or not sys.stderr.isatty():
+        return False
+    to_stdout = args.output_file in (None, "-")
+    return not (to_stdout and sys.stdout.isatty())
 
 
 def cmd_run(args) -> int:
@@ -450,13 +489,23 @@ def cmd_run(args) -> int:
     sinks = [(q, args.format, args.output_file) for q in outputs]
     split = _split_run(args, library, dict(bindings.sources), bindings, outputs, options, params,
                        sinks, qs if hit is None else None, compile_options)
+    shown = (progress.ProgressOptions(colour=use_color(sys.stderr, color_mode_of(args)))
+             if _show_progress(args) else None)
     if isinstance(split, parallel.Split):
-        result = run_library(library, bindings.sources, sinks, options, params,
-                             handle_signals=True, set_members=bindings.members)
+        handle = RunHandle()
+        with progress.line(shown, lambda: ([handle], [handle])):
+            result = run_library(library, bindings.sources, sinks, options, params,
+                                 handle_signals=True, set_members=bindings.members,
+                                 cancel=handle)
         result.stats["threads"] = split.info()
     else:
-        result = _finish_split(split)
+        with progress.line(shown, split.progress_handles,
+                           total_bytes=split.input_bytes_total()):
+            result = _finish_split(split)
     report = result.report
+    if report and args.quiet:
+        report = "".join(line for line in report.splitlines(keepends=True)
+                         if not _INFORMATIONAL.match(line))
     if report:
         color = use_color(sys.stderr, color_mode_of(args))
         sys.stderr.write("".join(color_report_line(line, color) + "\n"

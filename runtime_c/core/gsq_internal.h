@@ -258,7 +258,30 @@ struct gsq_source {
      * loop transposes it into `chunk` (initialised at the first records) */
     int columnar;
     gsq_chunk chunk;
+    /* time progress for gsqlc_progress (run/progress.c): the latest
+     * readable timestamp (app_usec) of the batches read, a running maximum
+     * noted once per batch by the run loop (wm_seen: one was read) */
+    int wm_seen;
+    uint64_t wm_usec;
 };
+
+/* The counters gsqlc_progress reads (gsq_runtime.h says what each is):
+ * written by the run's thread only (gsq_progress_publish, relaxed stores;
+ * state last, with release), read by any thread (state with acquire, then
+ * the rest relaxed). */
+typedef struct gsq_progress_pub {
+    _Atomic uint32_t state;
+    _Atomic uint32_t has_watermark;
+    _Atomic uint64_t publications;
+    _Atomic uint64_t input_bytes;
+    _Atomic uint64_t input_bytes_total;
+    _Atomic uint64_t records_read;
+    _Atomic uint64_t rows_out;
+    _Atomic uint64_t late_dropped;
+    _Atomic uint64_t skew_dropped;
+    _Atomic uint64_t malformed;
+    _Atomic uint64_t watermark_usec;
+} gsq_progress_pub;
 
 /* A stall event (seed 000 6.1): a source that delivered no record, or an
  * LFTA that emitted no tuple, for stall_intervals heartbeat intervals, and
@@ -522,6 +545,7 @@ struct gsq_run {
     int64_t cur_trace;          /* index being dispatched, -1: none */
     uint64_t traces_written;
     int streaming;          /* a source is stdin or live: flush per batch */
+    gsq_progress_pub progress;  /* gsqlc_progress's counters (run/progress.c) */
     gsq_buf stats;
     gsq_buf report;
 };
@@ -741,6 +765,13 @@ int gsq_sink_write_run(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d, const 
                        size_t stride, uint32_t len, uint32_t n);
 int gsq_sink_flush(gsq_run *r, gsq_sink *k);
 void gsq_sink_close(gsq_sink *k);
+
+/* Live progress (run/progress.c): publish the run's counters for
+ * gsqlc_progress -- every few batches of the run loop, and with done set once
+ * the stats are built (the last publication).  A source's input position
+ * and size (its ops' progress, else bytes_read and 0: unknown). */
+void gsq_progress_publish(gsq_run *r, int done);
+void gsq_source_input_bytes(const gsq_source *s, uint64_t *pos, uint64_t *total);
 
 /* Reports (report.c). */
 void gsq_build_stats(gsq_run *r);

@@ -574,6 +574,82 @@ GSQ_EXPORT int gsqlc_run(gsq_run *r);
  * handler, before or during gsqlc_run, never after gsqlc_destroy.
  * 0, or -1 when r is NULL. */
 GSQ_EXPORT int gsqlc_cancel(gsq_run *r);
+/* ---- live progress (run/progress.c) ------------------------------------
+ *
+ * gsqlc_progress_snapshot: a run's counters as they stand, for a progress
+ * display polling from another thread while gsqlc_run runs.  The run's
+ * thread publishes them (C11 atomics, relaxed) at the end of a round of its
+ * loop (every source read and processed a batch: up to `batch` records, 512
+ * by default, or a chunk of an Arrow source) once 4096 records or more were
+ * read since the last publication, after every round that read none (an
+ * idle input, Arrow-fed streams), and once more at the end; never per
+ * record.
+ *
+ * Invariants:
+ *   - every counter (all members but state, has_watermark and
+ *     watermark_sec) never decreases from one snapshot to a later one, and
+ *     watermark_sec never decreases while has_watermark is set (it is
+ *     never cleared once set);
+ *   - a snapshot's members are read one at a time: two of them may come
+ *     from consecutive publications (each is a value the run had);
+ *   - state GSQLC_PROGRESS_DONE is published last, once gsqlc_run has
+ *     built its stats: every counter then equals the stats' (the keys in
+ *     brackets below) and no longer changes;
+ *   - input_bytes <= input_bytes_total whenever input_bytes_total != 0.
+ *
+ *   state           GSQLC_PROGRESS_SETUP (gsqlc_run not in its loop yet:
+ *                   all zero), _RUNNING, _DONE
+ *   publications    how many times the run published (a new value: fresh
+ *                   counters)
+ *   input_bytes     input consumed: of a capture file its bytes up to the
+ *                   next record (headers included), of a CSV file the bytes
+ *                   read; otherwise (pipes, live interfaces, Arrow) the
+ *                   sources' bytes_read [sources[].input_bytes]
+ *   input_bytes_total  the bytes there are to consume, when every source is
+ *                   a file (or a pcap_range of one); 0: unknown (a pipe,
+ *                   standard input, a live interface, an Arrow stream, no
+ *                   source) [sources[].input_bytes_total]
+ *   records_read    records (packets, rows) read by the sources
+ *                   [sources[].records_read]
+ *   rows_out        data rows delivered to the sinks [tuples_written]
+ *   late_dropped    tuples dropped as later than a closed epoch allows
+ *                   [nodes[].late_dropped]
+ *   skew_dropped    records discarded below a promised heartbeat
+ *                   [nodes[].skew_dropped, sources[].time.dropped_below_heartbeat]
+ *   malformed       rows rejected as malformed [sources[].rows_rejected,
+ *                   injected[].rows_rejected]
+ *   has_watermark, watermark_sec
+ *                   the lowest temporal progress among the sources whose
+ *                   records have timestamps, in seconds of the records' time
+ *                   (microsecond resolution): a source's is the heartbeat
+ *                   it was issued when heartbeats are generated for it
+ *                   (seed 002), else the latest timestamp of the batches
+ *                   it read (a running maximum); the lowest over the
+ *                   sources still reading, the highest once all ended.
+ *                   has_watermark 0: none yet (no source with timestamps,
+ *                   or one that is still reading has none). */
+#define GSQLC_PROGRESS_SETUP 0u
+#define GSQLC_PROGRESS_RUNNING 1u
+#define GSQLC_PROGRESS_DONE 2u
+typedef struct gsqlc_progress_snapshot {
+    uint32_t state;
+    uint32_t has_watermark;
+    uint64_t publications;
+    uint64_t input_bytes;
+    uint64_t input_bytes_total;
+    uint64_t records_read;
+    uint64_t rows_out;
+    uint64_t late_dropped;
+    uint64_t skew_dropped;
+    uint64_t malformed;
+    double watermark_sec;
+} gsqlc_progress_snapshot;
+/* Fill *out from the counters last published.  Thread-safe and lock-free:
+ * any thread, at any time between gsqlc_create and gsqlc_destroy, also
+ * during gsqlc_run (it reads atomics only).  0, or -1 when r or out is
+ * NULL. */
+GSQ_EXPORT int gsqlc_progress(gsq_run *r, gsqlc_progress_snapshot *out);
+
 /* Counters of the last run as a JSON object (owned by the run). */
 GSQ_EXPORT const char *gsqlc_stats_json(gsq_run *r);
 /* Human-readable end-of-run report for stderr (malformed rows, drops). */

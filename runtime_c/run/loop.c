@@ -5,7 +5,8 @@
  * release the batch, drain the LFTA queues into the streams' subscribers,
  * fire due heartbeat ticks; per Arrow-fed stream, dispatch a batch of its
  * rows (or its GSQ_EOF); when the round read no record, wait on the idle
- * sources' descriptors together (wait_idle_sources).  Until every source and Arrow-fed stream is at
+ * sources' descriptors together (wait_idle_sources); every few batches,
+ * publish the counters for gsqlc_progress (run/progress.c).  Until every source and Arrow-fed stream is at
  * its end, or the run is cancelled (gsqlc_cancel: every source is then at
  * its end).  Then, with option final_heartbeat, one last heartbeat of every
  * LFTA and a drain; LFTA finish + GSQ_EOF, and a drain.
@@ -169,6 +170,23 @@ static void run_cols(gsq_run *r, gsq_source *s)
     }
 }
 
+/* The source's time progress after a batch (gsqlc_progress): its last
+ * readable timestamp, kept as a running maximum -- once per batch. */
+static inline void note_time(gsq_source *s, uint64_t app_usec)
+{
+    if (!s->wm_seen || app_usec > s->wm_usec) {
+        s->wm_usec = app_usec;
+        s->wm_seen = 1;
+    }
+}
+
+static inline void note_chunk_time(gsq_source *s)
+{
+    const gsq_chunk *ch = &s->chunk;
+    if (ch->n && row_readable(s, ch, ch->n - 1))
+        note_time(s, ch->app_usec[ch->n - 1]);
+}
+
 void gsq_flush_sinks(gsq_run *r)
 {
     uint32_t i;
@@ -230,10 +248,17 @@ static void wait_idle_sources(gsq_run *r)
         (void)poll(pfd, n, gsq_hb_wait_ms(r));
 }
 
+/* Records read between two publications of the counters (gsqlc_progress):
+ * a few batches, so that publishing costs nothing measurable; a round that
+ * read nothing (idle, or only Arrow-fed streams) publishes at once. */
+#define GSQ_PUBLISH_RECORDS 4096u
+
 void gsq_main_loop(gsq_run *r)
 {
     uint32_t i;
+    uint64_t unpublished = 0;
     gsq_hb_after_batch(r, NULL, 0, 1); /* start the timer if the clock is known */
+    gsq_progress_publish(r, 0);        /* running: the inputs' sizes are known */
     for (;;) {
         int active = 0, input_done = 0;
         uint64_t round_records = 0;
@@ -251,6 +276,7 @@ void gsq_main_loop(gsq_run *r)
                     break;
                 n = s->chunk.n;
                 run_cols(r, s);
+                note_chunk_time(s);
             } else if (s->columnar) { /* records, transposed */
                 if (s->ops->read_batch(r, s) < 0)
                     break;
@@ -263,6 +289,7 @@ void gsq_main_loop(gsq_run *r)
                 if (n) {
                     gsq_chunk_from_ring(&s->chunk, &s->ring);
                     run_cols(r, s);
+                    note_chunk_time(s);
                 }
                 gsq_ring_release(&s->ring);
             } else {
@@ -270,6 +297,8 @@ void gsq_main_loop(gsq_run *r)
                 if (rc < 0)
                     break;
                 n = s->ring.n_recs;
+                if (n && s->has_ts && !s->ring.recs[n - 1].ts_unreadable)
+                    note_time(s, s->ring.recs[n - 1].app_usec);
                 run_batch(r, s);
             }
             gsq_drain(r);
@@ -300,6 +329,11 @@ void gsq_main_loop(gsq_run *r)
         }
         if (r->streaming || input_done)
             gsq_flush_sinks(r);
+        unpublished += round_records;
+        if (round_records == 0 || unpublished >= GSQ_PUBLISH_RECORDS) {
+            gsq_progress_publish(r, 0);
+            unpublished = 0;
+        }
         if (round_records == 0 && !r->failed && !gsq_run_cancelled(r))
             wait_idle_sources(r);
     }

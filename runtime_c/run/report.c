@@ -86,6 +86,15 @@ void gsq_build_stats(gsq_run *r)
         kv_u64(b, "rows_rejected", s->rows_rejected, 1);
         kv_u64(b, "values_coerced", s->values_coerced, 1);
         kv_u64(b, "bytes_read", s->bytes_read, 1);
+        {
+            uint64_t pos, total;
+            gsq_source_input_bytes(s, &pos, &total);
+            kv_u64(b, "input_bytes", pos, 1);
+            if (total)
+                kv_u64(b, "input_bytes_total", total, 1);
+            else
+                gsq_buf_adds(b, ",\"input_bytes_total\":null");
+        }
         gsq_buf_printf(b, ",\"truncated\":%s", s->truncated ? "true" : "false");
         kv_str(b, "failure", s->failure, 1);
         gsq_buf_printf(b, ",\"columnar\":%s", s->columnar ? "true" : "false");

@@ -76,8 +76,10 @@ GSQ_EXPORT int gsqlc_run(gsq_run *r)
         return -1;
     }
     r->started = 1;
-    if (gsq_setup_nodes(r) != 0)
+    if (gsq_setup_nodes(r) != 0) {
+        gsq_progress_publish(r, 1);
         return -1;
+    }
 
     /* SIGPIPE blocked on this thread only (a signal's disposition is the
      * process's, not the run's): a closed output pipe is a write error
@@ -106,6 +108,7 @@ GSQ_EXPORT int gsqlc_run(gsq_run *r)
 
     gsq_build_stats(r);
     gsq_build_report(r);
+    gsq_progress_publish(r, 1); /* the stats' counters, before the sources close */
     gsq_teardown(r);
     return r->failed ? -1 : 0;
 }

@@ -78,6 +78,7 @@ typedef struct csv_reader {
     uint32_t n_described;
     gsq_buf described;       /* report lines of the first malformed rows */
     gsq_buf first_coerced;   /* "path:line: field N 'x' is not a valid T" */
+    uint64_t size;           /* a regular file's bytes at open (0: not one) */
     gsq_buf warnings;        /* short-row warnings */
     int32_t time_slot;       /* value cache slots of the source's time and */
     int32_t arrival_slot;    /*   arrival columns (-1: none) */
@@ -112,7 +113,9 @@ static int csv_open(gsq_run *r, gsq_source *s)
     }
     {
         struct stat st;
-        rd->pollable = fstat(rd->fd, &st) == 0 && !S_ISREG(st.st_mode);
+        int regular = fstat(rd->fd, &st) == 0 && S_ISREG(st.st_mode);
+        rd->pollable = !regular;
+        rd->size = regular && st.st_size > 0 ? (uint64_t)st.st_size : 0;
     }
     rd->cap = CSV_BUF_INIT;
     rd->buf = malloc(rd->cap);
@@ -645,6 +648,15 @@ static int csv_wait_fd(const gsq_source *s)
     return rd && rd->pollable ? rd->fd : -1;
 }
 
+/* A file's bytes read of its size at open (standard input, a pipe: of
+ * none known). */
+static void csv_progress(const gsq_source *s, uint64_t *pos, uint64_t *total)
+{
+    const csv_reader *rd = s->impl;
+    *pos = s->bytes_read;
+    *total = rd->size;
+}
+
 const gsq_source_ops gsq_csv_ops = {
     .name = "csv",
     .scheme = "csv:",
@@ -659,4 +671,5 @@ const gsq_source_ops gsq_csv_ops = {
     .wait_fd = csv_wait_fd,
     .close = csv_close,
     .report = csv_report,
+    .progress = csv_progress,
 };

@@ -60,6 +60,12 @@
  *   stats       (NULL: none) append the kind's own members to the source's
  *               stats object, each as `,"key":value`; called when report
  *               is (also after a failed open: impl may be NULL).
+ *   progress    (NULL: *pos = s->bytes_read, *total = 0) where the source
+ *               stands in its input, in bytes: *pos consumed so far, *total
+ *               all there is (0: not known, as for a pipe); never
+ *               decreasing, *pos <= *total when *total != 0.  Called on the
+ *               run's thread at each publication and for the stats,
+ *               with impl set (run/progress.c): it must be cheap.
  */
 #ifndef GSQ_SOURCE_OPS_H
 #define GSQ_SOURCE_OPS_H
@@ -83,6 +89,7 @@ struct gsq_source_ops {
     void (*close)(gsq_source *s);
     void (*report)(const gsq_source *s, gsq_buf *out);
     void (*stats)(const gsq_source *s, gsq_buf *out);
+    void (*progress)(const gsq_source *s, uint64_t *pos, uint64_t *total);
 };
 
 extern const gsq_source_ops gsq_csv_ops;

@@ -81,6 +81,12 @@ typedef struct pcap_reader {
     uint8_t *held_data; /* owned, held_cap bytes */
     size_t held_cap;
     gsq_pcap_mmap_pkt held_pkt; /* mapped: points into mm */
+    /* where the records of a capture file lie, for pcap_src_progress: from
+     * rec_start (after the file header, or a pcap_range's start) to
+     * rec_end; rec_end 0 when unknown (a pipe, a live interface).  file:
+     * libpcap's stream of a regular file (its position), else NULL */
+    uint64_t rec_start, rec_end;
+    FILE *file;
 } pcap_reader;
 
 /* ---- reading ---------------------------------------------------------- */
@@ -179,6 +185,8 @@ static int pcap_src_open(gsq_run *r, gsq_source *s)
                 gsq_run_fail(r, "pcap_range:%s: %s: %s", s->iface, s->path, errbuf);
                 return -1;
             }
+            pr->rec_start = pr->mm.off;
+            pr->rec_end = pr->mm.size;
             return 0;
         }
         if (r->pcap_reader != GSQ_PCAP_READER_MMAP)
@@ -210,6 +218,17 @@ static int pcap_src_open(gsq_run *r, gsq_source *s)
     pr->linktype = pcap_datalink(pr->handle);
     pr->decoded = gsq_pkt_linktype_known(pr->linktype);
     pr->classic = !pr->live && pcap_major_version(pr->handle) == 2;
+    if (!pr->live) { /* a regular file (a pipe's stream has no descriptor) */
+        struct stat st;
+        long at;
+        FILE *f = pcap_file(pr->handle);
+        if (f && fileno(f) >= 0 && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) &&
+            (at = ftell(f)) >= 0 && st.st_size > at) {
+            pr->file = f;
+            pr->rec_start = (uint64_t)at;
+            pr->rec_end = (uint64_t)st.st_size;
+        }
+    }
     return 0;
 }
 
@@ -549,6 +568,24 @@ static void pcap_src_stats(const gsq_source *s, gsq_buf *out)
                    (unsigned long long)pr->past_time_end);
 }
 
+/* A capture file's records consumed and all there are, in bytes (records
+ * with their headers); a pipe's or a live interface's bytes_read and 0. */
+static void pcap_src_progress(const gsq_source *s, uint64_t *pos, uint64_t *total)
+{
+    const pcap_reader *pr = s->impl;
+    uint64_t at;
+    if (!pr->rec_end)
+        return;
+    if (pr->mapped) {
+        at = pr->mm.off;
+    } else {
+        long t = ftell(pr->file);
+        at = t >= 0 ? (uint64_t)t : pr->rec_start;
+    }
+    *pos = at > pr->rec_start ? at - pr->rec_start : 0;
+    *total = pr->rec_end - pr->rec_start;
+}
+
 static int pcap_live_streaming(const gsq_source *s)
 {
     (void)s;
@@ -568,6 +605,7 @@ const gsq_source_ops gsq_pcap_ops = {
     .close = pcap_src_close,
     .report = pcap_src_report,
     .stats = pcap_src_stats,
+    .progress = pcap_src_progress,
 };
 
 /* The same reader on a live interface: never peeked (no time-aligned

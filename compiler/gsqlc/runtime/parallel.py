@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional, Sequence
 
 from ..errors import RunError
-from . import runner
+from . import progress, runner
+from .progress import ProgressOptions
 from .results import ResultConversions
 
 if TYPE_CHECKING:   # the CLI imports this module on every run: the planner only when splitting
@@ -388,8 +389,10 @@ class SplitRun(ResultConversions):
                  outputs: list[str], options: Mapping[str, str], params: Mapping[str, str],
                  batch_rows: int, strings: str, pairs: bool,
                  make_final: Optional[Callable[[dict], Any]],
-                 set_members: Sequence[tuple[str, str]] = (), ip_format: str = "text"):
+                 set_members: Sequence[tuple[str, str]] = (), ip_format: str = "text",
+                 progress: Optional[ProgressOptions] = None):
         self.library = library
+        self._progress = progress           # run(progress=True): a bar while iterated
         self.split = split
         self.outputs = outputs
         self.stats: dict = {}
@@ -519,6 +522,7 @@ class SplitRun(ResultConversions):
         self._started = True
         from .arrow_types import finish_batch
         self._start()
+        line = self._progress_line().start()
         left_early = False
         try:
             if self._make_final is None:
@@ -554,6 +558,7 @@ class SplitRun(ResultConversions):
                 h.cancel()
             for t in self._threads:
                 t.join()
+            line.close()
             if not self._errors and not left_early:
                 # also when the HFTA run failed (e.g. its output closed):
                 # the counters say what was processed
@@ -573,13 +578,38 @@ class SplitRun(ResultConversions):
         self._collected = {(s, k): [] for k in range(self.split.used)
                            for ss in self._lfta.values() for s, _ in ss}
         self._start()
-        runner.join_runs(self._threads, self._handles)
+        with self._progress_line():
+            runner.join_runs(self._threads, self._handles)
         if self._errors:
             raise self._errors[0]
         self._finish()
         got = [(s, b) for k in range(self.split.used) for streams in self._lfta.values()
                for s, _ in streams if s in self.outputs for b in self._collected[(s, k)]]
         return finish_batches(got, self._strings, self._pairs, self._ip_format)
+
+    def _progress_line(self):
+        return progress.line(self._progress, self.progress_handles,
+                             total_rows=self.input_rows_total(),
+                             total_bytes=self.input_bytes_total())
+
+    def progress_handles(self) -> tuple[list[runner.RunHandle], list[runner.RunHandle]]:
+        """(the slices' runs, the runs delivering the output: the HFTA run
+        once it exists, else the slices'), for a progress line
+        (runtime/progress.py)."""
+        final = getattr(self._final, "handle", None)
+        return list(self._handles), [final] if final is not None else list(self._handles)
+
+    def input_bytes_total(self) -> Optional[int]:
+        """The bytes of the capture slices (None: Arrow slices)."""
+        pieces = [p for s in self.split.slices.values() for p in s]
+        return (sum(p.size for p in pieces)
+                if pieces and all(isinstance(p, FileSlice) for p in pieces) else None)
+
+    def input_rows_total(self) -> Optional[int]:
+        """The rows of the Arrow slices (None: capture slices)."""
+        pieces = [p for s in self.split.slices.values() for p in s]
+        return (sum(p.num_rows for p in pieces)
+                if pieces and not any(isinstance(p, FileSlice) for p in pieces) else None)
 
     def cancel(self) -> None:
         """End the run as at end of input (see api.Run.cancel)."""
@@ -616,6 +646,7 @@ class SplitRun(ResultConversions):
 
 
 _SUM = {"records_read", "rows_read", "rows_rejected", "values_coerced", "bytes_read",
+        "input_bytes", "input_bytes_total",
         "time_unreadable", "held_back", "tuples", "heartbeats", "joint_heartbeats",
         "late_dropped", "lfta_ejections", "field_unavailable", "skew_dropped", "batches",
         "bytes", "heartbeat_rows", "tuples_written", "heartbeat_ticks",

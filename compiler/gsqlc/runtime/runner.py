@@ -59,6 +59,20 @@ int gsqlc_add_arrow_sink(gsq_run *r, const char *stream_name, gsqlc_arrow_cb cb,
                          uint32_t batch_rows);
 int gsqlc_run(gsq_run *r);
 int gsqlc_cancel(gsq_run *r);
+typedef struct gsqlc_progress_snapshot {
+    uint32_t state;
+    uint32_t has_watermark;
+    uint64_t publications;
+    uint64_t input_bytes;
+    uint64_t input_bytes_total;
+    uint64_t records_read;
+    uint64_t rows_out;
+    uint64_t late_dropped;
+    uint64_t skew_dropped;
+    uint64_t malformed;
+    double watermark_sec;
+} gsqlc_progress_snapshot;
+int gsqlc_progress(gsq_run *r, gsqlc_progress_snapshot *out);
 const char *gsqlc_stats_json(gsq_run *r);
 const char *gsqlc_report(gsq_run *r);
 const char *gsqlc_error(gsq_run *r);
@@ -129,18 +143,65 @@ def pcap_cuts(library: Path, path: str, parts: int) -> tuple[list[int], str]:
     return [int(cuts[i]) for i in range(n + 1)], ""
 
 
+PROGRESS_SETUP, PROGRESS_RUNNING, PROGRESS_DONE = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A run's counters as they stand (gsqlc_progress; gsq_runtime.h says
+    what each is and its invariants): state PROGRESS_SETUP, _RUNNING or
+    _DONE (then every counter equals the stats'); input_bytes_total 0 when
+    unknown; watermark in seconds of the records' time, None when none yet."""
+    state: int = PROGRESS_SETUP
+    publications: int = 0
+    input_bytes: int = 0
+    input_bytes_total: int = 0
+    records_read: int = 0
+    rows_out: int = 0
+    late_dropped: int = 0
+    skew_dropped: int = 0
+    malformed: int = 0
+    watermark: Optional[float] = None
+
+
+def _progress_of(lib, run, buf) -> Optional[Progress]:
+    try:
+        fn = lib.gsqlc_progress
+    except AttributeError:      # a library built before gsqlc_progress
+        return None
+    fn(run, buf)
+    return Progress(int(buf.state), int(buf.publications), int(buf.input_bytes),
+                    int(buf.input_bytes_total), int(buf.records_read), int(buf.rows_out),
+                    int(buf.late_dropped), int(buf.skew_dropped), int(buf.malformed),
+                    float(buf.watermark_sec) if buf.has_watermark else None)
+
+
 class RunHandle:
     """Cancels a run of run_library from any thread (or a signal handler):
     cancel() ends the run as at end of input -- open groups flushed, EOF
     propagated, sinks flushed, stats "interrupted": true, status 0.  A
-    cancel() before the run starts ends it at its first round.  One handle
-    serves one run."""
+    cancel() before the run starts ends it at its first round.  progress()
+    reads the run's counters (any thread, any time).  One handle serves one
+    run."""
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._cancelled = False
         self._lib = None
         self._run = None
+        self._progress: Optional[Progress] = None
+        self._buf = None
+
+    def progress(self) -> Optional[Progress]:
+        """The run's counters now (gsqlc_progress): None before run_library
+        has created the run; after it, the last ones (state PROGRESS_DONE
+        unless the run failed to start)."""
+        with self._lock:
+            if self._run is not None:
+                if self._buf is None:
+                    self._buf = _ffi.new("gsqlc_progress_snapshot *")
+                self._progress = _progress_of(self._lib, self._run, self._buf)
+            return self._progress
 
     def cancel(self) -> None:
         with self._lock:
@@ -160,6 +221,7 @@ class RunHandle:
 
     def _detach(self) -> None:
         with self._lock:
+            self.progress()     # the last counters outlive the run
             self._lib = self._run = None
 
 
