@@ -114,3 +114,32 @@ def test_example_notebook_runs():
     assert "shape: (3, 2)" in outs[2][0]["data"]["text/plain"]   # Polars
     assert "bytes" in outs[3][0]["data"]["text/html"]            # DuckDB
     assert outs[4][0]["data"]["text/plain"].isdigit()            # rows streamed
+
+
+def test_progress_bar_is_a_widget_in_a_notebook(tmp_path):
+    """run(progress=True) in a Jupyter kernel shows tqdm's notebook widget
+    (ipywidgets), and no warning."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipywidgets")
+    (tmp_path / "s.txt").write_text("PROTOCOL R { uint t get_csv_uint_pos1 (increasing); "
+                                    "uint a get_csv_uint_pos2; }\n")
+    (tmp_path / "q.gsql").write_text("DEFINE { query_name 'q'; }\nselect t, a from [csv].R\n")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "import time, gsqlc, pyarrow as pa\n"
+        "qs = gsqlc.compile(['q.gsql'], schema='s.txt')\n"
+        "def feed():   # a live feed: a batch every 0.2 s\n"
+        "    for i in range(6):\n"
+        "        time.sleep(0.2)\n"
+        "        yield pa.record_batch({'t': pa.array([i] * 10, pa.uint32()),\n"
+        "                               'a': pa.array(range(10), pa.uint32())})\n"
+        "qs.run({'csv': feed()}, progress=True).to_arrow().num_rows")]
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outs = nb.cells[0].outputs
+    assert [o["output_type"] for o in outs if o["output_type"] == "stream"] == [], outs
+    widgets = [o for o in outs if o["output_type"] == "display_data"
+               and "application/vnd.jupyter.widget-view+json" in o["data"]]
+    assert widgets, outs
+    assert outs[-1]["output_type"] == "execute_result" and outs[-1]["data"]["text/plain"] == "60"

@@ -195,7 +195,12 @@ class ProgressLine:
             kw.update(total=None, unit=" rows", unit_scale=True,
                       bar_format="{desc}: {n_fmt} rows [{elapsed}, {rate_fmt}{postfix}]")
         if self._notebook:
-            from tqdm import autonotebook
+            import warnings
+
+            from tqdm import TqdmExperimentalWarning
+            with warnings.catch_warnings():   # as tqdm.auto does: its notebook mode is meant
+                warnings.simplefilter("ignore", TqdmExperimentalWarning)
+                from tqdm import autonotebook
             from tqdm.auto import tqdm as auto
             if autonotebook.tqdm is not tqdm:     # in Jupyter: a widget
                 try:
