@@ -248,3 +248,36 @@ def test_time_aligned_csv_replay_under_sanitizers(gsqlc, tmp_path):
     assert sorted(lines) == sorted(f"{t}|{tag}|{v}" for t, tag, v, _ in a + b)
     held = [int(x) for x in re.findall(r'"held_back": *(\d+)', r.stderr)]
     assert len(held) == 2 and min(held) > 0, r.stderr
+
+
+def test_ip_forms_under_sanitizers(gsqlc, tmp_path):
+    """The IP forms (issue 17): addresses read in text and integer forms
+    (CSV), printed as text and as integers (option ip_format=int, the
+    128-bit decimal included) in every text format, under ASan and UBSan."""
+    (tmp_path / "s.txt").write_text("PROTOCOL R {\n uint t get_csv_uint_pos1 (increasing);\n"
+                                    " IP a get_csv_ip_pos2;\n IPV6 b get_csv_ipv6_pos3;\n}\n")
+    (tmp_path / "q.gsql").write_text("DEFINE { query_name 'q'; }\nselect t, a, b from [csv].R\n")
+    rows = [(1, "10.0.0.1", "2001:db8::1"), (2, "4294967295", "0"),
+            (3, "0.0.0.0", "340282366920938463463374607431768211455"),
+            (4, "255.255.255.255", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"),
+            (5, "10.0.0.300", "2001:db8::1::")]        # malformed: counted, read as 0
+    (tmp_path / "d.csv").write_text("".join(f"{t},{a},{b}\n" for t, a, b in rows))
+    runner = _runner(gsqlc, tmp_path, [tmp_path / "q.gsql"], tmp_path / "s.txt")
+    base = ["--source", f"csv=csv:{tmp_path / 'd.csv'}", "--output", "q"]
+    top = str((1 << 128) - 1)
+    want = {"text": ["1|10.0.0.1|2001:0db8:0000:0000:0000:0000:0000:0001",
+                     "2|255.255.255.255|0000:0000:0000:0000:0000:0000:0000:0000",
+                     "3|0.0.0.0|ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+                     "4|255.255.255.255|ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+                     "5|0.0.0.0|0000:0000:0000:0000:0000:0000:0000:0000"],
+            "int": ["1|167772161|42540766411282592856903984951653826561", "2|4294967295|0",
+                    f"3|0|{top}", f"4|4294967295|{top}", "5|0|0"]}
+    for form, lines in want.items():
+        for fmt in ("pipe", "csv", "jsonl"):
+            r = _run(runner, *base, "--format", fmt, "--option", f"ip_format={form}")
+            assert r.returncode == 0, r.stderr
+            assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
+            if fmt == "pipe":
+                assert r.stdout.splitlines() == lines, (form, r.stdout)
+            else:
+                assert len(r.stdout.splitlines()) == len(lines) + (fmt == "csv")
