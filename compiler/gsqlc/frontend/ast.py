@@ -136,6 +136,14 @@ class GroupItem(Node):
 
 
 @dataclass(eq=False)
+class DefaultOf(Expr):
+    """The default value of expr's type (0, 0.0.0.0, '', FALSE): what a
+    group-by variable outside a grouping pattern holds
+    (semantics/grouping_sets.py); analysis binds it to a constant."""
+    expr: Expr
+
+
+@dataclass(eq=False)
 class GroupingSets(Node):
     """ROLLUP(...), CUBE(...) or GROUPING_SETS((...), ...)."""
     kind: str  # 'rollup' | 'cube' | 'grouping_sets'

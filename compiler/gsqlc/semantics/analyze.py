@@ -174,8 +174,8 @@ def check_supported(q: ast.Query) -> None:
     if q.supergroup:
         raise not_supported(q.supergroup_span or q.span, "SUPERGROUP")
     for g in q.group_by:
-        if isinstance(g, ast.GroupingSets):
-            raise not_supported(g.span, g.kind.upper().replace("GROUPING_SETS", "GROUPING_SETS"))
+        if isinstance(g, ast.GroupingSets):   # expanded before analysis (grouping_sets.py)
+            raise not_supported(g.span, g.kind.upper())
     exprs = [s.expr for s in q.select] + [x for x in (q.where, q.having) if x is not None]
     exprs += [g.expr for g in q.group_by if isinstance(g, ast.GroupItem)]
     for e in exprs:
@@ -263,6 +263,21 @@ def _literal_type(lit: ast.Literal) -> Type:
     }[k]
 
 
+def default_value(t: Type, span: ast.Span) -> ast.Expr:
+    """The default value of type t (Tigon manual, Table 6), as an expression
+    of exactly that type: 0 (through the type's conversion), FALSE, '',
+    0.0.0.0, ::."""
+    if t == Type.BOOL:
+        return ast.Literal("bool", False, "FALSE", span=span)
+    if t == Type.STRING:
+        return ast.Literal("string", b"", "''", span=span)
+    if t == Type.IP:
+        return ast.Literal("ip", 0, "IP_VAL '0.0.0.0'", span=span)
+    if t == Type.IPV6:
+        return ast.Literal("ipv6", bytes(16), "IPV6_VAL '::'", span=span)
+    return ast.Call(str(t).upper(), [ast.Literal("int", 0, "0", span=span)], span=span)
+
+
 def _define_literal(name: str, q: AnalyzedQuery, span: ast.Span) -> ast.Literal:
     if name not in q.defines:
         raise QueryError(span, "unknown-define",
@@ -289,6 +304,9 @@ class Binder:
     # -- field context: WHERE, GROUP BY, aggregate arguments, selections
     def bind_fields(self, e: ast.Expr, where: str) -> ast.Expr:
         def fn(n: ast.Expr) -> Optional[ast.Expr]:
+            if isinstance(n, ast.DefaultOf):
+                t = self.bind_fields(n.expr, where).info.type
+                return self.bind_fields(default_value(t, n.span), where)
             if isinstance(n, ast.ColumnRef):
                 return self.scope.lookup(n)
             if isinstance(n, ast.DefineRef):

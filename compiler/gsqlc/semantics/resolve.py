@@ -20,6 +20,7 @@ from ..errors import QueryError
 from ..frontend import ast
 from ..frontend.parser import parse_query_file, parse_schema_file
 from ..resources import packet_schema_path
+from . import grouping_sets
 from .analyze import AnalyzedQuery, Source, StreamDef, analyze_query
 from .schema import Schema, build_schema, protocol_problem
 
@@ -29,6 +30,9 @@ class _Entry:
     query: ast.Query
     name: str
     file: str
+    # a GROUP BY with CUBE/ROLLUP/GROUPING_SETS: its pattern queries' names;
+    # the entry's query becomes their MERGE once they are analysed
+    patterns: Optional[list[str]] = None
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,21 @@ def _name_queries(qf: ast.QueryFile) -> list[_Entry]:
     return out
 
 
+def _expand_grouping_sets(entries: list[_Entry]) -> list[_Entry]:
+    """The entries with each query grouping by CUBE/ROLLUP/GROUPING_SETS
+    replaced by its pattern queries and the entry that merges them
+    (semantics/grouping_sets.py)."""
+    out = []
+    for e in entries:
+        if not grouping_sets.has_grouping_sets(e.query):
+            out.append(e)
+            continue
+        pats = grouping_sets.expand(e.query, e.name)
+        out += [_Entry(q, n, e.file) for n, q in pats]
+        out.append(_Entry(e.query, e.name, e.file, patterns=[n for n, _ in pats]))
+    return out
+
+
 class _Resolver:
     def __init__(self, schema: Schema, library_paths: list[Path]):
         self.schema = schema
@@ -90,7 +109,7 @@ class _Resolver:
         self.loaded_files.add(rp)
         qf = parse_query_file(path, _read(path))
         self.last_file = qf
-        for e in _name_queries(qf):
+        for e in _expand_grouping_sets(_name_queries(qf)):
             if e.name in self.entries:
                 prev = self.entries[e.name]
                 raise QueryError(e.query.span, "duplicate-query",
@@ -204,6 +223,11 @@ def resolve_files(query_files: Sequence[str], schema_files: Sequence[str] = (),
             raise QueryError(from_span or e.query.span, "cyclic-query",
                             f"queries read each other in a cycle: {cycle}")
         visiting.append(name)
+        if e.patterns is not None:
+            outs = [visit(p, e.query.span).output for p in e.patterns]
+            temporal = next((c.name for c in outs[0].columns if c.temporal.is_temporal), None)
+            e = _Entry(grouping_sets.merge_query(e.query, name, e.patterns, temporal), name,
+                       e.file)
         streams: dict[str, StreamDef] = {}
         sources = []
         for ref in e.query.from_:
