@@ -436,6 +436,8 @@ class Generator:
             if f.source == "system":
                 return (f"{{ uint32_t tmp_; gsq_acc_get_system_time(node, rec, &tmp_); "
                         f"{var} = ({f.type.c_type})tmp_; }}")
+            if f.source == "constant":   # get_schemaId: GS-lite's CSV records carry 0
+                return f"{var} = 0;"
             from ..semantics.schema import PACKET_ACCESSORS
             at = PACKET_ACCESSORS[f.accessor]
             if at == f.type:
@@ -452,8 +454,8 @@ class Generator:
             """read_step over row i of a columnar chunk (None: a field that
             is no CSV column, e.g. the clock's)."""
             f = proto.fields[name]
-            if f.source == "system":
-                return read_step(name, skip)   # the clock: rec is unused
+            if f.source in ("system", "constant"):
+                return read_step(name, skip)   # the clock or a constant: rec is unused
             if f.source != "csv":
                 return None
             ct = f.csv_type or f.type
@@ -470,7 +472,7 @@ class Generator:
             """col_read_step when every column of the chunk is read as it
             is (gsq_col.raw, no nulls: the pointers in locals r<j>)."""
             f = proto.fields[name]
-            if f.source == "system":
+            if f.source in ("system", "constant"):
                 return read_step(name, "return;")
             ct = f.csv_type or f.type
             if f.source != "csv" or ct not in _COL_RAW:

@@ -3,6 +3,8 @@
 A field's accessor decides where its value comes from:
   get_csv_<type>_pos<N>  the N-th field of a CSV row         (source 'csv')
   get_system_time        the run's clock in seconds          (source 'system')
+  get_schemaId           GS-lite's record schema id: 0, as GS-lite's CSV
+                         source sets it (gsqlc's sources carry none) (source 'constant')
   get_<name>             a packet-header accessor             (source 'pcap')
 """
 from __future__ import annotations
@@ -130,6 +132,11 @@ def _field_from_decl(fd: ast.FieldDecl, kind: str) -> Field:
             raise QueryError(fd.span, "type-mismatch",
                             f"get_system_time gives a uint, field '{fd.name}' is {t}")
         f.source = "system"
+    elif acc.lower() == "get_schemaid":
+        if not t.is_integer:
+            raise QueryError(fd.span, "type-mismatch",
+                            f"get_schemaId gives a uint, field '{fd.name}' is {t}")
+        f.source = "constant"
     elif acc in PACKET_ACCESSORS:
         at = PACKET_ACCESSORS[acc]
         if at != t and not (at.is_integer and t.is_integer):
@@ -145,7 +152,8 @@ def _field_from_decl(fd: ast.FieldDecl, kind: str) -> Field:
         f.source = "unsupported"
         f.problem = QueryError(fd.span, "unknown-accessor",
                               f"unknown accessor '{acc}' for field '{fd.name}': expected "
-                              "get_csv_<type>_pos<N>, get_system_time, or a packet accessor "
+                              "get_csv_<type>_pos<N>, get_system_time, get_schemaId, or a "
+                              "packet accessor "
                               "of gsqlc's packet schema")
     return f
 
@@ -179,7 +187,8 @@ def build_schema(files: list[ast.SchemaFile]) -> Schema:
         for fd in pd.fields:
             fields[fd.name] = _field_from_decl(fd, pd.kind)
         visiting.discard(name)
-        sources = {f.source for f in fields.values()} - {"system", "stream", "unsupported"}
+        sources = {f.source for f in fields.values()} - {"system", "constant", "stream",
+                                                         "unsupported"}
         if len(sources) > 1:
             raise QueryError(pd.span, "schema",
                             f"PROTOCOL '{name}' mixes CSV and packet accessors")
