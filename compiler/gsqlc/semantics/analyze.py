@@ -163,9 +163,6 @@ def not_supported(span: ast.Span, what: str) -> QueryError:
 def check_supported(q: ast.Query) -> None:
     if not q.is_merge and len(q.from_) > 2:
         raise not_supported(q.from_[2].span, "a join of more than two FROM sources")
-    if not q.is_merge and len(q.from_) == 2 and (q.group_by or q.having is not None):
-        raise not_supported(q.group_by_span or q.span, "aggregation over a join in one query "
-                            "(write the join as a query and aggregate FROM it)")
     for clause, what in ((q.closing_when, "CLOSING_WHEN (running aggregation)"),
                          (q.cleaning_when, "CLEANING_WHEN"),
                          (q.cleaning_by, "CLEANING_BY")):

@@ -20,7 +20,7 @@ from ..errors import QueryError
 from ..frontend import ast
 from ..frontend.parser import parse_query_file, parse_schema_file
 from ..resources import packet_schema_path
-from . import grouping_sets
+from . import grouping_sets, join_aggregate
 from .analyze import AnalyzedQuery, Source, StreamDef, analyze_query
 from .schema import Schema, build_schema, protocol_problem
 
@@ -214,6 +214,18 @@ def resolve_files(query_files: Sequence[str], schema_files: Sequence[str] = (),
     order: list[AnalyzedQuery] = []
     visiting: list[str] = []
 
+    def resolve_sources(query: ast.Query) -> list[Source]:
+        streams: dict[str, StreamDef] = {}
+        sources = []
+        for ref in query.from_:
+            src, producer = r.source(ref, streams)
+            if producer is not None:
+                src.stream = visit(producer, ref.span).output
+            sources.append(src)
+        if not sources:
+            raise QueryError(query.span, "syntax", "a query needs a FROM clause")
+        return sources
+
     def visit(name: str, from_span: Optional[ast.Span] = None) -> AnalyzedQuery:
         if name in analyzed:
             return analyzed[name]
@@ -228,15 +240,19 @@ def resolve_files(query_files: Sequence[str], schema_files: Sequence[str] = (),
             temporal = next((c.name for c in outs[0].columns if c.temporal.is_temporal), None)
             e = _Entry(grouping_sets.merge_query(e.query, name, e.patterns, temporal), name,
                        e.file)
-        streams: dict[str, StreamDef] = {}
-        sources = []
-        for ref in e.query.from_:
-            src, producer = r.source(ref, streams)
-            if producer is not None:
-                src.stream = visit(producer, ref.span).output
-            sources.append(src)
-        if not sources:
-            raise QueryError(e.query.span, "syntax", "a query needs a FROM clause")
+        sources = resolve_sources(e.query)
+        if join_aggregate.is_join_aggregate(e.query):
+            err = join_aggregate.check_no_join_kind_options(e.query)
+            if err is not None:
+                raise err
+            join_name, join_q, agg_q = join_aggregate.split(e.query, name, sources)
+            if join_name in r.entries:
+                raise QueryError(e.query.span, "duplicate-query",
+                                 f"query '{join_name}' is defined twice (gsqlc names the join "
+                                 f"of query '{name}' so)")
+            r.entries[join_name] = _Entry(join_q, join_name, e.file)
+            e = _Entry(agg_q, name, e.file)
+            sources = resolve_sources(e.query)
         aq = analyze_query(e.query, name, e.file, sources)
         visiting.pop()
         analyzed[name] = aq
