@@ -108,3 +108,72 @@ def test_errors_are_located(data, text, rule, needle):
         gsqlc.compile([q], schema=d / "s.txt")
     assert e.value.rule == rule and needle in e.value.message
     assert e.value.file == str(q) and e.value.line == 2
+
+
+# ---- joins of more than two sources (issue 12, part 6): the first two joined
+# as <name>__j<k>, then the rest
+
+
+@pytest.fixture(scope="module")
+def third(data):
+    d, rows = data
+    rng = random.Random(9)
+    rows["c"] = [(t, f"10.0.0.{rng.randrange(1, 4)}", rng.randrange(40, 1500), 80)
+                 for t in range(120) for _ in range(rng.randrange(0, 3))]
+    (d / "c.csv").write_text("".join(",".join(map(str, r)) + "\n" for r in rows["c"]))
+    return d, rows
+
+
+def run3(gsqlc, d, text):
+    q = d / "q3.gsql"
+    q.write_text(text)
+    p = gsqlc("run", q, "--schema", d / "s.txt", "--source", f"eth0=csv:{d / 'a.csv'}",
+              "--source", f"eth1=csv:{d / 'b.csv'}", "--source", f"eth2=csv:{d / 'c.csv'}",
+              "--format", "csv")
+    assert p.returncode == 0, p.err
+    rows = list(csv.reader(io.StringIO(p.out)))
+    return rows[0], sorted(tuple(int(v) if v.isdigit() else v for v in r) for r in rows[1:])
+
+
+def test_three_way_join(gsqlc, third):
+    d, rows = third
+    header, got = run3(gsqlc, d,
+                       "DEFINE { query_name 'three'; }\n"
+                       "SELECT A.time, A.srcIP, A.len, B.len AS blen, C.len AS clen\n"
+                       "FROM eth0.PKTS A, eth1.PKTS B, eth2.PKTS C\n"
+                       "WHERE A.time = B.time AND A.srcIP = B.srcIP AND C.time = A.time\n"
+                       "  AND C.srcIP = B.srcIP AND C.len > 300 AND A.len < 1200\n")
+    assert header == ["time", "srcIP", "len", "blen", "clen"]
+    want = sorted((a[0], a[1], a[2], b[2], c[2]) for a in rows["a"] for b in rows["b"]
+                  for c in rows["c"] if a[0] == b[0] == c[0] and a[1] == b[1] == c[1]
+                  and c[2] > 300 and a[2] < 1200)
+    assert got == want and len(want) >= 5
+
+
+def test_three_way_join_aggregation(gsqlc, third):
+    d, rows = third
+    _, got = run3(gsqlc, d,
+                  "DEFINE { query_name 'three_agg'; }\n"
+                  "SELECT tb, count(*) AS n, sum(C.len) AS cl\n"
+                  "FROM eth0.PKTS A, eth1.PKTS B, eth2.PKTS C\n"
+                  "WHERE A.time = B.time AND B.time = C.time AND A.srcIP = C.srcIP\n"
+                  "GROUP BY A.time/30 AS tb\n")
+    want = defaultdict(lambda: [0, 0])
+    for a in rows["a"]:
+        for b in rows["b"]:
+            for c in rows["c"]:
+                if a[0] == b[0] == c[0] and a[1] == c[1]:
+                    want[a[0] // 30][0] += 1
+                    want[a[0] // 30][1] += c[2]
+    assert got == sorted((k, n, s) for k, (n, s) in want.items())
+
+
+def test_outer_join_of_three_is_refused(third):
+    d, _ = third
+    q = d / "bad3.gsql"
+    q.write_text("DEFINE { query_name 'bad'; }\nSELECT A.time OUTER_JOIN\n"
+                 "FROM eth0.PKTS A, eth1.PKTS B, eth2.PKTS C\n"
+                 "WHERE A.time = B.time AND B.time = C.time\n")
+    with pytest.raises(gsqlc.QueryError, match="more than two sources") as e:
+        gsqlc.compile([q], schema=d / "s.txt")
+    assert e.value.rule == "not-supported-yet" and e.value.line == 2

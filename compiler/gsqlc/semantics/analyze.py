@@ -161,8 +161,6 @@ def not_supported(span: ast.Span, what: str) -> QueryError:
 
 
 def check_supported(q: ast.Query) -> None:
-    if not q.is_merge and len(q.from_) > 2:
-        raise not_supported(q.from_[2].span, "a join of more than two FROM sources")
     for clause, what in ((q.closing_when, "CLOSING_WHEN (running aggregation)"),
                          (q.cleaning_when, "CLEANING_WHEN"),
                          (q.cleaning_by, "CLEANING_BY")):

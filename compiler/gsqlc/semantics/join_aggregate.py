@@ -11,7 +11,7 @@ unqualified field name belongs to whichever source has it.
 from __future__ import annotations
 
 import copy
-from typing import Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 from ..errors import QueryError
 from ..frontend import ast
@@ -82,26 +82,7 @@ class _Fields:
     def rename(self, e: ast.Expr, keep: set[str]) -> ast.Expr:
         """e with every field reference renamed to its join output column
         (unqualified names in `keep`, group-by variables, stay)."""
-        if isinstance(e, ast.ColumnRef):
-            if e.table is None and e.name in keep:
-                return e
-            i = self.source_of(e)
-            out = f"{self.sources[i].alias}__{e.name}"
-            self.read[(i, e.name)] = out
-            return ast.ColumnRef(out, span=e.span)
-        n = copy.copy(e)
-        if isinstance(n, ast.DefaultOf):
-            n.expr = self.rename(n.expr, keep)
-        elif isinstance(n, ast.Unary):
-            n.operand = self.rename(n.operand, keep)
-        elif isinstance(n, ast.Binary):
-            n.left, n.right = self.rename(n.left, keep), self.rename(n.right, keep)
-        elif isinstance(n, ast.InList):
-            n.expr = self.rename(n.expr, keep)
-            n.items = [self.rename(x, keep) for x in n.items]
-        elif isinstance(n, ast.Call):
-            n.args = [self.rename(x, keep) for x in n.args]
-        return n
+        return _rename_some(e, self, keep, set(range(len(self.sources))))
 
 
 def split(q: ast.Query, name: str, sources: Sequence[Source]) -> tuple[str, ast.Query, ast.Query]:
@@ -148,3 +129,122 @@ def check_no_join_kind_options(q: ast.Query) -> Optional[QueryError]:
                           "an aggregation over a FILTER_JOIN in one query is not supported "
                           "yet by gsqlc: write the join as a query and aggregate FROM it")
     return None
+
+
+# ---------------------------------------------------------------- joins of
+# more than two sources
+
+
+def is_multi_join(q: ast.Query) -> bool:
+    return not q.is_merge and len(q.from_) > 2
+
+
+def _conjuncts(e: Optional[ast.Expr]) -> list[ast.Expr]:
+    if e is None:
+        return []
+    if isinstance(e, ast.Binary) and e.op.lower() == "and":
+        return _conjuncts(e.left) + _conjuncts(e.right)
+    return [e]
+
+
+def _conjoin(parts: list[ast.Expr]) -> Optional[ast.Expr]:
+    out: Optional[ast.Expr] = None
+    for p in parts:
+        out = p if out is None else ast.Binary("AND", out, p, span=p.span)
+    return out
+
+
+def _sources_read(e: ast.Expr, fields: _Fields, keep: set[str]) -> set[int]:
+    out: set[int] = set()
+    for n in _walk(e):
+        if isinstance(n, ast.ColumnRef) and not (n.table is None and n.name in keep):
+            out.add(fields.source_of(n))
+    return out
+
+
+def _walk(e: ast.Expr) -> Iterator[ast.Expr]:
+    yield e
+    for c in _kids(e):
+        yield from _walk(c)
+
+
+def split_first_join(q: ast.Query, name: str, sources: Sequence[Source]
+                     ) -> tuple[str, ast.Query, ast.Query]:
+    """A join of n > 2 sources as the join of the first two, `<name>__j<n-1>`
+    (the WHERE conjuncts reading only them, every field the query reads of
+    them as <alias>__<field>), and the query over it and the other sources
+    (references to the first two renamed).  Inner joins only."""
+    if q.join is not None and q.join.kind != "inner":
+        raise QueryError(q.join.span, "not-supported-yet",
+                         f"a {q.join.kind.upper()} join of more than two sources is not "
+                         "supported yet by gsqlc (inner joins are): write the joins as queries")
+    fields = _Fields(sources)
+    groups = _group_names(q)
+    pair = {0, 1}
+    inner: list[ast.Expr] = []
+    outer: list[ast.Expr] = []
+    for c in _conjuncts(q.where):
+        (inner if _sources_read(c, fields, set()) <= pair else outer).append(c)
+    # every field of the first two sources the rest of the query reads, renamed
+    first = _Fields(sources)
+
+    def rename_first(e: ast.Expr, keep: set[str]) -> ast.Expr:
+        return _rename_some(e, first, keep, pair)
+    new_where = _conjoin([rename_first(c, set()) for c in outer])
+    select = [ast.SelectItem(rename_first(s.expr, groups),
+                             alias=s.alias or (s.expr.name if isinstance(s.expr, ast.ColumnRef)
+                                               else None), span=s.span)
+              for s in q.select]
+    group_by: list[ast.GroupItem | ast.GroupingSets] = []
+    for g in q.group_by:
+        assert isinstance(g, ast.GroupItem)
+        alias = g.alias or (g.expr.name if isinstance(g.expr, ast.ColumnRef) else None)
+        group_by.append(ast.GroupItem(rename_first(g.expr, set()), alias=alias, span=g.span))
+    having = rename_first(q.having, groups) if q.having is not None else None
+    join_name = f"{name}__j{len(sources) - 1}"
+    defines = dict(q.defines.items)
+    defines["query_name"] = join_name
+    join_q = ast.Query(ast.OptionBlock(defines, dict(q.defines.item_spans), span=q.defines.span),
+                       copy.deepcopy(q.params),
+                       [ast.SelectItem(ast.ColumnRef(f, table=sources[i].alias, span=q.span),
+                                       alias=out, span=q.span)
+                        for (i, f), out in sorted(first.read.items())],
+                       [copy.deepcopy(q.from_[0]), copy.deepcopy(q.from_[1])],
+                       where=_conjoin(inner), span=q.span)
+    if not first.read:
+        raise QueryError(q.from_[1].span, "join",
+                         f"the join reads no field of '{sources[0].alias}' or "
+                         f"'{sources[1].alias}' beyond its join conditions")
+    rest = copy.deepcopy(q)
+    rest.from_ = [ast.TableRef(join_name, alias=f"_{join_name}", span=q.from_[0].span),
+                  *copy.deepcopy(q.from_[2:])]
+    rest.where, rest.select, rest.group_by, rest.having = new_where, select, group_by, having
+    return join_name, join_q, rest
+
+
+def _rename_some(e: ast.Expr, fields: _Fields, keep: set[str], which: set[int]) -> ast.Expr:
+    """e with the references to the sources `which` renamed to
+    <alias>__<field> (unqualified, unique across the join's output)."""
+    if isinstance(e, ast.ColumnRef):
+        if e.table is None and e.name in keep:
+            return e
+        i = fields.source_of(e)
+        if i not in which:
+            return e
+        out = f"{fields.sources[i].alias}__{e.name}"
+        fields.read[(i, e.name)] = out
+        return ast.ColumnRef(out, span=e.span)
+    n = copy.copy(e)
+    if isinstance(n, ast.DefaultOf):
+        n.expr = _rename_some(n.expr, fields, keep, which)
+    elif isinstance(n, ast.Unary):
+        n.operand = _rename_some(n.operand, fields, keep, which)
+    elif isinstance(n, ast.Binary):
+        n.left = _rename_some(n.left, fields, keep, which)
+        n.right = _rename_some(n.right, fields, keep, which)
+    elif isinstance(n, ast.InList):
+        n.expr = _rename_some(n.expr, fields, keep, which)
+        n.items = [_rename_some(x, fields, keep, which) for x in n.items]
+    elif isinstance(n, ast.Call):
+        n.args = [_rename_some(x, fields, keep, which) for x in n.args]
+    return n

@@ -214,6 +214,14 @@ def resolve_files(query_files: Sequence[str], schema_files: Sequence[str] = (),
     order: list[AnalyzedQuery] = []
     visiting: list[str] = []
 
+    def register(join_name: str, join_q: ast.Query, name: str, e: _Entry) -> None:
+        """A join gsqlc made of query `name` (semantics/join_aggregate.py)."""
+        if join_name in r.entries:
+            raise QueryError(e.query.span, "duplicate-query",
+                             f"query '{join_name}' is defined twice (gsqlc names a join "
+                             f"of query '{name}' so)")
+        r.entries[join_name] = _Entry(join_q, join_name, e.file)
+
     def resolve_sources(query: ast.Query) -> list[Source]:
         streams: dict[str, StreamDef] = {}
         sources = []
@@ -241,16 +249,17 @@ def resolve_files(query_files: Sequence[str], schema_files: Sequence[str] = (),
             e = _Entry(grouping_sets.merge_query(e.query, name, e.patterns, temporal), name,
                        e.file)
         sources = resolve_sources(e.query)
+        while join_aggregate.is_multi_join(e.query):
+            join_name, join_q, rest = join_aggregate.split_first_join(e.query, name, sources)
+            register(join_name, join_q, name, e)
+            e = _Entry(rest, name, e.file)
+            sources = resolve_sources(e.query)
         if join_aggregate.is_join_aggregate(e.query):
             err = join_aggregate.check_no_join_kind_options(e.query)
             if err is not None:
                 raise err
             join_name, join_q, agg_q = join_aggregate.split(e.query, name, sources)
-            if join_name in r.entries:
-                raise QueryError(e.query.span, "duplicate-query",
-                                 f"query '{join_name}' is defined twice (gsqlc names the join "
-                                 f"of query '{name}' so)")
-            r.entries[join_name] = _Entry(join_q, join_name, e.file)
+            register(join_name, join_q, name, e)
             e = _Entry(agg_q, name, e.file)
             sources = resolve_sources(e.query)
         aq = analyze_query(e.query, name, e.file, sources)
