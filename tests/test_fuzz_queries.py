@@ -358,3 +358,35 @@ def test_a_computed_constant_compared_builds(tmp_path):
                  "DEFINE { query_name 'q1'; }\nSELECT t FROM [csv].FZ\n"
                  "WHERE t > ULLONG(0.5) AND INT(-1e-300) <= i;\n")
     compile_queries([str(q)], CompileOptions((str(schema),), werror=True))
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999999", "-9223372036854775809"])
+def test_define_integer_out_of_range(tmp_path, value):
+    """Was: a DEFINE value past ullong used as #NAME generated a C constant too
+    large for its type (a build failure under -Werror)."""
+    e = _error(tmp_path, f"DEFINE {{ query_name 'q'; PORT {value}; }}\n"
+                         "SELECT time, #PORT AS p FROM IPV4", "bad-literal")
+    assert (e.line, e.column) == (2, 14) and "PORT" in e.message
+
+
+def test_stream_of_no_columns_builds(tmp_path):
+    """Was: an LFTA whose output has no column (the query computes only an
+    HFTA-only function of constants) emitted an empty C struct, sizeof 0
+    (division by zero in its run constant; C++ would size it 1)."""
+    from gsqlc.pipeline import CompileOptions, compile_queries
+    schema = _schema(tmp_path, FUZZ_SCHEMA_TEXT)
+    q = tmp_path / "q.gsql"
+    q.write_text("DEFINE { query_name 'q'; }\nSELECT str_match_start('abc', 'abc') AS c0 "
+                 "FROM [csv].FZ")
+    compile_queries([str(q)], CompileOptions((str(schema),), werror=True))
+
+
+def test_compile_build_into_a_relative_folder(tmp_path):
+    """Was: `gsqlc compile -o DIR --build` with a relative DIR failed: the C
+    compiler ran in the build folder and did not find DIR/...c."""
+    q = tmp_path / "q.gsql"
+    q.write_text("DEFINE { query_name 'q'; }\nSELECT time FROM IPV4")
+    p = subprocess.run(oracle.gsqlc_command() + ["compile", str(q), "-o", "rel_out", "--build"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "rel_out" / "build" / "gsqlc-run").is_file()

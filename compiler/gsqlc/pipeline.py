@@ -149,6 +149,7 @@ def compile_planned(qs: QuerySet, options: CompileOptions = CompileOptions(),
     from .backend.build import build
     from .backend.codegen import generate
     gen = generate(qs.plan, options.runner_sets) if options.runner_sets else generate(qs.plan)
-    built = build(gen, Path(out_dir) if out_dir is not None else None,
+    # absolute: the C compiler runs in the build directory, not the caller's
+    built = build(gen, Path(out_dir).resolve() if out_dir is not None else None,
                   sanitize=options.sanitize, werror=options.werror)
     return Compiled(qs, gen, built)

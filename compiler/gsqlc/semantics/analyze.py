@@ -280,9 +280,14 @@ def _define_literal(name: str, q: AnalyzedQuery, span: ast.Span) -> ast.Literal:
     text = q.defines[name]
     try:
         v = int(text, 0)
-        return ast.Literal("int", v, text, span=span)
     except ValueError:
         pass
+    else:
+        if not -2**63 <= v <= 2**64 - 1:
+            raise QueryError(span, "bad-literal",
+                             f"#{name} is {text}, out of range: an integer DEFINE value is "
+                             "at least -2^63 and at most 2^64-1 (ullong)")
+        return ast.Literal("int", v, text, span=span)
     try:
         return ast.Literal("float", float(text), text, span=span)
     except ValueError:
