@@ -66,7 +66,8 @@ def _to(v, r: str):
     toward zero and saturate, NaN gives 0."""
     if r == "float":
         return float(v)
-    bits, signed = {"ullong": (64, False), "uint": (32, False), "int": (32, True)}[r]
+    bits, signed = {"ullong": (64, False), "uint": (32, False), "int": (32, True),
+                    "llong": (64, True), "ushort": (16, False)}[r]
     if isinstance(v, float):
         if v != v:
             return 0
@@ -267,3 +268,18 @@ def test_placement_follows_lfta_legality(gsqlc, tmp_path):
     assert "string_hash(s)" in lfta and "ULLMAX(ul, f)" in lfta
     assert "byte_match_offset[0, 97, s]" in lfta
     assert "string_hash_long" not in lfta and "hl ullong [not temporal] := string_hash_long(s)" in hfta
+
+
+def test_float_to_integer_conversions_saturate(gsqlc, tmp_path):
+    """INT, UINT, ULLONG, LLONG, USHORT of a float: truncated toward zero,
+    saturated at the type's bounds, NaN read as 0 (C's conversion is
+    undefined out of range)."""
+    names = [("INT", "int"), ("UINT", "uint"), ("ULLONG", "ullong"), ("LLONG", "llong"),
+             ("USHORT", "ushort")]
+    out = _run(gsqlc, tmp_path, ", ".join(f"{n}(f) as {r}, {n}(f * 4) as {r}4"
+                                           for n, r in names))
+    assert len(out) == len(ROWS)
+    for line in out:
+        f = _row(ROWS[int(line[0])])["f"]
+        want = [str(_to(x, r)) for _n, r in names for x in (f, f * 4)]
+        assert line[1:] == want, (f, line)

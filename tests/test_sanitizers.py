@@ -302,7 +302,8 @@ def test_catalog_functions_under_sanitizers(gsqlc, tmp_path):
              "get_list_entry(s, '', 0)", "sum_uint_in_list(s, ';')", "string_hash(s)",
              "string_hash_long(s)", "to_llong(s)", "strtoi_c('99999999999')",
              "strtoip_c('1.2.3')", "byte_match_offset(u, 0, s)", "str_compare(s, '')",
-             "str_partial_regex_match(s, '[0-9]+', u)"]
+             "str_partial_regex_match(s, '[0-9]+', u)", "INT(f)", "UINT(f)", "ULLONG(f)",
+             "LLONG(f)", "USHORT(f * 4)"]
     (tmp_path / "q.gsql").write_text(
         "DEFINE { query_name 'q'; }\nselect t, " +
         ", ".join(f"{c} as c{k}" for k, c in enumerate(cols)) +

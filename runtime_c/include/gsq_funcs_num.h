@@ -116,6 +116,14 @@ static inline int32_t gsq_f2i32(double d)
         return INT32_MAX;
     return (int32_t)d;
 }
+static inline uint16_t gsq_f2u16(double d)
+{
+    if (!(d > -1.0))
+        return 0;
+    if (d >= 65536.0)
+        return UINT16_MAX;
+    return (uint16_t)d;
+}
 /* The low 32 bits as a two's-complement int, without implementation-
  * defined conversions. */
 static inline int32_t gsq_u32_to_i32(uint32_t v)

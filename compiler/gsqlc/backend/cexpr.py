@@ -318,6 +318,10 @@ class CEmitter:
             x = e.args[0]
             if t is Type.BOOL:
                 return f"((uint8_t)(({self.expr(x)}) != 0))"
+            if x.info.type is Type.FLOAT and t in _F2I and not _foldable(x):
+                # a float out of the integer's range: saturated, NaN is 0
+                # (C's conversion is undefined there)
+                return f"{_F2I[t]}({self.expr(x)})"
             return f"(({t.c_type})({self.expr(x)}))"
         if f.emit == "identity":
             return self.expr(e.args[0])
@@ -351,6 +355,10 @@ class CEmitter:
                 args.append(self.expr(a))
         return f"{f.c_name}({', '.join(handles + args)})"
 
+
+# Float-to-integer conversions without undefined behaviour (gsq_funcs_num.h).
+_F2I = {Type.INT: "gsq_f2i32", Type.UINT: "gsq_f2u32", Type.IP: "gsq_f2u32",
+        Type.USHORT: "gsq_f2u16", Type.LLONG: "gsq_f2i64", Type.ULLONG: "gsq_f2u64"}
 
 # The kind a number is passed to a 'family' helper as (gsq_funcs_num.h).
 _KIND_C = {"u": "uint64_t", "s": "int64_t", "f": "double"}
