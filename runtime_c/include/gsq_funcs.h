@@ -68,19 +68,29 @@ static inline uint32_t gsq_fn_str_length(gsq_str s)
     return s.len;
 }
 
+/* Where the digits of a decimal number in s start: after leading blanks
+ * and an optional sign (*neg is 1 for '-'). */
+static inline uint32_t gsq_fn__number_start(gsq_str s, int *neg)
+{
+    uint32_t i = 0;
+    while (i < s.len && (s.p[i] == ' ' || s.p[i] == '\t' || s.p[i] == '\n' ||
+                         s.p[i] == '\r' || s.p[i] == '\f' || s.p[i] == '\v'))
+        i++;
+    *neg = 0;
+    if (i < s.len && (s.p[i] == '+' || s.p[i] == '-')) {
+        *neg = s.p[i] == '-';
+        i++;
+    }
+    return i;
+}
+
 /* strtoi(s): like C strtoul(s, NULL, 10) truncated to 32 bits: leading
  * blanks, optional sign ('-' negates modulo 2^32), the decimal prefix. */
 static inline uint32_t gsq_fn_strtoi(gsq_str s)
 {
-    uint32_t i = 0, v = 0;
-    int neg = 0;
-    while (i < s.len && (s.p[i] == ' ' || s.p[i] == '\t' || s.p[i] == '\n' ||
-                         s.p[i] == '\r' || s.p[i] == '\f' || s.p[i] == '\v'))
-        i++;
-    if (i < s.len && (s.p[i] == '+' || s.p[i] == '-')) {
-        neg = s.p[i] == '-';
-        i++;
-    }
+    uint32_t v = 0;
+    int neg;
+    uint32_t i = gsq_fn__number_start(s, &neg);
     for (; i < s.len && s.p[i] >= '0' && s.p[i] <= '9'; i++)
         v = v * 10u + (uint32_t)(s.p[i] - '0');
     return neg ? (uint32_t)(0u - v) : v;
@@ -202,16 +212,9 @@ static inline uint64_t gsq_fn_string_hash_long(gsq_str s)
  * digits. */
 static inline int64_t gsq_fn_to_llong(gsq_str s)
 {
-    uint32_t i = 0;
     uint64_t v = 0, lim;
-    int neg = 0, over = 0;
-    while (i < s.len && (s.p[i] == ' ' || s.p[i] == '\t' || s.p[i] == '\n' ||
-                         s.p[i] == '\r' || s.p[i] == '\f' || s.p[i] == '\v'))
-        i++;
-    if (i < s.len && (s.p[i] == '+' || s.p[i] == '-')) {
-        neg = s.p[i] == '-';
-        i++;
-    }
+    int neg, over = 0;
+    uint32_t i = gsq_fn__number_start(s, &neg);
     lim = neg ? (uint64_t)INT64_MAX + 1u : (uint64_t)INT64_MAX;
     for (; i < s.len && s.p[i] >= '0' && s.p[i] <= '9'; i++) {
         uint64_t d = (uint64_t)(s.p[i] - '0');
