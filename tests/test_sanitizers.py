@@ -281,3 +281,37 @@ def test_ip_forms_under_sanitizers(gsqlc, tmp_path):
                 assert r.stdout.splitlines() == lines, (form, r.stdout)
             else:
                 assert len(r.stdout.splitlines()) == len(lines) + (fmt == "csv")
+
+
+def test_catalog_functions_under_sanitizers(gsqlc, tmp_path):
+    """Every scalar function of the def files (issue 12, part 5) over the
+    edge rows of test_functions_catalog (0 and the types' bounds, NaN, 1e300,
+    empty strings, offsets and indices past the end), in the LFTA (C) and
+    the HFTA (C++), under ASan and UBSan."""
+    import test_functions_catalog as tfc
+    (tmp_path / "s.txt").write_text(tfc.SCHEMA)
+    (tmp_path / "d.csv").write_text("".join(
+        ",".join([str(n)] + [("nan" if v != v else repr(v)) if isinstance(v, float) else str(v)
+                             for v in r]) + "\n" for n, r in enumerate(tfc.ROWS)))
+    pairs = [(x, y) for x in tfc.FIELDS for y in tfc.FIELDS]
+    cols = [f"ULLMIN({x}, {y})" for x, y in pairs] + [f"EQ({x}, {y})" for x, y in pairs]
+    cols += [f"{n}({x}, {y})" for n in list(tfc.FAMILIES) + list(tfc.COMPARISONS)
+             for x, y in (("f", "f"), ("ll", "f"), ("i", "ul"))]
+    cols += [f"{n}(f)" for n in tfc.MATH1] + ["pow(f, i)", "fmod(u, f)", "endian_swap_ui(u)",
+             "if_else_i(u, ll, i)", "str_suffix(s, u)", "get_list_entry(s, ';', 4294967295)",
+             "get_list_entry(s, '', 0)", "sum_uint_in_list(s, ';')", "string_hash(s)",
+             "string_hash_long(s)", "to_llong(s)", "strtoi_c('99999999999')",
+             "strtoip_c('1.2.3')", "byte_match_offset(u, 0, s)", "str_compare(s, '')",
+             "str_partial_regex_match(s, '[0-9]+', u)", "INT(f)", "UINT(f)", "ULLONG(f)",
+             "LLONG(f)", "USHORT(f * 4)"]
+    (tmp_path / "q.gsql").write_text(
+        "DEFINE { query_name 'q'; }\nselect t, " +
+        ", ".join(f"{c} as c{k}" for k, c in enumerate(cols)) +
+        "\nfrom [csv].R where byte_match_offset[4294967295, 0, s] = FALSE\n")
+    runner = _runner(gsqlc, tmp_path, [tmp_path / "q.gsql"], tmp_path / "s.txt")
+    r = _run(runner, "--source", f"csv=csv:{tmp_path / 'd.csv'}", "--output", "q")
+    assert r.returncode == 0, r.stderr
+    assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
+    lines = r.stdout.splitlines()
+    assert [int(line.split("|")[0]) for line in lines] == list(range(len(tfc.ROWS)))
+    assert all(len(line.split("|")) == len(cols) + 1 for line in lines)

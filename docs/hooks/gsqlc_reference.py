@@ -70,6 +70,7 @@ def _type_classes() -> dict[object, tuple[list, str]]:
     return {
         catalog.ANY_INT: ([t for t in Type if t.is_integer], "any integer type (bool, IP included)"),
         catalog.ANY_NUM: ([t for t in Type if t.is_numeric], "any number"),
+        catalog.FLOAT_ARG: ([t for t in Type if t.is_numeric], "any number (as a float)"),
         catalog.ANY: (list(Type), "any type"),
     }
 
@@ -124,7 +125,11 @@ def render_functions() -> str:
         if f.handle_args:
             which = ", ".join(str(i + 1) for i in f.handle_args)
             notes.append(f"argument {which} must be a string literal: it is compiled once, "
-                         "when the query starts")
+                         "when the query starts" if f.handle_kind == "regex" else
+                         f"argument {which} must be a string literal")
+        if f.const_args:
+            which = ", ".join(str(i + 1) for i in f.const_args)
+            notes.append(f"argument {which} must be a constant")
         if f.emit == "clock":
             notes.append("reads the run's clock")
         desc = _e(f.doc) + ("" if not notes else " <em>(" + "; ".join(notes) + ")</em>")

@@ -257,7 +257,31 @@ FUNCS: dict[str, tuple[tuple[str, ...], str]] = {
     "USHORT": (("float",), "ushort"),
     "non_temporal": (("uint",), "uint"),
     "get_system_time": ((), "uint"),
+    # the def files' scalars (issue 12, part 5)
+    "ULLMIN": (("ullong", "float"), "ullong"),
+    "LLMAX": (("llong", "uint"), "ullong"),
+    "LMAX": (("int", "uint"), "int"),
+    "FMIN": (("float", "llong"), "float"),
+    "EQ": (("float", "int"), "uint"),
+    "GE": (("ullong", "int"), "uint"),
+    "if_else_i": (("uint", "llong", "int"), "llong"),
+    "sqrt": (("float",), "float"),
+    "pow": (("float", "uint"), "float"),
+    "fmod": (("float", "float"), "float"),
+    "endian_swap_ui": (("uint",), "uint"),
+    "str_compare": (("string", "string"), "bool"),
+    "byte_match_offset": (("uint", "uint", "string"), "bool"),
+    "str_suffix": (("string", "uint"), "string"),
+    "get_list_entry": (("string", "string", "uint"), "string"),
+    "sum_uint_in_list": (("string", "string"), "llong"),
+    "string_hash": (("string",), "uint"),
+    "string_hash_long": (("string",), "ullong"),
+    "to_llong": (("string",), "llong"),
+    "strtoi_c": (("string",), "uint"),
+    "str_partial_regex_match": (("string", "string", "uint"), "bool"),
 }
+# (function, argument index) that must be a literal of the argument's type
+_LITERAL_ARGS = {("get_list_entry", 2), ("sum_uint_in_list", 1), ("strtoi_c", 0)}
 AGGS = ["count", "sum", "min", "max", "avg", "And_Aggr", "Or_Aggr", "Xor_Aggr"]
 ARITH = ["+", "-", "*", "/", "%"]
 BITS = ["&", "|", "<<", ">>"]
@@ -348,12 +372,15 @@ def expr(draw: st.DrawFn, scope: Scope, typ: Optional[str] = None, depth: int = 
         else:
             args = []
             for i, at in enumerate(args_t):
-                if name in ("str_regex_match", "str_extract_regex") and i == 1:
+                if name in ("str_regex_match", "str_extract_regex",
+                            "str_partial_regex_match") and i == 1:
                     args.append(draw(literal("string")) if not scope.valid else
                                 _string_lit(draw(st.sampled_from(
                                     ["GET", "[0-9]+", "Host: *[a-z.]*", "a|b", "%s"]))))
                 elif name in ("str_match_start", "str_exists_substr") and i == 1:
                     args.append(draw(literal("string")))
+                elif (name, i) in _LITERAL_ARGS:
+                    args.append(draw(literal(at)))
                 else:
                     args.append(draw(expr(scope, at, depth - 1)))
         if res == "bool" and draw(st.booleans()):

@@ -174,8 +174,10 @@ int use(gsq_node *n, const gsq_record *r)
            + gsq_acc_get_system_time(n, r, &x);
     if (gsq_regex_compile(&re, "a+", 2, err, sizeof err) == 0)
         rc += (int)gsq_fn_str_extract_regex(&re, s).len + gsq_fn_str_regex_match(&re, s);
+    rc += gsq_fn_str_partial_regex_match(&re, s, 3) + (int)gsq_fn_lmin_sf(-1, 0.5);
     gsq_regex_free(&re);
-    return rc + (int)gsq_fn_umax(1, 2) + gsq_fn_str_match_start(s, s);
+    return rc + (int)gsq_fn_umax_uu(1, 2) + gsq_fn_str_match_start(s, s)
+           + (int)gsq_fn_string_hash(s) + (int)gsq_fn_get_list_entry(s, s, 1).len;
 }
 """
     src.write_text(body)

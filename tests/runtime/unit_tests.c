@@ -202,7 +202,40 @@ static void test_funcs(void)
     CHECK(gsq_fn_strtoi(lit("-1")) == 4294967295u);
     CHECK(gsq_fn_strtoip(lit("10.1.2.3")) == 0x0A010203u);
     CHECK(gsq_fn_strtoip(lit("10.1.2")) == 0);
-    CHECK(gsq_fn_umin(3, 9) == 3 && gsq_fn_umax(3, 9) == 9);
+    CHECK(gsq_fn_umin_uu(3, 9) == 3 && gsq_fn_umax_uu(3, 9) == 9);
+    /* the def-file families: exact comparisons, edge values */
+    CHECK(gsq_fn_lmin_su(-1, 4294967295u) == -1);
+    CHECK(gsq_fn_ullmax_su(INT64_MIN, 0) == 0);
+    CHECK(gsq_fn_ullmax_fu(1e300, 1) == UINT64_MAX);
+    CHECK(gsq_fn_ullmin_fu(-1e300, 1) == 0);
+    CHECK(gsq_fn_lmax_fs(NAN, 5) == 0);              /* NaN first: kept, as 0 */
+    CHECK(gsq_fn_lmax_sf(5, NAN) == 5);
+    CHECK(gsq_fn_ge_fu(9007199254740992.0, 9007199254740993ull) == 0);
+    CHECK(gsq_fn_le_fu(9007199254740992.0, 9007199254740993ull) == 1);
+    CHECK(gsq_fn_eq_ff(NAN, NAN) == 0 && gsq_fn_geq_sf(-1, -1.5) == 1);
+    CHECK(gsq_fn_lmin_uu(4294967295u, 4294967295u) == -1);
+    CHECK(gsq_f2i32(-2147483648.9) == INT32_MIN && gsq_f2i32(3e9) == INT32_MAX);
+    CHECK(gsq_f2u32(-0.5) == 0 && gsq_f2i64(-1e30) == INT64_MIN);
+    CHECK(gsq_fn_endian_swap_ui(0x01020304u) == 0x04030201u);
+    CHECK(gsq_fn_str_compare(lit("ab"), lit("ab")) == 1);
+    CHECK(gsq_fn_str_compare(lit("ab"), lit("abc")) == 0);
+    CHECK(gsq_fn_byte_match_offset(1, 'b', lit("ab")) == 1);
+    CHECK(gsq_fn_byte_match_offset(2, 'b', lit("ab")) == 0);
+    CHECK(gsq_fn_byte_match_offset(UINT32_MAX, 0, lit("")) == 0);
+    CHECK(gsq_fn_str_suffix(lit("abcdef"), 2).len == 2);
+    CHECK(gsq_fn_str_suffix(lit(""), UINT32_MAX).len == 0);
+    m = gsq_fn_get_list_entry(lit("a,bb,,c"), lit(","), 1);
+    CHECK(m.len == 2 && memcmp(m.p, "bb", 2) == 0);
+    CHECK(gsq_fn_get_list_entry(lit("a,bb,,c"), lit(","), 2).len == 0);
+    CHECK(gsq_fn_get_list_entry(lit("a,bb,,c"), lit(","), UINT32_MAX).len == 0);
+    CHECK(gsq_fn_get_list_entry(lit(""), lit(""), 0).len == 0);
+    CHECK(gsq_fn_sum_uint_in_list(lit("34|45|56"), lit("|")) == 135);
+    CHECK(gsq_fn_sum_uint_in_list(lit("18446744073709551615|1"), lit("|")) == 4294967296LL);
+    CHECK(gsq_fn_string_hash(lit("")) == 2166136261u && gsq_fn_string_hash(lit("a")) == 0xe40c292cu);
+    CHECK(gsq_fn_string_hash_long(lit("a")) == 0xaf63dc4c8601ec8cull);
+    CHECK(gsq_fn_to_llong(lit(" -9223372036854775808")) == INT64_MIN);
+    CHECK(gsq_fn_to_llong(lit("99999999999999999999")) == INT64_MAX);
+    CHECK(gsq_fn_to_llong(lit("-x")) == 0);
 
     CHECK(gsq_regex_compile(&re, "[0-9]+", 6, err, sizeof err) == 0);
     m = gsq_fn_str_extract_regex(&re, nul_subject);

@@ -318,29 +318,56 @@ class CEmitter:
             x = e.args[0]
             if t is Type.BOOL:
                 return f"((uint8_t)(({self.expr(x)}) != 0))"
+            if x.info.type is Type.FLOAT and t in _F2I and not _foldable(x):
+                # a float out of the integer's range: saturated, NaN is 0
+                # (C's conversion is undefined there)
+                return f"{_F2I[t]}({self.expr(x)})"
             return f"(({t.c_type})({self.expr(x)}))"
         if f.emit == "identity":
             return self.expr(e.args[0])
         if f.emit == "clock":
             return f"gsq_clock_seconds({self.ctx.node_var})"
+        if f.emit == "family":
+            kinds = "".join(_num_kind(a.info.type) for a in e.args)
+            ab = ", ".join(f"({_KIND_C[k]})({self.expr(a)})" for k, a in zip(kinds, e.args))
+            return f"(({t.c_type}){f.c_name}_{kinds}({ab}))"
+        if f.emit == "if_else":
+            c, y, z = (self.expr(a) for a in e.args)
+            return f"(({c}) ? ({t.c_type})({y}) : ({t.c_type})({z}))"
         args = []
         handles = []   # prepared arguments come first in the C signature
         for i, (want, a) in enumerate(zip(f.params, e.args)):
+            if i in f.handle_args and f.handle_kind == "const":
+                args.append(self.expr(a))
+                continue
             if i in f.handle_args:
                 var = f"re_{len(self.ctx.regexes)}"
                 self.ctx.regexes.append(Regex(var, a.value))
                 handles.append(self.ctx.regex_ref(var))
                 continue
-            if want in (catalog.ANY_INT, catalog.ANY_NUM):
+            if want == catalog.FLOAT_ARG:
+                args.append(f"(double)({self.expr(a)})")
+            elif want in (catalog.ANY_INT, catalog.ANY_NUM):
                 args.append(f"(uint64_t)({self.expr(a)})")
             elif isinstance(want, Type) and want.is_integer and a.info.type != want:
                 args.append(f"({want.c_type})({self.expr(a)})")
             else:
                 args.append(self.expr(a))
-        call = f"{f.c_name}({', '.join(handles + args)})"
-        if f.name in ("UMIN", "UMAX"):
-            return f"(({t.c_type})({call}))"
-        return call
+        return f"{f.c_name}({', '.join(handles + args)})"
+
+
+# Float-to-integer conversions without undefined behaviour (gsq_funcs_num.h).
+_F2I = {Type.INT: "gsq_f2i32", Type.UINT: "gsq_f2u32", Type.IP: "gsq_f2u32",
+        Type.USHORT: "gsq_f2u16", Type.LLONG: "gsq_f2i64", Type.ULLONG: "gsq_f2u64"}
+
+# The kind a number is passed to a 'family' helper as (gsq_funcs_num.h).
+_KIND_C = {"u": "uint64_t", "s": "int64_t", "f": "double"}
+
+
+def _num_kind(t: Type) -> str:
+    if t is Type.FLOAT:
+        return "f"
+    return "s" if t.is_signed else "u"
 
 
 def field_member(name: str) -> str:

@@ -576,7 +576,7 @@ def _arg_matches(want: object, t: Type) -> bool:
         return True
     if want == catalog.ANY_INT:
         return t.is_integer
-    if want == catalog.ANY_NUM:
+    if want in (catalog.ANY_NUM, catalog.FLOAT_ARG):
         return t.is_numeric
     if isinstance(want, Type):
         if want == t:
@@ -607,9 +607,13 @@ def _infer_call(e: ast.Call, q: AnalyzedQuery) -> ExprInfo:
         if not _arg_matches(want, t):
             raise _err_type(a, f"argument {i + 1} of {f.name} must be {want}, got {t}")
         if i in f.handle_args and not (isinstance(a, ast.Literal) and a.kind == "string"):
+            why = (" (it is compiled once, when the query starts)" if f.handle_kind == "regex"
+                   else "")
             raise QueryError(a.span, "constant-required",
-                            f"argument {i + 1} of {f.name} must be a string literal "
-                            "(it is compiled once, when the query starts)")
+                            f"argument {i + 1} of {f.name} must be a string literal{why}")
+        if i in f.const_args and not a.info.constant:
+            raise QueryError(a.span, "constant-required",
+                            f"argument {i + 1} of {f.name} must be a constant")
         types.append(t)
     rt = f.result_type(types)
     info = _merge_flags(ExprInfo(rt), *e.args)
@@ -892,7 +896,7 @@ def _check_join_without_regexes(aq: AnalyzedQuery, j: JoinInfo) -> None:
     for e in exprs + j.filters[0] + j.filters[1]:
         for n in walk(e):
             f = catalog.lookup_scalar(n.name) if isinstance(n, ast.Call) else None
-            if f is not None and f.handle_args:
+            if f is not None and f.handle_args and f.handle_kind == "regex":
                 raise QueryError(aq.query.span, "not-supported-yet",
                                  "regular-expression functions inside a join are not "
                                  "supported yet")

@@ -17,6 +17,7 @@ from .types import Type
 # Argument classes used in signatures.
 ANY_INT = "int-like"      # any integer type (incl. bool, IP)
 ANY_NUM = "numeric"       # integer or float
+FLOAT_ARG = "float-like"  # any number, passed as a float
 ANY = "any"
 
 CHEAP = "cheap"
@@ -35,8 +36,15 @@ class ScalarFunction:
     # Indices of arguments that must be constant (literals or parameters) and
     # are prepared once at initialisation (a compiled regular expression).
     handle_args: tuple[int, ...] = ()
+    # What a handle argument is: 'regex' (compiled when the operator starts)
+    # or 'const' (a string literal passed as it is: strtoi_c, strtoip_c).
+    handle_kind: str = "regex"
+    # Indices of arguments that must be constant (literals, parameters,
+    # DEFINE values): the def files' CONST.
+    const_args: tuple[int, ...] = ()
     # Emission strategy: 'call' (c_name(args)), 'cast' (a C conversion),
-    # 'identity', 'clock'.
+    # 'identity', 'clock', 'family' (c_name_XY(a, b), X and Y the kinds u/s/f
+    # of the two numbers: gsq_funcs_num.h), 'if_else' (C's ?:).
     emit: str = "call"
     doc: str = ""
 
@@ -47,9 +55,14 @@ class ScalarFunction:
 
 
 def _umin_result(args: list[Type]) -> Type:
-    if any(a in (Type.ULLONG, Type.LLONG) for a in args):
-        return Type.ULLONG
+    if args and all(a is Type.IP for a in args):
+        return Type.IP
     return Type.UINT
+
+
+def _if_else_result(args: list[Type]) -> Type:
+    t = args[1] if len(args) > 1 else Type.UINT
+    return t if t in (Type.INT, Type.LLONG, Type.ULLONG) else Type.UINT
 
 
 SCALARS: dict[str, ScalarFunction] = {}
@@ -84,14 +97,98 @@ _scalar(ScalarFunction("str_truncate", (Type.STRING, Type.UINT), Type.STRING,
                        doc="the first N bytes of the string"))
 _scalar(ScalarFunction("str_length", (Type.STRING,), Type.UINT,
                        c_name="gsq_fn_str_length", doc="length in bytes"))
-_scalar(ScalarFunction("strtoi", (Type.STRING,), Type.UINT,
-                       c_name="gsq_fn_strtoi", doc="decimal prefix of a string"))
-_scalar(ScalarFunction("strtoip", (Type.STRING,), Type.IP,
-                       c_name="gsq_fn_strtoip", doc="dotted quad to IP"))
-_scalar(ScalarFunction("UMIN", (ANY_INT, ANY_INT), _umin_result,
-                       c_name="gsq_fn_umin", doc="unsigned minimum"))
-_scalar(ScalarFunction("UMAX", (ANY_INT, ANY_INT), _umin_result,
-                       c_name="gsq_fn_umax", doc="unsigned maximum"))
+_scalar(ScalarFunction("strtoi", (Type.STRING,), Type.UINT, cost=EXPENSIVE, lfta_legal=False,
+                       c_name="gsq_fn_strtoi",
+                       doc="decimal prefix of a string (the def: PARTIAL, COST HIGH)"))
+_scalar(ScalarFunction("strtoip", (Type.STRING,), Type.IP, cost=EXPENSIVE, lfta_legal=False,
+                       c_name="gsq_fn_strtoip",
+                       doc="dotted quad to IP, 0.0.0.0 when not one (the def: PARTIAL, COST HIGH)"))
+_scalar(ScalarFunction("strtoi_c", (Type.STRING,), Type.UINT, c_name="gsq_fn_strtoi",
+                       handle_args=(0,), handle_kind="const",
+                       doc="strtoi of a constant string"))
+_scalar(ScalarFunction("strtoip_c", (Type.STRING,), Type.IP, c_name="gsq_fn_strtoip",
+                       handle_args=(0,), handle_kind="const",
+                       doc="strtoip of a constant string"))
+# ---- GS-lite's MIN/MAX families and comparisons: each name takes the 25
+# overloads (uint|int|ullong|llong|float) x (uint|int|ullong|llong|float);
+# the numbers are compared exactly (-1 < 4294967295), then the chosen one is
+# converted to the result type (integers wrap, floats truncate and saturate,
+# NaN gives 0).  The def declares LLMIN/LLMAX's result ullong (its comment
+# says llong): gsqlc follows the declaration.
+_NUM2 = (ANY_NUM, ANY_NUM)
+for _name, _c, _t, _what in (
+        ("ULLMIN", "ullmin", Type.ULLONG, "minimum, as a ullong"),
+        ("ULLMAX", "ullmax", Type.ULLONG, "maximum, as a ullong"),
+        ("LLMIN", "ullmin", Type.ULLONG, "minimum, as a ullong (as the def declares it)"),
+        ("LLMAX", "ullmax", Type.ULLONG, "maximum, as a ullong (as the def declares it)"),
+        ("LMIN", "lmin", Type.INT, "minimum, as an int"),
+        ("LMAX", "lmax", Type.INT, "maximum, as an int"),
+        ("FMIN", "fmin", Type.FLOAT, "minimum, as a float"),
+        ("FMAX", "fmax", Type.FLOAT, "maximum, as a float"),
+        ("EQ", "eq", Type.UINT, "1 if x = y (compared exactly), else 0"),
+        ("GEQ", "geq", Type.UINT, "1 if x >= y (compared exactly), else 0"),
+        ("GE", "ge", Type.UINT, "1 if x > y (compared exactly), else 0"),
+        ("LEQ", "leq", Type.UINT, "1 if x <= y (compared exactly), else 0"),
+        ("LE", "le", Type.UINT, "1 if x < y (compared exactly), else 0")):
+    _scalar(ScalarFunction(_name, _NUM2, _t, c_name="gsq_fn_" + _c, emit="family",
+                           doc=_what))
+_scalar(ScalarFunction("UMIN", _NUM2, _umin_result, c_name="gsq_fn_umin", emit="family",
+                       doc="minimum, as a uint (an IP of two IPs)"))
+_scalar(ScalarFunction("UMAX", _NUM2, _umin_result, c_name="gsq_fn_umax", emit="family",
+                       doc="maximum, as a uint (an IP of two IPs)"))
+_scalar(ScalarFunction("if_else_i", (ANY_INT, ANY_INT, ANY_INT), _if_else_result,
+                       emit="if_else",
+                       doc="y if x is not 0, else z (as y's type: int, uint, llong or ullong)"))
+
+# ---- math (GS-lite's numeric functions: float arguments, COST LOW)
+for _name, _what in (("sqrt", "square root"), ("sin", "sine (radians)"),
+                     ("cos", "cosine (radians)"), ("tan", "tangent (radians)"),
+                     ("asin", "arc sine"), ("acos", "arc cosine"), ("atan", "arc tangent"),
+                     ("log", "natural logarithm"), ("log2", "base-2 logarithm"),
+                     ("log10", "base-10 logarithm"), ("ceil", "smallest integral value >= x"),
+                     ("floor", "largest integral value <= x"),
+                     ("trunc", "x rounded toward zero")):
+    _scalar(ScalarFunction(_name, (FLOAT_ARG,), Type.FLOAT, c_name="gsq_fn_" + _name,
+                           doc=_what + " (C's; NaN or an infinity outside the domain)"))
+_scalar(ScalarFunction("pow", (FLOAT_ARG, FLOAT_ARG), Type.FLOAT, c_name="gsq_fn_pow",
+                       doc="x to the power y (C's pow)"))
+_scalar(ScalarFunction("fmod", (FLOAT_ARG, FLOAT_ARG), Type.FLOAT, c_name="gsq_fn_fmod",
+                       doc="remainder of x / y with x's sign (C's fmod; the def's one-argument "
+                           "fmod(float) is read as fmod(float, float))"))
+_scalar(ScalarFunction("endian_swap_ui", (Type.UINT,), Type.UINT,
+                       c_name="gsq_fn_endian_swap_ui",
+                       doc="the four bytes of x in the opposite order"))
+
+# ---- strings
+_scalar(ScalarFunction("str_compare", (Type.STRING, Type.STRING), Type.BOOL,
+                       cost=EXPENSIVE, predicate=True, c_name="gsq_fn_str_compare",
+                       doc="TRUE if the two strings are equal"))
+_scalar(ScalarFunction("byte_match_offset", (Type.UINT, Type.UINT, Type.STRING), Type.BOOL,
+                       predicate=True, c_name="gsq_fn_byte_match_offset",
+                       doc="TRUE if the byte at offset x of the string is y"))
+_scalar(ScalarFunction("str_suffix", (Type.STRING, Type.UINT), Type.STRING,
+                       c_name="gsq_fn_str_suffix", doc="the last N bytes of the string"))
+_scalar(ScalarFunction("get_list_entry", (Type.STRING, Type.STRING, Type.UINT), Type.STRING,
+                       c_name="gsq_fn_get_list_entry", const_args=(2,),
+                       doc="entry z (0 is the first; the def does not say) of x split at "
+                           "each y; empty when there is none"))
+_scalar(ScalarFunction("sum_uint_in_list", (Type.STRING, Type.STRING), Type.LLONG,
+                       c_name="gsq_fn_sum_uint_in_list", const_args=(1,),
+                       doc="sum of the entries of x split at each y, each read as strtoi "
+                           "reads ('34|45|56', '|' gives 135)"))
+_scalar(ScalarFunction("string_hash", (Type.STRING,), Type.UINT, c_name="gsq_fn_string_hash",
+                       doc="32-bit FNV-1a hash of the bytes (the def names no hash)"))
+_scalar(ScalarFunction("string_hash_long", (Type.STRING,), Type.ULLONG, lfta_legal=False,
+                       c_name="gsq_fn_string_hash_long",
+                       doc="64-bit FNV-1a hash of the bytes (the def names no hash)"))
+_scalar(ScalarFunction("to_llong", (Type.STRING,), Type.LLONG, c_name="gsq_fn_to_llong",
+                       doc="decimal prefix of a string, as C's strtoll (saturating)"))
+_scalar(ScalarFunction("str_partial_regex_match", (Type.STRING, Type.STRING, Type.UINT),
+                       Type.BOOL, cost=EXPENSIVE, lfta_legal=False, predicate=True,
+                       c_name="gsq_fn_str_partial_regex_match", handle_args=(1,),
+                       doc="TRUE if the POSIX extended regular expression matches within "
+                           "the first N bytes"))
+
 for _name, _t in (("INT", Type.INT), ("UINT", Type.UINT), ("FLOAT", Type.FLOAT),
                   ("ULLONG", Type.ULLONG), ("LLONG", Type.LLONG),
                   ("USHORT", Type.USHORT)):
