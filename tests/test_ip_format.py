@@ -268,8 +268,10 @@ def test_spark(capture, rows, tmp_path):
         d, t, text, compressed = rows
         small = t.slice(0, 5000)
         want_text = [tuple(r.values()) for r in text.slice(0, 5000).to_pylist()]
-        int_df = spark.createDataFrame(small.to_pandas())           # a: LongType, b: BinaryType
-        text_df = spark.createDataFrame(compressed.slice(0, 5000).to_pandas())  # StringType
+        # t, a: LongType (Spark has no uint32: widened first), b: BinaryType
+        int_df = spark.createDataFrame(small.to_pandas().astype({"t": "int64", "a": "int64"}))
+        text_df = spark.createDataFrame(     # a, b: StringType
+            compressed.slice(0, 5000).to_pandas().astype({"t": "int64"}))
         assert dict(int_df.dtypes)["b"] == "binary" and dict(text_df.dtypes)["a"] == "string"
         for df in (int_df, text_df):
             out = run_query(spark, [str(d / "q.gsql")], str(d / "schema.txt"), {"csv": df})
