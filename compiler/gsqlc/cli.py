@@ -95,7 +95,8 @@ def make_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="compile (cached), build and run")
     _common(r)
     r.add_argument("--source", action="append", default=[], metavar="NAME=URI",
-                   help="bind interface NAME to csv:PATH, csv:-, pcap:PATH or pcap-live:IFACE")
+                   help="bind interface NAME to csv:PATH, csv:-, csvtcp:HOST:PORT, pcap:PATH or "
+                        "pcap-live:IFACE")
     r.add_argument("--output", action="append", default=[], metavar="QUERY",
                    help="query whose output stream to print (default: every query no other reads)")
     r.add_argument("--output-file", metavar="PATH", help="write the output here instead of stdout")

@@ -23,8 +23,8 @@ GSQ_EXPORT int gsqlc_bind_source(gsq_run *r, const char *iface, const char *uri)
     if (!*iface)
         iface = GSQ_DEFAULT_IFACE;
     if (!gsq_source_ops_for_uri(uri, &path)) {
-        gsq_set_error(r, "unsupported source '%s' (expected csv:PATH, csv:-, pcap:PATH or "
-                     "pcap-live:IFACE)", uri);
+        gsq_set_error(r, "unsupported source '%s' (expected csv:PATH, csv:-, csvtcp:HOST:PORT, "
+                     "pcap:PATH or pcap-live:IFACE)", uri);
         return -1;
     }
     nb = realloc(r->binds, (r->n_binds + 1) * sizeof *nb);

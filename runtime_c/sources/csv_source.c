@@ -48,6 +48,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netdb.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -88,6 +90,56 @@ typedef struct csv_reader {
 
 /* ---- setup ------------------------------------------------------------ */
 
+/* A TCP connection to HOST:PORT (Tigon's csvtcp: source; [V6ADDR]:PORT
+ * for an IPv6 address): its socket, or -1 with the run failed. */
+static int tcp_connect(gsq_run *r, const char *hostport)
+{
+    char host[256];
+    const char *colon = strrchr(hostport, ':'), *h = hostport;
+    size_t hn;
+    struct addrinfo hints, *res = NULL, *ai;
+    int fd = -1, rc, err = 0;
+    if (!colon || !colon[1]) {
+        gsq_run_fail(r, "csvtcp:%s: expected csvtcp:HOST:PORT", hostport);
+        return -1;
+    }
+    hn = (size_t)(colon - hostport);
+    if (hn >= 2 && h[0] == '[' && h[hn - 1] == ']') { /* [::1]:9000 */
+        h++;
+        hn -= 2;
+    }
+    if (hn == 0 || hn >= sizeof host) {
+        gsq_run_fail(r, "csvtcp:%s: expected csvtcp:HOST:PORT", hostport);
+        return -1;
+    }
+    memcpy(host, h, hn);
+    host[hn] = '\0';
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    rc = getaddrinfo(host, colon + 1, &hints, &res);
+    if (rc != 0) {
+        gsq_run_fail(r, "csvtcp:%s: %s", hostport, gai_strerror(rc));
+        return -1;
+    }
+    for (ai = res; ai; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0) {
+            err = errno;
+            continue;
+        }
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+            break;
+        err = errno;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0)
+        gsq_run_fail(r, "cannot connect to csvtcp:%s: %s", hostport, strerror(err));
+    return fd;
+}
+
 static int csv_open(gsq_run *r, gsq_source *s)
 {
     csv_reader *rd = calloc(1, sizeof *rd);
@@ -99,7 +151,13 @@ static int csv_open(gsq_run *r, gsq_source *s)
     rd->fd = -1;
     rd->line = 1;
     rd->st = S_START;
-    if (strcmp(s->path, "-") == 0) {
+    if (s->ops == &gsq_csvtcp_ops) {
+        rd->name = s->uri;
+        rd->fd = tcp_connect(r, s->path);
+        if (rd->fd < 0)
+            return -1;
+        rd->own_fd = 1;
+    } else if (strcmp(s->path, "-") == 0) {
         rd->fd = STDIN_FILENO;
         rd->name = "<stdin>";
     } else {
@@ -660,6 +718,25 @@ static void csv_progress(const gsq_source *s, uint64_t *pos, uint64_t *total)
 const gsq_source_ops gsq_csv_ops = {
     .name = "csv",
     .scheme = "csv:",
+    .records_key = "rows_read",
+    .lfta_kind = GSQ_SRC_CSV,
+    .arrival = 1,
+    .check_lfta = gsq_source_check_lfta,
+    .open = csv_open,
+    .streaming = csv_streaming,
+    .peek = csv_peek,
+    .read_batch = csv_read_batch,
+    .wait_fd = csv_wait_fd,
+    .close = csv_close,
+    .report = csv_report,
+    .progress = csv_progress,
+};
+
+/* csvtcp:HOST:PORT -- CSV rows read from a TCP connection as they arrive
+ * (Tigon's CSV-over-TCP source): the CSV reader over a socket. */
+const gsq_source_ops gsq_csvtcp_ops = {
+    .name = "csvtcp",
+    .scheme = "csvtcp:",
     .records_key = "rows_read",
     .lfta_kind = GSQ_SRC_CSV,
     .arrival = 1,

@@ -21,7 +21,7 @@ from .interfaces import build as build_interfaces
 from .interfaces import check_skew as _skew_seconds
 from .plan_summary import LftaSummary, PlanSummary
 
-URI_SCHEMES = {"csv": "csv", "pcap": "pcap", "pcap-live": "pcap"}
+URI_SCHEMES = {"csv": "csv", "csvtcp": "csv", "pcap": "pcap", "pcap-live": "pcap"}
 _PCAP_MAGIC = {b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1",
                b"\xa1\xb2\x3c\x4d", b"\x0a\x0d\x0d\x0a"}
 
@@ -138,8 +138,14 @@ def check_uri(name: str, uri: str) -> str:
     """The source kind ('csv' or 'pcap') of a URI, or a UsageError."""
     scheme, sep, rest = uri.partition(":")
     if not sep or scheme not in URI_SCHEMES or not rest:
-        raise UsageError(f"source {name}={uri}: expected csv:PATH, csv:-, pcap:PATH or "
-                         "pcap-live:IFACE")
+        raise UsageError(f"source {name}={uri}: expected csv:PATH, csv:-, csvtcp:HOST:PORT, "
+                         "pcap:PATH or pcap-live:IFACE")
+    if scheme == "csvtcp":
+        host, colon, port = rest.rpartition(":")
+        if not colon or not host or not (port.isascii() and port.isdigit()
+                                         and 1 <= int(port) <= 65535):
+            raise UsageError(f"source {name}={uri}: expected csvtcp:HOST:PORT (a port from 1 "
+                             "to 65535)")
     if scheme in ("csv", "pcap") and rest != "-":
         p = Path(rest)
         if not p.exists():

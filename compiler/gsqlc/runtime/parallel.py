@@ -255,7 +255,8 @@ def plan_split(plan, arrow: Mapping[str, Any], readers: Mapping[str, Sequence[st
         scheme, _, path = uri.partition(":")
         if scheme != "pcap" or path == "-":
             what = ("a CSV file" if scheme == "csv" else "a live interface"
-                    if scheme == "pcap-live" else "standard input")
+                    if scheme == "pcap-live" else "a TCP stream" if scheme == "csvtcp"
+                    else "standard input")
             sp.reason = f"source {iface or 'default'} is {what}, read on one thread"
             return sp
     if has_sets:
