@@ -68,6 +68,8 @@ def children(e: ast.Expr) -> list[ast.Expr]:
         return [e.expr, *e.items]
     if isinstance(e, ast.Call):
         return list(e.args)
+    if isinstance(e, ast.DefaultOf):
+        return [e.expr]
     return []
 
 
@@ -89,6 +91,8 @@ def with_children(e: ast.Expr, kids: Sequence[ast.Expr]) -> ast.Expr:
         n.expr, n.items = kids[0], list(kids[1:])
     elif isinstance(n, ast.Call):
         n.args = list(kids)
+    elif isinstance(n, ast.DefaultOf):
+        (n.expr,) = kids
     return n
 
 

@@ -11,13 +11,13 @@ unqualified field name belongs to whichever source has it.
 from __future__ import annotations
 
 import copy
-from typing import Iterator, Optional, Sequence
+from typing import Optional, Sequence
 
 from ..errors import QueryError
 from ..frontend import ast
 from . import catalog
 from .analyze import Source
-from .bound import children
+from .bound import conjuncts, rebuild, walk
 
 
 def is_join_aggregate(q: ast.Query) -> bool:
@@ -29,16 +29,8 @@ def is_join_aggregate(q: ast.Query) -> bool:
 
 
 def _has_aggregate(e: ast.Expr) -> bool:
-    if isinstance(e, ast.Call) and catalog.lookup_aggregate(e.name) and \
-            not catalog.lookup_scalar(e.name):
-        return True
-    if isinstance(e, ast.DefaultOf):
-        return _has_aggregate(e.expr)
-    return any(_has_aggregate(c) for c in children(e))
-
-
-def _kids(e: ast.Expr) -> list[ast.Expr]:
-    return [e.expr] if isinstance(e, ast.DefaultOf) else children(e)
+    return any(isinstance(n, ast.Call) and catalog.lookup_aggregate(n.name)
+               and not catalog.lookup_scalar(n.name) for n in walk(e))
 
 
 def _group_names(q: ast.Query) -> set[str]:
@@ -139,14 +131,6 @@ def is_multi_join(q: ast.Query) -> bool:
     return not q.is_merge and len(q.from_) > 2
 
 
-def _conjuncts(e: Optional[ast.Expr]) -> list[ast.Expr]:
-    if e is None:
-        return []
-    if isinstance(e, ast.Binary) and e.op.lower() == "and":
-        return _conjuncts(e.left) + _conjuncts(e.right)
-    return [e]
-
-
 def _conjoin(parts: list[ast.Expr]) -> Optional[ast.Expr]:
     out: Optional[ast.Expr] = None
     for p in parts:
@@ -156,16 +140,10 @@ def _conjoin(parts: list[ast.Expr]) -> Optional[ast.Expr]:
 
 def _sources_read(e: ast.Expr, fields: _Fields, keep: set[str]) -> set[int]:
     out: set[int] = set()
-    for n in _walk(e):
+    for n in walk(e):
         if isinstance(n, ast.ColumnRef) and not (n.table is None and n.name in keep):
             out.add(fields.source_of(n))
     return out
-
-
-def _walk(e: ast.Expr) -> Iterator[ast.Expr]:
-    yield e
-    for c in _kids(e):
-        yield from _walk(c)
 
 
 def split_first_join(q: ast.Query, name: str, sources: Sequence[Source]
@@ -183,7 +161,7 @@ def split_first_join(q: ast.Query, name: str, sources: Sequence[Source]
     pair = {0, 1}
     inner: list[ast.Expr] = []
     outer: list[ast.Expr] = []
-    for c in _conjuncts(q.where):
+    for c in conjuncts(q.where):
         (inner if _sources_read(c, fields, set()) <= pair else outer).append(c)
     # every field of the first two sources the rest of the query reads, renamed
     first = _Fields(sources)
@@ -225,26 +203,15 @@ def split_first_join(q: ast.Query, name: str, sources: Sequence[Source]
 def _rename_some(e: ast.Expr, fields: _Fields, keep: set[str], which: set[int]) -> ast.Expr:
     """e with the references to the sources `which` renamed to
     <alias>__<field> (unqualified, unique across the join's output)."""
-    if isinstance(e, ast.ColumnRef):
-        if e.table is None and e.name in keep:
-            return e
-        i = fields.source_of(e)
+    def fn(n: ast.Expr) -> Optional[ast.Expr]:
+        if not isinstance(n, ast.ColumnRef):
+            return None
+        if n.table is None and n.name in keep:
+            return n
+        i = fields.source_of(n)
         if i not in which:
-            return e
-        out = f"{fields.sources[i].alias}__{e.name}"
-        fields.read[(i, e.name)] = out
-        return ast.ColumnRef(out, span=e.span)
-    n = copy.copy(e)
-    if isinstance(n, ast.DefaultOf):
-        n.expr = _rename_some(n.expr, fields, keep, which)
-    elif isinstance(n, ast.Unary):
-        n.operand = _rename_some(n.operand, fields, keep, which)
-    elif isinstance(n, ast.Binary):
-        n.left = _rename_some(n.left, fields, keep, which)
-        n.right = _rename_some(n.right, fields, keep, which)
-    elif isinstance(n, ast.InList):
-        n.expr = _rename_some(n.expr, fields, keep, which)
-        n.items = [_rename_some(x, fields, keep, which) for x in n.items]
-    elif isinstance(n, ast.Call):
-        n.args = [_rename_some(x, fields, keep, which) for x in n.args]
-    return n
+            return n
+        out = f"{fields.sources[i].alias}__{n.name}"
+        fields.read[(i, n.name)] = out
+        return ast.ColumnRef(out, span=n.span)
+    return rebuild(e, fn)
