@@ -39,11 +39,13 @@ def data(tmp_path_factory):
     return d, rows
 
 
-def run(gsqlc, d, text, *extra):
+def run(gsqlc, d, text, files=("a", "b")):
+    """The CSV output of `text` over eth0, eth1, ... bound to the files
+    a.csv, b.csv, ...: (header, sorted rows)."""
     q = d / "q.gsql"
     q.write_text(text)
-    p = gsqlc("run", q, "--schema", d / "s.txt", "--source", f"eth0=csv:{d / 'a.csv'}",
-              "--source", f"eth1=csv:{d / 'b.csv'}", "--format", "csv", *extra)
+    sources = [x for i, f in enumerate(files) for x in ("--source", f"eth{i}=csv:{d / f}.csv")]
+    p = gsqlc("run", q, "--schema", d / "s.txt", *sources, "--format", "csv")
     assert p.returncode == 0, p.err
     rows = list(csv.reader(io.StringIO(p.out)))
     return rows[0], sorted(tuple(int(v) if v.isdigit() else v for v in r) for r in rows[1:])
@@ -124,25 +126,15 @@ def third(data):
     return d, rows
 
 
-def run3(gsqlc, d, text):
-    q = d / "q3.gsql"
-    q.write_text(text)
-    p = gsqlc("run", q, "--schema", d / "s.txt", "--source", f"eth0=csv:{d / 'a.csv'}",
-              "--source", f"eth1=csv:{d / 'b.csv'}", "--source", f"eth2=csv:{d / 'c.csv'}",
-              "--format", "csv")
-    assert p.returncode == 0, p.err
-    rows = list(csv.reader(io.StringIO(p.out)))
-    return rows[0], sorted(tuple(int(v) if v.isdigit() else v for v in r) for r in rows[1:])
-
-
 def test_three_way_join(gsqlc, third):
     d, rows = third
-    header, got = run3(gsqlc, d,
-                       "DEFINE { query_name 'three'; }\n"
-                       "SELECT A.time, A.srcIP, A.len, B.len AS blen, C.len AS clen\n"
-                       "FROM eth0.PKTS A, eth1.PKTS B, eth2.PKTS C\n"
-                       "WHERE A.time = B.time AND A.srcIP = B.srcIP AND C.time = A.time\n"
-                       "  AND C.srcIP = B.srcIP AND C.len > 300 AND A.len < 1200\n")
+    header, got = run(gsqlc, d,
+                      "DEFINE { query_name 'three'; }\n"
+                      "SELECT A.time, A.srcIP, A.len, B.len AS blen, C.len AS clen\n"
+                      "FROM eth0.PKTS A, eth1.PKTS B, eth2.PKTS C\n"
+                      "WHERE A.time = B.time AND A.srcIP = B.srcIP AND C.time = A.time\n"
+                      "  AND C.srcIP = B.srcIP AND C.len > 300 AND A.len < 1200\n",
+                      files=("a", "b", "c"))
     assert header == ["time", "srcIP", "len", "blen", "clen"]
     want = sorted((a[0], a[1], a[2], b[2], c[2]) for a in rows["a"] for b in rows["b"]
                   for c in rows["c"] if a[0] == b[0] == c[0] and a[1] == b[1] == c[1]
@@ -152,12 +144,12 @@ def test_three_way_join(gsqlc, third):
 
 def test_three_way_join_aggregation(gsqlc, third):
     d, rows = third
-    _, got = run3(gsqlc, d,
-                  "DEFINE { query_name 'three_agg'; }\n"
-                  "SELECT tb, count(*) AS n, sum(C.len) AS cl\n"
-                  "FROM eth0.PKTS A, eth1.PKTS B, eth2.PKTS C\n"
-                  "WHERE A.time = B.time AND B.time = C.time AND A.srcIP = C.srcIP\n"
-                  "GROUP BY A.time/30 AS tb\n")
+    _, got = run(gsqlc, d,
+                 "DEFINE { query_name 'three_agg'; }\n"
+                 "SELECT tb, count(*) AS n, sum(C.len) AS cl\n"
+                 "FROM eth0.PKTS A, eth1.PKTS B, eth2.PKTS C\n"
+                 "WHERE A.time = B.time AND B.time = C.time AND A.srcIP = C.srcIP\n"
+                 "GROUP BY A.time/30 AS tb\n", files=("a", "b", "c"))
     want = defaultdict(lambda: [0, 0])
     for a in rows["a"]:
         for b in rows["b"]:

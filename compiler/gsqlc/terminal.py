@@ -28,11 +28,16 @@ def is_dumb_terminal() -> bool:
     return os.environ.get("TERM", "") == "dumb"
 
 
+def no_color_asked() -> bool:
+    """NO_COLOR set to anything but the empty string (no-color.org)."""
+    return bool(os.environ.get("NO_COLOR"))
+
+
 def use_color(stream: IO, mode: str = "auto") -> bool:
     """Whether to colour what is written to `stream` (module docstring)."""
     if mode == "always":
         return True
-    if mode == "never" or os.environ.get("NO_COLOR"):
+    if mode == "never" or no_color_asked():
         return False
     if os.environ.get("FORCE_COLOR") or os.environ.get("CLICOLOR_FORCE"):
         return True

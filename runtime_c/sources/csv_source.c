@@ -715,21 +715,18 @@ static void csv_progress(const gsq_source *s, uint64_t *pos, uint64_t *total)
     *total = rd->size;
 }
 
+/* The members csv: and csvtcp: share: one reader, over a file, a pipe or
+ * a socket (csv_open tells them apart by their ops). */
+#define CSV_READER_OPS                                                                   \
+    .records_key = "rows_read", .lfta_kind = GSQ_SRC_CSV, .arrival = 1,                  \
+    .check_lfta = gsq_source_check_lfta, .open = csv_open, .streaming = csv_streaming,  \
+    .peek = csv_peek, .read_batch = csv_read_batch, .wait_fd = csv_wait_fd,              \
+    .close = csv_close, .report = csv_report, .progress = csv_progress
+
 const gsq_source_ops gsq_csv_ops = {
     .name = "csv",
     .scheme = "csv:",
-    .records_key = "rows_read",
-    .lfta_kind = GSQ_SRC_CSV,
-    .arrival = 1,
-    .check_lfta = gsq_source_check_lfta,
-    .open = csv_open,
-    .streaming = csv_streaming,
-    .peek = csv_peek,
-    .read_batch = csv_read_batch,
-    .wait_fd = csv_wait_fd,
-    .close = csv_close,
-    .report = csv_report,
-    .progress = csv_progress,
+    CSV_READER_OPS,
 };
 
 /* csvtcp:HOST:PORT -- CSV rows read from a TCP connection as they arrive
@@ -737,16 +734,5 @@ const gsq_source_ops gsq_csv_ops = {
 const gsq_source_ops gsq_csvtcp_ops = {
     .name = "csvtcp",
     .scheme = "csvtcp:",
-    .records_key = "rows_read",
-    .lfta_kind = GSQ_SRC_CSV,
-    .arrival = 1,
-    .check_lfta = gsq_source_check_lfta,
-    .open = csv_open,
-    .streaming = csv_streaming,
-    .peek = csv_peek,
-    .read_batch = csv_read_batch,
-    .wait_fd = csv_wait_fd,
-    .close = csv_close,
-    .report = csv_report,
-    .progress = csv_progress,
+    CSV_READER_OPS,
 };

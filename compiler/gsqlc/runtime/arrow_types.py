@@ -15,6 +15,8 @@ from ..errors import UsageError
 from ..semantics.types import Type
 
 IP_FORMATS = ("text", "int")
+# the bytes a value of each IP type takes as the runtime holds it
+IP_WIDTHS = {"IP": 4, "IPV6": 16}
 # the field metadata marking an IP or IPV6 column of the runtime's batches
 IP_TYPE_KEY = b"gsqlc.type"
 
@@ -58,7 +60,7 @@ def stream_schema(stream, strings: str = "str", ip_format: str = "text"):
 def _ip_width(field):
     """4 or 16 for a column the runtime marked IP or IPV6, else None."""
     kind = (field.metadata or {}).get(IP_TYPE_KEY)
-    return {b"IP": 4, b"IPV6": 16}.get(kind) if kind else None
+    return IP_WIDTHS.get(kind.decode()) if kind else None
 
 
 def needs_finish(schema, strings: str, ip_format: str = "text") -> bool:

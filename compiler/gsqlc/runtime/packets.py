@@ -157,8 +157,8 @@ def _ip_text_batches(batches, schema):
     """read_pcap's batches and schema with the IP and IPV6 columns as text."""
     import pyarrow as pa
 
-    from .arrow_types import ip_text
-    widths = {n: {"IP": 4, "IPV6": 16}.get(t) for n, _, t in packet_columns()}
+    from .arrow_types import IP_WIDTHS, ip_text
+    widths = {n: IP_WIDTHS.get(t) for n, _, t in packet_columns()}
     fields = [pa.field(f.name, pa.string(), True) if widths.get(f.name) else f for f in schema]
     out_schema = pa.schema(fields)
     out = [pa.RecordBatch.from_arrays(

@@ -99,7 +99,8 @@ def _env_int(name: str, default: int) -> int:
 
 def colour_wanted() -> bool:
     """Colour unless NO_COLOR is set (to anything but the empty string)."""
-    return not os.environ.get("NO_COLOR")
+    from ..terminal import no_color_asked
+    return not no_color_asked()
 
 
 class ProgressLine:
