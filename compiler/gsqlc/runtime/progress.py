@@ -98,9 +98,10 @@ def _env_int(name: str, default: int) -> int:
 
 
 def colour_wanted() -> bool:
-    """Colour unless NO_COLOR is set (to anything but the empty string)."""
-    from ..terminal import no_color_asked
-    return not no_color_asked()
+    """Colour unless NO_COLOR is set (to anything but the empty string); the
+    CLI passes its own decision (terminal.use_color: a face's module, which
+    the runtime may not import)."""
+    return not os.environ.get("NO_COLOR")
 
 
 class ProgressLine:
