@@ -98,7 +98,7 @@ def test_internal_error_exits_1_and_keeps_the_traceback(tmp_path):
     code = (
         "import sys\n"
         "import gsqlc.backend.codegen as cg\n"
-        "def broken(plan):\n"
+        "def broken(plan, *rest):\n"
         "    raise KeyError('no renderer for this node')\n"
         "cg.generate = broken\n"
         "import gsqlc.pipeline as p\n"

@@ -874,3 +874,34 @@ def test_malformed_counts_are_kept_per_piece(spark):
     assert m.report.count("rows\n") == 2 and m.report.count("a file range") == 1
     sc.parallelize(range(6), 3).mapPartitions(task).collect()     # another stage: added
     assert m.rows_rejected == 10 + 1 + 6 + 1
+
+
+def test_user_aggregates_and_functions_run_on_the_executors(spark, files, tmp_path):
+    """A def file and a C++ source in Tigon's convention (issue 12, part 4):
+    built into the library Spark ships, they run in the executors' tasks and
+    agree with the Python API."""
+    (tmp_path / "my.def").write_text("float UDAF POSAVG fstring16 (float);\n"
+                                     "uint FUN [LFTA_LEGAL] twice (uint);\n")
+    (tmp_path / "my.cc").write_text(
+        '#include "hfta_udaf.h"\n'
+        "struct st { gs_float_t sum, cnt; };\n"
+        "void POSAVG_HFTA_AGGR_INIT_(gs_sp_t b) { st *s = (st *)b; s->sum = s->cnt = 0; }\n"
+        "void POSAVG_HFTA_AGGR_UPDATE_(gs_sp_t b, gs_float_t v)\n"
+        "{ st *s = (st *)b; if (v >= 0) { s->sum += v; s->cnt += 1; } }\n"
+        "void POSAVG_HFTA_AGGR_OUTPUT_(gs_float_t *r, gs_sp_t b)\n"
+        "{ st *s = (st *)b; *r = s->cnt > 0 ? s->sum / s->cnt : -1; }\n"
+        "void POSAVG_HFTA_AGGR_DESTROY_(gs_sp_t b) { (void)b; }\n")
+    (tmp_path / "my.c").write_text('#include "rts_external.h"\n'
+                                   "gs_uint32_t twice(gs_uint32_t x) { return 2 * x; }\n")
+    q = tmp_path / "u.gsql"
+    q.write_text("select tb, srcIP, POSAVG(FLOAT(len) - 700.0) as pa, count(*) as n\n"
+                 "from eth0.PKTS where twice(len) > 1000 group by time/10 as tb, srcIP")
+    kw = dict(functions=[str(tmp_path / "my.def")],
+              udf=[str(tmp_path / "my.cc"), str(tmp_path / "my.c")])
+    t = packets(4000, 7)
+    want = rows(gsqlc.compile([q], schema=files / "schema.txt", **kw)
+                .table({"eth0": t}, ip_format="int"))
+    df = spark.createDataFrame(t.to_pandas()).repartition(3)
+    got = run_query(spark, [str(q)], schema=str(files / "schema.txt"), sources={"eth0": df},
+                    ip_format="int", **kw)
+    assert rows(got) == want and len(want) > 100

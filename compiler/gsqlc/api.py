@@ -363,7 +363,8 @@ def compile(files: Union[PathLike, Sequence[PathLike]], schema=None, *,
             sanitize: bool = False, lfta_table_size: Optional[int] = None,
             lfta_table_ways: Optional[int] = None, max_lfta_disorder: Optional[int] = None,
             max_hfta_disorder: Optional[int] = None,
-            flush: Optional[str] = None) -> CompiledQuerySet:
+            flush: Optional[str] = None, functions: Union[PathLike, Sequence[PathLike]] = (),
+            udf: Union[PathLike, Sequence[PathLike]] = ()) -> CompiledQuerySet:
     """Parse, analyze, plan, generate and build GSQL query files.
 
     The build is cached by content (in $GSQLC_CACHE_DIR, by default
@@ -395,6 +396,11 @@ def compile(files: Union[PathLike, Sequence[PathLike]], schema=None, *,
         flush: how a closed epoch's groups are handed on -- 'slow'
             (default: one per following input tuple), 'lazy' (LFTA: when
             their slot is needed or the next epoch closes) or 'immediate'.
+        functions: function-definition file(s) in the syntax of Tigon's
+            external_fcns.def (FUN, PRED, UDAF, EXTR) declaring the user's
+            functions and aggregates.
+        udf: the C (.c) or C++ (.cc, .cpp) sources defining them in Tigon's
+            calling convention; they are built into the query set's library.
 
     Returns:
         The CompiledQuerySet, ready to run.
@@ -420,7 +426,9 @@ def compile(files: Union[PathLike, Sequence[PathLike]], schema=None, *,
                              lfta_table_size=lfta_table_size, lfta_table_ways=lfta_table_ways,
                              max_lfta_disorder=max_lfta_disorder,
                              max_hfta_disorder=max_hfta_disorder, flush=flush,
-                             sanitize=sanitize)
+                             sanitize=sanitize,
+                             functions=tuple(os.fspath(p) for p in _as_list(functions)),
+                             udf=tuple(os.fspath(p) for p in _as_list(udf)))
     return CompiledQuerySet(files_l, options, os.fspath(interfaces) if interfaces else None)
 
 

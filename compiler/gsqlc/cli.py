@@ -70,6 +70,12 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-hfta-disorder", type=int, metavar="N",
                    help="epochs an HFTA aggregation keeps open: a tuple up to N-1 epochs "
                         "behind the newest still counts (default 3; 1: in order)")
+    p.add_argument("--functions", action="append", default=[], metavar="DEF",
+                   help="function-definition file in the syntax of Tigon's external_fcns.def "
+                        "(FUN, PRED, UDAF, EXTR lines; repeatable)")
+    p.add_argument("--udf", action="append", default=[], metavar="SOURCE",
+                   help="C (.c) or C++ (.cc, .cpp) source defining the functions and "
+                        "aggregates of --functions in Tigon's calling convention (repeatable)")
     p.add_argument("--flush", choices=FLUSH_POLICIES,
                    help="how a closed epoch's groups are handed on (default slow: one per "
                         "following tuple; lazy: LFTA groups when their slot is needed)")
@@ -291,7 +297,8 @@ def _options(args, **extra) -> CompileOptions:
     _usage(check_plan_options, args.max_lfta_disorder, args.max_hfta_disorder, args.flush)
     return CompileOptions(tuple(args.schema), tuple(args.library),
                           max_lfta_disorder=args.max_lfta_disorder,
-                          max_hfta_disorder=args.max_hfta_disorder, flush=args.flush, **extra)
+                          max_hfta_disorder=args.max_hfta_disorder, flush=args.flush,
+                          functions=tuple(args.functions), udf=tuple(args.udf), **extra)
 
 
 def cmd_compile(args) -> int:
@@ -306,7 +313,7 @@ def cmd_compile(args) -> int:
     from .backend.codegen import generate
     sets = _runner_sets(_interfaces(args))
     plan = plan_queries(args.files, _options(args)).plan
-    gen = generate(plan, sets) if sets else generate(plan)
+    gen = generate(plan, sets, args.udf)
     gen.write(out)
     print(f"gsqlc: wrote {len(gen.files)} files to {out}", file=sys.stderr)
     return EXIT_OK

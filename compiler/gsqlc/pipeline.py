@@ -49,6 +49,10 @@ class CompileOptions:
     # (set, member) pairs the stand-alone runner gsqlc-run binds by default
     # (`gsqlc compile --interfaces`); the library does not depend on them
     runner_sets: tuple[tuple[str, str], ...] = ()
+    # function-definition files (Tigon's external_fcns.def syntax) and the
+    # C/C++ sources of the functions and aggregates they declare
+    functions: tuple[str, ...] = ()
+    udf: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -129,7 +133,9 @@ def plan_queries(files: Sequence[str], options: CompileOptions = CompileOptions(
     plan does not depend on run-time bindings (interface sets included)."""
     from .planner.plan import make_plan
     from .semantics.resolve import resolve_files
-    aset = resolve_files(files, options.schema, options.library_paths)
+    from .semantics.user_functions import load_catalog
+    aset = resolve_files(files, options.schema, options.library_paths,
+                         load_catalog(options.functions))
     plan = make_plan(list(aset.queries), plan_defaults(options))
     return QuerySet(aset.schema, aset.queries, plan, aset.files)
 
@@ -148,8 +154,16 @@ def compile_planned(qs: QuerySet, options: CompileOptions = CompileOptions(),
     the plan against the user's bindings first builds only when they fit)."""
     from .backend.build import build
     from .backend.codegen import generate
-    gen = generate(qs.plan, options.runner_sets) if options.runner_sets else generate(qs.plan)
+    from .backend.udf_build import located_link_error
+    from .errors import BuildError
+    gen = generate(qs.plan, options.runner_sets, options.udf)
     # absolute: the C compiler runs in the build directory, not the caller's
-    built = build(gen, Path(out_dir).resolve() if out_dir is not None else None,
-                  sanitize=options.sanitize, werror=options.werror)
+    try:
+        built = build(gen, Path(out_dir).resolve() if out_dir is not None else None,
+                      sanitize=options.sanitize, werror=options.werror)
+    except BuildError as e:
+        located = located_link_error(gen, e)
+        if located is not None:
+            raise located from None
+        raise
     return Compiled(qs, gen, built)

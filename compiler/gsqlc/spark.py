@@ -906,7 +906,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
               latency: Optional[Mapping[str, float]] = None,
               skew: Optional[Mapping[tuple[str, str], tuple[float, float]]] = None,
               heartbeat_timeout: Optional[float] = None, pack_partials: bool = True,
-              ip_format: str = "text"):
+              ip_format: str = "text", functions: Sequence[str] = (), udf: Sequence[str] = ()):
     """Run GSQL queries over Spark DataFrames; returns the DataFrame of
     `output` (default: the only output query).  sources: {interface:
     DataFrame, or a list of DataFrames for an interface set}.  Columns are
@@ -940,7 +940,9 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
     and IPV6 columns as StringType in GSQL's text forms, as the CLI and
     CompiledQuerySet.run print them; 'int' gives IP as LongType and IPV6 as
     BinaryType (16 bytes, network order).  Between the stages they travel
-    as integers and bytes either way."""
+    as integers and bytes either way.  functions, udf: the user's
+    function-definition files and sources (as in gsqlc.compile): built into
+    the library Spark distributes, they run on every executor."""
     from pyspark.sql import functions as F
 
     from . import api
@@ -968,7 +970,8 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                                   interfaces=interfaces, lfta_table_size=lfta_table_size,
                                   lfta_table_ways=lfta_table_ways,
                                   max_lfta_disorder=max_lfta_disorder,
-                                  max_hfta_disorder=max_hfta_disorder)
+                                  max_hfta_disorder=max_hfta_disorder,
+                                  functions=functions, udf=udf)
     ifaces, _ = interfaces_of(placeholder, {}, os.fspath(interfaces) if interfaces
                               else cqs.interfaces_file, bounds)
     api.check_bound_interfaces(ifaces, bounds)

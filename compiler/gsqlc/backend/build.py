@@ -117,7 +117,8 @@ def _build_units(gen: "GeneratedSet", src: Path, bdir: Path, sanitize: bool, wer
     runtime = runtime_archive(sanitize, werror)
     if (runtime.parent / TOOLCHAIN_FILE).exists():
         bdir.mkdir(parents=True, exist_ok=True)
-        return build_set(src, bdir, gen.lftas, gen.hftas, runtime, LIB_NAME, RUNNER_NAME)
+        return build_set(src, bdir, gen.lftas, gen.hftas, runtime, LIB_NAME, RUNNER_NAME,
+                         gen.udfs, no_undefined=bool(gen.user_symbols))
     # a runtime configured without writing its toolchain: CMake builds
     return cmake_build(src, bdir, sanitize, werror, runtime_lib=runtime)
 

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from ..errors import QueryError
 from ..frontend import ast
 from ..semantics import catalog
 from ..semantics.types import Type, arithmetic_result
 from .cescape import c_identifier, c_string
+
+if TYPE_CHECKING:
+    from .user_code import UserCode
 
 _SUFFIX = {Type.UINT: "u32", Type.IP: "u32", Type.INT: "i32",
            Type.ULLONG: "u64", Type.LLONG: "i64"}
@@ -38,6 +41,10 @@ class EmitContext:
     regexes: list[Regex] = field(default_factory=list)
     constants: list[str] = field(default_factory=list)   # file-level declarations
     const_prefix: str = "k"
+    # the user functions the set calls (backend/user_code.py) and whether
+    # this code is C++ (an HFTA's) or C (an LFTA's)
+    user: Optional["UserCode"] = None
+    cxx: bool = True
 
 
 # The values of the integer types (IP as uint, bool as its 0 and 1).
@@ -311,9 +318,13 @@ class CEmitter:
         return "((uint8_t)(" + " || ".join(parts) + "))"
 
     def _Call(self, e: ast.Call) -> str:
-        f = catalog.lookup_scalar(e.name)
+        f = e.info.func or catalog.lookup_scalar(e.name)
         assert f is not None
         t = e.info.type
+        if f.emit == "user":
+            assert self.ctx.user is not None, "a user function without user code"
+            fn = self.ctx.user.scalar(f, self.ctx.cxx)
+            return f"{fn}({', '.join(self.user_args(f.params, e.args))})"
         if f.emit == "cast":
             x = e.args[0]
             if t is Type.BOOL:
@@ -354,6 +365,16 @@ class CEmitter:
             else:
                 args.append(self.expr(a))
         return f"{f.c_name}({', '.join(handles + args)})"
+
+
+    def user_args(self, params: Sequence[object], args: Sequence[ast.Expr]) -> list[str]:
+        """Arguments of a user function or aggregate, as its wrapper takes
+        them (backend/user_code.py): each in its parameter's gsqlc type."""
+        out = []
+        for want, a in zip(params, args):
+            assert isinstance(want, Type)
+            out.append(self.expr(a) if want is Type.STRING else self.as_type(a, want))
+        return out
 
 
 # Float-to-integer conversions without undefined behaviour (gsq_funcs_num.h).

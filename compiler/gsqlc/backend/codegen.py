@@ -41,6 +41,8 @@ from ..semantics.types import Temporal, Type
 from .cescape import c_comment, c_identifier, c_string
 from .cexpr import CEmitter, EmitContext, field_member
 from .native_build import MERGE_TYPES
+from .udf_build import add_user_sources
+from .user_code import UserCode
 
 _PARSE_FN = {
     Type.BOOL: "gsq_parse_bool", Type.USHORT: "gsq_parse_ushort",
@@ -145,6 +147,12 @@ class GeneratedSet:
     files: dict[str, str]                 # file name -> content
     lftas: list[str] = field(default_factory=list)
     hftas: list[str] = field(default_factory=list)
+    # the user's sources (file name among `files`, the folder it came from:
+    # its own headers are found there) and the user symbols the units call
+    # (name -> the def line's declaration)
+    udfs: list[tuple[str, str]] = field(default_factory=list)
+    udf_paths: list[str] = field(default_factory=list)       # as the user gave them
+    user_symbols: dict[str, object] = field(default_factory=dict)
 
     def digest(self) -> str:
         h = hashlib.sha256()
@@ -306,6 +314,7 @@ class Generator:
     def __init__(self, plan: Plan):
         self.plan = plan
         self.env = _env()
+        self.user = UserCode()
         self.stream_index = {n.name: i for i, n in enumerate(plan.nodes)}
         self.idents: dict[str, str] = {}
         used: set[str] = set()
@@ -321,11 +330,10 @@ class Generator:
     def tup(self, stream: str) -> str:
         return "tup_" + self.idents[stream]
 
-    def generate(self, runner_sets: "Sequence[tuple[str, str]]" = ()) -> GeneratedSet:
+    def generate(self, runner_sets: "Sequence[tuple[str, str]]" = (),
+                 udf: "Sequence[str]" = ()) -> GeneratedSet:
         files: dict[str, str] = {}
         gs = GeneratedSet(files)
-        files["streams.h"] = self.env.get_template("streams.h.j2").render(
-            streams=[self._stream_data(n.output) for n in self.plan.nodes])
         for i, n in enumerate(self.plan.nodes):
             # the node's number keeps file names apart: the identifier is
             # cut short so that a long query name stays a valid file name
@@ -338,11 +346,19 @@ class Generator:
                 fname = f"hfta_{i:02d}_{ident}.{'c' if isinstance(n, HftaMerge) else 'cpp'}"
                 gs.hftas.append(fname)
             files[fname] = text
+        # after the units: they collected the user functions they call
+        files["streams.h"] = self.env.get_template("streams.h.j2").render(
+            streams=[self._stream_data(n.output) for n in self.plan.nodes],
+            user_code=bool(self.user))
+        if self.user:
+            files["gsqlc_udf.h"] = self.user.header()
+            gs.user_symbols = self.user.symbols()
         files["queryset.c"] = self._queryset()
         files["runner_sets.c"] = self.env.get_template("runner_sets.c.j2").render(
             sets=[(c_string(s), c_string(m)) for s, m in runner_sets])
+        add_user_sources(gs, udf)
         files["CMakeLists.txt"] = self.env.get_template("CMakeLists.txt.j2").render(
-            lftas=gs.lftas, hftas=gs.hftas, merge_types=MERGE_TYPES)
+            lftas=gs.lftas, hftas=gs.hftas, merge_types=MERGE_TYPES, udfs=gs.udfs)
         return gs
 
     # -------------------------------------------------------------- streams
@@ -399,7 +415,7 @@ class Generator:
                 return f"s->a{e.index}"
             return None
 
-        ctx = EmitContext(resolve, lambda p: f"st->p_{c_identifier(p)}",
+        ctx = EmitContext(resolve, lambda p: f"st->p_{c_identifier(p)}", user=self.user, cxx=False,
                           const_prefix=fn + "_k")
         em = CEmitter(ctx)
 
@@ -808,7 +824,8 @@ class Generator:
                     assert e.source == side
                     return access("in", side, e.name)
                 return None
-            return CEmitter(EmitContext(resolve, _hfta_param, const_prefix=f"{ident}_k{side}"))
+            return CEmitter(EmitContext(resolve, _hfta_param, const_prefix=f"{ident}_k{side}",
+                                         user=self.user))
 
         j = n.join
         lem, rem = side_emitter(0), side_emitter(1)
@@ -866,7 +883,7 @@ class Generator:
                 return f"({var} ? {present} : {other})"
             return f"({var} ? {present} : {default(t)})"
 
-        octx = EmitContext(out_resolve, _hfta_param, const_prefix=ident + "_ko")
+        octx = EmitContext(out_resolve, _hfta_param, const_prefix=ident + "_ko", user=self.user)
         oem = CEmitter(octx)
         time_t = arithmetic_result(j.time[0].info.type, j.time[1].info.type) or j.time[0].info.type
         assigns, strs = output_assignments(oem, n.output, n.select, data["out_t"])
@@ -928,7 +945,7 @@ class Generator:
             t = e.info.type
             return v if t in (Type.STRING, Type.IPV6) else f"(({t.c_type})({v}))"
 
-        octx = EmitContext(out_resolve, _hfta_param, const_prefix=ident + "_ko")
+        octx = EmitContext(out_resolve, _hfta_param, const_prefix=ident + "_ko", user=self.user)
         oem = CEmitter(octx)
         col, s_time = j.time
         tt = arithmetic_result(col.info.type, s_time.info.type) or col.info.type
@@ -943,7 +960,7 @@ class Generator:
             if isinstance(e, FieldRef):
                 return f"(({e.info.type.c_type})tm)"
             return None
-        hem = CEmitter(EmitContext(hb_resolve, _hfta_param, const_prefix=ident + "_kh"))
+        hem = CEmitter(EmitContext(hb_resolve, _hfta_param, const_prefix=ident + "_kh", user=self.user))
         hb_assigns = []
         for ocol, (_, e) in zip(n.output.columns, n.select):
             if not ocol.temporal.is_temporal or not ocol.type.is_numeric:
@@ -1007,12 +1024,14 @@ class Generator:
                 return key_ref(e.index)
             if isinstance(e, AggRef):
                 ap = n.aggs[e.index]
+                if ap.final == "udaf":   # its output, taken once in emit()
+                    return f"u{ap.accums[0]}"
                 if ap.final == "avg":
                     return f"((double)s.a{ap.accums[0]} / (double)s.a{ap.accums[1]})"
                 return accum_ref(ap.accums[0])
             return None
 
-        ctx = EmitContext(resolve, lambda p: f"p_{c_identifier(p)}",
+        ctx = EmitContext(resolve, lambda p: f"p_{c_identifier(p)}", user=self.user,
                           regex_ref=lambda v: f"{v}.get()",   # a gsq::regex member
                           const_prefix=ident + "_k")
         em = CEmitter(ctx)
@@ -1053,8 +1072,17 @@ class Generator:
                 extract.append(f"k.k{i} = {em.as_type(e, t)};")
             key_eq.append(key_equal(t, f"a.k{i}", f"b.k{i}"))
             key_hash.append(key_hash_step(t, f"k.k{i}"))
-        state_members, init, update = [], [], []
+        state_members, init, update, udaf_outputs = [], [], [], []
         for j, a in enumerate(n.accums):
+            if a.op == "udaf":
+                assert a.udaf is not None
+                cls = self.user.udaf(a.udaf, True)
+                state_members.append(f"{cls} a{j};")
+                args = ", ".join(em.user_args(a.udaf.params, a.args))
+                init += [f"s.a{j}.init();", f"s.a{j}.update({args});"]
+                update.append(f"s.a{j}.update({args});")
+                udaf_outputs.append(f"const auto u{j} = s.a{j}.output();")
+                continue
             if a.type is Type.STRING:
                 state_members.append(f"std::string a{j};")
             else:
@@ -1078,7 +1106,7 @@ class Generator:
             if isinstance(e, GroupRef):
                 return f"e.e{e.index}"
             return None
-        hem = CEmitter(EmitContext(hb_resolve, lambda p: f"p_{c_identifier(p)}",
+        hem = CEmitter(EmitContext(hb_resolve, lambda p: f"p_{c_identifier(p)}", user=self.user,
                                    const_prefix=ident + "_kh"))
         hb_assigns = []
         for col, (_, e) in zip(n.output.columns, n.select):
@@ -1114,6 +1142,7 @@ class Generator:
                     key_members=key_members, key_eq=" && ".join(key_eq) or "true",
                     key_hash=key_hash, extract=extract, state_members=state_members,
                     init=init, update=update, epoch=epoch, having=having,
+                    udaf_outputs=udaf_outputs,
                     assigns=assigns, strs=strs, regexes=_regex_data(ctx), constants=ctx.constants,
                     disorder=n.disorder, strict_heartbeats=n.strict_heartbeats,
                     flush_policy=("gsq::flush_policy::immediate" if n.flush == "immediate"
@@ -1130,8 +1159,10 @@ _RENDERERS: dict[type, Callable[[Generator, Any], str]] = {
 }
 
 
-def generate(plan: Plan, runner_sets: "Sequence[tuple[str, str]]" = ()) -> GeneratedSet:
+def generate(plan: Plan, runner_sets: "Sequence[tuple[str, str]]" = (),
+             udf: "Sequence[str]" = ()) -> GeneratedSet:
     """The generated files of `plan`.  runner_sets: (set, member) pairs the
     stand-alone runner binds by default (`gsqlc compile --interfaces`); the
-    library itself does not depend on them."""
-    return Generator(plan).generate(runner_sets)
+    library itself does not depend on them.  udf: the user's function
+    sources, built into the library (backend/udf_build.py)."""
+    return Generator(plan).generate(runner_sets, udf)

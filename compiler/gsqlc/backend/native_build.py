@@ -125,12 +125,26 @@ def unit_command(tc: Toolchain, src: Path, obj: Path, pch: Optional[Path] = None
     """Compile a generated library unit (C, or C++ with the precompiled
     header `pch`)."""
     cxx = src.suffix == ".cpp"
-    incs = [src.parent, *public_includes(), *_pcap_include(tc)]
+    # tigon_compat: the type names of gsqlc_udf.h's user declarations
+    incs = [src.parent, *public_includes(), *_pcap_include(tc),
+            resource_dir("runtime_c") / "tigon_compat"]
     cmd = [tc.cxx_compiler if cxx else tc.c_compiler, UNIT_DEFINE,
            *(f"-I{d}" for d in incs), *_unit_flags(tc, cxx)]
     if cxx and pch is not None:
         cmd += ["-include", str(pch)]
     return cmd + ["-o", str(obj), "-c", str(src)]
+
+
+def udf_unit_command(tc: Toolchain, src: Path, obj: Path, folder: Path) -> list[str]:
+    """Compile a user's function source (C or C++ by its suffix) against
+    Tigon's header names and its own folder, with a library unit's flags
+    but not gsqlc's warnings: the code is the user's."""
+    from .udf_build import CXX_SUFFIXES
+    cxx = src.suffix in CXX_SUFFIXES
+    flags = [f for f in _unit_flags(tc, cxx) if not f.startswith("-W")]
+    incs = [folder, resource_dir("runtime_c") / "tigon_compat"]
+    return [tc.cxx_compiler if cxx else tc.c_compiler, *(f"-I{d}" for d in incs), *flags,
+            "-w", "-o", str(obj), "-c", str(src)]
 
 
 def merge_unit_command(tc: Toolchain, type_tag: str, obj: Path) -> list[str]:
@@ -157,9 +171,13 @@ def runner_unit_command(tc: Toolchain, src: Path, obj: Path) -> list[str]:
             *tc.compile_options, "-o", str(obj), "-c", str(src)]
 
 
-def library_link_command(tc: Toolchain, lib: Path, objs: Sequence[Path], runtime: Path) -> list[str]:
+def library_link_command(tc: Toolchain, lib: Path, objs: Sequence[Path], runtime: Path,
+                         no_undefined: bool = False) -> list[str]:
+    """no_undefined: a symbol nothing defines fails the link (a user function
+    the --udf sources miss), not the library's loading."""
     return [tc.cxx_compiler, "-fPIC", *tc.cxx_flags, *tc.shared_linker_flags, "-shared",
-            *tc.link_options, f"-Wl,-soname,{lib.name}", "-o", str(lib), *map(str, objs),
+            *tc.link_options, *(["-Wl,--no-undefined"] if no_undefined else []),
+            f"-Wl,-soname,{lib.name}", "-o", str(lib), *map(str, objs),
             "-Wl,--whole-archive", str(runtime), "-Wl,--no-whole-archive", tc.pcap_library]
 
 
@@ -272,7 +290,8 @@ def shared_folder(tc: Toolchain) -> Shared:
 
 
 def build_set(src: Path, bdir: Path, lftas: Sequence[str], hftas: Sequence[str],
-              runtime: Path, lib_name: str, runner_name: str) -> str:
+              runtime: Path, lib_name: str, runner_name: str,
+              udfs: Sequence[tuple[str, str]] = (), no_undefined: bool = False) -> str:
     """Compile the generated units in `src` into bdir/lib_name (linked with
     the runtime archive `runtime`) and the runner bdir/runner_name; the log.
     The toolchain is the one CMake found for `runtime`."""
@@ -287,13 +306,17 @@ def build_set(src: Path, bdir: Path, lftas: Sequence[str], hftas: Sequence[str],
     objs = {u: objdir / f"{u.name}.o" for u in lib_units}
     sets_src, sets_obj = src / "runner_sets.c", objdir / "runner_sets.c.o"
     compiles = [unit_command(tc, u, objs[u], shared.pch) for u in order]
+    udf_objs = [objdir / f"{name}.o" for name, _ in udfs]
+    compiles += [udf_unit_command(tc, src / name, o, Path(folder))
+                 for (name, folder), o in zip(udfs, udf_objs)]
     compiles.append(runner_unit_command(tc, sets_src, sets_obj))
     (bdir / "compile_commands.json").write_text(json.dumps(
         [{"directory": str(bdir), "arguments": c, "file": c[-1], "output": c[-3]}
          for c in compiles], indent=1))
     log = run_all(compiles, bdir)
     lib, exe = bdir / lib_name, bdir / runner_name
-    log += run_all([library_link_command(tc, lib, [*(objs[u] for u in lib_units),
-                                                   *shared.merges], runtime)], bdir)
+    log += run_all([library_link_command(tc, lib, [*(objs[u] for u in lib_units), *udf_objs,
+                                                   *shared.merges], runtime,
+                                         no_undefined or bool(udfs))], bdir)
     log += run_all([runner_link_command(tc, exe, [shared.runner_main, sets_obj], lib)], bdir)
     return log

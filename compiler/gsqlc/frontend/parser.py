@@ -48,13 +48,19 @@ def _table_cache(name: str) -> "str | bool":
 
 
 def _get_parser(kind: str) -> Lark:
-    """The cached lark parser for 'query' or 'schema'."""
+    """The cached lark parser for 'query', 'schema' or 'fcn_defs'."""
     p = _PARSERS.get(kind)
     if p is None:
         if kind == "query":
             p = Lark((_GRAMMAR_DIR / "gsql.lark").read_text(), parser="lalr",
                      lexer="basic", propagate_positions=True,
                      maybe_placeholders=False, cache=_table_cache("gsql"))
+        elif kind == "fcn_defs":
+            # contextual lexer: FUN, UDAF, ... are keywords only where a
+            # declaration's kind is read (function-definition files)
+            p = Lark((_GRAMMAR_DIR / "fcn_defs.lark").read_text(), parser="lalr",
+                     lexer="contextual", propagate_positions=True,
+                     maybe_placeholders=False, cache=_table_cache("fcn_defs"))
         else:
             # contextual lexer: PROTOCOL / STREAM are keywords only where a
             # declaration can start, so fields may be named `protocol`.
@@ -90,6 +96,11 @@ def parse_schema_file(path: str, text: Optional[str] = None) -> ast.SchemaFile:
                           span=_file_span(path, text))
 
 
+def read_source(path: str) -> str:
+    """A source file's text (UTF-8, else Latin-1)."""
+    return _read(path)
+
+
 def _read(path: str) -> str:
     try:
         with open(path, encoding="utf-8", newline="") as f:
@@ -102,6 +113,12 @@ def _read(path: str) -> str:
 def _file_span(path: str, text: str) -> Span:
     lines = text.split("\n")
     return Span(path, 1, 1, len(lines), len(lines[-1]) + 1)
+
+
+def parse_tree(kind: str, path: str, text: str) -> Any:
+    """The lark tree of `text` by grammar `kind` ('query', 'schema',
+    'fcn_defs'); raises a located QueryError('syntax')."""
+    return _parse(kind, path, text)
 
 
 def _parse(kind: str, path: str, text: str) -> Any:
@@ -147,7 +164,7 @@ def _check_nesting(path: str, tree: Tree[Token]) -> None:
                 stack.append((c, depth))
 
 
-def _transform(builder: "_Builder", tree: Any) -> Any:
+def _transform(builder: "Transformer[Token, Any]", tree: Any) -> Any:
     try:
         return builder.transform(tree)
     except VisitError as e:

@@ -23,6 +23,7 @@ from typing import ClassVar, Optional, Union
 from ..frontend import ast
 from ..semantics.analyze import AnalyzedQuery, Column, JoinInfo, MergeInfo, StreamDef
 from ..semantics.bound import FieldRef, walk
+from ..semantics.catalog import UdafSpec
 from ..semantics.schema import Protocol
 from ..semantics.types import Type
 
@@ -41,17 +42,21 @@ Named = tuple[str, ast.Expr]     # an output column or group-by key and its expr
 
 @dataclass(frozen=True)
 class Accum:
-    """An accumulator of a group: folds `expr` (None: the constant 1) with op."""
-    op: str                  # sum | min | max | and | or | xor
+    """An accumulator of a group: folds `expr` (None: the constant 1) with
+    op; op 'udaf' is a user-defined aggregate `udaf` (catalog.UdafSpec) of
+    `args`, its value the aggregate's output."""
+    op: str                  # sum | min | max | and | or | xor | udaf
     type: Type
     expr: Optional[ast.Expr]
     name: str
+    args: tuple[ast.Expr, ...] = ()
+    udaf: Optional[UdafSpec] = None
 
 
 @dataclass(frozen=True)
 class AggPlan:
     """Final value of one aggregate from its accumulators."""
-    final: str               # 'first' | 'avg'
+    final: str               # 'first' | 'avg' | 'udaf' (its accumulator's output)
     accums: tuple[int, ...]
     type: Type
     text: str

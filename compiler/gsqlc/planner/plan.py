@@ -153,6 +153,10 @@ def _accums_for(aggs: list[AggCall]) -> tuple[list[Accum], list[AggPlan]]:
     accums: list[Accum] = []
     plans: list[AggPlan] = []
     for i, a in enumerate(aggs):
+        if a.func.udaf is not None:
+            accums.append(Accum("udaf", a.type, None, f"_a{i}", args=a.args, udaf=a.func.udaf))
+            plans.append(AggPlan("udaf", (len(accums) - 1,), a.type, a.text))
+            continue
         idx = []
         for comp in a.func.components:
             if comp.arg == "one":
@@ -419,7 +423,10 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
                  and all(_lfta_safe(e) and _fixed_size(e.info.type) for _, e in gb)
                  and all(a.arg is None or (_lfta_safe(a.arg) and _fixed_size(a.arg.info.type))
                          for a in q.aggs)
-                 and all(a.func.lfta_legal for a in q.aggs))
+                 and all(a.func.lfta_legal for a in q.aggs)
+                 # a user-defined aggregate runs whole in the HFTA: the LFTA
+                 # half of a split one (SUBAGGR) is not generated yet
+                 and all(a.func.udaf is None for a in q.aggs))
     if can_split:
         # LFTA sub-aggregate: emits group keys and accumulators (partials).
         lselect: list[Named] = []
@@ -458,14 +465,17 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
     lfta_where = [c for c in q.where if _lfta_safe(c)]
     hfta_where = [pd.push(c) for c in q.where if not _lfta_safe(c)]
     hgb = [(n, pd.push(e, n)) for n, e in gb]
-    haccums = [Accum(a.op, a.type, pd.push(a.expr) if a.expr is not None else None, a.name)
+    haccums = [Accum(a.op, a.type, pd.push(a.expr) if a.expr is not None else None, a.name,
+                     args=tuple(pd.push(x) for x in a.args), udaf=a.udaf)
                for a in accums]
     lout = pd.stream(lname)
     lfta = LftaSelect(name=lname, query=q, output=lout, where=tuple(lfta_where),
                       select=tuple(pd.cols), protocol=proto, iface=iface, params=q.params,
-                      note="selection and projection only: a group-by key, predicate or "
-                           "aggregate argument needs an HFTA-only or expensive function "
-                           "or a string")
+                      note="selection and projection only: " + (
+                          "a user-defined aggregate runs in the HFTA"
+                          if any(a.func.udaf is not None for a in q.aggs) else
+                          "a group-by key, predicate or aggregate argument needs an "
+                          "HFTA-only or expensive function or a string"))
     hagg = HftaAggregate(name=q.name, query=q, output=q.output, where=tuple(hfta_where),
                          select=tuple(q.select), group_by=tuple(hgb), accums=tuple(haccums),
                          aggs=tuple(aggplans), having=q.having, inputs=(lname,),

@@ -13,7 +13,7 @@ import dataclasses
 import difflib
 import math
 from dataclasses import dataclass, field
-from typing import Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from ..errors import QueryError
 from ..frontend import ast
@@ -98,10 +98,11 @@ class GroupItem:
 @dataclass
 class AggCall:
     func: catalog.Aggregate
-    arg: Optional[ast.Expr]            # bound; None for count(*)
+    arg: Optional[ast.Expr]            # bound; None for count(*) (a UDAF's first)
     type: Type
     span: ast.Span
     text: str
+    args: tuple[ast.Expr, ...] = ()    # a user-defined aggregate's, bound
 
 
 @dataclass
@@ -145,6 +146,8 @@ class AnalyzedQuery:
     defines: dict[str, str] = field(default_factory=dict)
     join: Optional[JoinInfo] = None
     merge: Optional[MergeInfo] = None
+    # the functions it may call: the built-in ones and the user's
+    catalog: catalog.Catalog = field(default_factory=lambda: catalog.BUILTIN, repr=False)
 
     @property
     def is_aggregate(self) -> bool:
@@ -311,8 +314,7 @@ class Binder:
                 return self.scope.lookup(n)
             if isinstance(n, ast.DefineRef):
                 return _define_literal(n.name, self.q, n.span)
-            if isinstance(n, ast.Call) and catalog.lookup_aggregate(n.name) and \
-                    not catalog.lookup_scalar(n.name):
+            if isinstance(n, ast.Call) and _is_aggregate_call(n, self.q.catalog):
                 raise QueryError(n.span, "aggregate-not-allowed",
                                 f"aggregate {n.name}() is not allowed in {where}")
             return None
@@ -325,7 +327,7 @@ class Binder:
 
         def has_agg_or_alias(n: ast.Expr) -> bool:
             for m in walk(n):
-                if isinstance(m, ast.Call) and _is_aggregate_call(m):
+                if isinstance(m, ast.Call) and _is_aggregate_call(m, q.catalog):
                     return True
                 if isinstance(m, ast.ColumnRef) and m.table is None and \
                         any(g.name == m.name for g in q.group_by):
@@ -337,7 +339,10 @@ class Binder:
                 for i, g in enumerate(q.group_by):
                     if g.name == n.name:
                         return _group_ref(q, i, n.span)
-            if isinstance(n, ast.Call) and _is_aggregate_call(n):
+            if isinstance(n, ast.Call) and _is_aggregate_call(n, q.catalog):
+                extr = _extraction_call(n, q.catalog)
+                if extr is not None:
+                    return go(extr)
                 return self.bind_aggregate(n)
             if not has_agg_or_alias(n):
                 b = self.bind_fields(n, where)
@@ -358,6 +363,9 @@ class Binder:
         return annotate(go(e), self.q)
 
     def bind_aggregate(self, c: ast.Call) -> AggRef:
+        if self.q.catalog.user_aggregates.get(c.name.lower()) and \
+                catalog.lookup_aggregate(c.name) is None:
+            return self.bind_udaf(c)
         agg = catalog.lookup_aggregate(c.name)
         assert agg is not None
         arg: Optional[ast.Expr] = None
@@ -369,7 +377,7 @@ class Binder:
                             f"aggregate {c.name} takes one argument, got {len(c.args)}")
         else:
             for n in walk(c.args[0]):
-                if isinstance(n, ast.Call) and _is_aggregate_call(n):
+                if isinstance(n, ast.Call) and _is_aggregate_call(n, self.q.catalog):
                     raise QueryError(n.span, "nested-aggregate",
                                     f"aggregate {n.name}() inside aggregate {c.name}()")
             arg = self.bind_fields(c.args[0], f"the argument of {c.name}")
@@ -390,8 +398,105 @@ class Binder:
         return _agg_ref(self.q, len(self.q.aggs) - 1, c.span)
 
 
-def _is_aggregate_call(c: ast.Call) -> bool:
-    return catalog.lookup_aggregate(c.name) is not None and not c.predicate
+    def bind_udaf(self, c: ast.Call) -> AggRef:
+        """A call of a user-defined aggregate: its overload by the argument
+        types (semantics/user_functions.py), its arguments bound."""
+        cat = self.q.catalog
+        args = []
+        for a in c.args:
+            if isinstance(a, ast.Star):
+                raise QueryError(a.span, "bad-arguments", f"{c.name}(*) is not allowed; only count(*)")
+            for n in walk(a):
+                if isinstance(n, ast.Call) and _is_aggregate_call(n, cat):
+                    raise QueryError(n.span, "nested-aggregate",
+                                     f"aggregate {n.name}() inside aggregate {c.name}()")
+            args.append(self.bind_fields(a, f"the argument of {c.name}"))
+        agg = _pick_overload(c, cat.aggregate_overloads(c.name),
+                             lambda x: x.udaf.params if x.udaf else (), args)
+        spec = agg.udaf
+        assert spec is not None
+        _check_user_args(c, spec.name, args, spec.handle_args, spec.const_args)
+        from .bound import to_text
+        text = to_text(c)
+        k = (agg.name, spec.params, tuple(key(a) for a in args))
+        for i, prev in enumerate(self.q.aggs):
+            if prev.func.udaf is not None and \
+                    (prev.func.name, prev.func.udaf.params,
+                     tuple(key(x) for x in prev.args)) == k:
+                return _agg_ref(self.q, i, c.span)
+        self.q.aggs.append(AggCall(agg, args[0] if args else None, spec.result, c.span, text,
+                                   args=tuple(args)))
+        return _agg_ref(self.q, len(self.q.aggs) - 1, c.span)
+
+
+def _is_aggregate_call(c: ast.Call, cat: catalog.Catalog = catalog.BUILTIN) -> bool:
+    return cat.is_aggregate(c.name) and not c.predicate
+
+
+def _extraction_call(c: ast.Call, cat: catalog.Catalog) -> Optional[ast.Call]:
+    """EXTR: name(a1..an, b1..bm) as extractor(udaf(a1..an), b1..bm), the
+    aggregate taking the arguments its declaration has (None: c is not an
+    extraction)."""
+    over = cat.extraction_overloads(c.name)
+    if not over:
+        return None
+    x = next((x for x in over if len(x.params) == len(c.args)), None)
+    if x is None:
+        counts = sorted({len(x.params) for x in over})
+        raise QueryError(c.span, "bad-arguments",
+                         f"{c.name} takes {' or '.join(map(str, counts))} argument(s), "
+                         f"got {len(c.args)}")
+    ext = cat.scalar_overloads(x.extractor)
+    n_extra = max(len(ext[0].params) - 1, 0) if ext else 0
+    n_udaf = len(c.args) - n_extra
+    inner = ast.Call(x.udaf, list(c.args[:n_udaf]), span=c.span)
+    return ast.Call(x.extractor, [inner, *c.args[n_udaf:]], span=c.span)
+
+
+def _user_arg_cost(want: Type, t: Type) -> Optional[int]:
+    """How far an argument of type t is from a user parameter of type
+    `want`: 0 the same, 1 another integer, 2 an integer as a float; None
+    when it cannot be passed."""
+    if want == t:
+        return 0
+    if want.is_integer and t.is_integer:
+        return 1
+    if want is Type.FLOAT and t.is_numeric:
+        return 2
+    return None
+
+
+def _pick_overload(c: ast.Call, over: Sequence[Any], params_of: Callable[[Any], tuple[Type, ...]],
+                   args: Sequence[ast.Expr]) -> Any:
+    """The overload whose parameters the argument types fit best (the
+    first of equals); a located error naming the declarations otherwise."""
+    best, best_cost = None, None
+    for f in over:
+        ps = params_of(f)
+        if len(ps) != len(args):
+            continue
+        costs = [_user_arg_cost(w, a.info.type) for w, a in zip(ps, args)]
+        if any(x is None for x in costs):
+            continue
+        total = sum(x for x in costs if x is not None)
+        if best_cost is None or total < best_cost:
+            best, best_cost = f, total
+    if best is None:
+        got = ", ".join(str(a.info.type) for a in args)
+        decls = "; ".join("(" + ", ".join(str(t) for t in params_of(f)) + ")" for f in over)
+        raise QueryError(c.span, "bad-arguments",
+                         f"no declaration of {c.name} takes ({got}); declared: {decls}")
+    return best
+
+
+def _check_user_args(c: ast.Call, name: str, args: Sequence[ast.Expr],
+                     handles: tuple[int, ...], consts: tuple[int, ...]) -> None:
+    for i, a in enumerate(args):
+        if (i in handles or i in consts) and not a.info.constant:
+            what = "HANDLE" if i in handles else "CONST"
+            raise QueryError(a.span, "constant-required",
+                             f"argument {i + 1} of {name} must be a constant (its "
+                             f"declaration marks it {what})")
 
 
 # ---------------------------------------------------------------- typing
@@ -586,12 +691,18 @@ def _arg_matches(want: object, t: Type) -> bool:
 
 
 def _infer_call(e: ast.Call, q: AnalyzedQuery) -> ExprInfo:
+    cat = q.catalog
     f = catalog.lookup_scalar(e.name)
+    if f is None and cat.scalar_overloads(e.name):
+        return _infer_user_call(e, q)
     if f is None:
-        if catalog.lookup_aggregate(e.name):
+        if cat.is_aggregate(e.name):
             raise QueryError(e.span, "aggregate-not-allowed",
                             f"aggregate {e.name}() is not allowed here")
-        close = difflib.get_close_matches(e.name, catalog.all_function_names(), n=3,
+        if cat.is_stateful(e.name):
+            raise not_supported(e.span, f"the stateful function {e.name} (SFUN, declared in "
+                                "a def file)")
+        close = difflib.get_close_matches(e.name, cat.all_function_names(), n=3,
                                           cutoff=0.6)
         hint = ("; did you mean " + " or ".join(close) + "?") if close else ""
         raise QueryError(e.span, "unknown-function", f"unknown function '{e.name}'{hint}")
@@ -618,7 +729,7 @@ def _infer_call(e: ast.Call, q: AnalyzedQuery) -> ExprInfo:
     rt = f.result_type(types)
     info = _merge_flags(ExprInfo(rt), *e.args)
     info = dataclasses.replace(info, lfta_ok=info.lfta_ok and f.lfta_legal,
-                               cheap=info.cheap and f.cost == catalog.CHEAP)
+                               cheap=info.cheap and f.cost == catalog.CHEAP, func=f)
     if f.emit == "clock":
         return dataclasses.replace(info, constant=False, temporal=Temporal.INCREASING)
     if f.emit == "identity" and f.name == "non_temporal":
@@ -630,6 +741,23 @@ def _infer_call(e: ast.Call, q: AnalyzedQuery) -> ExprInfo:
             Temporal.CONSTANT if x.constant else Temporal.NONE))
     if info.constant:
         return dataclasses.replace(info, temporal=Temporal.CONSTANT)
+    return info
+
+
+def _infer_user_call(e: ast.Call, q: AnalyzedQuery) -> ExprInfo:
+    """A call of a function of the user's def files: its overload by the
+    argument types; a HANDLE or CONST argument must be constant."""
+    f = _pick_overload(e, q.catalog.scalar_overloads(e.name), lambda x: x.params, e.args)
+    if f.partial:
+        raise not_supported(e.span, f"the PARTIAL function {f.name} (a user function that "
+                            "may return no value)")
+    _check_user_args(e, f.name, e.args, f.handle_args, f.const_args)
+    info = _merge_flags(ExprInfo(f.result_type([])), *e.args)
+    info = dataclasses.replace(info, lfta_ok=info.lfta_ok and f.lfta_legal,
+                               cheap=info.cheap and f.cost == catalog.CHEAP, func=f)
+    if info.constant:
+        # a user function may keep state or read the clock: never folded
+        info = dataclasses.replace(info, constant=False)
     return info
 
 
@@ -659,7 +787,8 @@ def _output_name(item: ast.SelectItem, bound: ast.Expr, used: set[str], i: int) 
     return name
 
 
-def analyze_query(q: ast.Query, name: str, file: str, sources: list[Source]) -> AnalyzedQuery:
+def analyze_query(q: ast.Query, name: str, file: str, sources: list[Source],
+                  functions: catalog.Catalog = catalog.BUILTIN) -> AnalyzedQuery:
     check_supported(q)
     params: dict[str, Type] = {}
     for p in q.params:
@@ -668,7 +797,7 @@ def analyze_query(q: ast.Query, name: str, file: str, sources: list[Source]) -> 
             raise QueryError(p.span, "unknown-type", f"unknown type '{p.type_name}' of parameter ${p.name}")
         params[p.name] = t
     aq = AnalyzedQuery(q, name, file, params, sources, [], [], [], None, [],
-                       StreamDef(name, []), defines=dict(q.defines.items))
+                       StreamDef(name, []), defines=dict(q.defines.items), catalog=functions)
     b = Binder(aq)
     if q.is_merge:
         return _analyze_merge(aq, b)
@@ -690,9 +819,9 @@ def analyze_query(q: ast.Query, name: str, file: str, sources: list[Source]) -> 
             raise QueryError(g.span, "duplicate-name", f"group-by name '{gname}' is used twice")
         used_gb.add(gname)
         aq.group_by.append(GroupItem(gname, be, g.span))
-    has_aggs = any(isinstance(n, ast.Call) and _is_aggregate_call(n)
+    has_aggs = any(isinstance(n, ast.Call) and _is_aggregate_call(n, aq.catalog)
                    for s in q.select for n in walk(s.expr)) or \
-        (q.having is not None and any(isinstance(n, ast.Call) and _is_aggregate_call(n)
+        (q.having is not None and any(isinstance(n, ast.Call) and _is_aggregate_call(n, aq.catalog)
                                       for n in walk(q.having)))
     grouped = bool(aq.group_by) or has_aggs
     if q.having is not None and not grouped:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Optional, Sequence, Union
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 from ..frontend import ast
 from .types import Temporal, Type
@@ -24,6 +24,9 @@ class ExprInfo:
     lfta_ok: bool = True       # an LFTA may evaluate it
     cheap: bool = True         # no expensive function inside
     constant: bool = False     # literals, parameters, DEFINE values
+    # a call's function as analysis resolved it (catalog.ScalarFunction:
+    # a user's overload among others of its name)
+    func: Any = field(default=None, compare=False)
 
 
 @dataclass(eq=False)

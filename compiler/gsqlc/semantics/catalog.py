@@ -8,8 +8,8 @@ data-cube computation: count becomes a sum of counts, avg a sum over a count).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Optional
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Optional
 
 from ..frontend import ast
 from .types import Type
@@ -44,9 +44,15 @@ class ScalarFunction:
     const_args: tuple[int, ...] = ()
     # Emission strategy: 'call' (c_name(args)), 'cast' (a C conversion),
     # 'identity', 'clock', 'family' (c_name_XY(a, b), X and Y the kinds u/s/f
-    # of the two numbers: gsq_funcs_num.h), 'if_else' (C's ?:).
+    # of the two numbers: gsq_funcs_num.h), 'if_else' (C's ?:), 'user' (a
+    # function of the user's sources, in Tigon's calling convention:
+    # backend/user_code.py).
     emit: str = "call"
     doc: str = ""
+    # A user function (emit 'user'): PARTIAL (it may return no value, and
+    # the tuple is then dropped), and the def line declaring it.
+    partial: bool = False
+    decl: Any = None
 
     def result_type(self, args: list[Type]) -> Type:
         r = self.result(args) if callable(self.result) else self.result
@@ -211,6 +217,32 @@ class AggComponent:
 
 
 @dataclass(frozen=True)
+class UdafSpec:
+    """A user-defined aggregate of a def file, in Tigon's calling convention
+    (NAME_HFTA_AGGR_INIT_/UPDATE_/OUTPUT_/DESTROY_, and NAME_LFTA_AGGR_...
+    with FLUSHME_ for one an LFTA runs).  Its scratchpad is `storage_bytes`
+    bytes (fstringN) or one value of `storage_type`.  `sub`/`sup`: the
+    aggregates it splits into (SUBAGGR in the LFTA, SUPERAGGR in the HFTA
+    over the sub-aggregate's outputs)."""
+    name: str
+    params: tuple[Type, ...]
+    result: Type
+    storage_bytes: Optional[int] = None
+    storage_type: Optional[Type] = None
+    handle_args: tuple[int, ...] = ()
+    const_args: tuple[int, ...] = ()
+    running: bool = False
+    hfta_only: bool = False
+    sub: Optional["UdafSpec"] = None
+    sup: Optional["UdafSpec"] = None
+    decl: Any = None
+
+    @property
+    def splits(self) -> bool:
+        return self.sub is not None and self.sup is not None and not self.hfta_only
+
+
+@dataclass(frozen=True)
 class Aggregate:
     name: str
     # Result type from the argument type (None for count(*)).
@@ -224,6 +256,18 @@ class Aggregate:
     lfta_legal: bool = True
     star_ok: bool = False
     doc: str = ""
+    udaf: Optional[UdafSpec] = None   # a user-defined aggregate
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """EXTR: `name(a1..an, b1..bm)` means `extractor(udaf(a1..an), b1..bm)`."""
+    name: str
+    params: tuple[Type, ...]
+    result: Type
+    udaf: str
+    extractor: str
+    decl: Any = None
 
 
 def _sum_type(t: Optional[Type]) -> Optional[Type]:
@@ -270,6 +314,7 @@ _agg(Aggregate("Xor_Aggr", _bitwise, (AggComponent("xor", "arg"),),
 
 
 def lookup_scalar(name: str) -> Optional[ScalarFunction]:
+    """A built-in scalar function (a user's are looked up in a Catalog)."""
     return SCALARS.get(name.lower())
 
 
@@ -287,3 +332,59 @@ def lookup_aggregate(name: str) -> Optional[Aggregate]:
 def all_function_names() -> list[str]:
     return sorted({f.name for f in SCALARS.values()} |
                   {a.name for a in AGGREGATES.values()})
+
+
+@dataclass(eq=False)
+class Catalog:
+    """The functions a compilation may call: the built-in ones, and those of
+    the user's function-definition files (semantics/user_functions.py), by
+    lower-cased name, overloads in file order.  A built-in name always means
+    the built-in function."""
+    user_scalars: Mapping[str, tuple[ScalarFunction, ...]] = field(default_factory=dict)
+    user_aggregates: Mapping[str, tuple[Aggregate, ...]] = field(default_factory=dict)
+    extractions: Mapping[str, tuple[Extraction, ...]] = field(default_factory=dict)
+    # STATE and SFUN declarations (stateful functions), by name
+    stateful: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    def_files: tuple[str, ...] = ()
+
+    def lookup_scalar(self, name: str) -> Optional[ScalarFunction]:
+        """The built-in function, else the first user overload."""
+        f = SCALARS.get(name.lower())
+        if f is not None:
+            return f
+        over = self.user_scalars.get(name.lower())
+        return over[0] if over else None
+
+    def scalar_overloads(self, name: str) -> tuple[ScalarFunction, ...]:
+        f = SCALARS.get(name.lower())
+        return (f,) if f is not None else self.user_scalars.get(name.lower(), ())
+
+    def aggregate_overloads(self, name: str) -> tuple[Aggregate, ...]:
+        a = AGGREGATES.get(name.lower())
+        return (a,) if a is not None else self.user_aggregates.get(name.lower(), ())
+
+    def extraction_overloads(self, name: str) -> tuple[Extraction, ...]:
+        if name.lower() in AGGREGATES or name.lower() in SCALARS:
+            return ()
+        return self.extractions.get(name.lower(), ())
+
+    def is_aggregate(self, name: str) -> bool:
+        """Whether a call of `name` aggregates (an aggregate, a UDAF or an
+        extraction over one) rather than computes a scalar."""
+        n = name.lower()
+        if n in SCALARS:
+            return False
+        return n in AGGREGATES or n in self.user_aggregates or (
+            n in self.extractions and n not in self.user_scalars)
+
+    def is_stateful(self, name: str) -> bool:
+        return name.lower() in self.stateful and name.lower() not in SCALARS
+
+    def all_function_names(self) -> list[str]:
+        return sorted(set(all_function_names())
+                      | {f.name for fs in self.user_scalars.values() for f in fs}
+                      | {a.name for aa in self.user_aggregates.values() for a in aa}
+                      | {x.name for xs in self.extractions.values() for x in xs})
+
+
+BUILTIN = Catalog()

@@ -20,17 +20,17 @@ from .analyze import Source
 from .bound import conjuncts, rebuild, walk
 
 
-def is_join_aggregate(q: ast.Query) -> bool:
+def is_join_aggregate(q: ast.Query, functions: catalog.Catalog = catalog.BUILTIN) -> bool:
     if q.is_merge or len(q.from_) != 2:
         return False
     if q.group_by or q.having is not None:
         return True
-    return any(_has_aggregate(s.expr) for s in q.select)
+    return any(_has_aggregate(s.expr, functions) for s in q.select)
 
 
-def _has_aggregate(e: ast.Expr) -> bool:
-    return any(isinstance(n, ast.Call) and catalog.lookup_aggregate(n.name)
-               and not catalog.lookup_scalar(n.name) for n in walk(e))
+def _has_aggregate(e: ast.Expr, functions: catalog.Catalog = catalog.BUILTIN) -> bool:
+    return any(isinstance(n, ast.Call) and functions.is_aggregate(n.name) and not n.predicate
+               for n in walk(e))
 
 
 def _group_names(q: ast.Query) -> set[str]:

@@ -20,7 +20,7 @@ from ..errors import QueryError
 from ..frontend import ast
 from ..frontend.parser import parse_query_file, parse_schema_file
 from ..resources import packet_schema_path
-from . import grouping_sets, join_aggregate
+from . import catalog, grouping_sets, join_aggregate
 from .analyze import AnalyzedQuery, Source, StreamDef, analyze_query
 from .schema import Schema, build_schema, protocol_problem
 
@@ -198,7 +198,8 @@ def libraries_read(queries: Sequence[AnalyzedQuery]) -> list[str]:
 
 
 def resolve_files(query_files: Sequence[str], schema_files: Sequence[str] = (),
-                  library_paths: Sequence[str] = ()) -> AnalyzedSet:
+                  library_paths: Sequence[str] = (),
+                  functions: catalog.Catalog = catalog.BUILTIN) -> AnalyzedSet:
     schema = load_schema(schema_files)
     r = _Resolver(schema, library_roots(query_files, library_paths))
     for f in query_files:
@@ -254,7 +255,7 @@ def resolve_files(query_files: Sequence[str], schema_files: Sequence[str] = (),
             register(join_name, join_q, name, e)
             e = _Entry(rest, name, e.file)
             sources = resolve_sources(e.query)
-        if join_aggregate.is_join_aggregate(e.query):
+        if join_aggregate.is_join_aggregate(e.query, functions):
             err = join_aggregate.check_no_join_kind_options(e.query)
             if err is not None:
                 raise err
@@ -262,7 +263,7 @@ def resolve_files(query_files: Sequence[str], schema_files: Sequence[str] = (),
             register(join_name, join_q, name, e)
             e = _Entry(agg_q, name, e.file)
             sources = resolve_sources(e.query)
-        aq = analyze_query(e.query, name, e.file, sources)
+        aq = analyze_query(e.query, name, e.file, sources, functions)
         visiting.pop()
         analyzed[name] = aq
         order.append(aq)

@@ -1,0 +1,368 @@
+"""User-defined functions and aggregates (issue 12, part 4): a def file in
+the syntax of Tigon's external_fcns.def and C/C++ sources in Tigon's calling
+convention (NAME_HFTA_AGGR_INIT_/UPDATE_/OUTPUT_/DESTROY_, vstring and
+struct gs_string, the gs_* type names), through the CLI and the Python API,
+compared with Python references; the def files of Tigon and GS-lite load
+unchanged; errors in a def line or a source are located at the def line."""
+from __future__ import annotations
+
+import random
+import textwrap
+from collections import defaultdict
+
+import pytest
+
+import gsqlc
+from conftest import shared_dir, shared_missing
+
+SCHEMA = """
+PROTOCOL R {
+    uint   t get_csv_uint_pos1 (increasing, required);
+    uint   k get_csv_uint_pos2;
+    float  v get_csv_float_pos3;
+    string s get_csv_string_pos4;
+}
+"""
+
+DEFS = """\
+// the user's functions and aggregates, as a Tigon user writes them
+float UDAF POSAVG fstring16 (float);
+string UDAF longest string (string);
+string UDAF avg_pack fstring12 (uint);
+float FUN unpack_avg (string);
+float EXTR packed_avg avg_pack unpack_avg (uint);
+ullong UDAF usum fstring8 (uint);
+float FUN scaled (ullong, float);
+float EXTR scaled_sum usum scaled (uint, float);
+uint FUN [LFTA_LEGAL] twice (uint);
+uint FUN slen (string);
+PRED [LFTA_LEGAL] is_odd [uint];
+uint UDAF [RUNNING] FIRSTV uint (uint);
+string UDAF [RUNNING] FIRSTV string (string);
+"""
+
+# HFTA functions and aggregates: C++, Tigon's HFTA convention
+HFTA_SOURCE = r"""
+#include "gsconfig.h"
+#include "gstypes.h"
+#include "hfta_udaf.h"
+#include "rts_udaf.h"
+#include <string.h>
+
+struct posavg_state { gs_float_t sum; gs_float_t cnt; };
+void POSAVG_HFTA_AGGR_INIT_(gs_sp_t b) { posavg_state *s = (posavg_state *)b; s->sum = 0; s->cnt = 0; }
+void POSAVG_HFTA_AGGR_UPDATE_(gs_sp_t b, gs_float_t v) {
+    posavg_state *s = (posavg_state *)b;
+    if (v >= 0) { s->sum += v; s->cnt += 1; }
+}
+void POSAVG_HFTA_AGGR_OUTPUT_(gs_float_t *r, gs_sp_t b) {
+    posavg_state *s = (posavg_state *)b;
+    *r = s->cnt > 0 ? s->sum / s->cnt : -1;
+}
+void POSAVG_HFTA_AGGR_DESTROY_(gs_sp_t b) { (void)b; }
+
+// a string scratchpad holding an owned copy of the longest string seen
+void longest_HFTA_AGGR_INIT_(vstring *s) { hfta_vstr_init(s); }
+void longest_HFTA_AGGR_UPDATE_(vstring *s, vstring *v) {
+    if (v->length > s->length) hfta_vstr_replace(s, v);
+}
+void longest_HFTA_AGGR_OUTPUT_(vstring *r, vstring *s) { *r = *s; r->reserved = SHALLOW_COPY; }
+void longest_HFTA_AGGR_DESTROY_(vstring *s) { hfta_vstr_destroy(s); }
+
+// an aggregate whose result is its 12-byte scratchpad, read by unpack_avg
+struct pack { gs_int64_t sum; gs_uint32_t cnt; } __attribute__((packed));
+void avg_pack_HFTA_AGGR_INIT_(gs_sp_t b) { memset(b, 0, 12); }
+void avg_pack_HFTA_AGGR_UPDATE_(gs_sp_t b, gs_uint32_t v) {
+    pack *p = (pack *)b; p->sum += v; p->cnt++;
+}
+void avg_pack_HFTA_AGGR_OUTPUT_(vstring *r, gs_sp_t b) {
+    r->length = 12; r->offset = (gs_p_t)b; r->reserved = SHALLOW_COPY;
+}
+void avg_pack_HFTA_AGGR_DESTROY_(gs_sp_t b) { (void)b; }
+gs_float_t unpack_avg(vstring *v) {
+    if (v->length != 12) return -1;
+    pack p; memcpy(&p, (void *)v->offset, 12);
+    return p.cnt ? (gs_float_t)p.sum / p.cnt : 0;
+}
+
+void usum_HFTA_AGGR_INIT_(gs_sp_t b) { *(gs_uint64_t *)b = 0; }
+void usum_HFTA_AGGR_UPDATE_(gs_sp_t b, gs_uint32_t v) { *(gs_uint64_t *)b += v; }
+void usum_HFTA_AGGR_OUTPUT_(gs_uint64_t *r, gs_sp_t b) { *r = *(gs_uint64_t *)b; }
+void usum_HFTA_AGGR_DESTROY_(gs_sp_t b) { (void)b; }
+gs_float_t scaled(gs_uint64_t x, gs_float_t f) { return x * f; }
+
+// overloads: a typed scratchpad of each type
+void FIRSTV_HFTA_AGGR_INIT_(gs_uint32_t *s) { *s = 0xffffffffu; }
+void FIRSTV_HFTA_AGGR_UPDATE_(gs_uint32_t *s, gs_uint32_t v) { if (*s == 0xffffffffu) *s = v; }
+void FIRSTV_HFTA_AGGR_OUTPUT_(gs_uint32_t *r, gs_uint32_t *s) { *r = *s; }
+void FIRSTV_HFTA_AGGR_DESTROY_(gs_uint32_t *s) { (void)s; }
+void FIRSTV_HFTA_AGGR_INIT_(vstring *s) { s->length = -1; s->offset = 0; s->reserved = SHALLOW_COPY; }
+void FIRSTV_HFTA_AGGR_UPDATE_(vstring *s, vstring *v) {
+    if (s->length < 0) { s->length = 0; hfta_vstr_assign_with_copy(s, v); }
+}
+void FIRSTV_HFTA_AGGR_OUTPUT_(vstring *r, vstring *s) {
+    // an owned copy: the caller frees an INTERNAL result
+    hfta_vstr_assign_with_copy(r, s);
+}
+void FIRSTV_HFTA_AGGR_DESTROY_(vstring *s) { if (s->length >= 0) hfta_vstr_destroy(s); }
+
+gs_uint32_t twice(gs_uint32_t x) { return 2 * x; }
+gs_uint32_t slen(vstring *s) { return (gs_uint32_t)s->length; }
+gs_uint32_t is_odd(gs_uint32_t x) { return x & 1; }
+"""
+
+# LFTA functions: C, Tigon's LFTA convention
+LFTA_SOURCE = r"""
+#include "rts_external.h"
+gs_uint32_t twice(gs_uint32_t x) { return 2 * x; }
+gs_uint32_t is_odd(gs_uint32_t x) { return x & 1; }
+"""
+
+
+def make_rows(n=3000, seed=12):
+    rng = random.Random(seed)
+    words = ["a", "bb", "ccc", "dddd", "ee", "fffff", ""]
+    rows = []
+    for i in range(n):
+        rows.append((i // 300, rng.randrange(5), rng.choice([-1.0, 0.5, 2.0, 7.25, 10.0]),
+                     rng.choice(words)))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("udf")
+    (d / "schema.txt").write_text(SCHEMA)
+    (d / "my.def").write_text(DEFS)
+    (d / "my_hfta.cc").write_text(HFTA_SOURCE)
+    (d / "my_lfta.c").write_text(LFTA_SOURCE)
+    rows = make_rows()
+    (d / "in.csv").write_text("".join(f"{t},{k},{v},{s}\n" for t, k, v, s in rows))
+    return d, rows
+
+
+QUERY = """\
+DEFINE { query_name 'u'; }
+SELECT tb, k, POSAVG(v) AS pa, longest(s) AS ls, packed_avg(k) AS pk,
+       scaled_sum(k, 0.5) AS ss, FIRSTV(k) AS fk, FIRSTV(s) AS fs,
+       count(*) AS n, sum(slen(s)) AS tl
+FROM [csv].R
+WHERE is_odd[t] OR t = 0
+GROUP BY t/2 AS tb, k
+"""
+
+
+def reference(rows):
+    groups = defaultdict(list)
+    for t, k, v, s in rows:
+        if t % 2 == 1 or t == 0:
+            groups[(t // 2, k)].append((v, s))
+    out = []
+    for (tb, k), rs in groups.items():
+        pos = [v for v, _ in rs if v >= 0]
+        longest = ""
+        for _, s in rs:
+            if len(s) > len(longest):
+                longest = s
+        out.append((tb, k, sum(pos) / len(pos) if pos else -1.0, longest, float(k),
+                    len(rs) * k * 0.5, k, rs[0][1], len(rs), sum(len(s) for _, s in rs)))
+    return sorted(out)
+
+
+def _args(d, *more):
+    return ["--schema", d / "schema.txt", "--functions", d / "my.def",
+            "--udf", d / "my_hfta.cc", "--udf", d / "my_lfta.c", *more]
+
+
+def test_cli_runs_user_aggregates_and_functions(files, gsqlc, tmp_path):
+    d, rows = files
+    (tmp_path / "q.gsql").write_text(QUERY)
+    p = gsqlc("run", tmp_path / "q.gsql", *_args(d), "--source", f"csv=csv:{d / 'in.csv'}",
+              "--format", "csv")
+    assert p.returncode == 0, p.err
+    header, *lines = p.out.splitlines()
+    assert header == "tb,k,pa,ls,pk,ss,fk,fs,n,tl"
+    got = []
+    for line in lines:
+        tb, k, pa, ls, pk, ss, fk, fs, n, tl = line.split(",")
+        got.append((int(tb), int(k), float(pa), ls, float(pk), float(ss), int(fk), fs,
+                    int(n), int(tl)))
+    want = reference(rows)
+    assert len(got) == len(want) > 20
+    for g, w in zip(sorted(got), want):
+        assert g[:2] == w[:2] and g[3] == w[3] and g[6:] == w[6:], (g, w)
+        for x, y in zip((g[2], g[4], g[5]), (w[2], w[4], w[5])):
+            assert x == pytest.approx(y), (g, w)
+
+
+def test_explain_shows_where_each_runs(files, gsqlc, tmp_path):
+    d, _ = files
+    (tmp_path / "q.gsql").write_text(QUERY)
+    p = gsqlc("explain", tmp_path / "q.gsql", *_args(d))
+    assert p.returncode == 0, p.err
+    lfta, hfta = p.out.split("[HFTA]")
+    # the LFTA_LEGAL predicate filters in the LFTA; the aggregates run in the HFTA
+    assert "is_odd[t]" in lfta or "is_odd(t)" in lfta, p.out
+    assert "a user-defined aggregate runs in the HFTA" in lfta
+    assert "POSAVG(v)" in hfta and "unpack_avg(avg_pack(k))" in hfta, p.out
+
+
+def test_python_api(files):
+    d, rows = files
+    q = d / "api.gsql"
+    q.write_text(QUERY)
+    qs = gsqlc.compile([q], schema=d / "schema.txt", functions=d / "my.def",
+                       udf=[d / "my_hfta.cc", d / "my_lfta.c"])
+    t = qs.table({"csv": f"csv:{d / 'in.csv'}"})
+    got = sorted(tuple(r.values()) for r in t.to_pylist())
+    want = reference(rows)
+    assert [g[:2] + g[3:4] + g[6:] for g in got] == [w[:2] + w[3:4] + w[6:] for w in want]
+    assert [g[2] for g in got] == pytest.approx([w[2] for w in want])
+
+
+def test_lfta_function_in_a_selection(files, gsqlc, tmp_path):
+    d, rows = files
+    (tmp_path / "s.gsql").write_text("DEFINE { query_name 's'; }\n"
+                                     "SELECT t, twice(k) AS k2 FROM [csv].R WHERE twice(k) > 4\n")
+    p = gsqlc("explain", tmp_path / "s.gsql", *_args(d))
+    assert "runs entirely in the LFTA" in p.out, p.out
+    p = gsqlc("run", tmp_path / "s.gsql", *_args(d), "--source", f"csv=csv:{d / 'in.csv'}",
+              "--format", "csv")
+    assert p.returncode == 0, p.err
+    want = [f"{t},{2 * k}" for t, k, _, _ in rows if 2 * k > 4]
+    assert p.out.splitlines() == ["t,k2", *want]
+
+
+def test_tigon_and_gslite_def_files_load_unchanged():
+    why = shared_missing()
+    if why:
+        pytest.skip(why)
+    from gsqlc.semantics.user_functions import load_catalog
+    ref = shared_dir() / "reference"
+    tigon = load_catalog([str(ref / "tigon-external_fcns.def")])
+    gslite = load_catalog([str(ref / "gslite-external_fcns.def")])
+    assert {"posavg", "avg_udaf", "moving_sum_udaf"} <= set(tigon.user_aggregates)
+    assert {"moving_sum", "moving_sum_exp", "extr_avg"} <= set(tigon.extractions)
+    assert {"first", "last", "cat_aggr", "count_diff"} <= set(gslite.user_aggregates)
+    spec = tigon.user_aggregates["avg_udaf"][0].udaf
+    assert spec.sub.name == "avg_udaf_lfta" and spec.sup.name == "avg_udaf_hfta"
+    assert len(gslite.user_aggregates["first"]) == 6   # overloads by type
+
+
+def test_gslite_def_file_with_a_user_source(files, gsqlc, tmp_path):
+    """GS-lite's whole external_fcns.def as it is, and a source defining the
+    one aggregate the query calls (POSAVG, declared there)."""
+    why = shared_missing()
+    if why:
+        pytest.skip(why)
+    d, rows = files
+    src = tmp_path / "posavg.cc"
+    src.write_text(HFTA_SOURCE.split("// a string scratchpad")[0])
+    (tmp_path / "p.gsql").write_text("DEFINE { query_name 'p'; }\n"
+                                     "SELECT tb, POSAVG(v) AS pa FROM [csv].R GROUP BY t AS tb\n")
+    p = gsqlc("run", tmp_path / "p.gsql", "--schema", d / "schema.txt", "--functions",
+              shared_dir() / "reference" / "gslite-external_fcns.def", "--udf", src,
+              "--source", f"csv=csv:{d / 'in.csv'}", "--format", "csv")
+    assert p.returncode == 0, p.err
+    by_t = defaultdict(list)
+    for t, _, v, _ in rows:
+        if v >= 0:
+            by_t[t].append(v)
+    got = {int(a): float(b) for a, b in (x.split(",") for x in p.out.splitlines()[1:])}
+    assert got == pytest.approx({t: sum(vs) / len(vs) for t, vs in by_t.items()})
+
+
+@pytest.mark.parametrize("text, line, col, needle", [
+    ("uint FUN f(uintt);\n", 1, 12, "FUN f: unknown type 'uintt' of parameter 1"),
+    ("uint FUN [FAST] f(uint);\n", 1, 11, "FUN f: unknown modifier 'FAST'"),
+    ("\nuint UDAF [SUBAGGR a] u fstring8 (uint);\n", 2, 1, "SUBAGGR without SUPERAGGR"),
+    ("uint UDAF [SUBAGGR a, SUPERAGGR b] u fstring8 (uint);\n", 1, 12,
+     "SUBAGGR a is not declared as a UDAF"),
+    ("float EXTR e nope f (uint);\nfloat FUN f(string);\n", 1, 1,
+     "EXTR e: aggregate nope is not declared as a UDAF"),
+    ("uint FUN f(uint);\nint FUN f(uint);\n", 2, 1, "declared twice"),
+    ("uint UDAF u fstringX (uint);\n", 1, 1, "unknown scratchpad type 'fstringX'"),
+    ("uint FUN f(uint\n", 1, 16, "unexpected end of input"),
+])
+def test_def_file_errors_are_located(tmp_path, gsqlc, text, line, col, needle):
+    (tmp_path / "bad.def").write_text(text)
+    (tmp_path / "q.gsql").write_text("SELECT time FROM TCP\n")
+    p = gsqlc("explain", tmp_path / "q.gsql", "--functions", tmp_path / "bad.def")
+    assert p.returncode != 0
+    first = p.err.splitlines()[0]
+    assert first.startswith(f"{tmp_path / 'bad.def'}:{line}:{col}: error ["), p.err
+    assert needle in first, p.err
+
+
+def test_source_not_defining_a_declared_aggregate(files, gsqlc, tmp_path):
+    """A definition whose parameter types differ from the convention's is
+    reported at the def line, with what the source does define."""
+    d, _ = files
+    src = tmp_path / "wrong.cc"
+    src.write_text(HFTA_SOURCE.replace("POSAVG_HFTA_AGGR_UPDATE_(gs_sp_t b, gs_float_t v)",
+                                       "POSAVG_HFTA_AGGR_UPDATE_(gs_sp_t b, float v)"))
+    (tmp_path / "q.gsql").write_text(QUERY)
+    p = gsqlc("run", tmp_path / "q.gsql", "--schema", d / "schema.txt", "--functions",
+              d / "my.def", "--udf", src, "--udf", d / "my_lfta.c",
+              "--source", f"csv=csv:{d / 'in.csv'}")
+    assert p.returncode != 0
+    assert f"{d / 'my.def'}:2:1: error [udf-undefined]: UDAF POSAVG" in p.err, p.err
+    assert "POSAVG_HFTA_AGGR_UPDATE_(char*, double)" in p.err
+    assert "they define POSAVG_HFTA_AGGR_UPDATE_(char*, float)" in p.err
+
+
+def test_query_errors_with_user_functions(files, gsqlc, tmp_path):
+    d, _ = files
+    cases = [
+        ("SELECT tb, POSAVG(s) AS x FROM [csv].R GROUP BY t AS tb\n",
+         "bad-arguments", "no declaration of POSAVG takes (string)"),
+        ("SELECT t FROM [csv].R WHERE POSAVG(v) > 1\n", "aggregate-not-allowed",
+         "aggregate POSAVG() is not allowed in WHERE"),
+        ("SELECT t, twice(s) AS x FROM [csv].R\n", "bad-arguments", "twice"),
+    ]
+    for text, rule, needle in cases:
+        (tmp_path / "q.gsql").write_text(text)
+        p = gsqlc("explain", tmp_path / "q.gsql", *_args(d))
+        assert p.returncode != 0, text
+        assert f"error [{rule}]" in p.err and needle in p.err, (text, p.err)
+        assert p.err.startswith(f"{tmp_path / 'q.gsql'}:1:"), p.err
+
+
+def test_unsupported_forms_are_located(tmp_path, gsqlc, files):
+    d, _ = files
+    (tmp_path / "more.def").write_text(textwrap.dedent("""\
+        string FUN [PARTIAL] part (string);
+        fstring8 STATE st;
+        int SFUN sf st (uint);
+        """))
+    for call in ("part(s)", "sf(k)"):
+        (tmp_path / "q.gsql").write_text(f"SELECT t, {call} AS x FROM [csv].R\n")
+        p = gsqlc("explain", tmp_path / "q.gsql", "--schema", d / "schema.txt",
+                  "--functions", tmp_path / "more.def")
+        assert p.returncode != 0
+        assert "error [not-supported-yet]" in p.err and f"{tmp_path / 'q.gsql'}:1:11" in p.err, \
+            p.err
+
+
+@pytest.mark.slow
+def test_sanitized_run_of_user_aggregates(files, tmp_path):
+    """ASan (with leak checks) and UBSan over the user aggregates: the
+    scratchpads are destroyed with their groups, string results freed."""
+    import os
+    import subprocess
+    import sys
+    d, rows = files
+    q = tmp_path / "q.gsql"
+    q.write_text(QUERY)
+    out = tmp_path / "build"
+    p = subprocess.run([sys.executable, "-m", "gsqlc", "compile", q, *map(str, _args(d)),
+                        "-o", out, "--build", "--sanitize"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.returncode == 0, p.stderr
+    env = dict(os.environ, ASAN_OPTIONS="abort_on_error=1:detect_leaks=1",
+               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+    r = subprocess.run([out / "build" / "gsqlc-run", "--source", f"csv=csv:{d / 'in.csv'}",
+                        "--output", "u"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert len(r.stdout.splitlines()) == len(reference(rows))
