@@ -366,3 +366,146 @@ def test_sanitized_run_of_user_aggregates(files, tmp_path):
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     assert len(r.stdout.splitlines()) == len(reference(rows))
+
+
+# ---- split aggregates: SUBAGGR in the LFTA, SUPERAGGR in the HFTA
+
+SPLIT_DEFS = """\
+string UDAF [SUBAGGR avg_lfta, SUPERAGGR avg_hfta] avg_split fstring12 (uint);
+string UDAF avg_hfta fstring12 (string);
+string UDAF avg_lfta fstring12 (uint);
+float FUN unpack_avg (string);
+float EXTR split_avg avg_split unpack_avg (uint);
+ullong UDAF [SUBAGGR csum_lfta, SUPERAGGR csum_hfta] csum fstring8 (uint);
+ullong UDAF csum_lfta fstring16 (uint);
+ullong UDAF csum_hfta fstring8 (ullong);
+"""
+
+SPLIT_HFTA = r"""
+#include "hfta_udaf.h"
+#include <string.h>
+struct pack { gs_int64_t sum; gs_uint32_t cnt; } __attribute__((packed));
+void avg_hfta_HFTA_AGGR_INIT_(gs_sp_t b) { memset(b, 0, 12); }
+void avg_hfta_HFTA_AGGR_UPDATE_(gs_sp_t b, vstring *v) {
+    if (v->length != 12) return;
+    pack p, q; memcpy(&p, b, 12); memcpy(&q, (void *)v->offset, 12);
+    p.sum += q.sum; p.cnt += q.cnt; memcpy(b, &p, 12);
+}
+void avg_hfta_HFTA_AGGR_OUTPUT_(vstring *r, gs_sp_t b) {
+    r->length = 12; r->offset = (gs_p_t)b; r->reserved = SHALLOW_COPY;
+}
+void avg_hfta_HFTA_AGGR_DESTROY_(gs_sp_t b) { (void)b; }
+gs_float_t unpack_avg(vstring *v) {
+    if (v->length != 12) return -1;
+    pack p; memcpy(&p, (void *)v->offset, 12);
+    return p.cnt ? (gs_float_t)p.sum / p.cnt : 0;
+}
+void csum_hfta_HFTA_AGGR_INIT_(gs_sp_t b) { *(gs_uint64_t *)b = 0; }
+void csum_hfta_HFTA_AGGR_UPDATE_(gs_sp_t b, gs_uint64_t v) { *(gs_uint64_t *)b += v; }
+void csum_hfta_HFTA_AGGR_OUTPUT_(gs_uint64_t *r, gs_sp_t b) { *r = *(gs_uint64_t *)b; }
+void csum_hfta_HFTA_AGGR_DESTROY_(gs_sp_t b) { (void)b; }
+"""
+
+SPLIT_LFTA = r"""
+#include "rts_udaf.h"
+#include <string.h>
+struct pack { gs_int64_t sum; gs_uint32_t cnt; } __attribute__((packed));
+void avg_lfta_LFTA_AGGR_INIT_(gs_sp_t b) { memset(b, 0, 12); }
+void avg_lfta_LFTA_AGGR_UPDATE_(gs_sp_t b, gs_uint32_t v) {
+    struct pack p; memcpy(&p, b, 12); p.sum += v; p.cnt++; memcpy(b, &p, 12);
+}
+gs_retval_t avg_lfta_LFTA_AGGR_FLUSHME_(gs_sp_t b) { (void)b; return 0; }
+void avg_lfta_LFTA_AGGR_OUTPUT_(struct gs_string *r, gs_sp_t b) { r->length = 12; r->data = b; }
+void avg_lfta_LFTA_AGGR_DESTROY_(gs_sp_t b) { (void)b; }
+/* a sum whose group leaves the LFTA after 3 records (FLUSHME) */
+struct capped { gs_uint64_t sum; gs_uint64_t n; };
+void csum_lfta_LFTA_AGGR_INIT_(gs_sp_t b) { memset(b, 0, 16); }
+void csum_lfta_LFTA_AGGR_UPDATE_(gs_sp_t b, gs_uint32_t v) {
+    struct capped *c = (struct capped *)b; c->sum += v; c->n++;
+}
+gs_retval_t csum_lfta_LFTA_AGGR_FLUSHME_(gs_sp_t b) { return ((struct capped *)b)->n >= 3; }
+void csum_lfta_LFTA_AGGR_OUTPUT_(gs_uint64_t *r, gs_sp_t b) { *r = ((struct capped *)b)->sum; }
+void csum_lfta_LFTA_AGGR_DESTROY_(gs_sp_t b) { (void)b; }
+"""
+
+SPLIT_QUERY = """\
+DEFINE { query_name 'sp'; }
+SELECT tb, k, split_avg(k + t) AS a, csum(k + t) AS cs, count(*) AS n
+FROM [csv].R GROUP BY t AS tb, k
+"""
+
+
+@pytest.fixture(scope="module")
+def split_files(files):
+    d, rows = files
+    (d / "split.def").write_text(SPLIT_DEFS)
+    (d / "split_hfta.cc").write_text(SPLIT_HFTA)
+    (d / "split_lfta.c").write_text(SPLIT_LFTA)
+    (d / "split.gsql").write_text(SPLIT_QUERY)
+    want = defaultdict(list)
+    for t, k, _, _ in rows:
+        want[(t, k)].append(k + t)
+    ref = sorted((t, k, sum(v) / len(v), sum(v), len(v)) for (t, k), v in want.items())
+    return d, ref
+
+
+def _split_compile(d, **kw):
+    return gsqlc.compile([d / "split.gsql"], schema=d / "schema.txt", functions=d / "split.def",
+                         udf=[d / "split_hfta.cc", d / "split_lfta.c"], **kw)
+
+
+def test_split_aggregate_runs_its_sub_aggregate_in_the_lfta(split_files):
+    d, ref = split_files
+    qs = _split_compile(d)
+    text = qs.explain()
+    lfta, hfta = text.split("[HFTA]")
+    assert "sub-aggregate" in lfta and "avg_lfta((k + t))" in lfta and "csum_lfta((k + t))" in lfta
+    assert "super-aggregate of the LFTA partials" in hfta
+    run = qs.run({"csv": f"csv:{d / 'in.csv'}"})
+    got = sorted(tuple(r.values()) for r in run.to_arrow().to_pylist())
+    assert [g[:2] + g[3:] for g in got] == [r[:2] + r[3:] for r in ref]
+    assert [g[2] for g in got] == pytest.approx([r[2] for r in ref])
+    # FLUSHME: a csum group leaves the LFTA every 3 records, so the LFTA
+    # sends at least a third of the records as partials
+    lfta_out = next(s["tuples"] for s in run.stats["streams"] if s["name"] == "_fta_sp")
+    assert lfta_out >= sum(-(-n // 3) for *_, n in ref)
+
+
+def test_split_aggregate_with_a_small_colliding_table(split_files, gsqlc, tmp_path):
+    """Collisions eject groups whose scratchpads are still a first record's
+    arguments: their output starts them; the answer does not change."""
+    d, ref = split_files
+    p = gsqlc("run", d / "split.gsql", "--schema", d / "schema.txt", "--functions",
+              d / "split.def", "--udf", d / "split_hfta.cc", "--udf", d / "split_lfta.c",
+              "--source", f"csv=csv:{d / 'in.csv'}", "--format", "csv")
+    assert p.returncode == 0, p.err
+    (tmp_path / "small.gsql").write_text(SPLIT_QUERY.replace(
+        "query_name 'sp';", "query_name 'sp'; lfta_table_size '2';"))
+    q = gsqlc("run", tmp_path / "small.gsql", "--schema", d / "schema.txt", "--functions",
+              d / "split.def", "--udf", d / "split_hfta.cc", "--udf", d / "split_lfta.c",
+              "--source", f"csv=csv:{d / 'in.csv'}", "--format", "csv")
+    assert q.returncode == 0, q.err
+    assert sorted(q.out.splitlines()) == sorted(p.out.splitlines())
+    assert len(p.out.splitlines()) == len(ref) + 1
+
+
+@pytest.mark.slow
+def test_sanitized_run_of_a_split_aggregate(split_files, tmp_path):
+    import os
+    import subprocess
+    import sys
+    d, ref = split_files
+    out = tmp_path / "build"
+    p = subprocess.run([sys.executable, "-m", "gsqlc", "compile", d / "split.gsql",
+                        "--schema", d / "schema.txt", "--functions", d / "split.def",
+                        "--udf", d / "split_hfta.cc", "--udf", d / "split_lfta.c",
+                        "-o", out, "--build", "--sanitize"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.returncode == 0, p.stderr
+    env = dict(os.environ, ASAN_OPTIONS="abort_on_error=1:detect_leaks=1",
+               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+    r = subprocess.run([out / "build" / "gsqlc-run", "--source", f"csv=csv:{d / 'in.csv'}",
+                        "--output", "sp"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert len(r.stdout.splitlines()) == len(ref)

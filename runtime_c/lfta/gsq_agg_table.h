@@ -165,8 +165,9 @@ typedef struct gsq_agg_shape {
     uint32_t ways;      /* slots per bucket: 1, 2, 4, 8 or 16 */
     /* nonzero when slot and g have equal group keys */
     int (*same_group)(const void *slot, const void *g);
-    /* fold g's accumulators into slot's */
-    void (*fold)(void *slot, const void *g);
+    /* fold g's accumulators into slot's; nonzero: the group must leave now
+     * (a user aggregate's FLUSHME said so: gsq_agg_eject_slot) */
+    int (*fold)(void *slot, const void *g);
     /* GSQ_AGG_LATER / GSQ_AGG_OLDER bits: g's temporal keys against epoch's */
     unsigned (*epoch_cmp)(const void *epoch, const void *g);
     /* copy g's temporal keys (and nothing else) into epoch */
@@ -462,6 +463,20 @@ static inline void gsq_agg_unlink(gsq_agg_table *t, const gsq_agg_shape *sh, uin
     gsq_agg_slot(t, sh, last)[0] = 0;
 }
 
+/* The group in slot s (of an open epoch) leaves now, out of turn: sent on as
+ * a flushed partial and its slot freed.  A user aggregate asks for it when
+ * its scratchpad is full (FLUSHME); the group's later records start anew. */
+static inline void gsq_agg_eject_slot(gsq_agg_table *t, const gsq_agg_shape *sh,
+                                      unsigned char *s, void *ctx)
+{
+    uint32_t i = (uint32_t)((size_t)(s - t->mem) / sh->slot_size);
+    sh->out(ctx, s, GSQ_AGG_EJECT_FLUSH);
+    t->count[s[0]]--;
+    t->n_used--;
+    t->n_flushed++;
+    gsq_agg_unlink(t, sh, i);
+}
+
 /* One slow-flush step: up to GSQ_AGG_SLOW_SLOTS slots from the cursor, until
  * a pending group is ejected (its slot then holds another: looked at next). */
 static inline void gsq_agg_slow_step(gsq_agg_table *t, const gsq_agg_shape *sh, void *ctx)
@@ -567,7 +582,8 @@ GSQ_AGG_HOT void gsq_agg_accept(gsq_agg_table *t, const gsq_agg_shape *sh, const
         gsq_agg_slow_step(t, sh, ctx);
     found = gsq_agg_probe(t, sh, g, h, &s);
     if (found == GSQ_AGG_HIT) {
-        sh->fold(s, g);
+        if (sh->fold(s, g))
+            gsq_agg_eject_slot(t, sh, s, ctx);
         return;
     }
     if (sh->flush != GSQ_AGG_FLUSH_IMMEDIATE && t->n_pending &&

@@ -67,12 +67,13 @@ static int t_same_group(const void *va, const void *vb)
     return a->ep == b->ep && a->key == b->key;
 }
 
-static void t_fold(void *vs, const void *vg)
+static int t_fold(void *vs, const void *vg)
 {
     tslot *s = (tslot *)vs;
     const tslot *g = (const tslot *)vg;
     s->cnt += g->cnt;
     s->sum += g->sum;
+    return 0;
 }
 
 static unsigned t_epoch_cmp(const void *ve, const void *vg)

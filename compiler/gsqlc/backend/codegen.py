@@ -412,6 +412,8 @@ class Generator:
             if isinstance(e, GroupRef):
                 return f"s->k{e.index}"
             if isinstance(e, AccumRef):
+                if isinstance(n, LftaAggregate) and n.accums[e.index].op == "udaf":
+                    return f"u{e.index}"    # its output, taken in _out
                 return f"s->a{e.index}"
             return None
 
@@ -754,7 +756,38 @@ class Generator:
             hash_steps.append(key_hash_step(t, f"kv{i}"))
             slot_hash_steps.append(key_hash_step(t, f"s->k{i}"))
         fold_stmts, hit_fold = [], []
+        udaf_helpers, udaf_out, udaf_destroy = [], [], []
+        fn = data["fn"]
         for j, a in enumerate(n.accums):
+            if a.op == "udaf":
+                # a user sub-aggregate (SUBAGGR): the slot keeps its first
+                # record's arguments until a second record or its output
+                # makes the scratchpad live (INIT, then that first UPDATE)
+                assert a.udaf is not None
+                u, cls = a.udaf, self.user.udaf(a.udaf, False)
+                slot_members += [f"{cls} a{j};", f"uint8_t a{j}_live;"]
+                slot_members += [f"{t.c_type} a{j}_x{m};" for m, t in enumerate(u.params)]
+                vals = em.user_args(u.params, a.args)
+                group_fill.append(f"g.a{j}_live = 0;")
+                group_fill += [f"g.a{j}_x{m} = {v};" for m, v in enumerate(vals)]
+                first = "".join(f", s->a{j}_x{m}" for m in range(len(u.params)))
+                udaf_helpers.append(
+                    f"static inline void {fn}_live{j}({fn}_slot *s)\n{{\n"
+                    f"    if (!s->a{j}_live) {{\n        {cls}_init(&s->a{j});\n"
+                    f"        {cls}_update(&s->a{j}{first});\n        s->a{j}_live = 1;\n"
+                    f"    }}\n}}")
+                from_g = "".join(f", g->a{j}_x{m}" for m in range(len(u.params)))
+                fold_stmts += [f"{fn}_live{j}(s);", f"{cls}_update(&s->a{j}{from_g});",
+                               f"eject_ |= {cls}_flushme(&s->a{j});"]
+                hit_fold += [f"{fn}_live{j}(sl);",
+                             f"{cls}_update(&sl->a{j}{''.join(', ' + v for v in vals)});",
+                             f"eject_ |= {cls}_flushme(&sl->a{j});"]
+                udaf_out += [f"{a.type.c_type} u{j};", f"memset(&u{j}, 0, sizeof u{j});",
+                             f"if (why != GSQ_AGG_EJECT_HEARTBEAT) {{ {fn}_live{j}(w_); "
+                             f"u{j} = {cls}_output(&w_->a{j}); }}"]
+                udaf_destroy.append(f"if (why != GSQ_AGG_EJECT_HEARTBEAT) "
+                                    f"{cls}_destroy(&w_->a{j});")
+                continue
             slot_members.append(f"{a.type.c_type} a{j};")
             val = "1" if a.expr is None else em.as_type(a.expr, a.type)
             group_fill += fold(a.op, a.type, f"g.a{j}", val, True, False)
@@ -768,8 +801,16 @@ class Generator:
             inc = e.info.temporal is Temporal.INCREASING
             epoch.append({"i": i, "later": ">" if inc else "<",
                           "infer": em.as_type(e, e.info.type)})
+        if udaf_helpers:
+            # a user aggregate may ask its group to leave now (FLUSHME)
+            hit_fold = ["int eject_ = 0;", *hit_fold,
+                        f"if (eject_) gsq_agg_eject_slot(&st->table, &{fn}_shape, "
+                        "(unsigned char *)(void *)sl, node);"]
+        # strings only from user sub-aggregates' outputs (keys and built-in
+        # accumulators of an LFTA are fixed-size)
         assigns, strs = output_assignments(em, n.output, n.select, out_t)
-        assert not strs
+        data.update(udaf_helpers=udaf_helpers, udaf_out=udaf_out, udaf_destroy=udaf_destroy,
+                    strs=strs)
         data.update(slot_members=slot_members, key_locals=key_locals,
                     key_eq=" && ".join(key_eq) or "1", hash_steps=hash_steps,
                     slot_hash_steps=slot_hash_steps, grow=int(n.table_grows),

@@ -21,7 +21,7 @@ Queries over streams (other queries) are HFTAs.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Optional, Sequence
 
 from ..frontend import ast
@@ -421,28 +421,33 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
     # Aggregation over an interface.
     can_split = (all(_lfta_safe(c) for c in q.where)
                  and all(_lfta_safe(e) and _fixed_size(e.info.type) for _, e in gb)
-                 and all(a.arg is None or (_lfta_safe(a.arg) and _fixed_size(a.arg.info.type))
+                 and all(a.func.udaf is not None or a.arg is None
+                         or (_lfta_safe(a.arg) and _fixed_size(a.arg.info.type))
                          for a in q.aggs)
                  and all(a.func.lfta_legal for a in q.aggs)
-                 # a user-defined aggregate runs whole in the HFTA: the LFTA
-                 # half of a split one (SUBAGGR) is not generated yet
-                 and all(a.func.udaf is None for a in q.aggs))
+                 and all(_udaf_splits(a) for a in q.aggs if a.func.udaf is not None))
     if can_split:
         # LFTA sub-aggregate: emits group keys and accumulators (partials).
         lselect: list[Named] = []
         for i, (n, e) in enumerate(gb):
             lselect.append((n, GroupRef(i, info=ExprInfo(e.info.type, e.info.temporal))))
-        for j, acc in enumerate(accums):
+        # a user aggregate splits: its SUBAGGR in the LFTA, its SUPERAGGR in
+        # the HFTA over the sub-aggregate's outputs
+        laccums = [replace(a, udaf=a.udaf.sub, type=a.udaf.sub.result)
+                   if a.udaf is not None and a.udaf.sub is not None else a for a in accums]
+        for j, acc in enumerate(laccums):
             lselect.append((acc.name, AccumRef(j, info=ExprInfo(acc.type))))
         lout = StreamDef(lname, [_column(n, e.info) for n, e in lselect])
         size = _lfta_table_size(q, lfta_table_size)
+        if not (_lfta_table_size_given(q) or lfta_table_size):
+            size = min(size, _udaf_table_cap(gb, laccums))
         ways = _lfta_table_ways(q, lfta_table_ways)
         size = max(size, ways)
         # a size asked for (DEFINE, option) is kept; the default one grows
         # while records often eject a group (gsq_agg_table.h, Growth)
         grow = not (_lfta_table_size_given(q) or lfta_table_size)
         lagg = LftaAggregate(name=lname, query=q, output=lout, where=tuple(q.where),
-                             select=tuple(lselect), group_by=tuple(gb), accums=tuple(accums),
+                             select=tuple(lselect), group_by=tuple(gb), accums=tuple(laccums),
                              protocol=proto, iface=iface, table_size=size, table_ways=ways,
                              table_grows=grow,
                              params=q.params, disorder=lfta_disorder, flush=lfta_flush,
@@ -453,7 +458,11 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
         hgb: list[Named] = [(n, FieldRef(0, n, info=ExprInfo(e.info.type, e.info.temporal)))
                             for n, e in gb]
         haccums = [Accum(acc.op, acc.type, FieldRef(0, acc.name, info=ExprInfo(acc.type)),
-                         acc.name) for acc in accums]
+                         acc.name) if acc.udaf is None else
+                   Accum("udaf", acc.udaf.sup.result if acc.udaf.sup else acc.type, None,
+                         acc.name, args=(FieldRef(0, acc.name, info=ExprInfo(lacc.type)),),
+                         udaf=acc.udaf.sup)
+                   for acc, lacc in zip(accums, laccums)]
         hagg = HftaAggregate(name=q.name, query=q, output=q.output, select=tuple(q.select),
                              group_by=tuple(hgb), accums=tuple(haccums), aggs=tuple(aggplans),
                              having=q.having, inputs=(lname,), input_defs=(lout,),
@@ -482,6 +491,35 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
                          input_defs=(lout,), params=q.params, disorder=hfta_disorder,
                          flush=hfta_flush, note="the whole aggregation")
     return [lfta, hagg]
+
+
+def _udaf_splits(a: AggCall) -> bool:
+    """Whether a user aggregate's SUBAGGR can run in the LFTA: it splits,
+    and its arguments are LFTA-safe fixed-size values (a group keeps its
+    first record's until its scratchpad starts)."""
+    u = a.func.udaf
+    return (u is not None and u.splits and u.sub is not None and not u.sub.handle_args
+            and all(_lfta_safe(x) and _fixed_size(x.info.type) for x in a.args))
+
+
+# The bytes an LFTA table of user sub-aggregates starts with, at most: their
+# scratchpads make slots large (GS-lite's quantiles take 2-3 KB each).
+UDAF_TABLE_BYTES = 16 << 20
+
+
+def _udaf_table_cap(gb: list[Named], accums: list[Accum]) -> int:
+    """The most slots an LFTA table of these accumulators starts with
+    (a power of two, at least 1,024)."""
+    slot = 8 + 8 * len(gb)
+    for a in accums:
+        if a.udaf is not None:
+            slot += (a.udaf.storage_bytes or 16) + 1 + 8 * len(a.udaf.params)
+        else:
+            slot += 8
+    n = 1024
+    while n * 2 * slot <= UDAF_TABLE_BYTES:
+        n *= 2
+    return n
 
 
 def _hfta_only_functions(q: AnalyzedQuery) -> set[str]:
@@ -715,6 +753,8 @@ def describe_expr(e: ast.Expr, node: PlanNode) -> str:
             return aggs[x.index].text if aggs else f"agg[{x.index}]"
         if isinstance(x, AccumRef):
             a = accums[x.index]
+            if a.udaf is not None:   # a user (sub-)aggregate: its name and arguments
+                return f"{a.udaf.name}({', '.join(to_text(y) for y in a.args)})"
             inner = to_text(a.expr) if a.expr is not None else "1"
             return f"{a.op}({inner})"
         return None
