@@ -335,13 +335,124 @@ def test_unsupported_forms_are_located(tmp_path, gsqlc, files):
         fstring8 STATE st;
         int SFUN sf st (uint);
         """))
-    for call in ("part(s)", "sf(k)"):
+    for call, col in (("sf(k)", 11), ):
         (tmp_path / "q.gsql").write_text(f"SELECT t, {call} AS x FROM [csv].R\n")
         p = gsqlc("explain", tmp_path / "q.gsql", "--schema", d / "schema.txt",
                   "--functions", tmp_path / "more.def")
         assert p.returncode != 0
-        assert "error [not-supported-yet]" in p.err and f"{tmp_path / 'q.gsql'}:1:11" in p.err, \
+        assert "error [not-supported-yet]" in p.err and f"{tmp_path / 'q.gsql'}:1:{col}" in p.err, \
             p.err
+    # a PARTIAL function in an aggregation's SELECT (its WHERE and keys may call it)
+    (tmp_path / "q.gsql").write_text("SELECT tb, part(s) AS x FROM [csv].R GROUP BY t AS tb, s\n")
+    (tmp_path / "p.cc").write_text('#include "hfta_udaf.h"\n'
+                                   "gs_retval_t part(vstring *r, vstring *s) { *r = *s; return 0; }\n")
+    p = gsqlc("run", tmp_path / "q.gsql", "--schema", d / "schema.txt",
+              "--functions", tmp_path / "more.def", "--udf", tmp_path / "p.cc",
+              "--source", f"csv=csv:{d / 'in.csv'}")
+    assert p.returncode != 0
+    assert f"{tmp_path / 'q.gsql'}:1:12: error [not-supported-yet]: the PARTIAL function part" \
+        in p.err, p.err
+
+
+HANDLE_DEFS = """\
+uint FUN scale_by (uint, string HANDLE);
+string FUN [PARTIAL] after_colon (string);
+"""
+
+HANDLE_SOURCE = r"""
+#include "hfta_udaf.h"
+#include <stdlib.h>
+#include <string.h>
+// the handle: the factor, parsed once when the query starts
+gs_param_handle_t register_handle_for_scale_by_slot_1(vstring *f) {
+    char buf[32] = {0};
+    memcpy(buf, (const char *)f->offset, f->length < 31 ? f->length : 31);
+    gs_uint32_t *p = (gs_uint32_t *)malloc(sizeof *p);
+    *p = (gs_uint32_t)atoi(buf);
+    return (gs_param_handle_t)p;
+}
+gs_retval_t deregister_handle_for_scale_by_slot_1(gs_param_handle_t h) {
+    free((void *)h);
+    return 0;
+}
+gs_uint32_t scale_by(gs_uint32_t x, gs_param_handle_t h) { return x * *(gs_uint32_t *)h; }
+// PARTIAL: the text after the first ':', no value without one
+gs_retval_t after_colon(vstring *r, vstring *s) {
+    const char *p = (const char *)s->offset;
+    for (gs_int32_t i = 0; i < s->length; i++)
+        if (p[i] == ':') {
+            r->offset = (gs_p_t)(p + i + 1); r->length = s->length - i - 1;
+            r->reserved = SHALLOW_COPY;
+            return 0;
+        }
+    return 1;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def handle_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("handles")
+    (d / "schema.txt").write_text(SCHEMA)
+    (d / "h.def").write_text(HANDLE_DEFS)
+    (d / "h.cc").write_text(HANDLE_SOURCE)
+    rng = random.Random(5)
+    rows = [(i // 20, rng.randrange(7), 1.0, rng.choice(["a:x", "b", "c:yy", ":z", "d:"]))
+            for i in range(400)]
+    (d / "in.csv").write_text("".join(f"{t},{k},{v},{s}\n" for t, k, v, s in rows))
+    return d, rows
+
+
+def test_handle_parameters_and_partial_functions(handle_files, gsqlc, tmp_path):
+    """A HANDLE argument is registered once when the query starts (and
+    released at its end); a PARTIAL function with no value drops its tuple
+    -- in a selection, and in an aggregation's WHERE and GROUP BY."""
+    d, rows = handle_files
+    common = ["--schema", d / "schema.txt", "--functions", d / "h.def", "--udf", d / "h.cc",
+              "--source", f"csv=csv:{d / 'in.csv'}", "--format", "csv"]
+    (tmp_path / "s.gsql").write_text(
+        "SELECT t, scale_by(k, '10') AS ks, after_colon(s) AS ac FROM [csv].R\n")
+    p = gsqlc("run", tmp_path / "s.gsql", *common)
+    assert p.returncode == 0, p.err
+    want = [f"{t},{10 * k},{s.split(':', 1)[1]}" for t, k, _, s in rows if ":" in s]
+    assert p.out.splitlines() == ["t,ks,ac", *want]
+    (tmp_path / "a.gsql").write_text(
+        "SELECT tb, ac, count(*) AS n FROM [csv].R WHERE scale_by(k, '3') > 3\n"
+        "GROUP BY t/5 AS tb, after_colon(s) AS ac\n")
+    p = gsqlc("run", tmp_path / "a.gsql", *common)
+    assert p.returncode == 0, p.err
+    counts = defaultdict(int)
+    for t, k, _, s in rows:
+        if ":" in s and 3 * k > 3:
+            counts[(t // 5, s.split(":", 1)[1])] += 1
+    got = sorted(tuple(x.split(",")) for x in p.out.splitlines()[1:])
+    assert got == sorted((str(tb), ac, str(n)) for (tb, ac), n in counts.items())
+    p = gsqlc("explain", tmp_path / "s.gsql", *common[:6])
+    assert "[HFTA]" in p.out and "after_colon(s)" in p.out.split("[HFTA]")[1]
+
+
+@pytest.mark.slow
+def test_sanitized_handles_are_released(handle_files, tmp_path):
+    import os
+    import subprocess
+    import sys
+    d, rows = handle_files
+    (tmp_path / "s.gsql").write_text(
+        "DEFINE { query_name 's'; }\n"
+        "SELECT t, scale_by(k, '10') AS ks, after_colon(s) AS ac FROM [csv].R\n")
+    out = tmp_path / "build"
+    p = subprocess.run([sys.executable, "-m", "gsqlc", "compile", tmp_path / "s.gsql",
+                        "--schema", d / "schema.txt", "--functions", d / "h.def",
+                        "--udf", d / "h.cc", "-o", out, "--build", "--sanitize"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.returncode == 0, p.stderr
+    env = dict(os.environ, ASAN_OPTIONS="abort_on_error=1:detect_leaks=1",
+               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+    r = subprocess.run([out / "build" / "gsqlc-run", "--source", f"csv=csv:{d / 'in.csv'}",
+                        "--output", "s"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert len(r.stdout.splitlines()) == sum(":" in s for *_, s in rows)
 
 
 @pytest.mark.slow

@@ -32,6 +32,16 @@ class Regex:
 
 
 @dataclass
+class Handle:
+    """A user function's HANDLE argument, registered once when the HFTA
+    functor starts: member `var` of class `cls` (backend/user_code.py),
+    opened with the constant's C value `arg`."""
+    var: str
+    cls: str
+    arg: str
+
+
+@dataclass
 class EmitContext:
     resolve: Callable[[ast.Expr], Optional[str]]
     param_ref: Callable[[str], str]
@@ -45,6 +55,13 @@ class EmitContext:
     # this code is C++ (an HFTA's) or C (an LFTA's)
     user: Optional["UserCode"] = None
     cxx: bool = True
+    # an HFTA functor's code: user HANDLE arguments become its members
+    # (`handles`); PARTIAL user functions may fail the tuple (`failed_`)
+    # while `partial_ok` (its WHERE, group keys and selections)
+    functor: bool = False
+    handles: list[Handle] = field(default_factory=list)
+    partial_ok: bool = False
+    partial_used: bool = False
 
 
 # The values of the integer types (IP as uint, bool as its 0 and 1).
@@ -322,9 +339,7 @@ class CEmitter:
         assert f is not None
         t = e.info.type
         if f.emit == "user":
-            assert self.ctx.user is not None, "a user function without user code"
-            fn = self.ctx.user.scalar(f, self.ctx.cxx)
-            return f"{fn}({', '.join(self.user_args(f.params, e.args))})"
+            return self._user_call(f, e)
         if f.emit == "cast":
             x = e.args[0]
             if t is Type.BOOL:
@@ -366,6 +381,39 @@ class CEmitter:
                 args.append(self.expr(a))
         return f"{f.c_name}({', '.join(handles + args)})"
 
+
+    def _user_call(self, f: catalog.ScalarFunction, e: ast.Call) -> str:
+        """A call of a user function through its wrapper (user_code.py): a
+        HANDLE argument passes the functor's registered handle, a PARTIAL
+        function first the functor's failure flag."""
+        ctx = self.ctx
+        assert ctx.user is not None, "a user function without user code"
+        where = "in a join" if ctx.cxx else "in an LFTA"
+        if (f.handle_args or f.partial) and not ctx.functor:
+            what = "a HANDLE parameter" if f.handle_args else "a PARTIAL function"
+            raise QueryError(e.span, "not-supported-yet",
+                             f"{f.name}: {what} {where} is not supported yet by gsqlc")
+        if f.partial and not ctx.partial_ok:
+            raise QueryError(e.span, "not-supported-yet",
+                             f"the PARTIAL function {f.name} in an aggregate's argument, "
+                             "SELECT or HAVING is not supported yet by gsqlc (its WHERE and "
+                             "GROUP BY may call it)")
+        fn = ctx.user.scalar(f, ctx.cxx)
+        params = [t for i, t in enumerate(f.params) if i not in f.handle_args]
+        plain = [a for i, a in enumerate(e.args) if i not in f.handle_args]
+        lead = []    # the failure flag, then the handles in slot order (user_code.py)
+        if f.partial:
+            ctx.partial_used = True
+            lead.append("failed_")
+        for i in f.handle_args:
+            var = f"uh_{len(ctx.handles)}"
+            want = f.params[i]
+            assert isinstance(want, Type)
+            arg = e.args[i]
+            val = self.expr(arg) if want is Type.STRING else self.as_type(arg, want)
+            ctx.handles.append(Handle(var, ctx.user.handle(f, i), val))
+            lead.append(f"{var}.get()")
+        return f"{fn}({', '.join(lead + self.user_args(params, plain))})"
 
     def user_args(self, params: Sequence[object], args: Sequence[ast.Expr]) -> list[str]:
         """Arguments of a user function or aggregate, as its wrapper takes

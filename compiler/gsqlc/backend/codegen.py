@@ -1073,6 +1073,7 @@ class Generator:
             return None
 
         ctx = EmitContext(resolve, lambda p: f"p_{c_identifier(p)}", user=self.user,
+                          functor=True, partial_ok=True,
                           regex_ref=lambda v: f"{v}.get()",   # a gsq::regex member
                           const_prefix=ident + "_k")
         em = CEmitter(ctx)
@@ -1099,7 +1100,8 @@ class Generator:
                                   for col, (_, e) in zip(n.output.columns, n.select)
                                   if col.temporal.is_temporal]
             data.update(where=where("return;"), assigns=assigns,
-                        strs=strs, regexes=_regex_data(ctx), constants=ctx.constants)
+                        strs=strs, regexes=_regex_data(ctx), constants=ctx.constants,
+                        handles=ctx.handles, partial=ctx.partial_used)
             return self.env.get_template("hfta/select.cpp.j2").render(**data)
 
         key_members, key_eq, key_hash, extract = [], [], [], []
@@ -1113,6 +1115,9 @@ class Generator:
                 extract.append(f"k.k{i} = {em.as_type(e, t)};")
             key_eq.append(key_equal(t, f"a.k{i}", f"b.k{i}"))
             key_hash.append(key_hash_step(t, f"k.k{i}"))
+        # a PARTIAL function drops a tuple in extract() only
+        partial_in_extract = ctx.partial_used
+        ctx.partial_ok = False
         state_members, init, update, udaf_outputs = [], [], [], []
         for j, a in enumerate(n.accums):
             if a.op == "udaf":
@@ -1185,6 +1190,7 @@ class Generator:
                     init=init, update=update, epoch=epoch, having=having,
                     udaf_outputs=udaf_outputs,
                     assigns=assigns, strs=strs, regexes=_regex_data(ctx), constants=ctx.constants,
+                    handles=ctx.handles, partial=partial_in_extract,
                     disorder=n.disorder, strict_heartbeats=n.strict_heartbeats,
                     flush_policy=("gsq::flush_policy::immediate" if n.flush == "immediate"
                                   else "gsq::flush_policy::slow"))

@@ -60,6 +60,8 @@ class UserCode:
     hfta_scalars: dict[str, ScalarFunction] = field(default_factory=dict)
     lfta_udafs: dict[str, UdafSpec] = field(default_factory=dict)
     hfta_udafs: dict[str, UdafSpec] = field(default_factory=dict)
+    # HFTA handle classes: class name -> (function, parameter slot)
+    handles: dict[str, tuple[ScalarFunction, int]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.lfta_scalars or self.hfta_scalars or self.lfta_udafs
@@ -70,6 +72,13 @@ class UserCode:
         i = ident(f.name, tuple(f.params))
         (self.hfta_scalars if cxx else self.lfta_scalars)[i] = f
         return f"gsq_udf_{i}"
+
+    def handle(self, f: ScalarFunction, slot: int) -> str:
+        """The class holding an HFTA's registered handle of f's parameter
+        `slot` (Tigon's register_handle_for_F_slot_N)."""
+        cls = f"gsq_uh_{ident(f.name, tuple(f.params))}_{slot}"
+        self.handles[cls] = (f, slot)
+        return cls
 
     def udaf(self, u: UdafSpec, cxx: bool) -> str:
         """The state type of aggregate u at a level."""
@@ -93,6 +102,8 @@ class UserCode:
             out += _udaf_c(i, u)
         out += ["#else", "/* ---- HFTA (C++) */", "#include <cstdlib>", "#include <cstring>",
                 "#include <memory>", "#include <string>", ""]
+        for cls, (f, slot) in sorted(self.handles.items()):
+            out += _handle_class(cls, f, slot)
         for i, f in sorted(self.hfta_scalars.items()):
             out += _scalar_code(i, f, True)
         for i, u in sorted(self.hfta_udafs.items()):
@@ -107,6 +118,9 @@ class UserCode:
         for fs in (self.lfta_scalars, self.hfta_scalars):
             for f in fs.values():
                 out[f.name] = f.decl
+        for f, slot in self.handles.values():
+            out[f"register_handle_for_{f.name}_slot_{slot}"] = f.decl
+            out[f"deregister_handle_for_{f.name}_slot_{slot}"] = f.decl
         for level, us in (("LFTA", self.lfta_udafs), ("HFTA", self.hfta_udafs)):
             for u in us.values():
                 for step in _steps(u, level):
@@ -157,22 +171,38 @@ def _result_from(var: str, t: Type, cxx: bool) -> str:
 
 
 def _scalar_code(i: str, f: ScalarFunction, cxx: bool) -> list[str]:
+    """The prototype and wrapper of a user function.  The wrapper takes, in
+    order: a PARTIAL function's failure flag (bool &, set when it returns no
+    value), the registered handles of its HANDLE parameters (slot order),
+    then its other arguments in gsqlc's types."""
     params = tuple(f.params)
     assert all(isinstance(t, Type) for t in params)
     rt = f.result_type([])
     by_pointer = rt is Type.STRING or f.partial
-    proto_args = _arg_decls(params, cxx)
+    proto_args = [("gs_param_handle_t" if k in f.handle_args else a)
+                  for k, a in enumerate(_arg_decls(params, cxx))]
     if by_pointer:
         proto = f"gs_retval_t {f.name}({', '.join([_tigon_type(rt, cxx) + ' *', *proto_args])});"
     else:
         proto = f"{_tigon_type(rt, cxx)} {f.name}({', '.join(proto_args) or 'void'});"
-    decls, stmts, passed = _arg_convert(params, cxx)
-    body = [f"static inline {rt.c_type} gsq_udf_{i}({', '.join(decls) or 'void'})", "{"]
+    plain = tuple(t for k, t in enumerate(params) if k not in f.handle_args)
+    decls, stmts, plain_passed = _arg_convert(plain, cxx)
+    handles = [f"gs_param_handle_t h{k}" for k in f.handle_args]
+    it = iter(plain_passed)
+    passed = [f"h{k}" if k in f.handle_args else next(it) for k in range(len(params))]
+    lead = (["bool &failed_"] if f.partial else []) + handles
+    body = [f"static inline {rt.c_type} gsq_udf_{i}({', '.join(lead + decls) or 'void'})", "{"]
     body += ["    " + s for s in stmts]
     if by_pointer:
         body.append(f"    {_tigon_type(rt, cxx)} r;")
         body.append("    memset(&r, 0, sizeof r);")
-        body.append(f"    (void){f.name}({', '.join(['&r', *passed])});")
+        if f.partial:
+            body.append(f"    if ({f.name}({', '.join(['&r', *passed])}) != 0) {{")
+            body.append("        failed_ = true;   // no value: the tuple is dropped")
+            body.append(f"        return {rt.c_type}{{}};")
+            body.append("    }")
+        else:
+            body.append(f"    (void){f.name}({', '.join(['&r', *passed])});")
         body.append(f"    return {_result_from('r', rt, cxx)};")
     else:
         body.append(f"    {_tigon_type(rt, cxx)} r = {f.name}({', '.join(passed)});")
@@ -180,6 +210,37 @@ def _scalar_code(i: str, f: ScalarFunction, cxx: bool) -> list[str]:
     body.append("}")
     return [f"/* {f.decl.kind if f.decl else 'FUN'} {f.name}: {_where(f.decl)} */", proto,
             *body, ""]
+
+
+def _handle_class(cls: str, f: ScalarFunction, slot: int) -> list[str]:
+    """An HFTA functor's member holding the handle Tigon's
+    register_handle_for_F_slot_N gives for a constant argument, released by
+    deregister_handle_for_F_slot_N with the functor."""
+    t = f.params[slot]
+    assert isinstance(t, Type)
+    reg, dereg = f"register_handle_for_{f.name}_slot_{slot}", \
+        f"deregister_handle_for_{f.name}_slot_{slot}"
+    decls, stmts, passed = _arg_convert((t,), True)
+    return [f"// the handle of {f.name}'s parameter {slot + 1} (HANDLE): {_where(f.decl)}",
+            f"gs_param_handle_t {reg}({_arg_decls((t,), True)[0]});",
+            f"gs_retval_t {dereg}(gs_param_handle_t);",
+            f"class {cls} {{",
+            "    gs_param_handle_t h_{};",
+            "    bool open_ = false;",
+            "",
+            "public:",
+            f"    {cls}() = default;",
+            f"    {cls}(const {cls} &) = delete;",
+            f"    {cls} &operator=(const {cls} &) = delete;",
+            f"    ~{cls}() {{ if (open_) (void){dereg}(h_); }}",
+            f"    void open({decls[0]})",
+            "    {",
+            *("        " + x for x in stmts),
+            f"        h_ = {reg}({passed[0]});",
+            "        open_ = true;",
+            "    }",
+            "    gs_param_handle_t get() const { return h_; }",
+            "};", ""]
 
 
 def _where(decl: Optional[object]) -> str:

@@ -746,14 +746,14 @@ def _infer_call(e: ast.Call, q: AnalyzedQuery) -> ExprInfo:
 
 def _infer_user_call(e: ast.Call, q: AnalyzedQuery) -> ExprInfo:
     """A call of a function of the user's def files: its overload by the
-    argument types; a HANDLE or CONST argument must be constant."""
+    argument types; a HANDLE or CONST argument must be constant.  One with
+    a HANDLE parameter or PARTIAL runs in an HFTA (its functor registers the
+    handle and drops the tuple a PARTIAL function has no value for)."""
     f = _pick_overload(e, q.catalog.scalar_overloads(e.name), lambda x: x.params, e.args)
-    if f.partial:
-        raise not_supported(e.span, f"the PARTIAL function {f.name} (a user function that "
-                            "may return no value)")
     _check_user_args(e, f.name, e.args, f.handle_args, f.const_args)
+    hfta_only = bool(f.handle_args) or f.partial
     info = _merge_flags(ExprInfo(f.result_type([])), *e.args)
-    info = dataclasses.replace(info, lfta_ok=info.lfta_ok and f.lfta_legal,
+    info = dataclasses.replace(info, lfta_ok=info.lfta_ok and f.lfta_legal and not hfta_only,
                                cheap=info.cheap and f.cost == catalog.CHEAP, func=f)
     if info.constant:
         # a user function may keep state or read the clock: never folded
