@@ -315,3 +315,48 @@ def test_catalog_functions_under_sanitizers(gsqlc, tmp_path):
     lines = r.stdout.splitlines()
     assert [int(line.split("|")[0]) for line in lines] == list(range(len(tfc.ROWS)))
     assert all(len(line.split("|")) == len(cols) + 1 for line in lines)
+
+
+def test_gdat_reader_and_writer_under_sanitizers(gsqlc, tmp_path):
+    """The gdat: reader over corrupt records (a string past its record, a
+    record shorter than its fields, a USHORT out of range), a file cut
+    inside a record and headers it refuses, and the gdat output format,
+    under ASan and UBSan (the runner: no Python check of the header)."""
+    import struct
+
+    import test_gdat as tg
+    (tmp_path / "s.txt").write_text(tg.schema_file(tmp_path / "s.txt").read_text())
+    (tmp_path / "q.gsql").write_text(tg.QUERY)
+    rows = tg.make_rows(40)
+    data = bytearray(tg.gdat_file("x", tg.FIELDS, rows))
+    start = data.index(b"\0") + 1
+    s_off = start + 4 + sum(tg.SIZES[t] for _, t in tg.FIELDS[:-1]) + 4
+    struct.pack_into("<I", data, s_off, 0xFFFFFFF0)        # record 1's string offset
+    data += struct.pack(">I", 3) + b"abc"                  # shorter than the fields
+    bad = bytearray(tg.gdat_record(tg.FIELDS, rows[0]))
+    struct.pack_into("<I", bad, 8, 1 << 20)                # a USHORT above 65535
+    data += bad + struct.pack(">I", 1 << 30) + b"xy"       # cut inside a record
+    (tmp_path / "bad.gdat").write_bytes(bytes(data))
+    runner = _runner(gsqlc, tmp_path, [tmp_path / "q.gsql"], tmp_path / "s.txt")
+    r = _run(runner, "--source", f"default=gdat:{tmp_path / 'bad.gdat'}", "--output", "all",
+             "--stats")
+    assert r.returncode == 0, r.stderr
+    assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
+    assert r.stdout.splitlines() == [tg.pipe_line(x) for x in rows[1:]]
+    assert "4 of 43 records rejected as malformed (the file is truncated)" in r.stderr
+    w = subprocess.run([str(runner), "--source", f"default=gdat:{tmp_path / 'bad.gdat'}", "--output",
+                        "all", "--format", "gdat"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, env=dict(os.environ, **SAN_ENV), timeout=300)
+    err = w.stderr.decode()
+    assert w.returncode == 0, err
+    assert "Sanitizer" not in err and "runtime error" not in err, err
+    assert tg.read_gdat(w.stdout)[2] == [
+        x[:8] + (str(tg.ipaddress.IPv6Address(x[8])),) + x[9:] for x in rows[1:]]
+    for head in (b"GDAT\nVERSION:4\nSCHEMALENGTH:99999999\n", b"GDAT\nVERSION:4\n",
+                 b"GDAT\nVERSION:4\nSCHEMALENGTH:12\nFTA{STREAM s{", b"",
+                 b"GDAT\nVERSION:4\nSCHEMALENGTH:20\nSTREAM s { uint ;}\0\0\0"):
+        (tmp_path / "h.gdat").write_bytes(head)
+        r = _run(runner, "--source", f"default=gdat:{tmp_path / 'h.gdat'}", "--output", "all")
+        assert r.returncode == 1, r.stderr
+        assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
+        assert f"gdat:{tmp_path / 'h.gdat'}" in r.stderr

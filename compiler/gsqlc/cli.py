@@ -101,12 +101,14 @@ def make_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="compile (cached), build and run")
     _common(r)
     r.add_argument("--source", action="append", default=[], metavar="NAME=URI",
-                   help="bind interface NAME to csv:PATH, csv:-, csvtcp:HOST:PORT, pcap:PATH or "
-                        "pcap-live:IFACE")
+                   help="bind interface NAME to csv:PATH, csv:-, csvtcp:HOST:PORT, gdat:PATH, "
+                        "pcap:PATH or pcap-live:IFACE")
     r.add_argument("--output", action="append", default=[], metavar="QUERY",
                    help="query whose output stream to print (default: every query no other reads)")
     r.add_argument("--output-file", metavar="PATH", help="write the output here instead of stdout")
-    r.add_argument("--format", choices=["pipe", "csv", "jsonl"], default="pipe")
+    r.add_argument("--format", choices=["pipe", "csv", "jsonl", "gdat"], default="pipe",
+                   help="pipe (Tigon's '|' lines), csv, jsonl, or gdat (Tigon's binary GDAT "
+                        "file: give --output-file)")
     r.add_argument("--ip-format", choices=["text", "int"], default="text",
                    help="IP and IPV6 values as text (10.0.0.1; eight groups of four hex digits) "
                         "or as unsigned integers (32- and 128-bit, decimal)")
@@ -488,6 +490,10 @@ def cmd_run(args) -> int:
     _usage(check_params, summary, params)
     bindings = _usage(resolve_bindings, summary, ifaces)
     outputs = _usage(outputs_of, summary, args.output)
+    if args.format == "gdat" and len(outputs) > 1:
+        raise UsageError(f"--format gdat writes one query's output (a GDAT file has one "
+                         f"schema), but {len(outputs)} are chosen ({', '.join(outputs)}): "
+                         "name one with --output")
     if hit is None:
         library = compile_planned(qs, compile_options).library
         input_cache.store(args.files, compile_options, key, deps, summary, library)

@@ -26,7 +26,7 @@
 #define GSQ_ARROW_BATCH_ROWS 65536u /* default rows per Arrow sink batch */
 
 enum gsq_clock_mode { GSQ_CLOCK_WALL, GSQ_CLOCK_DATA, GSQ_CLOCK_FIXED };
-enum gsq_sink_format { GSQ_FMT_PIPE, GSQ_FMT_CSV, GSQ_FMT_JSONL, GSQ_FMT_ARROW };
+enum gsq_sink_format { GSQ_FMT_PIPE, GSQ_FMT_CSV, GSQ_FMT_JSONL, GSQ_FMT_ARROW, GSQ_FMT_GDAT };
 
 struct ArrowArrayStream;
 typedef struct gsq_arrow_sink gsq_arrow_sink; /* arrow_sink.c */

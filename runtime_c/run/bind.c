@@ -24,7 +24,7 @@ GSQ_EXPORT int gsqlc_bind_source(gsq_run *r, const char *iface, const char *uri)
         iface = GSQ_DEFAULT_IFACE;
     if (!gsq_source_ops_for_uri(uri, &path)) {
         gsq_set_error(r, "unsupported source '%s' (expected csv:PATH, csv:-, csvtcp:HOST:PORT, "
-                     "pcap:PATH or pcap-live:IFACE)", uri);
+                     "gdat:PATH, pcap:PATH or pcap-live:IFACE)", uri);
         return -1;
     }
     nb = realloc(r->binds, (r->n_binds + 1) * sizeof *nb);
@@ -113,8 +113,11 @@ GSQ_EXPORT int gsqlc_add_sink(gsq_run *r, const char *query, const char *format,
         fmt = GSQ_FMT_CSV;
     else if (strcmp(format, "jsonl") == 0)
         fmt = GSQ_FMT_JSONL;
+    else if (strcmp(format, "gdat") == 0)
+        fmt = GSQ_FMT_GDAT;
     else {
-        gsq_set_error(r, "unknown output format '%s' (expected pipe, csv or jsonl)", format);
+        gsq_set_error(r, "unknown output format '%s' (expected pipe, csv, jsonl or gdat)",
+                      format);
         return -1;
     }
     if (path && strcmp(path, "-") != 0) {

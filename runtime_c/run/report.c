@@ -144,7 +144,8 @@ void gsq_build_stats(gsq_run *r)
         kv_str(b, "query", k->query, 0);
         kv_str(b, "format", k->format == GSQ_FMT_PIPE ? "pipe"
                             : k->format == GSQ_FMT_CSV ? "csv"
-                            : k->format == GSQ_FMT_ARROW ? "arrow" : "jsonl", 1);
+                            : k->format == GSQ_FMT_ARROW ? "arrow"
+                            : k->format == GSQ_FMT_GDAT ? "gdat" : "jsonl", 1);
         kv_str(b, "path", k->path, 1);
         kv_u64(b, "tuples", k->tuples, 1);
         kv_u64(b, "bytes", k->bytes, 1);

@@ -1,6 +1,7 @@
 /*
  * sink.c -- output sinks: pipe (Tigon's '|' lines), csv (header, RFC-4180
- * quoting), jsonl (one object per line).  Each sink buffers into a large
+ * quoting), jsonl (one object per line), gdat (Tigon's binary GDAT file,
+ * gdat_sink.c).  Each sink buffers into a large
  * gsq_buf and writes it to its file descriptor with write(2); write errors
  * (EPIPE, ENOSPC, ...) fail the run (EPIPE: r->output_closed, which the
  * CLI ends quietly with status 141, as a tool killed by SIGPIPE).  Arrow sinks (in-memory record
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "format.h"
+#include "gdat_sink.h"
 #include "gsq_internal.h"
 
 #define SINK_FLUSH_AT (1u << 20)
@@ -60,6 +62,8 @@ int gsq_sink_open(gsq_run *r, gsq_sink *k)
             csv_text(&k->out, d->cols[i].name, strlen(d->cols[i].name));
         }
         gsq_buf_addc(&k->out, '\n');
+    } else if (k->format == GSQ_FMT_GDAT) {
+        gsq_gdat_header(&k->out, d);
     }
     return 0;
 }
@@ -196,8 +200,9 @@ int gsq_sink_write(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d, int kind,
         return 0; /* text sinks carry data only */
     if (k->format == GSQ_FMT_ARROW)
         return gsq_arrow_sink_write(r, k, d, kind, tup, len);
-    if (k->format == GSQ_FMT_PIPE) {
-        int rc = pipe_row(b, d, tup, len, r->ip_int);
+    if (k->format == GSQ_FMT_PIPE || k->format == GSQ_FMT_GDAT) {
+        int rc = k->format == GSQ_FMT_PIPE ? pipe_row(b, d, tup, len, r->ip_int)
+                                           : gsq_gdat_row(b, d, tup, len);
         if (rc == -2) {
             gsq_run_fail(r, "internal error: tuple of stream %s (%u bytes) has a broken column",
                          d->name, (unsigned)len);

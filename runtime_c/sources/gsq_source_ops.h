@@ -8,6 +8,7 @@
  *
  *   gsq_csv_ops        csv:PATH, csv:- (stdin)   sources/csv_source.c
  *   gsq_csvtcp_ops     csvtcp:HOST:PORT          sources/csv_source.c
+ *   gsq_gdat_ops       gdat:PATH (Tigon's GDAT)  sources/gdat_source.c
  *   gsq_pcap_ops       pcap:PATH                 sources/pcap_source.c
  *   gsq_pcap_live_ops  pcap-live:IFACE           sources/pcap_source.c
  *   gsq_arrow_ops      gsqlc_bind_arrow          sources/arrow_source.c
@@ -95,6 +96,7 @@ struct gsq_source_ops {
 
 extern const gsq_source_ops gsq_csv_ops;
 extern const gsq_source_ops gsq_csvtcp_ops;
+extern const gsq_source_ops gsq_gdat_ops;
 extern const gsq_source_ops gsq_pcap_ops;
 extern const gsq_source_ops gsq_pcap_live_ops;
 extern const gsq_source_ops gsq_arrow_ops;

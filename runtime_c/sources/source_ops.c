@@ -8,8 +8,8 @@
 #include "gsq_source_ops.h"
 
 /* The kinds bound by URI (gsqlc_bind_source), in the order they are tried. */
-static const gsq_source_ops *const uri_kinds[] = {&gsq_csv_ops, &gsq_csvtcp_ops, &gsq_pcap_ops,
-                                                  &gsq_pcap_live_ops};
+static const gsq_source_ops *const uri_kinds[] = {&gsq_csv_ops, &gsq_csvtcp_ops, &gsq_gdat_ops,
+                                                  &gsq_pcap_ops, &gsq_pcap_live_ops};
 
 const gsq_source_ops *gsq_source_ops_for_uri(const char *uri, const char **path)
 {

@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from ..errors import UsageError
+from . import gdat
 from .interfaces import DEFAULT_IFACE, Interfaces, TimeBounds
 from .interfaces import build as build_interfaces
 from .interfaces import check_skew as _skew_seconds
 from .plan_summary import LftaSummary, PlanSummary
 
-URI_SCHEMES = {"csv": "csv", "csvtcp": "csv", "pcap": "pcap", "pcap-live": "pcap"}
+URI_SCHEMES = {"csv": "csv", "csvtcp": "csv", "gdat": "csv", "pcap": "pcap", "pcap-live": "pcap"}
 _PCAP_MAGIC = {b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1",
                b"\xa1\xb2\x3c\x4d", b"\x0a\x0d\x0d\x0a"}
 
@@ -119,7 +120,7 @@ def outputs_of(plan: PlanSummary, wanted: Sequence[str]) -> list[str]:
 
 def normalize_uri(uri: str) -> str:
     """A bare path becomes csv:PATH, or pcap:PATH when the file starts with a
-    pcap/pcapng magic number."""
+    pcap/pcapng magic number, or gdat:PATH when it starts as a GDAT file."""
     scheme, sep, _ = uri.partition(":")
     if sep and scheme in URI_SCHEMES:
         return uri
@@ -127,31 +128,40 @@ def normalize_uri(uri: str) -> str:
         return "csv:-"
     try:
         with open(uri, "rb") as f:
-            if f.read(4) in _PCAP_MAGIC:
+            head = f.read(5)
+            if head[:4] in _PCAP_MAGIC:
                 return "pcap:" + uri
+            if head == b"GDAT\n":
+                return "gdat:" + uri
     except OSError:
         pass
     return "csv:" + uri
 
 
 def check_uri(name: str, uri: str) -> str:
-    """The source kind ('csv' or 'pcap') of a URI, or a UsageError."""
+    """The source kind ('csv' or 'pcap') of a URI, or a UsageError (a
+    gdat:PATH file's header is read: it must be one the runtime reads)."""
     scheme, sep, rest = uri.partition(":")
     if not sep or scheme not in URI_SCHEMES or not rest:
         raise UsageError(f"source {name}={uri}: expected csv:PATH, csv:-, csvtcp:HOST:PORT, "
-                         "pcap:PATH or pcap-live:IFACE")
+                         "gdat:PATH, pcap:PATH or pcap-live:IFACE")
     if scheme == "csvtcp":
         host, colon, port = rest.rpartition(":")
         if not colon or not host or not (port.isascii() and port.isdigit()
                                          and 1 <= int(port) <= 65535):
             raise UsageError(f"source {name}={uri}: expected csvtcp:HOST:PORT (a port from 1 "
                              "to 65535)")
-    if scheme in ("csv", "pcap") and rest != "-":
+    if scheme in ("csv", "pcap", "gdat") and (rest != "-" or scheme == "gdat"):
         p = Path(rest)
         if not p.exists():
             raise UsageError(f"source {name}={uri}: {rest}: no such file")
         if p.is_dir():
             raise UsageError(f"source {name}={uri}: {rest} is a directory")
+    if scheme == "gdat":
+        try:
+            gdat.read_header(rest)
+        except (OSError, gdat.GdatError) as e:
+            raise UsageError(f"source {name}={uri}: {e}") from None
     return URI_SCHEMES[scheme]
 
 
@@ -236,7 +246,7 @@ def _bind_member(n: LftaSummary, m: str, ifaces: Interfaces, arrow: set[str], ou
     kind = check_uri(m, uri)
     if kind != pk:
         wanted = ("packets (pcap:PATH or pcap-live:IFACE)" if pk == "pcap"
-                  else "CSV rows (csv:PATH) or Arrow data")
+                  else "CSV rows (csv:PATH), GDAT records (gdat:PATH) or Arrow data")
         raise UsageError(f"source {m}={uri}: query {n.query} reads PROTOCOL "
                          f"{n.protocol.name}, whose fields come from {wanted}")
     out.sources.append((m, uri))

@@ -256,6 +256,7 @@ def plan_split(plan, arrow: Mapping[str, Any], readers: Mapping[str, Sequence[st
         if scheme != "pcap" or path == "-":
             what = ("a CSV file" if scheme == "csv" else "a live interface"
                     if scheme == "pcap-live" else "a TCP stream" if scheme == "csvtcp"
+                    else "a GDAT file" if scheme == "gdat"
                     else "standard input")
             sp.reason = f"source {iface or 'default'} is {what}, read on one thread"
             return sp

@@ -2,6 +2,8 @@
 
 A field's accessor decides where its value comes from:
   get_csv_<type>_pos<N>  the N-th field of a CSV row         (source 'csv')
+  get_gdat_<type>_pos<N> Tigon's GDAT accessor: read as a CSV field (source 'csv');
+                         a gdat:PATH source matches fields by name
   get_system_time        the run's clock in seconds          (source 'system')
   get_schemaId           GS-lite's record schema id: 0, as GS-lite's CSV
                          source sets it (gsqlc's sources carry none) (source 'constant')
@@ -17,7 +19,9 @@ from ..errors import QueryError
 from ..frontend import ast
 from .types import Temporal, Type, parse_type_name
 
-_CSV_ACCESSOR = re.compile(r"^get_csv_([a-z0-9]+)_pos(\d+)$", re.IGNORECASE)
+_CSV_ACCESSOR = re.compile(r"^get_(?:csv|gdat)_(v_str|[a-z0-9]+)_pos(\d+)$", re.IGNORECASE)
+# Tigon's GDAT accessors name strings v_str (get_gdat_v_str_posN) as well as string
+_ACCESSOR_TYPE_ALIASES = {"v_str": "string"}
 
 # Accessors implemented by runtime_c/include/gsq_packet.h (gsq_acc_<name>).
 PACKET_ACCESSORS = {
@@ -117,7 +121,7 @@ def _field_from_decl(fd: ast.FieldDecl, kind: str) -> Field:
                         "(get_csv_<type>_pos<N>, get_system_time or a packet accessor)")
     m = _CSV_ACCESSOR.match(acc)
     if m:
-        ct = parse_type_name(m.group(1))
+        ct = parse_type_name(_ACCESSOR_TYPE_ALIASES.get(m.group(1).lower(), m.group(1)))
         if ct is None:
             raise QueryError(fd.span, "schema", f"accessor '{acc}': unknown type '{m.group(1)}'")
         pos = int(m.group(2))
@@ -143,11 +147,6 @@ def _field_from_decl(fd: ast.FieldDecl, kind: str) -> Field:
             raise QueryError(fd.span, "type-mismatch",
                             f"field '{fd.name}' is {t} but accessor {acc} gives {at}")
         f.source = "pcap"
-    elif acc.lower().startswith("get_gdat_"):
-        f.source = "unsupported"
-        f.problem = QueryError(fd.span, "not-supported-yet",
-                              f"field '{fd.name}': Tigon's gdat record format ({acc}) "
-                              "is not supported yet by gsqlc")
     else:
         f.source = "unsupported"
         f.problem = QueryError(fd.span, "unknown-accessor",
