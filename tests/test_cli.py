@@ -154,7 +154,6 @@ def test_query_errors_are_located(gsqlc, tmp_path, text, rule, where, needle):
 
 
 @pytest.mark.parametrize("text,what", [
-    ("select tb, count(*) from SALES group by time/60 as tb closing_when count(*) > 2", "CLOSING_WHEN"),
     ("select tb, count(*) from SALES group by time/60 as tb cleaning_when count(*) > 2", "CLEANING_WHEN"),
     ("select tb, count(*) from SALES group by time/60 as tb, store supergroup tb", "SUPERGROUP"),
     ("select tb, store, sum$(qty) from SALES group by time/60 as tb, store", "super-aggregate"),

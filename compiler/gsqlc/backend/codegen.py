@@ -1119,6 +1119,9 @@ class Generator:
         partial_in_extract = ctx.partial_used
         ctx.partial_ok = False
         state_members, init, update, udaf_outputs = [], [], [], []
+        # a running aggregation (CLOSING_WHEN): carrying a group into the
+        # next epoch, and the first tuple of a carried group
+        carry, fresh_update = [], []
         for j, a in enumerate(n.accums):
             if a.op == "udaf":
                 assert a.udaf is not None
@@ -1127,16 +1130,28 @@ class Generator:
                 args = ", ".join(em.user_args(a.udaf.params, a.args))
                 init += [f"s.a{j}.init();", f"s.a{j}.update({args});"]
                 update.append(f"s.a{j}.update({args});")
-                udaf_outputs.append(f"const auto u{j} = s.a{j}.output();")
+                udaf_outputs += [f"const auto u{j} = s.a{j}.output();", f"(void)u{j};"]
+                # RUNNING: told of the new epoch; other aggregates start empty
+                carry.append(f"s.a{j}.reinit();" if a.udaf.running else f"s.a{j}.init();")
+                fresh_update.append(f"s.a{j}.update({args});")
                 continue
             if a.type is Type.STRING:
                 state_members.append(f"std::string a{j};")
+                carry.append(f"s.a{j}.clear();")
             else:
                 state_members.append(f"{a.type.c_type} a{j}{{}};")
+                carry.append(f"s.a{j} = {{}};")
             val = "1" if a.expr is None else (em.expr(a.expr) if a.type in (Type.STRING, Type.IPV6)
                                               else em.as_type(a.expr, a.type))
             init += fold(a.op, a.type, f"s.a{j}", val, True, True)
             update += fold(a.op, a.type, f"s.a{j}", val, False, True)
+            fresh_update += fold(a.op, a.type, f"s.a{j}", val, True, True)
+        closing = None
+        if n.closing is not None:
+            state_members.append("bool fresh_ = false;   // carried into its epoch, no tuple yet")
+            update = ["if (s.fresh_) {", "    s.fresh_ = false;",
+                      *("    " + x for x in fresh_update), "    return;", "}", *update]
+            closing = em.expr(n.closing)
         epoch = []
         for i in n.epoch_indices:
             e = n.group_by[i][1]
@@ -1188,12 +1203,13 @@ class Generator:
                     key_members=key_members, key_eq=" && ".join(key_eq) or "true",
                     key_hash=key_hash, extract=extract, state_members=state_members,
                     init=init, update=update, epoch=epoch, having=having,
-                    udaf_outputs=udaf_outputs,
+                    udaf_outputs=udaf_outputs, closing=closing, carry=carry,
                     assigns=assigns, strs=strs, regexes=_regex_data(ctx), constants=ctx.constants,
                     handles=ctx.handles, partial=partial_in_extract,
                     disorder=n.disorder, strict_heartbeats=n.strict_heartbeats,
                     flush_policy=("gsq::flush_policy::immediate" if n.flush == "immediate"
-                                  else "gsq::flush_policy::slow"))
+                                  else "gsq::flush_policy::slow"),
+                    operator=(f"gsq::running_op<{functor}>" if n.closing is not None else None))
         return self.env.get_template("hfta/aggregate.cpp.j2").render(**data)
 
 

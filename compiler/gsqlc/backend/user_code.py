@@ -132,6 +132,8 @@ def _steps(u: UdafSpec, level: str) -> list[str]:
     steps = ["INIT", "UPDATE", "OUTPUT", "DESTROY"]
     if level == "LFTA":
         steps.insert(2, "FLUSHME")
+    if level == "HFTA" and u.running:
+        steps.append("REINIT")
     return steps
 
 
@@ -271,6 +273,8 @@ def _udaf_protos(u: UdafSpec, level: str, cxx: bool) -> list[str]:
     if level == "LFTA":
         protos.append(f"gs_retval_t {p}FLUSHME_({sp});")
     protos += [f"void {p}OUTPUT_({out}, {sp});", f"void {p}DESTROY_({sp});"]
+    if level == "HFTA" and u.running:
+        protos.append(f"void {p}REINIT_({sp});")
     return protos
 
 
@@ -347,6 +351,9 @@ def _udaf_cxx(i: str, u: UdafSpec) -> list[str]:
             "        s_ = std::make_unique<scratch>();",
             f"        {p}INIT_({scratch});",
             "    }",
+            *([
+                "    // a running aggregation carried the group into a new epoch",
+                f"    void reinit() {{ if (s_) {p}REINIT_({scratch}); }}"] if u.running else []),
             f"    void update({', '.join(decls)})",
             "    {",
             *("        " + x for x in stmts),

@@ -42,6 +42,9 @@ def _operator(n: PlanNode) -> str:
         grows = f", growing to {LFTA_TABLE_GROW_MIB} MiB on collisions" if n.table_grows else ""
         return f"C LFTA, {shape} sub-aggregate table of {n.table_size} slots{grows}"
     if isinstance(n, HftaAggregate):
+        if n.closing is not None:
+            return ("C++ HFTA, gsq::running_op (a running aggregation: its groups carry over "
+                    "from epoch to epoch until CLOSING_WHEN holds)")
         return f"C++ HFTA, gsq::groupby_op ({n.flush} flush)"
     assert isinstance(n, HftaSelect), type(n).__name__
     return "C++ HFTA, gsq::selection_op"
@@ -146,6 +149,8 @@ def _node_lines(n: PlanNode) -> list[str]:
         lines.append("    AGGREGATES " + ", ".join(a.text for a in n.aggs))
     if isinstance(n, HftaAggregate) and n.having is not None:
         lines.append("    HAVING   " + describe_expr(n.having, n))
+    if isinstance(n, HftaAggregate) and n.closing is not None:
+        lines.append("    CLOSING_WHEN " + describe_expr(n.closing, n))
     cols = []
     select = n.select if isinstance(n, PROJECTING) else ()
     exprs = [describe_expr(e, n) for _, e in select] if select else \

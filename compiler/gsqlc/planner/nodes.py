@@ -175,6 +175,11 @@ class HftaAggregate(_Grouped, HftaNode):
     # its output is read in epoch order (False: groups released early by
     # joint punctuation may leave ahead of an older open epoch's)
     ordered_output: bool = True
+    # CLOSING_WHEN: a running aggregation (gsq::running_op): at an epoch's
+    # end every group is output (HAVING), then discarded if this holds, else
+    # carried into the next epoch -- regular aggregates empty again, RUNNING
+    # user aggregates told (REINIT)
+    closing: Optional[ast.Expr] = None
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)

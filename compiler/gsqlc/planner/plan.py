@@ -368,6 +368,10 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
     hfta_disorder = _disorder(q, "max_hfta_disorder", defaults.max_hfta_disorder)
     flush = _flush(q, defaults.flush)
     hfta_flush = "immediate" if flush == "immediate" else "slow"
+    if q.closing is not None:
+        # a running aggregation carries its groups from epoch to epoch: it
+        # takes its input in order (and so its LFTA hands epochs on whole)
+        hfta_disorder = 1
     lfta_disorder, lfta_flush = _lfta_reach(
         _disorder(q, "max_lfta_disorder", defaults.max_lfta_disorder), flush, hfta_disorder)
     if q.merge is not None:
@@ -383,6 +387,7 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
             return [HftaAggregate(name=q.name, query=q, output=q.output, where=tuple(q.where),
                                   select=tuple(q.select), group_by=tuple(gb),
                                   accums=tuple(accums), aggs=tuple(aggplans), having=q.having,
+                                  closing=q.closing,
                                   inputs=(src.stream.name,), input_defs=(src.stream,),
                                   params=q.params, disorder=hfta_disorder, flush=hfta_flush,
                                   note="reads a stream: runs entirely as an HFTA")]
@@ -465,7 +470,7 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
                    for acc, lacc in zip(accums, laccums)]
         hagg = HftaAggregate(name=q.name, query=q, output=q.output, select=tuple(q.select),
                              group_by=tuple(hgb), accums=tuple(haccums), aggs=tuple(aggplans),
-                             having=q.having, inputs=(lname,), input_defs=(lout,),
+                             having=q.having, closing=q.closing, inputs=(lname,), input_defs=(lout,),
                              params=q.params, disorder=hfta_disorder, flush=hfta_flush,
                              note="super-aggregate of the LFTA partials")
         return [lagg, hagg]
@@ -487,7 +492,7 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
                           "HFTA-only or expensive function or a string"))
     hagg = HftaAggregate(name=q.name, query=q, output=q.output, where=tuple(hfta_where),
                          select=tuple(q.select), group_by=tuple(hgb), accums=tuple(haccums),
-                         aggs=tuple(aggplans), having=q.having, inputs=(lname,),
+                         aggs=tuple(aggplans), having=q.having, closing=q.closing, inputs=(lname,),
                          input_defs=(lout,), params=q.params, disorder=hfta_disorder,
                          flush=hfta_flush, note="the whole aggregation")
     return [lfta, hagg]

@@ -148,6 +148,8 @@ class AnalyzedQuery:
     merge: Optional[MergeInfo] = None
     # the functions it may call: the built-in ones and the user's
     catalog: catalog.Catalog = field(default_factory=lambda: catalog.BUILTIN, repr=False)
+    # CLOSING_WHEN (a running aggregation), bound as HAVING is
+    closing: Optional[ast.Expr] = None
 
     @property
     def is_aggregate(self) -> bool:
@@ -164,8 +166,7 @@ def not_supported(span: ast.Span, what: str) -> QueryError:
 
 
 def check_supported(q: ast.Query) -> None:
-    for clause, what in ((q.closing_when, "CLOSING_WHEN (running aggregation)"),
-                         (q.cleaning_when, "CLEANING_WHEN"),
+    for clause, what in ((q.cleaning_when, "CLEANING_WHEN"),
                          (q.cleaning_by, "CLEANING_BY")):
         if clause is not None:
             raise not_supported(clause.span, what)
@@ -416,6 +417,10 @@ class Binder:
         spec = agg.udaf
         assert spec is not None
         _check_user_args(c, spec.name, args, spec.handle_args, spec.const_args)
+        if spec.handle_args:
+            raise not_supported(c.args[spec.handle_args[0]].span,
+                                f"a HANDLE parameter of the aggregate {spec.name} (declare it "
+                                "CONST to pass the constant's value)")
         from .bound import to_text
         text = to_text(c)
         k = (agg.name, spec.params, tuple(key(a) for a in args))
@@ -848,6 +853,15 @@ def analyze_query(q: ast.Query, name: str, file: str, sources: list[Source],
         if hb.info.type is not Type.BOOL:
             raise _err_type(q.having, f"HAVING must be bool, got {hb.info.type}")
         aq.having = hb
+    if q.closing_when is not None:
+        if not grouped or not aq.group_by:
+            raise QueryError(q.closing_when.span, "closing-when",
+                             "CLOSING_WHEN needs a GROUP BY: it says when a running "
+                             "aggregation's group is discarded at an epoch's end")
+        cb = b.bind_grouped(q.closing_when, "CLOSING_WHEN")
+        if cb.info.type is not Type.BOOL:
+            raise _err_type(q.closing_when, f"CLOSING_WHEN must be bool, got {cb.info.type}")
+        aq.closing = cb
     if grouped:
         temporal = [g for g in aq.group_by if g.expr.info.temporal.is_temporal]
         if not temporal:

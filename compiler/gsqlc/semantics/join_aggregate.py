@@ -91,6 +91,7 @@ def split(q: ast.Query, name: str, sources: Sequence[Source]) -> tuple[str, ast.
         alias = s.alias or (s.expr.name if isinstance(s.expr, ast.ColumnRef) else None)
         select.append(ast.SelectItem(fields.rename(s.expr, groups), alias=alias, span=s.span))
     having = fields.rename(q.having, groups) if q.having is not None else None
+    closing = fields.rename(q.closing_when, groups) if q.closing_when is not None else None
     # the WHERE reads fields only (it runs in the join)
     if q.where is not None:
         fields.rename(q.where, set())
@@ -104,12 +105,13 @@ def split(q: ast.Query, name: str, sources: Sequence[Source]) -> tuple[str, ast.
     join_q.defines = ast.OptionBlock(join_defines, dict(q.defines.item_spans), span=q.defines.span)
     join_q.select = join_select
     join_q.group_by, join_q.group_by_span, join_q.having = [], None, None
+    join_q.closing_when = None
     agg_defines = dict(q.defines.items)
     agg = ast.Query(ast.OptionBlock(agg_defines, dict(q.defines.item_spans), span=q.defines.span),
                     copy.deepcopy(q.params), select,
                     [ast.TableRef(join_name, span=q.from_[0].span)],
                     where=None, group_by=group_by, group_by_span=q.group_by_span,
-                    having=having, span=q.span)
+                    having=having, closing_when=closing, span=q.span)
     return join_name, join_q, agg
 
 
