@@ -87,6 +87,25 @@ const char *gsq_param(gsq_node *node, const char *name)
     return NULL;
 }
 
+const char *gsq_iface_prop(gsq_node *node, const char *name)
+{
+    gsq_run *r = node->run;
+    const char *iface = node->iface ? node->iface : "";
+    size_t li = strlen(iface);
+    uint32_t i;
+    for (i = 0; i < r->n_params; i++) {
+        const char *k = r->params[i].name;
+        if (k[0] == '@' && strncmp(k + 1, iface, li) == 0 && k[1 + li] == ':' &&
+            strcmp(k + 2 + li, name) == 0)
+            return r->params[i].value;
+    }
+    if (strcmp(name, "Name") == 0)
+        return iface;
+    if (strcmp(name, "Host") == 0)
+        return "localhost";
+    return NULL;
+}
+
 uint32_t gsq_clock_seconds(gsq_node *node)
 {
     gsq_run *r = node->run;

@@ -70,6 +70,10 @@ void gsq_emit_raw(gsq_node *node, int kind, const void *tup, uint32_t len);
  * if unset.  Generated init code parses it with the gsq_parse_* helpers and
  * fails init (gsq_node_fail) with a clear message if it is missing or bad. */
 const char *gsq_param(gsq_node *node, const char *name);
+/* Interface property `name` (@name in a query) of the interface an LFTA node
+ * reads: the run's option prop:IFACE:name, else for Name the interface's
+ * name and for Host "localhost"; NULL when it has none. */
+const char *gsq_iface_prop(gsq_node *node, const char *name);
 
 /* Record an error that stops the run (init failures, impossible states).
  * printf-style; gsqlc_run then returns -1 with this message. */

@@ -484,6 +484,26 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
         return set_time_unit(r, key + 10, value);
     } else if (strncmp(key, "arrival:", 8) == 0) {
         return set_arrival(r, key + 8, value);
+    } else if (strncmp(key, "prop:", 5) == 0) {
+        /* prop:IFACE:KEY -- an interface property (@KEY in the LFTAs that
+         * read IFACE), kept as the parameter "@IFACE:KEY" (node.c) */
+        const char *rest = key + 5, *colon = strrchr(rest, ':');
+        char *name;
+        int rc;
+        if (!colon || colon == rest || !colon[1]) {
+            gsq_set_error(r, "option '%s': expected prop:INTERFACE:PROPERTY", key);
+            return -1;
+        }
+        name = malloc(strlen(rest) + 2);
+        if (!name) {
+            gsq_set_error(r, "out of memory");
+            return -1;
+        }
+        name[0] = '@';
+        strcpy(name + 1, rest);
+        rc = gsqlc_set_param(r, name, value);
+        free(name);
+        return rc;
     } else if (strncmp(key, "pcap_range:", 11) == 0) {
         return set_pcap_range(r, key + 11, value);
     } else if (strcmp(key, "pcap_reader") == 0) {
@@ -534,7 +554,8 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
                      "latency:NAME, skew:FROM:TO, hb_estimate, hb_level, hb_horizon, hb_window, "
                      "hb_alpha, "
                      "hb_timeout, time_unit:NAME, arrival:NAME, stall_intervals, max_groups, "
-                     "ip_format, trace, arrow_heartbeats, final_heartbeat, arrow_flush, pcap_reader, pcap_range:NAME)", key);
+                     "ip_format, trace, arrow_heartbeats, final_heartbeat, arrow_flush, pcap_reader, pcap_range:NAME, "
+                     "prop:NAME:PROPERTY)", key);
         return -1;
     }
     return 0;

@@ -60,6 +60,10 @@ class EmitContext:
     # while `partial_ok` (its WHERE, group keys and selections)
     functor: bool = False
     handles: list[Handle] = field(default_factory=list)
+    # an LFTA's interface properties (@name): the variable of one, and the
+    # names read
+    iface_prop_ref: Optional[Callable[[str], str]] = None
+    iface_props: set[str] = field(default_factory=set)
     partial_ok: bool = False
     partial_used: bool = False
 
@@ -235,6 +239,13 @@ class CEmitter:
 
     def _Param(self, e: ast.Param) -> str:
         return self.ctx.param_ref(e.name)
+
+    def _IfaceParam(self, e: ast.IfaceParam) -> str:
+        # an LFTA reads its interface's property once, at init (codegen)
+        if self.ctx.iface_prop_ref is None:
+            raise QueryError(e.span, "internal", f"@{e.name} outside an LFTA")
+        self.ctx.iface_props.add(e.name)
+        return self.ctx.iface_prop_ref(e.name)
 
     def _Unary(self, e: ast.Unary) -> str:
         op = e.op.lower()

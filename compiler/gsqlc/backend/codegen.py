@@ -193,6 +193,20 @@ def param_inits(params: dict, ref, on_fail: str) -> tuple[list[str], list[str]]:
     return decls, stmts
 
 
+def _iface_prop_inits(ctx: EmitContext, decls: list[str], inits: list[str]) -> None:
+    """An LFTA's interface properties (@name), read once at init into its
+    state (gsq_iface_prop); one its interface lacks fails the node."""
+    for name in sorted(ctx.iface_props):
+        var, lit = f"ip_{c_identifier(name)}", c_string(name)
+        decls.append(f"gsq_str {var};")
+        inits.append(f"{{ const char *v = gsq_iface_prop(node, {lit});")
+        inits.append(f"  if (!v) {{ gsq_node_fail(node, \"interface %s has no property %s (@%s "
+                     f"in the query): give it in the interfaces file, [interface.NAME] "
+                     f"properties = {{ %s = ... }}\", gsq_iface_prop(node, \"Name\"), {lit}, "
+                     f"{lit}, {lit}); return -1; }}")
+        inits.append(f"  st->{var} = gsq_str_lit(v, (uint32_t)strlen(v)); }}")
+
+
 def fold(op: str, t: Type, target: str, value: str, init: bool, cxx: bool) -> list[str]:
     """Statements folding `value` into accumulator `target` of type t."""
     if t is Type.STRING:
@@ -418,7 +432,8 @@ class Generator:
             return None
 
         ctx = EmitContext(resolve, lambda p: f"st->p_{c_identifier(p)}", user=self.user, cxx=False,
-                          const_prefix=fn + "_k")
+                          const_prefix=fn + "_k",
+                          iface_prop_ref=lambda name: f"st->ip_{c_identifier(name)}")
         em = CEmitter(ctx)
 
         # Field unpacking, lazily in the order predicates need them.
@@ -735,6 +750,7 @@ class Generator:
             data.update(assigns=assigns, strs=strs, constants=ctx.constants,
                         hb_assigns=hb_assigns, gather=gather,
                         mask_steps=mask_steps if masked else None, hb_mask=hb_mask)
+            _iface_prop_inits(ctx, data["param_decls"], data["param_init"])
             return self.env.get_template("lfta/select.c.j2").render(**data)
         return self._lfta_aggregate(n, em, ctx, data)
 
@@ -823,6 +839,7 @@ class Generator:
                     hit_epoch_eq=" && ".join(hit_epoch_eq) or "1",
                     epoch=epoch, assigns=assigns, table_size=n.table_size, ways=n.table_ways,
                     disorder=n.disorder, flush=n.flush, constants=ctx.constants)
+        _iface_prop_inits(ctx, data["param_decls"], data["param_init"])
         return self.env.get_template("lfta/aggregate.c.j2").render(**data)
 
     # -------------------------------------------------------------- HFTA

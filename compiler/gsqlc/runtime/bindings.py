@@ -256,8 +256,9 @@ def time_options(ifaces: Interfaces, bindings: Bindings) -> dict[str, str]:
     """The runtime's time options for the bound interfaces: max_skew,
     out_of_order, latency, time_unit and arrival (the arrival column resolved
     to POS:TYPE through the PROTOCOLs of the queries reading the interface)
-    per interface, skew:A:B (seed 002 B_ab) and the heartbeat generator's
-    hb_* settings (runtime_c/core/heartbeat_gen.c)."""
+    per interface, skew:A:B (seed 002 B_ab), the interface properties a
+    query reads as @KEY (prop:IFACE:KEY) and the heartbeat generator's hb_*
+    settings (runtime_c/core/heartbeat_gen.c)."""
     uris = dict(bindings.sources)
     bound = set(uris)
     opts = {f"max_skew:{iface}": repr(skew) for iface, skew in ifaces.skews.items()
@@ -283,6 +284,12 @@ def time_options(ifaces: Interfaces, bindings: Bindings) -> dict[str, str]:
             opts[f"arrival:{iface}"] = arrival_column(
                 ifaces.arrival_where.get(iface, f"arrival {iface}"), iface, column,
                 uris[iface], bindings.readers.get(iface, []))
+    for iface, props in sorted(ifaces.properties.items(), key=lambda kv: kv[0] in ifaces.sets):
+        # a set's properties hold for each of its members (a member's own win)
+        for m in ifaces.members(iface):
+            if m in bound:
+                for k, v in props.items():
+                    opts.setdefault(f"prop:{m}:{k}", v)
     hb = ifaces.heartbeats
     if hb.estimate != "given":
         opts["hb_estimate"] = hb.estimate

@@ -32,6 +32,9 @@ stream systems"; issue 11).  An interface's table may also give
     latency = 0.5         # L_a, wall-clock seconds from emission to arrival
     time_unit = "ms"      # "s" (default) | "ms" | "us" | "ns": the unit of
                           # a CSV interface's time and arrival columns
+    properties = { Dir = "in", Class = "gold" }   # interface properties: a
+                          # query reads @Dir (a string); @Name is the
+                          # interface's name and @Host "localhost" unless given
     arrival = "recv_ts"   # a CSV field giving each row's arrival instant
 
 and the file may give skew bounds between two declared interfaces and the
@@ -89,7 +92,8 @@ DEFAULT_IFACE = "default"
 
 
 ESTIMATES = ("given", "max", "adaptive")
-_IFACE_KEYS = ("source", "max_skew", "out_of_order", "latency", "arrival", "time_unit")
+_IFACE_KEYS = ("source", "max_skew", "out_of_order", "latency", "arrival", "time_unit",
+               "properties")
 TIME_UNITS = ("s", "ms", "us", "ns")
 _SKEW_KEYS = ("after", "bound")
 _HB_KEYS = ("estimate", "horizon", "window", "alpha", "timeout", "level")
@@ -105,6 +109,17 @@ class Heartbeats:
     alpha: Optional[float] = None
     timeout: Optional[float] = None
     level: str = "operator"   # "query": one heartbeat for every source (seed 002 7.1)
+
+
+def _properties(where: str, props: object) -> dict[str, str]:
+    """An interface's (or set's) properties table: names to strings."""
+    if not isinstance(props, dict) or not all(
+            isinstance(k, str) and k.isidentifier() and isinstance(v, (str, int, float))
+            and not isinstance(v, bool) for k, v in props.items()):
+        raise InterfaceError(f"{where}: properties must be a table of names to strings or "
+                             "numbers, e.g. properties = { Dir = \"in\" } (a query reads "
+                             "them as @Dir)")
+    return {k: str(v) for k, v in props.items()}
 
 
 @dataclass
@@ -126,6 +141,8 @@ class Interfaces:
     skew_where: dict[tuple[str, str], str] = field(default_factory=dict)
     heartbeats: Heartbeats = field(default_factory=Heartbeats)
     declared: set[str] = field(default_factory=set)  # [interface.NAME] tables
+    # interface -> its properties (@KEY in a query; Name and Host have defaults)
+    properties: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def members(self, name: str) -> list[str]:
         return self.sets.get(name, [name])
@@ -251,12 +268,17 @@ def load_file(path: str, into: Interfaces) -> None:
         if "time_unit" in spec:
             into.time_unit[name] = check_time_unit(where, spec["time_unit"])
             into.time_unit_where[name] = where
+        if "properties" in spec:
+            into.properties[name] = _properties(where, spec["properties"])
     for name, spec in doc.get("set", {}).items():
         members = spec.get("members") if isinstance(spec, dict) else None
         if not isinstance(members, list) or not members or \
                 not all(isinstance(m, str) for m in members):
             raise InterfaceError(f"{path}: [set.{name}] needs members = [\"iface\", ...]")
         into.sets[name] = list(members)
+        _unknown_keys(f"{path}: [set.{name}]", spec, ("members", "properties"))
+        if "properties" in spec:   # each member's, unless it gives its own
+            into.properties[name] = _properties(f"{path}: [set.{name}]", spec["properties"])
     skew = doc.get("skew", {})
     if not isinstance(skew, dict):
         raise InterfaceError(f"{path}: skew must be tables [skew.A.B]")

@@ -181,8 +181,6 @@ def check_supported(q: ast.Query) -> None:
         for n in walk(e):
             if isinstance(n, ast.Call) and n.superagg:
                 raise not_supported(n.span, f"the super-aggregate {n.name}$")
-            if isinstance(n, ast.IfaceParam):
-                raise not_supported(n.span, "the interface parameter @" + n.name)
 
 
 # ---------------------------------------------------------------- binding
@@ -541,6 +539,8 @@ def _infer(e: ast.Expr, q: AnalyzedQuery) -> ExprInfo:
         return ExprInfo(t, Temporal.CONSTANT, constant=True)
     if isinstance(e, ast.Star):
         raise QueryError(e.span, "syntax", "'*' is only allowed in count(*)")
+    if isinstance(e, ast.IfaceParam):
+        return _infer_iface_param(e, q)
     if isinstance(e, ast.Unary):
         return _infer_unary(e)
     if isinstance(e, ast.Binary):
@@ -550,6 +550,20 @@ def _infer(e: ast.Expr, q: AnalyzedQuery) -> ExprInfo:
     if isinstance(e, ast.Call):
         return _infer_call(e, q)
     raise QueryError(e.span, "internal", f"unexpected expression {type(e).__name__}")
+
+
+def _infer_iface_param(e: ast.IfaceParam, q: AnalyzedQuery) -> ExprInfo:
+    """@name: a property of the interface a record came from (a string, as
+    in Tigon), read by the LFTA over that interface: the query reads one
+    PROTOCOL source."""
+    if len(q.sources) != 1 or q.sources[0].protocol is None:
+        what = ("a query reading another query's stream" if q.sources[0].protocol is None
+                else "a query of several sources")
+        raise QueryError(e.span, "interface-property",
+                         f"@{e.name} is a property of the interface a record comes from: "
+                         f"{what} has no one interface (read @{e.name} in the query over "
+                         "the PROTOCOL and select it)")
+    return ExprInfo(Type.STRING, Temporal.NONE)
 
 
 def _merge_flags(info: ExprInfo, *subs: ast.Expr) -> ExprInfo:

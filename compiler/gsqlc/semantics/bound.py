@@ -122,6 +122,8 @@ def key(e: ast.Expr) -> tuple[object, ...]:
         return ("accum", e.index)
     if isinstance(e, ast.Param):
         return ("param", e.name)
+    if isinstance(e, ast.IfaceParam):
+        return ("iface-param", e.name)
     if isinstance(e, ast.DefineRef):
         return ("define", e.name)
     if isinstance(e, ast.ColumnRef):
@@ -164,6 +166,8 @@ def to_text(e: ast.Expr, names: Optional[Callable[[ast.Expr], Optional[str]]] = 
         return f"accum[{e.index}]"
     if isinstance(e, ast.Param):
         return "$" + e.name
+    if isinstance(e, ast.IfaceParam):
+        return "@" + e.name
     if isinstance(e, ast.DefineRef):
         return "#" + e.name
     if isinstance(e, ast.ColumnRef):
