@@ -22,7 +22,7 @@ from ..frontend.parser import parse_query_file, parse_schema_file
 from ..resources import packet_schema_path
 from . import catalog, grouping_sets, join_aggregate
 from .analyze import AnalyzedQuery, Source, StreamDef, analyze_query
-from .schema import Schema, build_schema, protocol_problem
+from .schema import Schema, build_schema, protocol_problem, stream_source
 
 
 @dataclass
@@ -149,11 +149,15 @@ class _Resolver:
         if ref.kind == "name" and ref.name in self.entries:
             return Source(alias, ref, "stream"), ref.name
         proto = self.schema.get(ref.name)
-        if proto is None or proto.kind == "stream":
-            if proto is not None:
-                raise QueryError(ref.span, "not-supported-yet",
-                                f"reading the schema STREAM '{ref.name}' as a source is not supported "
-                                "yet by gsqlc; define it as a query or a PROTOCOL")
+        if proto is not None and proto.kind == "stream":
+            # a schema STREAM: its tuples are read from the interface of its
+            # name (or the one given), fields in declaration order
+            if not proto.fields:
+                raise QueryError(ref.span, "unknown-source", f"STREAM '{ref.name}' has no fields")
+            return Source(alias, ref, "protocol", protocol=stream_source(proto),
+                          iface=ref.iface or ref.name,
+                          iface_set=ref.iface_set), None
+        if proto is None:
             names = list(self.entries) + list(self.schema.protocols)
             close = difflib.get_close_matches(ref.name, names, n=3)
             hint = ("; did you mean " + " or ".join(f"'{c}'" for c in close) + "?") if close else ""

@@ -85,6 +85,20 @@ class Schema:
         return self.protocols.get(name)
 
 
+def stream_source(p: Protocol) -> Protocol:
+    """A schema STREAM read as a source: its tuples come from an interface
+    as records whose fields are the STREAM's, in declaration order -- field
+    i read as CSV position i (a CSV file or TCP stream, a GDAT file written
+    from the STREAM, Arrow columns matched by name)."""
+    assert p.kind == "stream"
+    fields = {}
+    for i, (name, f) in enumerate(p.fields.items(), start=1):
+        fields[name] = Field(name, f.type, f"get_csv_{f.type.value.lower()}_pos{i}", "csv",
+                             csv_pos=i, csv_type=f.type, temporal=f.temporal,
+                             required=f.required, properties=dict(f.properties), span=f.span)
+    return Protocol(p.name, fields, "protocol", "csv" if fields else None, p.span)
+
+
 def protocol_problem(p: Protocol) -> Optional[QueryError]:
     for f in p.fields.values():
         if f.problem is not None:
