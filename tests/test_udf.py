@@ -335,13 +335,13 @@ def test_unsupported_forms_are_located(tmp_path, gsqlc, files):
         fstring8 STATE st;
         int SFUN sf st (uint);
         """))
-    for call, col in (("sf(k)", 11), ):
-        (tmp_path / "q.gsql").write_text(f"SELECT t, {call} AS x FROM [csv].R\n")
-        p = gsqlc("explain", tmp_path / "q.gsql", "--schema", d / "schema.txt",
-                  "--functions", tmp_path / "more.def")
-        assert p.returncode != 0
-        assert "error [not-supported-yet]" in p.err and f"{tmp_path / 'q.gsql'}:1:{col}" in p.err, \
-            p.err
+    # a stateful function in an aggregation needs supergroups (CLEANING_WHEN/BY)
+    (tmp_path / "q.gsql").write_text("SELECT tb, sf(k) AS x FROM [csv].R GROUP BY t AS tb, k\n")
+    p = gsqlc("explain", tmp_path / "q.gsql", "--schema", d / "schema.txt",
+              "--functions", tmp_path / "more.def")
+    assert p.returncode != 0
+    assert "error [not-supported-yet]" in p.err and f"{tmp_path / 'q.gsql'}:1:12" in p.err, \
+        p.err
     # a PARTIAL function in an aggregation's SELECT (its WHERE and keys may call it)
     (tmp_path / "q.gsql").write_text("SELECT tb, part(s) AS x FROM [csv].R GROUP BY t AS tb, s\n")
     (tmp_path / "p.cc").write_text('#include "hfta_udaf.h"\n'
@@ -620,3 +620,56 @@ def test_sanitized_run_of_a_split_aggregate(split_files, tmp_path):
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     assert len(r.stdout.splitlines()) == len(ref)
+
+
+SFUN_DEFS = """\
+fstring8 STATE subset_sum_state;
+BOOL SFUN nssample subset_sum_state (UINT, UINT);
+"""
+
+SFUN_SOURCE = r"""
+#include "hfta_udaf.h"
+// the manual's static subset-sum sampling (section 12.4): a tuple is sampled
+// when its size passes z, or when the small sizes accumulated pass z
+struct subset_sum { gs_uint64_t count; };
+void _sfun_state_clean_init_subset_sum_state(void *s) { ((subset_sum *)s)->count = 0; }
+void _sfun_state_destroy_subset_sum_state(void *s) { (void)s; }
+gs_uint32_t nssample(void *s, int curr_num_samples, gs_uint32_t x, gs_uint32_t z) {
+    (void)curr_num_samples;
+    subset_sum *st = (subset_sum *)s;
+    if (x > z) return 1;
+    st->count += x;
+    if (st->count > z) { st->count -= z; return 1; }
+    return 0;
+}
+"""
+
+
+def test_stateful_function_in_a_selection(tmp_path, gsqlc):
+    """The manual's static subset-sum sampling (12.4.3): SELECT ... WHERE
+    nssample(len, 100) = TRUE, its state kept for the query's run."""
+    (tmp_path / "schema.txt").write_text(SCHEMA)
+    (tmp_path / "s.def").write_text(SFUN_DEFS)
+    (tmp_path / "s.cc").write_text(SFUN_SOURCE)
+    rng = random.Random(21)
+    rows = [(i // 50, rng.randrange(3), 1.0, "x") for i in range(2000)]
+    lens = [rng.choice([20, 40, 60, 150, 300]) for _ in rows]
+    (tmp_path / "in.csv").write_text("".join(f"{t},{n},{v},{s}\n" for (t, _, v, s), n
+                                             in zip(rows, lens)))
+    (tmp_path / "q.gsql").write_text("SELECT t, k AS len FROM [csv].R "
+                                     "WHERE nssample(k, 100) = TRUE\n")
+    p = gsqlc("run", tmp_path / "q.gsql", "--schema", tmp_path / "schema.txt",
+              "--functions", tmp_path / "s.def", "--udf", tmp_path / "s.cc",
+              "--source", f"csv=csv:{tmp_path / 'in.csv'}", "--format", "csv")
+    assert p.returncode == 0, p.err
+    count, want = 0, []
+    for (t, *_), n in zip(rows, lens):
+        if n > 100:
+            want.append(f"{t},{n}")
+            continue
+        count += n
+        if count > 100:
+            count -= 100
+            want.append(f"{t},{n}")
+    assert p.out.splitlines() == ["t,len", *want]
+    assert 0 < len(want) < len(rows)

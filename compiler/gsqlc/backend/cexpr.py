@@ -64,6 +64,8 @@ class EmitContext:
     # names read
     iface_prop_ref: Optional[Callable[[str], str]] = None
     iface_props: set[str] = field(default_factory=set)
+    # a functor's stateful-function state blocks: STATE name -> member class
+    states: dict[str, str] = field(default_factory=dict)
     partial_ok: bool = False
     partial_used: bool = False
 
@@ -400,8 +402,9 @@ class CEmitter:
         ctx = self.ctx
         assert ctx.user is not None, "a user function without user code"
         where = "in a join" if ctx.cxx else "in an LFTA"
-        if (f.handle_args or f.partial) and not ctx.functor:
-            what = "a HANDLE parameter" if f.handle_args else "a PARTIAL function"
+        if (f.handle_args or f.partial or f.state) and not ctx.functor:
+            what = ("a HANDLE parameter" if f.handle_args else "a PARTIAL function"
+                    if f.partial else "a stateful function")
             raise QueryError(e.span, "not-supported-yet",
                              f"{f.name}: {what} {where} is not supported yet by gsqlc")
         if f.partial and not ctx.partial_ok:
@@ -412,7 +415,10 @@ class CEmitter:
         fn = ctx.user.scalar(f, ctx.cxx)
         params = [t for i, t in enumerate(f.params) if i not in f.handle_args]
         plain = [a for i, a in enumerate(e.args) if i not in f.handle_args]
-        lead = []    # the failure flag, then the handles in slot order (user_code.py)
+        lead = []    # the state, the failure flag, the handles in slot order (user_code.py)
+        if f.state is not None:
+            ctx.states[f.state] = ctx.user.state(f)
+            lead.append(f"sf_{c_identifier(f.state)}.get()")
         if f.partial:
             ctx.partial_used = True
             lead.append("failed_")

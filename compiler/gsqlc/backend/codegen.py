@@ -1118,7 +1118,9 @@ class Generator:
                                   if col.temporal.is_temporal]
             data.update(where=where("return;"), assigns=assigns,
                         strs=strs, regexes=_regex_data(ctx), constants=ctx.constants,
-                        handles=ctx.handles, partial=ctx.partial_used)
+                        handles=ctx.handles, partial=ctx.partial_used,
+                        states=[{"cls": cls, "var": f"sf_{c_identifier(st)}"}
+                                for st, cls in sorted(ctx.states.items())])
             return self.env.get_template("hfta/select.cpp.j2").render(**data)
 
         key_members, key_eq, key_hash, extract = [], [], [], []

@@ -62,6 +62,9 @@ class UserCode:
     hfta_udafs: dict[str, UdafSpec] = field(default_factory=dict)
     # HFTA handle classes: class name -> (function, parameter slot)
     handles: dict[str, tuple[ScalarFunction, int]] = field(default_factory=dict)
+    # stateful functions' state blocks: class name -> (STATE name, bytes, a
+    # function declaring it)
+    states: dict[str, tuple[str, int, ScalarFunction]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.lfta_scalars or self.hfta_scalars or self.lfta_udafs
@@ -78,6 +81,14 @@ class UserCode:
         `slot` (Tigon's register_handle_for_F_slot_N)."""
         cls = f"gsq_uh_{ident(f.name, tuple(f.params))}_{slot}"
         self.handles[cls] = (f, slot)
+        return cls
+
+    def state(self, f: ScalarFunction) -> str:
+        """The class holding the STATE block of stateful function f for an
+        HFTA functor's life (Tigon's _sfun_state_clean_init_/destroy_)."""
+        assert f.state is not None
+        cls = f"gsq_sfstate_{f.state}"
+        self.states.setdefault(cls, (f.state, f.state_bytes, f))
         return cls
 
     def udaf(self, u: UdafSpec, cxx: bool) -> str:
@@ -104,6 +115,8 @@ class UserCode:
                 "#include <memory>", "#include <string>", ""]
         for cls, (f, slot) in sorted(self.handles.items()):
             out += _handle_class(cls, f, slot)
+        for cls, (name, nbytes, f) in sorted(self.states.items()):
+            out += _state_class(cls, name, nbytes, f)
         for i, f in sorted(self.hfta_scalars.items()):
             out += _scalar_code(i, f, True)
         for i, u in sorted(self.hfta_udafs.items()):
@@ -118,6 +131,9 @@ class UserCode:
         for fs in (self.lfta_scalars, self.hfta_scalars):
             for f in fs.values():
                 out[f.name] = f.decl
+        for name, _, f in self.states.values():
+            out[f"_sfun_state_clean_init_{name}"] = f.decl
+            out[f"_sfun_state_destroy_{name}"] = f.decl
         for f, slot in self.handles.values():
             out[f"register_handle_for_{f.name}_slot_{slot}"] = f.decl
             out[f"deregister_handle_for_{f.name}_slot_{slot}"] = f.decl
@@ -183,6 +199,8 @@ def _scalar_code(i: str, f: ScalarFunction, cxx: bool) -> list[str]:
     by_pointer = rt is Type.STRING or f.partial
     proto_args = [("gs_param_handle_t" if k in f.handle_args else a)
                   for k, a in enumerate(_arg_decls(params, cxx))]
+    if f.state is not None:   # a stateful function: its state, the groups sampled
+        proto_args = ["void *", "int", *proto_args]
     if by_pointer:
         proto = f"gs_retval_t {f.name}({', '.join([_tigon_type(rt, cxx) + ' *', *proto_args])});"
     else:
@@ -193,6 +211,10 @@ def _scalar_code(i: str, f: ScalarFunction, cxx: bool) -> list[str]:
     it = iter(plain_passed)
     passed = [f"h{k}" if k in f.handle_args else next(it) for k in range(len(params))]
     lead = (["bool &failed_"] if f.partial else []) + handles
+    if f.state is not None:
+        # a selection has no groups: curr_num_samples is 0
+        lead = ["void *state_", *lead]
+        passed = ["state_", "0", *passed]
     body = [f"static inline {rt.c_type} gsq_udf_{i}({', '.join(lead + decls) or 'void'})", "{"]
     body += ["    " + s for s in stmts]
     if by_pointer:
@@ -242,6 +264,25 @@ def _handle_class(cls: str, f: ScalarFunction, slot: int) -> list[str]:
             "        open_ = true;",
             "    }",
             "    gs_param_handle_t get() const { return h_; }",
+            "};", ""]
+
+
+def _state_class(cls: str, name: str, nbytes: int, f: ScalarFunction) -> list[str]:
+    """An HFTA functor's member holding a STATE block for its life: clean
+    init when the functor starts, destroy with it."""
+    init, destroy = f"_sfun_state_clean_init_{name}", f"_sfun_state_destroy_{name}"
+    return [f"// STATE {name}: the block its stateful functions share ({_where(f.decl)})",
+            f"void {init}(void *);", f"void {destroy}(void *);",
+            f"class {cls} {{",
+            f"    struct block {{ alignas(16) char b[{nbytes}]; }};",
+            "    std::unique_ptr<block> b_;",
+            "",
+            "public:",
+            f"    {cls}() : b_(std::make_unique<block>()) {{ {init}(b_->b); }}",
+            f"    {cls}(const {cls} &) = delete;",
+            f"    {cls} &operator=(const {cls} &) = delete;",
+            f"    ~{cls}() {{ {destroy}(b_->b); }}",
+            "    void *get() const { return b_->b; }",
             "};", ""]
 
 

@@ -718,9 +718,6 @@ def _infer_call(e: ast.Call, q: AnalyzedQuery) -> ExprInfo:
         if cat.is_aggregate(e.name):
             raise QueryError(e.span, "aggregate-not-allowed",
                             f"aggregate {e.name}() is not allowed here")
-        if cat.is_stateful(e.name):
-            raise not_supported(e.span, f"the stateful function {e.name} (SFUN, declared in "
-                                "a def file)")
         close = difflib.get_close_matches(e.name, cat.all_function_names(), n=3,
                                           cutoff=0.6)
         hint = ("; did you mean " + " or ".join(close) + "?") if close else ""
@@ -770,7 +767,11 @@ def _infer_user_call(e: ast.Call, q: AnalyzedQuery) -> ExprInfo:
     handle and drops the tuple a PARTIAL function has no value for)."""
     f = _pick_overload(e, q.catalog.scalar_overloads(e.name), lambda x: x.params, e.args)
     _check_user_args(e, f.name, e.args, f.handle_args, f.const_args)
-    hfta_only = bool(f.handle_args) or f.partial
+    if f.state is not None and (q.query.group_by or q.query.is_merge or len(q.sources) != 1):
+        # a sampling query's state lives per supergroup (CLEANING_WHEN/BY)
+        raise not_supported(e.span, f"the stateful function {f.name} in an aggregation, join "
+                            "or merge (a selection over one source may call it)")
+    hfta_only = bool(f.handle_args) or f.partial or f.state is not None
     info = _merge_flags(ExprInfo(f.result_type([])), *e.args)
     info = dataclasses.replace(info, lfta_ok=info.lfta_ok and f.lfta_legal and not hfta_only,
                                cheap=info.cheap and f.cost == catalog.CHEAP, func=f)

@@ -53,6 +53,10 @@ class ScalarFunction:
     # the tuple is then dropped), and the def line declaring it.
     partial: bool = False
     decl: Any = None
+    # a stateful function (SFUN): the STATE block it shares with the others
+    # declaring it, and that block's size in bytes
+    state: Optional[str] = None
+    state_bytes: int = 0
 
     def result_type(self, args: list[Type]) -> Type:
         r = self.result(args) if callable(self.result) else self.result
@@ -343,8 +347,8 @@ class Catalog:
     user_scalars: Mapping[str, tuple[ScalarFunction, ...]] = field(default_factory=dict)
     user_aggregates: Mapping[str, tuple[Aggregate, ...]] = field(default_factory=dict)
     extractions: Mapping[str, tuple[Extraction, ...]] = field(default_factory=dict)
-    # STATE and SFUN declarations (stateful functions), by name
-    stateful: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    # STATE declarations, by name: their blocks' sizes in bytes
+    states: Mapping[str, int] = field(default_factory=dict)
     def_files: tuple[str, ...] = ()
 
     def lookup_scalar(self, name: str) -> Optional[ScalarFunction]:
@@ -376,9 +380,6 @@ class Catalog:
             return False
         return n in AGGREGATES or n in self.user_aggregates or (
             n in self.extractions and n not in self.user_scalars)
-
-    def is_stateful(self, name: str) -> bool:
-        return name.lower() in self.stateful and name.lower() not in SCALARS
 
     def all_function_names(self) -> list[str]:
         return sorted(set(all_function_names())

@@ -16,6 +16,7 @@ extractor is not declared, a declaration given twice.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Callable, Optional, Sequence
 
@@ -163,7 +164,8 @@ def catalog_of(decls: Sequence[FunctionDecl], def_files: tuple[str, ...] = ()) -
     udafs: dict[str, list[UdafSpec]] = {}
     udaf_decls: list[FunctionDecl] = []
     extrs: list[FunctionDecl] = []
-    stateful: dict[str, list[FunctionDecl]] = {}
+    states: dict[str, int] = {}
+    sfuns: list[FunctionDecl] = []
     seen: dict[tuple[str, str, tuple[str, ...]], FunctionDecl] = {}
     for d in decls:
         _check_modifiers(d)
@@ -187,8 +189,21 @@ def catalog_of(decls: Sequence[FunctionDecl], def_files: tuple[str, ...] = ()) -
             udaf_decls.append(d)
         elif d.kind == "EXTR":
             extrs.append(d)
+        elif d.kind == "STATE":
+            nbytes, stype = _storage(d)
+            if nbytes is None:
+                raise _error(d, f"a state block is fstringN (N bytes), not '{d.storage}'")
+            states[low] = nbytes
         else:
-            stateful.setdefault(low, []).append(d)
+            sfuns.append(d)
+    # stateful functions: each names a STATE of the files
+    for d in sfuns:
+        assert d.state is not None
+        if d.state.lower() not in states:
+            raise _error(d, f"state {d.state} is not declared (fstringN STATE {d.state};)")
+        f = _scalar(d)
+        scalars.setdefault(d.name.lower(), []).append(dataclasses.replace(
+            f, state=d.state, state_bytes=states[d.state.lower()], lfta_legal=False))
     # splits: SUBAGGR and SUPERAGGR name other UDAFs of the files
     aggregates: dict[str, list[Aggregate]] = {}
     for d in udaf_decls:
@@ -225,7 +240,7 @@ def catalog_of(decls: Sequence[FunctionDecl], def_files: tuple[str, ...] = ()) -
     return Catalog(user_scalars={k: tuple(v) for k, v in scalars.items()},
                    user_aggregates={k: tuple(v) for k, v in aggregates.items()},
                    extractions={k: tuple(v) for k, v in extractions.items()},
-                   stateful={k: tuple(v) for k, v in stateful.items()},
+                   states=dict(states),
                    def_files=def_files)
 
 
