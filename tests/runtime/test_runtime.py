@@ -532,7 +532,7 @@ def test_configuration_errors(build, tmp_path):
     assert errs["bind csv"].startswith("unsupported source 'http://x'")
     assert errs["sink missing"] == ("no query named 'missing' (queries: csv_all, csv_alt, "
                                     "csv_regex)")
-    assert errs["sink csv_all"] == "unknown output format 'xml' (expected pipe, csv or jsonl)"
+    assert errs["sink csv_all"] == "unknown output format 'xml' (expected pipe, csv, jsonl or gdat)"
 
 
 def test_write_error_fails_the_run(build, tmp_path):
