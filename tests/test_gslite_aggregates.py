@@ -502,3 +502,25 @@ def test_sanitized_run_of_the_library(data, tmp_path):
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         assert r.returncode == 0, r.stderr[-3000:]
         assert len(r.stdout.splitlines()) == n, q
+
+
+def test_docs_table_lists_the_library():
+    """docs/hooks renders the library's table from the catalog: every
+    aggregate a query calls, with where it runs."""
+    import sys
+    from pathlib import Path
+    hooks = Path(__file__).resolve().parents[1] / "docs" / "hooks"
+    sys.path.insert(0, str(hooks))
+    try:
+        import gsqlc_reference
+    finally:
+        sys.path.remove(str(hooks))
+    table = gsqlc_reference.render_library_aggregates()
+    for call in ("FIRST(uint)", "LAST(string)", "count_diff(llong)", "CAT_aggr(string, string)",
+                 "quantile_of(float, float)", "median_of(uint)", "moving_sum(uint, uint)",
+                 "running_sum_max(int)", "approx_count_distinct(string)", "POSAVG(float)",
+                 "extr_avg(uint)", "time_avg(float, llong, llong)", "running_array_aggr(uint)"):
+        assert f"<code>{call}</code>" in table, call
+    assert "FIRST_lfta(" not in table      # a part, not a call
+    row = table[table.index("<code>FIRST(uint)</code>"):]
+    assert "LFTA sub-aggregate <code>FIRST_lfta</code>" in row[:row.index("</tr>")]
