@@ -299,16 +299,17 @@ def test_source_not_defining_a_declared_aggregate(files, gsqlc, tmp_path):
     reported at the def line, with what the source does define."""
     d, _ = files
     src = tmp_path / "wrong.cc"
-    src.write_text(HFTA_SOURCE.replace("POSAVG_HFTA_AGGR_UPDATE_(gs_sp_t b, gs_float_t v)",
-                                       "POSAVG_HFTA_AGGR_UPDATE_(gs_sp_t b, float v)"))
+    # (usum: POSAVG, also declared there, is built in -- gsqlc's library's)
+    src.write_text(HFTA_SOURCE.replace("usum_HFTA_AGGR_UPDATE_(gs_sp_t b, gs_uint32_t v)",
+                                       "usum_HFTA_AGGR_UPDATE_(gs_sp_t b, int v)"))
     (tmp_path / "q.gsql").write_text(QUERY)
     p = gsqlc("run", tmp_path / "q.gsql", "--schema", d / "schema.txt", "--functions",
               d / "my.def", "--udf", src, "--udf", d / "my_lfta.c",
               "--source", f"csv=csv:{d / 'in.csv'}")
     assert p.returncode != 0
-    assert f"{d / 'my.def'}:2:1: error [udf-undefined]: UDAF POSAVG" in p.err, p.err
-    assert "POSAVG_HFTA_AGGR_UPDATE_(char*, double)" in p.err
-    assert "they define POSAVG_HFTA_AGGR_UPDATE_(char*, float)" in p.err
+    assert f"{d / 'my.def'}:7:1: error [udf-undefined]: UDAF usum" in p.err, p.err
+    assert "usum_HFTA_AGGR_UPDATE_(char*, unsigned int)" in p.err
+    assert "they define usum_HFTA_AGGR_UPDATE_(char*, int)" in p.err
 
 
 def test_query_errors_with_user_functions(files, gsqlc, tmp_path):

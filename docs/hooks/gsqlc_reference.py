@@ -5,6 +5,8 @@ A page holds a placeholder on a line of its own; the build replaces it:
 
     <!-- gsqlc:functions -->     the scalar functions of semantics/catalog.py
     <!-- gsqlc:aggregates -->    the aggregates of the same catalog
+    <!-- gsqlc:library-aggregates --> GS-lite's aggregates gsqlc builds in
+                                 (data/gsqlc_aggregates.def, its comments)
     <!-- gsqlc:cli -->           every subcommand and option of cli.make_parser()
     <!-- gsqlc:packet-schema --> the packet schema's protocols and fields
 
@@ -183,6 +185,66 @@ def render_aggregates() -> str:
                    "What it gives"], rows, "gsqlc-aggregates")
 
 
+def _def_comments(path: str) -> dict[int, str]:
+    """Each line of a def file -> the comment block above its group of
+    declarations (the text of the `//` lines, rules of slashes dropped)."""
+    out: dict[int, str] = {}
+    block: list[str] = []
+    in_comment = False
+    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+        t = line.strip()
+        if t.startswith("//"):
+            if not in_comment:
+                block = []
+            in_comment = True
+            text = t.lstrip("/").strip().lstrip("-").strip()
+            if text:
+                block.append(text)
+        else:
+            in_comment = False
+            out[n] = " ".join(block)
+    return out
+
+
+def render_library_aggregates() -> str:
+    """GS-lite's aggregates of gsqlc's library: every overload a query calls
+    (an aggregate that is only another's LFTA or HFTA part is not listed),
+    where it runs, its scratchpad, and the def file's comment."""
+    from gsqlc.semantics.user_functions import library_def_path, load_catalog
+    cat = load_catalog([])
+    comments = _def_comments(library_def_path())
+    parts = {u.name.lower() for over in cat.user_aggregates.values() for a in over
+             for u in (a.udaf.sub, a.udaf.sup) if a.udaf is not None and u is not None}
+    rows = []
+    for name in sorted(cat.user_aggregates, key=str.lower):
+        if name in parts:
+            continue
+        for a in cat.user_aggregates[name]:
+            u = a.udaf
+            if u is None:
+                raise ValueError(f"library aggregate {name} has no UDAF spec")
+            sig = f"{u.name}({', '.join(str(t) for t in u.params)})"
+            if u.splits and any(str(t) == "string" for t in u.params):
+                where = "HFTA (a string argument: the whole aggregate, not split)"
+            elif u.splits:
+                where = (f"LFTA sub-aggregate {_code(u.sub.name)}, HFTA super-aggregate "
+                         f"{_code(u.sup.name)}")
+            else:
+                where = "HFTA only" + (" (declared HFTA_ONLY)" if u.hfta_only else "")
+            pad = f"{u.storage_bytes} bytes" if u.storage_bytes is not None else \
+                f"one {u.storage_type}"
+            rows.append([_code(sig), _code(u.result), where, "yes" if u.running else "",
+                         _e(pad), _e(comments.get(u.decl.span.line, ""))])
+    for name in sorted(cat.extractions, key=str.lower):
+        for x in cat.extractions[name]:
+            sig = f"{x.name}({', '.join(str(t) for t in x.params)})"
+            rows.append([_code(sig), _code(x.result),
+                         _e(f"{x.extractor}({x.udaf}(...)): where {x.udaf} runs"), "", "",
+                         _e(comments.get(x.decl.span.line, ""))])
+    return _table(["Call", "Result type", "Runs in", "RUNNING", "Scratchpad", "What it gives"],
+                  rows, "gsqlc-library-aggregates")
+
+
 # ------------------------------------------------------------ the command line
 
 
@@ -298,6 +360,7 @@ def render_packet_schema() -> str:
 RENDERERS = {
     "functions": render_functions,
     "aggregates": render_aggregates,
+    "library-aggregates": render_library_aggregates,
     "cli": render_cli,
     "packet-schema": render_packet_schema,
 }

@@ -41,7 +41,7 @@ from ..semantics.types import Temporal, Type
 from .cescape import c_comment, c_identifier, c_string
 from .cexpr import CEmitter, EmitContext, field_member
 from .native_build import MERGE_TYPES
-from .udf_build import add_user_sources
+from .udf_build import add_library_sources, add_user_sources
 from .user_code import UserCode
 
 _PARSE_FN = {
@@ -371,6 +371,7 @@ class Generator:
         files["runner_sets.c"] = self.env.get_template("runner_sets.c.j2").render(
             sets=[(c_string(s), c_string(m)) for s, m in runner_sets])
         add_user_sources(gs, udf)
+        add_library_sources(gs, self.user)
         files["CMakeLists.txt"] = self.env.get_template("CMakeLists.txt.j2").render(
             lftas=gs.lftas, hftas=gs.hftas, merge_types=MERGE_TYPES, udfs=gs.udfs)
         return gs
@@ -659,6 +660,8 @@ class Generator:
         if isinstance(n, LftaAggregate):
             value_exprs = [e for _, e in n.group_by] + [a.expr for a in n.accums
                                                         if a.expr is not None]
+            # a user sub-aggregate's arguments (a field only they read too)
+            value_exprs += [x for a in n.accums if a.op == "udaf" for x in a.args]
         else:
             value_exprs = [e for _, e in n.select]
         for e in value_exprs:

@@ -139,10 +139,14 @@ def udf_unit_command(tc: Toolchain, src: Path, obj: Path, folder: Path) -> list[
     """Compile a user's function source (C or C++ by its suffix) against
     Tigon's header names and its own folder, with a library unit's flags
     but not gsqlc's warnings: the code is the user's."""
-    from .udf_build import CXX_SUFFIXES
+    from .udf_build import CXX_SUFFIXES, is_library_source
     cxx = src.suffix in CXX_SUFFIXES
-    flags = [f for f in _unit_flags(tc, cxx) if not f.startswith("-W")]
     incs = [folder, resource_dir("runtime_c") / "tigon_compat"]
+    if is_library_source(str(folder)):
+        # gsqlc's library of GS-lite's aggregates: gsqlc's own code, its warnings
+        return [tc.cxx_compiler if cxx else tc.c_compiler, *(f"-I{d}" for d in incs),
+                *_unit_flags(tc, cxx), "-o", str(obj), "-c", str(src)]
+    flags = [f for f in _unit_flags(tc, cxx) if not f.startswith("-W")]
     return [tc.cxx_compiler if cxx else tc.c_compiler, *(f"-I{d}" for d in incs), *flags,
             "-w", "-o", str(obj), "-c", str(src)]
 

@@ -1,6 +1,8 @@
 """The user's function sources in a query set's build.
 
     add_user_sources(gen, paths)   the `--udf` files join the generated set
+    add_library_sources(gen, user) gsqlc's library of GS-lite's aggregates
+                                   (runtime_c/udaf_lib/) joins a set calling it
     located_link_error(gen, err)   a link that misses a user symbol, as a
                                    QueryError at the def line declaring it
 
@@ -22,6 +24,7 @@ from ..errors import BuildError, QueryError, UsageError
 
 if TYPE_CHECKING:
     from .codegen import GeneratedSet
+    from .user_code import UserCode
 
 C_SUFFIXES = (".c",)
 CXX_SUFFIXES = (".cc", ".cpp", ".cxx", ".C")
@@ -51,6 +54,47 @@ def add_user_sources(gen: "GeneratedSet", paths: Sequence[str]) -> None:
     if manifest:
         # the headers beside the sources, by content: a change rebuilds
         gen.files["udf_headers.txt"] = "\n".join(manifest) + "\n"
+
+
+LIBRARY_FOLDER = "udaf_lib"
+# the library's sources: C for an LFTA, C++ for an HFTA
+LIBRARY_SOURCES = ("gsqlc_udaf_lfta.c", "gsqlc_udaf_hfta.cc")
+
+
+def library_folder() -> Path:
+    from ..resources import resource_dir
+    return resource_dir("runtime_c") / LIBRARY_FOLDER
+
+
+def calls_library(user: "UserCode") -> bool:
+    """Whether a set's user functions and aggregates include one of gsqlc's
+    library (data/gsqlc_aggregates.def)."""
+    from ..semantics.user_functions import is_library_decl
+    decls = [f.decl for fs in (user.lfta_scalars, user.hfta_scalars) for f in fs.values()]
+    decls += [u.decl for us in (user.lfta_udafs, user.hfta_udafs) for u in us.values()]
+    return any(is_library_decl(d) for d in decls)
+
+
+def add_library_sources(gen: "GeneratedSet", user: "UserCode") -> None:
+    """The library's sources join a set that calls one of its aggregates or
+    extraction functions.  Their definitions are weak: a user's --udf source
+    defining the same function (GS-lite's own, say) takes precedence."""
+    if not calls_library(user):
+        return
+    folder = library_folder()
+    for src in LIBRARY_SOURCES:
+        name = f"gsqlc_lib_{src}"
+        gen.files[name] = (folder / src).read_text(encoding="utf-8")
+        gen.udfs.append((name, str(folder)))
+    header = folder / "gsqlc_udaf_lib.h"
+    gen.files["gsqlc_lib_headers.txt"] = \
+        f"{header} {hashlib.sha256(header.read_bytes()).hexdigest()}\n"
+
+
+def is_library_source(folder: str) -> bool:
+    """Whether a set's source is of gsqlc's library (built with gsqlc's
+    warnings, not as a user's code)."""
+    return Path(folder) == library_folder()
 
 
 # GNU ld: undefined reference to `sym'; lld and gold say it in other words

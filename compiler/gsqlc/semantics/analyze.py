@@ -339,7 +339,8 @@ class Binder:
                     if g.name == n.name:
                         return _group_ref(q, i, n.span)
             if isinstance(n, ast.Call) and _is_aggregate_call(n, q.catalog):
-                extr = _extraction_call(n, q.catalog)
+                extr = _extraction_call(n, q.catalog,
+                                        lambda a: self.bind_fields(a, where).info.type)
                 if extr is not None:
                     return go(extr)
                 return self.bind_aggregate(n)
@@ -436,14 +437,30 @@ def _is_aggregate_call(c: ast.Call, cat: catalog.Catalog = catalog.BUILTIN) -> b
     return cat.is_aggregate(c.name) and not c.predicate
 
 
-def _extraction_call(c: ast.Call, cat: catalog.Catalog) -> Optional[ast.Call]:
+def _extraction_call(c: ast.Call, cat: catalog.Catalog,
+                     type_of: Optional[Callable[[ast.Expr], Optional[Type]]] = None
+                     ) -> Optional[ast.Call]:
     """EXTR: name(a1..an, b1..bm) as extractor(udaf(a1..an), b1..bm), the
     aggregate taking the arguments its declaration has (None: c is not an
-    extraction)."""
+    extraction).  Of overloads taking as many arguments, the one whose
+    parameters the argument types (`type_of`) fit best."""
     over = cat.extraction_overloads(c.name)
     if not over:
         return None
-    x = next((x for x in over if len(x.params) == len(c.args)), None)
+    fits = [x for x in over if len(x.params) == len(c.args)]
+    x = fits[0] if fits else None
+    if len(fits) > 1 and type_of is not None:
+        types = [type_of(a) for a in c.args]
+        best = None
+        for f in fits:
+            costs = [None if t is None else _user_arg_cost(w, t)
+                     for w, t in zip(f.params, types)]
+            if all(k is not None for k in costs):
+                total = sum(k for k in costs if k is not None)
+                if best is None or total < best[0]:
+                    best = (total, f)
+        if best is not None:
+            x = best[1]
     if x is None:
         counts = sorted({len(x.params) for x in over})
         raise QueryError(c.span, "bad-arguments",

@@ -9,6 +9,10 @@ aggregate, an EXTR an extraction (`name(...)` read as `extractor(udaf(...),
 builds in is skipped: the built-in function is used (so Tigon's or GS-lite's
 whole external_fcns.def may be given as it is).
 
+Every catalog has a first layer: gsqlc's library of GS-lite's aggregates
+(data/gsqlc_aggregates.def; their sources are runtime_c/udaf_lib/).  A
+user's declaration of a name that library declares is skipped too.
+
 Every error is a QueryError located at the def line, rule 'function-def',
 naming the function: an unknown type or modifier, a SUBAGGR without its
 SUPERAGGR, a split whose types do not chain, an EXTR whose aggregate or
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from functools import lru_cache
 from typing import Callable, Optional, Sequence
 
 from ..errors import QueryError
@@ -151,9 +156,36 @@ def _constant_result(t: Type) -> Callable[[Optional[Type]], Optional[Type]]:
     return lambda _arg: t
 
 
+def library_def_path() -> str:
+    """gsqlc's def file of GS-lite's aggregates (its first catalog layer)."""
+    from ..resources import data_path
+    return str(data_path(LIBRARY_DEF))
+
+
+LIBRARY_DEF = "gsqlc_aggregates.def"
+
+
+@lru_cache(maxsize=None)
+def _library_decls() -> tuple[FunctionDecl, ...]:
+    return tuple(parse_function_defs(library_def_path()))
+
+
+def is_library_decl(decl: object) -> bool:
+    """Whether a declaration is one of gsqlc's library (its sources are
+    runtime_c/udaf_lib/, built into a set that calls it)."""
+    span = getattr(decl, "span", None)
+    return span is not None and span.file == library_def_path()
+
+
+def library_names() -> frozenset[str]:
+    """The lower-cased names the library declares."""
+    return frozenset(d.name.lower() for d in _library_decls())
+
+
 def load_catalog(def_files: Sequence[str]) -> Catalog:
-    """The catalog of the built-in functions and those of `def_files`."""
-    decls: list[FunctionDecl] = []
+    """The catalog of the built-in functions, gsqlc's library of GS-lite's
+    aggregates and the user's `def_files`."""
+    decls: list[FunctionDecl] = list(_library_decls())
     for f in def_files:
         decls.extend(parse_function_defs(f))
     return catalog_of(decls, tuple(def_files))
@@ -167,11 +199,14 @@ def catalog_of(decls: Sequence[FunctionDecl], def_files: tuple[str, ...] = ()) -
     states: dict[str, int] = {}
     sfuns: list[FunctionDecl] = []
     seen: dict[tuple[str, str, tuple[str, ...]], FunctionDecl] = {}
+    library = {d.name.lower() for d in decls if is_library_decl(d)}
     for d in decls:
         _check_modifiers(d)
         low = d.name.lower()
         if d.kind in ("FUN", "PRED", "UDAF", "EXTR") and (low in SCALARS or low in AGGREGATES):
             continue    # gsqlc's own
+        if low in library and not is_library_decl(d):
+            continue    # gsqlc's library's
         sig = (d.kind if d.kind != "PRED" else "FUN", low,
                tuple(p.type.lower() for p in d.params))
         if d.kind != "STATE" and sig in seen:
@@ -244,4 +279,5 @@ def catalog_of(decls: Sequence[FunctionDecl], def_files: tuple[str, ...] = ()) -
                    def_files=def_files)
 
 
-__all__ = ["load_catalog", "catalog_of", "ParamDecl"]
+__all__ = ["load_catalog", "catalog_of", "ParamDecl", "is_library_decl", "library_def_path",
+           "library_names"]

@@ -1,0 +1,46 @@
+/* gsqlc_udaf_lib.h -- what the LFTA (C) and HFTA (C++) halves of gsqlc's
+ * library of GS-lite's aggregates share: the layout of the partial results
+ * an LFTA sub-aggregate sends to its HFTA super-aggregate, and the marking
+ * of every definition as weak (a user's --udf source defining the same
+ * function in Tigon's convention takes precedence).
+ *
+ * The declarations are compiler/gsqlc/data/gsqlc_aggregates.def; gsqlc
+ * writes their prototypes (gsqlc_udf.h) for the units calling them.
+ * Partials are byte strings in the host's byte order, read with memcpy. */
+#ifndef GSQLC_UDAF_LIB_H
+#define GSQLC_UDAF_LIB_H
+
+#include "gsconfig.h"
+#include "gstypes.h"
+
+#define GSQ_LIB __attribute__((weak))
+
+/* count_diff: an LFTA partial {runs u32, first u64, last u64} (20 bytes);
+ * values widen to 64 bits (signed ones sign-extended), strings are hashed. */
+#define GSQ_CD_PARTIAL 20
+/* avg_udaf: {sum i64, count u32} (12 bytes), partial and result alike */
+#define GSQ_AVG_BYTES 12
+/* running_array_aggr: an LFTA holds up to 4 values, {n u8, values u32[4]} */
+#define GSQ_RA_MAX 4
+/* quantiles: an LFTA scratchpad is {n u32, pad u32, values[]} */
+#define GSQ_Q_HEAD 8
+
+/* a 64-bit hash of a byte string (FNV-1a, then a 64-bit finalizer mixing
+ * every input bit into every output bit) */
+static inline gs_uint64_t gsq_lib_hash(const void *p, gs_int32_t len)
+{
+    const unsigned char *b = (const unsigned char *)p;
+    gs_uint64_t h = 0xcbf29ce484222325ULL;
+    for (gs_int32_t i = 0; i < len; i++) {
+        h ^= b[i];
+        h *= 0x100000001b3ULL;
+    }
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
+
+#endif
