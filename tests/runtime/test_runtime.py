@@ -936,7 +936,7 @@ def test_heartbeat_option_errors(build, tmp_path):
              ["columnar", "on"], ["columnar", "off"], ["columnar", "auto"],
              ["max_groups", "0"], ["max_groups", "x"], ["max_groups", ""], ["max_groups", "5"],
              ["ip_format", "hex"], ["ip_format", "int"], ["ip_format", "text"],
-             ["bogus", "1"]]
+             ["bogus", "1"], ["prop:x", "1"], ["prop:a:Dir", "in"]]
     r = run(build, tmp_path, "hb", do_run=False, options=opts)
     errs = [e[1] for e in r.setup_errors]
     assert errs == [
@@ -1001,7 +1001,8 @@ def test_heartbeat_option_errors(build, tmp_path):
         "columnar, heartbeat_interval, max_skew:NAME, out_of_order:NAME, latency:NAME, skew:FROM:TO, "
         "hb_estimate, hb_level, hb_horizon, hb_window, hb_alpha, hb_timeout, time_unit:NAME, "
         "arrival:NAME, stall_intervals, max_groups, ip_format, trace, arrow_heartbeats, final_heartbeat, "
-        "arrow_flush, pcap_reader, pcap_range:NAME)",
+        "arrow_flush, pcap_reader, pcap_range:NAME, prop:NAME:PROPERTY)",
+        "option 'prop:x': expected prop:INTERFACE:PROPERTY",
     ]
 
 
