@@ -154,9 +154,7 @@ def test_query_errors_are_located(gsqlc, tmp_path, text, rule, where, needle):
 
 
 @pytest.mark.parametrize("text,what", [
-    ("select tb, count(*) from SALES group by time/60 as tb cleaning_when count(*) > 2", "CLEANING_WHEN"),
-    ("select tb, count(*) from SALES group by time/60 as tb, store supergroup tb", "SUPERGROUP"),
-    ("select tb, store, sum$(qty) from SALES group by time/60 as tb, store", "super-aggregate"),
+    ("select time from far.eth0.SALES", "remote host far"),
 ])
 def test_later_features_are_refused_not_ignored(gsqlc, tmp_path, text, what):
     p, q = run_query(gsqlc, tmp_path, text)

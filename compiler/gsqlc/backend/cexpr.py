@@ -64,8 +64,12 @@ class EmitContext:
     # names read
     iface_prop_ref: Optional[Callable[[str], str]] = None
     iface_props: set[str] = field(default_factory=set)
-    # a functor's stateful-function state blocks: STATE name -> member class
+    # a functor's stateful-function state blocks: STATE name -> member class;
+    # how code reaches a block (a functor member, or its supergroup's) and
+    # the number of groups a stateful function is told of
     states: dict[str, str] = field(default_factory=dict)
+    state_ref: Callable[[str], str] = lambda st: f"sf_{st}.get()"
+    samples_ref: str = "0"
     partial_ok: bool = False
     partial_used: bool = False
 
@@ -418,7 +422,7 @@ class CEmitter:
         lead = []    # the state, the failure flag, the handles in slot order (user_code.py)
         if f.state is not None:
             ctx.states[f.state] = ctx.user.state(f)
-            lead.append(f"sf_{c_identifier(f.state)}.get()")
+            lead += [ctx.state_ref(c_identifier(f.state)), ctx.samples_ref]
         if f.partial:
             ctx.partial_used = True
             lead.append("failed_")

@@ -31,12 +31,13 @@ from ..planner.nodes import (
     LftaNode,
     LftaSelect,
     PlanNode,
+    SamplingPlan,
 )
 from ..planner.plan import Plan, describe_expr
 from ..resources import cache_root, resource_dir
 from ..semantics import catalog
 from ..semantics.analyze import Column, StreamDef
-from ..semantics.bound import AccumRef, AggRef, FieldRef, GroupRef, key, walk
+from ..semantics.bound import AccumRef, AggRef, FieldRef, GroupRef, SuperAggRef, key, walk
 from ..semantics.types import Temporal, Type
 from .cescape import c_comment, c_identifier, c_string
 from .cexpr import CEmitter, EmitContext, field_member
@@ -1090,12 +1091,21 @@ class Generator:
                 if ap.final == "avg":
                     return f"((double)s.a{ap.accums[0]} / (double)s.a{ap.accums[1]})"
                 return accum_ref(ap.accums[0])
+            if isinstance(e, SuperAggRef):   # a sampling query's supergroup
+                assert isinstance(n, HftaAggregate) and n.sampling is not None
+                op = n.sampling.superaggs[e.index][0]
+                return "sg.n_groups" if op == "count_distinct" else f"sg.sa{e.index}"
             return None
 
+        sampling = n.sampling if isinstance(n, HftaAggregate) else None
         ctx = EmitContext(resolve, lambda p: f"p_{c_identifier(p)}", user=self.user,
                           functor=True, partial_ok=True,
                           regex_ref=lambda v: f"{v}.get()",   # a gsq::regex member
                           const_prefix=ident + "_k")
+        if sampling is not None:
+            # stateful functions use their supergroup's block, told its groups
+            ctx.state_ref = lambda st: f"sg.sf_{st}.get()"
+            ctx.samples_ref = "(int)sg.n_groups"
         em = CEmitter(ctx)
         p_decls, p_init = param_inits(n.params, lambda p: f"p_{c_identifier(p)}", "return;")
         data = {
@@ -1232,7 +1242,51 @@ class Generator:
                     flush_policy=("gsq::flush_policy::immediate" if n.flush == "immediate"
                                   else "gsq::flush_policy::slow"),
                     operator=(f"gsq::running_op<{functor}>" if n.closing is not None else None))
+        if sampling is not None:
+            return self._sample_render(n, sampling, em, ctx, data)
         return self.env.get_template("hfta/aggregate.cpp.j2").render(**data)
+
+    def _sample_render(self, n: HftaAggregate, sp: SamplingPlan, em: CEmitter,
+                       ctx: EmitContext, data: dict) -> str:
+        """A sampling query's functor (gsq::sampling_op): the aggregation's
+        parts, and the supergroup's key, super-aggregates and states."""
+        sg_members, sg_key_members, sg_key_eq, sg_key_hash, sg_fill = [], [], [], [], []
+        for i in sp.supergroup:
+            t = n.group_by[i][1].info.type
+            sg_key_members.append(f"std::string k{i};" if t is Type.STRING
+                                  else f"{t.c_type} k{i}{{}};")
+            sg_key_eq.append(key_equal(t, f"a.k{i}", f"b.k{i}"))
+            sg_key_hash.append(key_hash_step(t, f"k.k{i}"))
+            sg_fill.append(f"g.k{i} = k.k{i};")
+        sg_update = []
+        for j, (op, arg, t) in enumerate(sp.superaggs):
+            if op == "count_distinct":
+                continue
+            sg_members.append(f"{t.c_type} sa{j}{{}};")
+            if op == "count":
+                sg_update.append(f"sg.sa{j} += 1;")
+                continue
+            assert arg is not None
+            val = em.as_type(arg, t)
+            if op == "sum":
+                sg_update += fold("sum", t, f"sg.sa{j}", val, False, True)
+            else:   # min, max: the first value, then folded
+                sg_members.append(f"bool sa{j}_set = false;")
+                sg_update.append(f"if (!sg.sa{j}_set) {{ sg.sa{j} = {val}; sg.sa{j}_set = true; }}")
+                sg_update += [f"else {x}" for x in fold(op, t, f"sg.sa{j}", val, False, True)]
+        cw = em.expr(sp.cleaning_when) if sp.cleaning_when is not None else "false"
+        cb = em.expr(sp.cleaning_by) if sp.cleaning_by is not None else "true"
+        # every state a stateful function of the query uses (emission above
+        # collected them)
+        states = [{"cls": cls, "var": f"sf_{c_identifier(st)}"}
+                  for st, cls in sorted(ctx.states.items())]
+        sg_members += [f"{st['cls']} {st['var']};" for st in states]
+        data.update(sg_members=sg_members, sg_key_members=sg_key_members,
+                    sg_key_eq=" && ".join(sg_key_eq) or "true", sg_key_hash=sg_key_hash,
+                    sg_key_fill=sg_fill, sg_update=sg_update, states=states,
+                    cleaning_when=cw, cleaning_by=cb, handles=ctx.handles, partial=ctx.partial_used,
+                    constants=ctx.constants, regexes=_regex_data(ctx))
+        return self.env.get_template("hfta/sample.cpp.j2").render(**data)
 
 
 # The Generator method rendering each kind of node.

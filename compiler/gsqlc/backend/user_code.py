@@ -132,8 +132,8 @@ class UserCode:
             for f in fs.values():
                 out[f.name] = f.decl
         for name, _, f in self.states.values():
-            out[f"_sfun_state_clean_init_{name}"] = f.decl
-            out[f"_sfun_state_destroy_{name}"] = f.decl
+            for step in ("clean_init", "destroy", "dirty_init", "final_init"):
+                out[f"_sfun_state_{step}_{name}"] = f.decl
         for f, slot in self.handles.values():
             out[f"register_handle_for_{f.name}_slot_{slot}"] = f.decl
             out[f"deregister_handle_for_{f.name}_slot_{slot}"] = f.decl
@@ -212,9 +212,10 @@ def _scalar_code(i: str, f: ScalarFunction, cxx: bool) -> list[str]:
     passed = [f"h{k}" if k in f.handle_args else next(it) for k in range(len(params))]
     lead = (["bool &failed_"] if f.partial else []) + handles
     if f.state is not None:
-        # a selection has no groups: curr_num_samples is 0
-        lead = ["void *state_", *lead]
-        passed = ["state_", "0", *passed]
+        # the state block and curr_num_samples: its supergroup's groups
+        # (0 in a selection)
+        lead = ["void *state_", "int samples_", *lead]
+        passed = ["state_", "samples_", *passed]
     body = [f"static inline {rt.c_type} gsq_udf_{i}({', '.join(lead + decls) or 'void'})", "{"]
     body += ["    " + s for s in stmts]
     if by_pointer:
@@ -268,21 +269,57 @@ def _handle_class(cls: str, f: ScalarFunction, slot: int) -> list[str]:
 
 
 def _state_class(cls: str, name: str, nbytes: int, f: ScalarFunction) -> list[str]:
-    """An HFTA functor's member holding a STATE block for its life: clean
-    init when the functor starts, destroy with it."""
+    """A STATE block of stateful functions (Tigon's convention): empty until
+    clean() (_sfun_state_clean_init_) or dirty() from the previous window's
+    block (_sfun_state_dirty_init_); final() before a window's output
+    (_sfun_state_final_init_); destroyed with its holder (_sfun_state_destroy_).
+    Its block stays put while a supergroup table moves its holder."""
     init, destroy = f"_sfun_state_clean_init_{name}", f"_sfun_state_destroy_{name}"
+    dirty, final = f"_sfun_state_dirty_init_{name}", f"_sfun_state_final_init_{name}"
     return [f"// STATE {name}: the block its stateful functions share ({_where(f.decl)})",
             f"void {init}(void *);", f"void {destroy}(void *);",
+            f"void {dirty}(void *, void *, int);", f"void {final}(void *, int);",
             f"class {cls} {{",
             f"    struct block {{ alignas(16) char b[{nbytes}]; }};",
             "    std::unique_ptr<block> b_;",
+            "    void release() noexcept",
+            "    {",
+            f"        if (b_) {destroy}(b_->b);",
+            "        b_.reset();",
+            "    }",
             "",
             "public:",
-            f"    {cls}() : b_(std::make_unique<block>()) {{ {init}(b_->b); }}",
+            f"    {cls}() = default;",
+            f"    {cls}({cls} &&o) noexcept : b_(std::move(o.b_)) {{}}",
+            f"    {cls} &operator=({cls} &&o) noexcept",
+            "    {",
+            "        if (this != &o) {",
+            "            release();",
+            "            b_ = std::move(o.b_);",
+            "        }",
+            "        return *this;",
+            "    }",
             f"    {cls}(const {cls} &) = delete;",
             f"    {cls} &operator=(const {cls} &) = delete;",
-            f"    ~{cls}() {{ {destroy}(b_->b); }}",
-            "    void *get() const { return b_->b; }",
+            f"    ~{cls}() {{ release(); }}",
+            "    void clean()",
+            "    {",
+            "        release();",
+            "        b_ = std::make_unique<block>();",
+            f"        {init}(b_->b);",
+            "    }",
+            f"    void dirty(const {cls} &old, int n)",
+            "    {",
+            "        if (!old.b_) {",
+            "            clean();",
+            "            return;",
+            "        }",
+            "        release();",
+            "        b_ = std::make_unique<block>();",
+            f"        {dirty}(b_->b, old.b_->b, n);",
+            "    }",
+            f"    void final(int n) {{ if (b_) {final}(b_->b, n); }}",
+            "    void *get() const { return b_ ? b_->b : nullptr; }",
             "};", ""]
 
 

@@ -45,6 +45,9 @@ def _operator(n: PlanNode) -> str:
         if n.closing is not None:
             return ("C++ HFTA, gsq::running_op (a running aggregation: its groups carry over "
                     "from epoch to epoch until CLOSING_WHEN holds)")
+        if n.sampling is not None:
+            return ("C++ HFTA, gsq::sampling_op (a sampling query: groups in supergroups, "
+                    "cleaned as CLEANING_WHEN/CLEANING_BY say)")
         return f"C++ HFTA, gsq::groupby_op ({n.flush} flush)"
     assert isinstance(n, HftaSelect), type(n).__name__
     return "C++ HFTA, gsq::selection_op"
@@ -151,6 +154,18 @@ def _node_lines(n: PlanNode) -> list[str]:
         lines.append("    HAVING   " + describe_expr(n.having, n))
     if isinstance(n, HftaAggregate) and n.closing is not None:
         lines.append("    CLOSING_WHEN " + describe_expr(n.closing, n))
+    if isinstance(n, HftaAggregate) and n.sampling is not None:
+        sp = n.sampling
+        lines.append("    SUPERGROUP " + (", ".join(n.group_by[i][0] for i in sp.supergroup)
+                                         or "ALL (one per window)"))
+        if sp.superaggs:
+            lines.append("    SUPER-AGGREGATES " + ", ".join(
+                n.query.sampling.superaggs[j].text for j in range(len(sp.superaggs))
+                if n.query.sampling is not None))
+        if sp.cleaning_when is not None:
+            lines.append("    CLEANING_WHEN " + describe_expr(sp.cleaning_when, n))
+        if sp.cleaning_by is not None:
+            lines.append("    CLEANING_BY " + describe_expr(sp.cleaning_by, n))
     cols = []
     select = n.select if isinstance(n, PROJECTING) else ()
     exprs = [describe_expr(e, n) for _, e in select] if select else \

@@ -180,6 +180,17 @@ class HftaAggregate(_Grouped, HftaNode):
     # carried into the next epoch -- regular aggregates empty again, RUNNING
     # user aggregates told (REINIT)
     closing: Optional[ast.Expr] = None
+    # a sampling query (gsq::sampling_op): supergroups, super-aggregates
+    # (their arguments over the input), CLEANING_WHEN / CLEANING_BY
+    sampling: Optional["SamplingPlan"] = None
+
+
+@dataclass(frozen=True)
+class SamplingPlan:
+    supergroup: tuple[int, ...]                                # group-by indices
+    superaggs: tuple[tuple[str, Optional[ast.Expr], Type], ...]  # (op, arg, type)
+    cleaning_when: Optional[ast.Expr] = None
+    cleaning_by: Optional[ast.Expr] = None
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)

@@ -26,7 +26,18 @@ from typing import Iterable, Optional, Sequence
 
 from ..frontend import ast
 from ..semantics.analyze import AggCall, AnalyzedQuery, Column, JoinInfo, MergeInfo, StreamDef
-from ..semantics.bound import AccumRef, AggRef, ExprInfo, FieldRef, GroupRef, key, rebuild, to_text, walk
+from ..semantics.bound import (
+    AccumRef,
+    AggRef,
+    ExprInfo,
+    FieldRef,
+    GroupRef,
+    SuperAggRef,
+    key,
+    rebuild,
+    to_text,
+    walk,
+)
 from ..semantics.types import Temporal, Type
 from .nodes import (
     DEFAULT_FLUSH,
@@ -48,6 +59,7 @@ from .nodes import (
     LftaSelect,
     Named,
     PlanNode,
+    SamplingPlan,
     fields_of,
 )
 from .policies import MAX_DISORDER
@@ -368,9 +380,10 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
     hfta_disorder = _disorder(q, "max_hfta_disorder", defaults.max_hfta_disorder)
     flush = _flush(q, defaults.flush)
     hfta_flush = "immediate" if flush == "immediate" else "slow"
-    if q.closing is not None:
-        # a running aggregation carries its groups from epoch to epoch: it
-        # takes its input in order (and so its LFTA hands epochs on whole)
+    if q.closing is not None or q.sampling is not None:
+        # a running aggregation carries its groups from epoch to epoch, a
+        # sampling query its supergroups' states: in order (and so their
+        # LFTA hands epochs on whole)
         hfta_disorder = 1
     lfta_disorder, lfta_flush = _lfta_reach(
         _disorder(q, "max_lfta_disorder", defaults.max_lfta_disorder), flush, hfta_disorder)
@@ -387,7 +400,7 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
             return [HftaAggregate(name=q.name, query=q, output=q.output, where=tuple(q.where),
                                   select=tuple(q.select), group_by=tuple(gb),
                                   accums=tuple(accums), aggs=tuple(aggplans), having=q.having,
-                                  closing=q.closing,
+                                  closing=q.closing, sampling=_sampling_plan(q, None),
                                   inputs=(src.stream.name,), input_defs=(src.stream,),
                                   params=q.params, disorder=hfta_disorder, flush=hfta_flush,
                                   note="reads a stream: runs entirely as an HFTA")]
@@ -430,7 +443,9 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
                          or (_lfta_safe(a.arg) and _fixed_size(a.arg.info.type))
                          for a in q.aggs)
                  and all(a.func.lfta_legal for a in q.aggs)
-                 and all(_udaf_splits(a) for a in q.aggs if a.func.udaf is not None))
+                 and all(_udaf_splits(a) for a in q.aggs if a.func.udaf is not None)
+                 # a sampling query's cleaning removes groups: no partials
+                 and q.sampling is None)
     if can_split:
         # LFTA sub-aggregate: emits group keys and accumulators (partials).
         lselect: list[Named] = []
@@ -470,7 +485,9 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
                    for acc, lacc in zip(accums, laccums)]
         hagg = HftaAggregate(name=q.name, query=q, output=q.output, select=tuple(q.select),
                              group_by=tuple(hgb), accums=tuple(haccums), aggs=tuple(aggplans),
-                             having=q.having, closing=q.closing, inputs=(lname,), input_defs=(lout,),
+                             having=q.having, closing=q.closing,
+                             sampling=_sampling_plan(q, None),
+                             inputs=(lname,), input_defs=(lout,),
                              params=q.params, disorder=hfta_disorder, flush=hfta_flush,
                              note="super-aggregate of the LFTA partials")
         return [lagg, hagg]
@@ -482,20 +499,37 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
     haccums = [Accum(a.op, a.type, pd.push(a.expr) if a.expr is not None else None, a.name,
                      args=tuple(pd.push(x) for x in a.args), udaf=a.udaf)
                for a in accums]
+    sampling = _sampling_plan(q, pd)   # its super-aggregates' arguments read too
     lout = pd.stream(lname)
     lfta = LftaSelect(name=lname, query=q, output=lout, where=tuple(lfta_where),
                       select=tuple(pd.cols), protocol=proto, iface=iface, params=q.params,
                       note="selection and projection only: " + (
+                          "a sampling query (supergroups, cleaning) runs in the HFTA"
+                          if q.sampling is not None else
                           "a user-defined aggregate runs in the HFTA"
                           if any(a.func.udaf is not None for a in q.aggs) else
                           "a group-by key, predicate or aggregate argument needs an "
                           "HFTA-only or expensive function or a string"))
     hagg = HftaAggregate(name=q.name, query=q, output=q.output, where=tuple(hfta_where),
                          select=tuple(q.select), group_by=tuple(hgb), accums=tuple(haccums),
-                         aggs=tuple(aggplans), having=q.having, closing=q.closing, inputs=(lname,),
+                         aggs=tuple(aggplans), having=q.having, closing=q.closing,
+                         sampling=sampling, inputs=(lname,),
                          input_defs=(lout,), params=q.params, disorder=hfta_disorder,
                          flush=hfta_flush, note="the whole aggregation")
     return [lfta, hagg]
+
+
+def _sampling_plan(q: AnalyzedQuery, pd: Optional["_Pushdown"]) -> Optional[SamplingPlan]:
+    """A sampling query's plan, super-aggregate arguments read through pd
+    (the LFTA's columns) when it has an LFTA."""
+    sp = q.sampling
+    if sp is None:
+        return None
+    return SamplingPlan(
+        tuple(sp.supergroup),
+        tuple((sa.op, pd.push(sa.arg) if pd is not None and sa.arg is not None else sa.arg,
+               sa.type) for sa in sp.superaggs),
+        sp.cleaning_when, sp.cleaning_by)
 
 
 def _udaf_splits(a: AggCall) -> bool:
@@ -762,5 +796,7 @@ def describe_expr(e: ast.Expr, node: PlanNode) -> str:
                 return f"{a.udaf.name}({', '.join(to_text(y) for y in a.args)})"
             inner = to_text(a.expr) if a.expr is not None else "1"
             return f"{a.op}({inner})"
+        if isinstance(x, SuperAggRef) and node.query.sampling is not None:
+            return node.query.sampling.superaggs[x.index].text
         return None
     return to_text(e, names)

@@ -24,6 +24,7 @@ from .bound import (
     ExprInfo,
     FieldRef,
     GroupRef,
+    SuperAggRef,
     children,
     conjuncts,
     key,
@@ -106,6 +107,27 @@ class AggCall:
 
 
 @dataclass
+class SuperAggCall:
+    """A super-aggregate f$(x) of a sampling query: count$ (tuples), sum$,
+    min$, max$ over the supergroup's tuples of the window, count_distinct$()
+    its groups."""
+    op: str                            # count | sum | min | max | count_distinct
+    arg: Optional[ast.Expr]            # bound; None for count$(*), count_distinct$()
+    type: Type
+    text: str
+
+
+@dataclass
+class SamplingInfo:
+    """A sampling query (SUPERGROUP, f$, CLEANING_WHEN/BY, stateful
+    functions in an aggregation): Tigon SQL User Manual 6.2.13."""
+    supergroup: list[int] = field(default_factory=list)   # group-by indices
+    superaggs: list[SuperAggCall] = field(default_factory=list)
+    cleaning_when: Optional[ast.Expr] = None
+    cleaning_by: Optional[ast.Expr] = None
+
+
+@dataclass
 class JoinInfo:
     """A two-input join: input 0 is the left (R), 1 the right (S)."""
     kind: str                              # inner | left | right | full
@@ -150,6 +172,8 @@ class AnalyzedQuery:
     catalog: catalog.Catalog = field(default_factory=lambda: catalog.BUILTIN, repr=False)
     # CLOSING_WHEN (a running aggregation), bound as HAVING is
     closing: Optional[ast.Expr] = None
+    # a sampling query's supergroup, super-aggregates and cleaning
+    sampling: Optional[SamplingInfo] = None
 
     @property
     def is_aggregate(self) -> bool:
@@ -166,21 +190,9 @@ def not_supported(span: ast.Span, what: str) -> QueryError:
 
 
 def check_supported(q: ast.Query) -> None:
-    for clause, what in ((q.cleaning_when, "CLEANING_WHEN"),
-                         (q.cleaning_by, "CLEANING_BY")):
-        if clause is not None:
-            raise not_supported(clause.span, what)
-    if q.supergroup:
-        raise not_supported(q.supergroup_span or q.span, "SUPERGROUP")
     for g in q.group_by:
         if isinstance(g, ast.GroupingSets):   # expanded before analysis (grouping_sets.py)
             raise not_supported(g.span, g.kind.upper())
-    exprs = [s.expr for s in q.select] + [x for x in (q.where, q.having) if x is not None]
-    exprs += [g.expr for g in q.group_by if isinstance(g, ast.GroupItem)]
-    for e in exprs:
-        for n in walk(e):
-            if isinstance(n, ast.Call) and n.superagg:
-                raise not_supported(n.span, f"the super-aggregate {n.name}$")
 
 
 # ---------------------------------------------------------------- binding
@@ -313,6 +325,9 @@ class Binder:
                 return self.scope.lookup(n)
             if isinstance(n, ast.DefineRef):
                 return _define_literal(n.name, self.q, n.span)
+            if isinstance(n, ast.Call) and n.superagg:
+                raise QueryError(n.span, "aggregate-not-allowed",
+                                 f"super-aggregate {n.name}$() is not allowed in {where}")
             if isinstance(n, ast.Call) and _is_aggregate_call(n, self.q.catalog):
                 raise QueryError(n.span, "aggregate-not-allowed",
                                 f"aggregate {n.name}() is not allowed in {where}")
@@ -326,7 +341,7 @@ class Binder:
 
         def has_agg_or_alias(n: ast.Expr) -> bool:
             for m in walk(n):
-                if isinstance(m, ast.Call) and _is_aggregate_call(m, q.catalog):
+                if isinstance(m, ast.Call) and (m.superagg or _is_aggregate_call(m, q.catalog)):
                     return True
                 if isinstance(m, ast.ColumnRef) and m.table is None and \
                         any(g.name == m.name for g in q.group_by):
@@ -338,6 +353,8 @@ class Binder:
                 for i, g in enumerate(q.group_by):
                     if g.name == n.name:
                         return _group_ref(q, i, n.span)
+            if isinstance(n, ast.Call) and n.superagg:
+                return self.bind_superagg(n)
             if isinstance(n, ast.Call) and _is_aggregate_call(n, q.catalog):
                 extr = _extraction_call(n, q.catalog,
                                         lambda a: self.bind_fields(a, where).info.type)
@@ -397,6 +414,52 @@ class Binder:
         self.q.aggs.append(AggCall(agg, arg, rt, c.span, text))
         return _agg_ref(self.q, len(self.q.aggs) - 1, c.span)
 
+
+    def bind_superagg(self, c: ast.Call) -> SuperAggRef:
+        """f$(x): a super-aggregate of a sampling query's supergroup."""
+        sampling = self.q.sampling
+        if sampling is None:
+            raise QueryError(c.span, "sampling", f"super-aggregate {c.name}$ outside an "
+                             "aggregation")
+        op = c.name.lower()
+        star = len(c.args) == 1 and isinstance(c.args[0], ast.Star)
+        arg: Optional[ast.Expr] = None
+        if op == "count_distinct":
+            if c.args and not star:
+                raise QueryError(c.span, "bad-arguments",
+                                 "count_distinct$() counts the supergroup's groups: it takes "
+                                 "no argument")
+            t = Type.ULLONG
+        elif op in ("count", "sum", "min", "max"):
+            if star:
+                if op != "count":
+                    raise QueryError(c.span, "bad-arguments", f"{c.name}$(*): only count$(*)")
+            elif len(c.args) != 1:
+                raise QueryError(c.span, "bad-arguments", f"{c.name}$ takes one argument")
+            else:
+                arg = self.bind_fields(c.args[0], f"the argument of {c.name}$")
+            at = arg.info.type if arg is not None else None
+            if op == "count":
+                t = Type.ULLONG
+            elif at is None or not at.is_numeric:
+                raise QueryError(c.span, "type-mismatch",
+                                 f"super-aggregate {c.name}$ takes a number, got {at}")
+            elif op == "sum":
+                t = Type.FLOAT if at is Type.FLOAT else (
+                    Type.LLONG if at.is_signed else Type.ULLONG)
+            else:
+                t = at
+        else:
+            raise QueryError(c.span, "unknown-function",
+                             f"unknown super-aggregate {c.name}$ (count$, sum$, min$, max$, "
+                             "count_distinct$)")
+        from .bound import to_text
+        k = (op, key(arg) if arg is not None else None)
+        for i, sa in enumerate(sampling.superaggs):
+            if (sa.op, key(sa.arg) if sa.arg is not None else None) == k:
+                return SuperAggRef(i, info=ExprInfo(sa.type), span=c.span)
+        sampling.superaggs.append(SuperAggCall(op, arg, t, to_text(c)))
+        return SuperAggRef(len(sampling.superaggs) - 1, info=ExprInfo(t), span=c.span)
 
     def bind_udaf(self, c: ast.Call) -> AggRef:
         """A call of a user-defined aggregate: its overload by the argument
@@ -784,10 +847,8 @@ def _infer_user_call(e: ast.Call, q: AnalyzedQuery) -> ExprInfo:
     handle and drops the tuple a PARTIAL function has no value for)."""
     f = _pick_overload(e, q.catalog.scalar_overloads(e.name), lambda x: x.params, e.args)
     _check_user_args(e, f.name, e.args, f.handle_args, f.const_args)
-    if f.state is not None and (q.query.group_by or q.query.is_merge or len(q.sources) != 1):
-        # a sampling query's state lives per supergroup (CLEANING_WHEN/BY)
-        raise not_supported(e.span, f"the stateful function {f.name} in an aggregation, join "
-                            "or merge (a selection over one source may call it)")
+    if f.state is not None and (q.query.is_merge or len(q.sources) != 1):
+        raise not_supported(e.span, f"the stateful function {f.name} in a join or merge")
     hfta_only = bool(f.handle_args) or f.partial or f.state is not None
     info = _merge_flags(ExprInfo(f.result_type([])), *e.args)
     info = dataclasses.replace(info, lfta_ok=info.lfta_ok and f.lfta_legal and not hfta_only,
@@ -838,6 +899,8 @@ def analyze_query(q: ast.Query, name: str, file: str, sources: list[Source],
     b = Binder(aq)
     if q.is_merge:
         return _analyze_merge(aq, b)
+    if _is_sampling(q, functions):
+        aq.sampling = SamplingInfo()
     # WHERE
     for c in conjuncts(q.where):
         bc = b.bind_fields(c, "WHERE")
@@ -885,7 +948,11 @@ def analyze_query(q: ast.Query, name: str, file: str, sources: list[Source],
         if hb.info.type is not Type.BOOL:
             raise _err_type(q.having, f"HAVING must be bool, got {hb.info.type}")
         aq.having = hb
+    if aq.sampling is not None:
+        _analyze_sampling(aq, b)
     if q.closing_when is not None:
+        if aq.sampling is not None:
+            raise not_supported(q.closing_when.span, "CLOSING_WHEN in a sampling query")
         if not grouped or not aq.group_by:
             raise QueryError(q.closing_when.span, "closing-when",
                              "CLOSING_WHEN needs a GROUP BY: it says when a running "
@@ -910,6 +977,63 @@ def analyze_query(q: ast.Query, name: str, file: str, sources: list[Source],
                                         if e.info.temporal.is_temporal else Temporal.NONE)
                                  for n, e in aq.select])
     return aq
+
+
+def _is_sampling(q: ast.Query, cat: catalog.Catalog) -> bool:
+    """Whether q is a sampling query: SUPERGROUP, CLEANING_WHEN/BY, a
+    super-aggregate, or a stateful function in an aggregation."""
+    if q.supergroup or q.cleaning_when is not None or q.cleaning_by is not None:
+        return True
+    exprs = [s.expr for s in q.select] + [x for x in (q.where, q.having) if x is not None]
+    exprs += [g.expr for g in q.group_by if isinstance(g, ast.GroupItem)]
+    calls = [n for e in exprs for n in walk(e) if isinstance(n, ast.Call)]
+    if any(c.superagg for c in calls):
+        return True
+    return bool(q.group_by) and any(
+        f.state is not None for c in calls for f in cat.scalar_overloads(c.name))
+
+
+def _analyze_sampling(aq: AnalyzedQuery, b: "Binder") -> None:
+    """SUPERGROUP (group-by variables, not temporal ones), CLEANING_WHEN and
+    CLEANING_BY (both or neither), bound as HAVING is."""
+    q, sampling = aq.query, aq.sampling
+    assert sampling is not None
+    span = q.supergroup_span or q.span
+    if not aq.group_by:
+        raise QueryError(span, "sampling", "a sampling query (SUPERGROUP, CLEANING_WHEN/BY, "
+                         "super-aggregates, stateful functions) needs a GROUP BY with a "
+                         "temporal variable: its windows")
+    for g in aq.group_by:
+        for n in walk(g.expr):
+            f = n.info.func if isinstance(n, ast.Call) and n.info is not None else None
+            if f is not None and f.state is not None:
+                raise QueryError(n.span, "sampling", f"the stateful function {f.name} in GROUP "
+                                 "BY: a group's values decide its supergroup, whose state the "
+                                 "function reads")
+    for name in q.supergroup:
+        idx = next((i for i, g in enumerate(aq.group_by) if g.name == name), None)
+        if idx is None:
+            raise QueryError(span, "sampling", f"SUPERGROUP variable '{name}' is not a GROUP "
+                             "BY variable (" + ", ".join(g.name for g in aq.group_by) + ")")
+        if aq.group_by[idx].expr.info.temporal.is_temporal:
+            raise QueryError(span, "sampling", f"SUPERGROUP variable '{name}' is temporal: a "
+                             "supergroup lives within its window")
+        if idx not in sampling.supergroup:
+            sampling.supergroup.append(idx)
+    if (q.cleaning_when is None) != (q.cleaning_by is None):
+        given = q.cleaning_when if q.cleaning_when is not None else q.cleaning_by
+        assert given is not None
+        raise QueryError(given.span, "sampling", "CLEANING_WHEN and CLEANING_BY go together: "
+                         "the one says when a cleaning phase runs, the other which groups it "
+                         "keeps")
+    for clause, attr in ((q.cleaning_when, "cleaning_when"), (q.cleaning_by, "cleaning_by")):
+        if clause is None:
+            continue
+        what = attr.upper()
+        bound = b.bind_grouped(clause, what)
+        if bound.info.type is not Type.BOOL:
+            raise _err_type(clause, f"{what} must be bool, got {bound.info.type}")
+        setattr(sampling, attr, bound)
 
 
 # ---------------------------------------------------------------- joins

@@ -58,8 +58,16 @@ class AccumRef(ast.Expr):
     info: ExprInfo = field(kw_only=True, repr=False)
 
 
-BoundRef = Union[FieldRef, GroupRef, AggRef, AccumRef]
-BOUND_REFS = (FieldRef, GroupRef, AggRef, AccumRef)
+@dataclass(eq=False)
+class SuperAggRef(ast.Expr):
+    """The value of super-aggregate number `index` (f$(...)) of a sampling
+    query: over the group's supergroup."""
+    index: int
+    info: ExprInfo = field(kw_only=True, repr=False)
+
+
+BoundRef = Union[FieldRef, GroupRef, AggRef, AccumRef, SuperAggRef]
+BOUND_REFS = (FieldRef, GroupRef, AggRef, AccumRef, SuperAggRef)
 
 
 def children(e: ast.Expr) -> list[ast.Expr]:
@@ -120,6 +128,8 @@ def key(e: ast.Expr) -> tuple[object, ...]:
         return ("agg", e.index)
     if isinstance(e, AccumRef):
         return ("accum", e.index)
+    if isinstance(e, SuperAggRef):
+        return ("superagg", e.index)
     if isinstance(e, ast.Param):
         return ("param", e.name)
     if isinstance(e, ast.IfaceParam):
@@ -164,6 +174,8 @@ def to_text(e: ast.Expr, names: Optional[Callable[[ast.Expr], Optional[str]]] = 
         return f"agg[{e.index}]"
     if isinstance(e, AccumRef):
         return f"accum[{e.index}]"
+    if isinstance(e, SuperAggRef):
+        return f"superagg[{e.index}]"
     if isinstance(e, ast.Param):
         return "$" + e.name
     if isinstance(e, ast.IfaceParam):
