@@ -357,6 +357,7 @@ def test_unsupported_forms_are_located(tmp_path, gsqlc, files):
 HANDLE_DEFS = """\
 uint FUN scale_by (uint, string HANDLE);
 string FUN [PARTIAL] after_colon (string);
+ullong UDAF wsum fstring8 (uint, uint HANDLE);
 """
 
 HANDLE_SOURCE = r"""
@@ -376,6 +377,19 @@ gs_retval_t deregister_handle_for_scale_by_slot_1(gs_param_handle_t h) {
     return 0;
 }
 gs_uint32_t scale_by(gs_uint32_t x, gs_param_handle_t h) { return x * *(gs_uint32_t *)h; }
+// an aggregate with a HANDLE parameter (Tigon's moving_avg(len, 5) shape)
+gs_param_handle_t register_handle_for_wsum_slot_1(gs_uint32_t w) {
+    gs_uint32_t *p = (gs_uint32_t *)malloc(sizeof *p);
+    *p = w;
+    return (gs_param_handle_t)p;
+}
+gs_retval_t deregister_handle_for_wsum_slot_1(gs_param_handle_t h) { free((void *)h); return 0; }
+void wsum_HFTA_AGGR_INIT_(gs_sp_t b) { *(gs_uint64_t *)b = 0; }
+void wsum_HFTA_AGGR_UPDATE_(gs_sp_t b, gs_uint32_t v, gs_param_handle_t h) {
+    *(gs_uint64_t *)b += (gs_uint64_t)v * *(gs_uint32_t *)h;
+}
+void wsum_HFTA_AGGR_OUTPUT_(gs_uint64_t *r, gs_sp_t b) { *r = *(gs_uint64_t *)b; }
+void wsum_HFTA_AGGR_DESTROY_(gs_sp_t b) { (void)b; }
 // PARTIAL: the text after the first ':', no value without one
 gs_retval_t after_colon(vstring *r, vstring *s) {
     const char *p = (const char *)s->offset;
@@ -429,6 +443,16 @@ def test_handle_parameters_and_partial_functions(handle_files, gsqlc, tmp_path):
     assert got == sorted((str(tb), ac, str(n)) for (tb, ac), n in counts.items())
     p = gsqlc("explain", tmp_path / "s.gsql", *common[:6])
     assert "[HFTA]" in p.out and "after_colon(s)" in p.out.split("[HFTA]")[1]
+    # a user aggregate's HANDLE parameter: registered once, passed to UPDATE
+    (tmp_path / "w.gsql").write_text(
+        "SELECT tb, wsum(k, 7) AS w, sum(k) AS s FROM [csv].R GROUP BY t/5 AS tb\n")
+    p = gsqlc("run", tmp_path / "w.gsql", *common)
+    assert p.returncode == 0, p.err
+    sums: dict = defaultdict(int)
+    for t, k, _, _ in rows:
+        sums[t // 5] += k
+    got = {int(a): (int(b), int(c)) for a, b, c in (x.split(",") for x in p.out.splitlines()[1:])}
+    assert got == {tb: (7 * v, v) for tb, v in sums.items()}
 
 
 @pytest.mark.slow

@@ -436,6 +436,22 @@ class CEmitter:
             lead.append(f"{var}.get()")
         return f"{fn}({', '.join(lead + self.user_args(params, plain))})"
 
+    def udaf_args(self, u: "catalog.UdafSpec", args: Sequence[ast.Expr]) -> list[str]:
+        """The arguments of a user aggregate's update in an HFTA functor: a
+        HANDLE argument as the functor's handle registered for it (once,
+        when the functor starts), the others as user_args gives them."""
+        out = []
+        for k, (want, a) in enumerate(zip(u.params, args)):
+            if k in u.handle_args:
+                assert self.ctx.user is not None and self.ctx.functor
+                var = f"uh_{len(self.ctx.handles)}"
+                val = self.expr(a) if want is Type.STRING else self.as_type(a, want)
+                self.ctx.handles.append(Handle(var, self.ctx.user.handle(u, k), val))  # type: ignore[arg-type]
+                out.append(f"{var}.get()")
+            else:
+                out += self.user_args((want,), (a,))
+        return out
+
     def user_args(self, params: Sequence[object], args: Sequence[ast.Expr]) -> list[str]:
         """Arguments of a user function or aggregate, as its wrapper takes
         them (backend/user_code.py): each in its parameter's gsqlc type."""

@@ -1159,7 +1159,7 @@ class Generator:
                 assert a.udaf is not None
                 cls = self.user.udaf(a.udaf, True)
                 state_members.append(f"{cls} a{j};")
-                args = ", ".join(em.user_args(a.udaf.params, a.args))
+                args = ", ".join(em.udaf_args(a.udaf, a.args))
                 init += [f"s.a{j}.init();", f"s.a{j}.update({args});"]
                 update.append(f"s.a{j}.update({args});")
                 udaf_outputs += [f"const auto u{j} = s.a{j}.output();", f"(void)u{j};"]

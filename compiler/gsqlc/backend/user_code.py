@@ -344,7 +344,8 @@ def _udaf_protos(u: UdafSpec, level: str, cxx: bool) -> list[str]:
     else:
         assert u.storage_type is not None
         sp = _tigon_type(u.storage_type, cxx) + " *"
-    args = ", ".join([sp, *_arg_decls(u.params, cxx)])
+    args = ", ".join([sp, *("gs_param_handle_t" if k in u.handle_args else a
+                            for k, a in enumerate(_arg_decls(u.params, cxx)))])
     out = _tigon_type(u.result, cxx) + " *"
     p = f"{u.name}_{level}_AGGR_"
     protos = [f"void {p}INIT_({sp});", f"void {p}UPDATE_({args});"]
@@ -381,7 +382,19 @@ def _udaf_cxx(i: str, u: UdafSpec) -> list[str]:
     scratch = scratch.replace("s->", "s_->")
     t = f"gsq_udaf_{i}"
     p = f"{u.name}_HFTA_AGGR_"
-    decls, stmts, passed = _arg_convert(u.params, True)
+    # a HANDLE parameter: the functor's registered handle, passed as it is
+    plain = tuple(x for k, x in enumerate(u.params) if k not in u.handle_args)
+    decls, stmts, plain_passed = _arg_convert(plain, True)
+    it = iter(zip(decls, plain_passed))
+    decls, passed = [], []
+    for k in range(len(u.params)):
+        if k in u.handle_args:
+            decls.append(f"gs_param_handle_t h{k}")
+            passed.append(f"h{k}")
+        else:
+            d, a = next(it)
+            decls.append(d)
+            passed.append(a)
     rt = u.result
     if rt is Type.STRING:
         ret, out_stmts = "gsq_str", [

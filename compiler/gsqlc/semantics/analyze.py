@@ -479,10 +479,7 @@ class Binder:
         spec = agg.udaf
         assert spec is not None
         _check_user_args(c, spec.name, args, spec.handle_args, spec.const_args)
-        if spec.handle_args:
-            raise not_supported(c.args[spec.handle_args[0]].span,
-                                f"a HANDLE parameter of the aggregate {spec.name} (declare it "
-                                "CONST to pass the constant's value)")
+
         from .bound import to_text
         text = to_text(c)
         k = (agg.name, spec.params, tuple(key(a) for a in args))
