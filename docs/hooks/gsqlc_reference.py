@@ -7,6 +7,8 @@ A page holds a placeholder on a line of its own; the build replaces it:
     <!-- gsqlc:aggregates -->    the aggregates of the same catalog
     <!-- gsqlc:library-aggregates --> GS-lite's aggregates gsqlc builds in
                                  (data/gsqlc_aggregates.def, its comments)
+    <!-- gsqlc:library-stateful --> GS-lite's stateful functions (SFUN) and
+                                 their STATEs, of the same file
     <!-- gsqlc:cli -->           every subcommand and option of cli.make_parser()
     <!-- gsqlc:packet-schema --> the packet schema's protocols and fields
 
@@ -245,6 +247,27 @@ def render_library_aggregates() -> str:
                   rows, "gsqlc-library-aggregates")
 
 
+def render_library_stateful() -> str:
+    """GS-lite's stateful functions of gsqlc's library: every overload, its
+    STATE block and the def file's comment."""
+    from gsqlc.semantics.user_functions import is_library_decl, library_def_path, load_catalog
+    cat = load_catalog([])
+    comments = _def_comments(library_def_path())
+    rows = []
+    for name in sorted(cat.user_scalars, key=str.lower):
+        for f in cat.user_scalars[name]:
+            if f.state is None or not is_library_decl(f.decl):
+                continue
+            sig = f"{f.name}({', '.join(str(t) for t in f.params)})"
+            rows.append([_code(sig), _code(f.result_type([])),
+                         _e(f"{f.state} ({f.state_bytes} bytes)"),
+                         _e(comments.get(f.decl.span.line, ""))])
+    if not rows:
+        raise ValueError("the library declares no stateful function")
+    return _table(["Call", "Result type", "STATE", "What it gives"], rows,
+                  "gsqlc-library-stateful")
+
+
 # ------------------------------------------------------------ the command line
 
 
@@ -361,6 +384,7 @@ RENDERERS = {
     "functions": render_functions,
     "aggregates": render_aggregates,
     "library-aggregates": render_library_aggregates,
+    "library-stateful": render_library_stateful,
     "cli": render_cli,
     "packet-schema": render_packet_schema,
 }

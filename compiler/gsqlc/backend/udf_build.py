@@ -58,7 +58,7 @@ def add_user_sources(gen: "GeneratedSet", paths: Sequence[str]) -> None:
 
 LIBRARY_FOLDER = "udaf_lib"
 # the library's sources: C for an LFTA, C++ for an HFTA
-LIBRARY_SOURCES = ("gsqlc_udaf_lfta.c", "gsqlc_udaf_hfta.cc")
+LIBRARY_SOURCES = ("gsqlc_udaf_lfta.c", "gsqlc_udaf_hfta.cc", "gsqlc_sampling_hfta.cc")
 
 
 def library_folder() -> Path:
