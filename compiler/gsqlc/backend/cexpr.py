@@ -379,7 +379,23 @@ class CEmitter:
             return f"(({c}) ? ({t.c_type})({y}) : ({t.c_type})({z}))"
         args = []
         handles = []   # prepared arguments come first in the C signature
+        if f.out_buffer or f.handle_kind == "map":
+            if not self.ctx.functor:
+                raise QueryError(e.span, "not-supported-yet",
+                                 f"{f.name} {'in a join' if self.ctx.cxx else 'in an LFTA'} "
+                                 "is not supported yet by gsqlc")
+        if f.out_buffer:
+            # the call site's own storage for the new string
+            var = f"sb_{len(self.ctx.handles)}"
+            self.ctx.handles.append(Handle(var, "gsq::str_buffer", ""))
+            handles.append(var)
         for i, (want, a) in enumerate(zip(f.params, e.args)):
+            if i in f.handle_args and f.handle_kind == "map":
+                var = f"sm_{len(self.ctx.handles)}"
+                self.ctx.handles.append(Handle(var, "gsq::int_string_map",
+                                               f"node, {self.expr(a)}"))
+                args.append(var)
+                continue
             if i in f.handle_args and f.handle_kind == "const":
                 args.append(self.expr(a))
                 continue

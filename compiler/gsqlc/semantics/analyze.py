@@ -812,7 +812,8 @@ def _infer_call(e: ast.Call, q: AnalyzedQuery) -> ExprInfo:
             raise _err_type(a, f"argument {i + 1} of {f.name} must be {want}, got {t}")
         if i in f.handle_args and not (isinstance(a, ast.Literal) and a.kind == "string"):
             why = (" (it is compiled once, when the query starts)" if f.handle_kind == "regex"
-                   else "")
+                   else " (the map file is read once, when the query starts)"
+                   if f.handle_kind == "map" else "")
             raise QueryError(a.span, "constant-required",
                             f"argument {i + 1} of {f.name} must be a string literal{why}")
         if i in f.const_args and not a.info.constant:
@@ -825,6 +826,9 @@ def _infer_call(e: ast.Call, q: AnalyzedQuery) -> ExprInfo:
                                cheap=info.cheap and f.cost == catalog.CHEAP, func=f)
     if f.emit == "clock":
         return dataclasses.replace(info, constant=False, temporal=Temporal.INCREASING)
+    if f.out_buffer or f.handle_kind == "map":
+        # computed by the HFTA functor's call site (its storage, its map)
+        return dataclasses.replace(info, constant=False)
     if f.emit == "identity" and f.name == "non_temporal":
         return dataclasses.replace(info, temporal=Temporal.NONE)
     if f.emit == "cast":
@@ -1196,6 +1200,9 @@ def _check_join_without_regexes(aq: AnalyzedQuery, j: JoinInfo) -> None:
                 raise QueryError(aq.query.span, "not-supported-yet",
                                  "regular-expression functions inside a join are not "
                                  "supported yet")
+            if f is not None and (f.out_buffer or f.handle_kind == "map"):
+                raise QueryError(n.span, "not-supported-yet",
+                                 f"{f.name} inside a join is not supported yet by gsqlc")
 
 
 # ---------------------------------------------------------------- filter join

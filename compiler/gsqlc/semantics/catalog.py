@@ -36,9 +36,14 @@ class ScalarFunction:
     # Indices of arguments that must be constant (literals or parameters) and
     # are prepared once at initialisation (a compiled regular expression).
     handle_args: tuple[int, ...] = ()
-    # What a handle argument is: 'regex' (compiled when the operator starts)
-    # or 'const' (a string literal passed as it is: strtoi_c, strtoip_c).
+    # What a handle argument is: 'regex' (compiled when the operator starts),
+    # 'const' (a string literal passed as it is: strtoi_c, strtoip_c) or
+    # 'map' (a map file read when the HFTA functor starts: int_to_string_map).
     handle_kind: str = "regex"
+    # The result is a new string: each call site writes it into storage of
+    # its own, a member of the HFTA functor (gsq::str_buffer, strings.hpp),
+    # so that it outlives the expression and two calls do not share it.
+    out_buffer: bool = False
     # Indices of arguments that must be constant (literals, parameters,
     # DEFINE values): the def files' CONST.
     const_args: tuple[int, ...] = ()
@@ -198,6 +203,17 @@ _scalar(ScalarFunction("str_partial_regex_match", (Type.STRING, Type.STRING, Typ
                        c_name="gsq_fn_str_partial_regex_match", handle_args=(1,),
                        doc="TRUE if the POSIX extended regular expression matches within "
                            "the first N bytes"))
+
+_scalar(ScalarFunction("to_hex_string", (Type.STRING,), Type.STRING, cost=EXPENSIVE,
+                       lfta_legal=False, c_name="gsq_fn_to_hex_string", out_buffer=True,
+                       doc="the bytes of the string as lower-case hex digits, two a byte "
+                           "(GS-lite's; HFTA only)"))
+_scalar(ScalarFunction("int_to_string_map", (ANY_INT, Type.STRING), Type.STRING,
+                       cost=EXPENSIVE, lfta_legal=False, c_name="gsq_fn_int_to_string_map",
+                       handle_args=(1,), handle_kind="map",
+                       doc="the string the map file y (read once, when the query starts; "
+                           "lines KEY,VALUE) gives the integer x, empty when none "
+                           "(GS-lite's; HFTA only)"))
 
 for _name, _t in (("INT", Type.INT), ("UINT", Type.UINT), ("FLOAT", Type.FLOAT),
                   ("ULLONG", Type.ULLONG), ("LLONG", Type.LLONG),
