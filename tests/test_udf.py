@@ -342,15 +342,17 @@ def test_unsupported_forms_are_located(tmp_path, gsqlc, files):
               "--functions", tmp_path / "more.def")
     assert p.returncode != 0
     assert f"{tmp_path / 'q.gsql'}:1:45: error [sampling]" in p.err, p.err
-    # a PARTIAL function in an aggregation's SELECT (its WHERE and keys may call it)
-    (tmp_path / "q.gsql").write_text("SELECT tb, part(s) AS x FROM [csv].R GROUP BY t AS tb, s\n")
+    # a PARTIAL function in CLOSING_WHEN
+    (tmp_path / "q.gsql").write_text(
+        "SELECT tb, count(*) AS n FROM [csv].R GROUP BY t AS tb, s\n"
+        "CLOSING_WHEN str_length(part(s)) = 0\n")
     (tmp_path / "p.cc").write_text('#include "hfta_udaf.h"\n'
                                    "gs_retval_t part(vstring *r, vstring *s) { *r = *s; return 0; }\n")
     p = gsqlc("run", tmp_path / "q.gsql", "--schema", d / "schema.txt",
               "--functions", tmp_path / "more.def", "--udf", tmp_path / "p.cc",
               "--source", f"csv=csv:{d / 'in.csv'}")
     assert p.returncode != 0
-    assert f"{tmp_path / 'q.gsql'}:1:12: error [not-supported-yet]: the PARTIAL function part" \
+    assert f"{tmp_path / 'q.gsql'}:2:25: error [not-supported-yet]: the PARTIAL function part" \
         in p.err, p.err
 
 
@@ -443,6 +445,23 @@ def test_handle_parameters_and_partial_functions(handle_files, gsqlc, tmp_path):
     assert got == sorted((str(tb), ac, str(n)) for (tb, ac), n in counts.items())
     p = gsqlc("explain", tmp_path / "s.gsql", *common[:6])
     assert "[HFTA]" in p.out and "after_colon(s)" in p.out.split("[HFTA]")[1]
+    # PARTIAL in an aggregate's argument (no value: the tuple is not
+    # counted), in SELECT and HAVING (no value: the group is not output)
+    (tmp_path / "p.gsql").write_text(
+        "SELECT tb, s, after_colon(s) AS tail, count(*) AS n,\n"
+        "       sum(str_length(after_colon(s))) AS tl FROM [csv].R\n"
+        "GROUP BY t/5 AS tb, s HAVING str_length(after_colon(s)) >= 0\n")
+    p = gsqlc("run", tmp_path / "p.gsql", *common)
+    assert p.returncode == 0, p.err
+    agg: dict = defaultdict(int)
+    for t, _, _, s_ in rows:
+        if ":" in s_:
+            agg[(t // 5, s_)] += 1
+    want = sorted((tb, s_, s_.split(":", 1)[1], n, n * len(s_.split(":", 1)[1]))
+                  for (tb, s_), n in agg.items())
+    got = sorted((int(a), b, c, int(d), int(e)) for a, b, c, d, e in
+                 (x.split(",") for x in p.out.splitlines()[1:]))
+    assert got == want
     # a user aggregate's HANDLE parameter: registered once, passed to UPDATE
     (tmp_path / "w.gsql").write_text(
         "SELECT tb, wsum(k, 7) AS w, sum(k) AS s FROM [csv].R GROUP BY t/5 AS tb\n")

@@ -72,6 +72,10 @@ class EmitContext:
     samples_ref: str = "0"
     partial_ok: bool = False
     partial_used: bool = False
+    # an aggregation's aggregate arguments: a PARTIAL call is evaluated once
+    # in extract() (no value drops the tuple before any group is touched)
+    # into a functor member: (member, C type, call) each
+    partial_cache: Optional[list[tuple[str, str, str]]] = None
 
 
 # The values of the integer types (IP as uint, bool as its 0 and 1).
@@ -429,12 +433,21 @@ class CEmitter:
                              f"{f.name}: {what} {where} is not supported yet by gsqlc")
         if f.partial and not ctx.partial_ok:
             raise QueryError(e.span, "not-supported-yet",
-                             f"the PARTIAL function {f.name} in an aggregate's argument, "
-                             "SELECT or HAVING is not supported yet by gsqlc (its WHERE and "
-                             "GROUP BY may call it)")
+                             f"the PARTIAL function {f.name} in CLOSING_WHEN, CLEANING_WHEN "
+                             "or CLEANING_BY is not supported yet by gsqlc")
         fn = ctx.user.scalar(f, ctx.cxx)
         params = [t for i, t in enumerate(f.params) if i not in f.handle_args]
         plain = [a for i, a in enumerate(e.args) if i not in f.handle_args]
+        if f.partial and ctx.partial_cache is not None:
+            saved, ctx.partial_cache = ctx.partial_cache, None
+            call = self._user_call(f, e)
+            ctx.partial_cache = saved
+            for var, _, code in saved:
+                if code == call:
+                    return var
+            var = f"pr_{len(saved)}"
+            saved.append((var, f.result_type([]).c_type, call))
+            return var
         lead = []    # the state, the failure flag, the handles in slot order (user_code.py)
         if f.state is not None:
             ctx.states[f.state] = ctx.user.state(f)

@@ -1147,9 +1147,9 @@ class Generator:
                 extract.append(f"k.k{i} = {em.as_type(e, t)};")
             key_eq.append(key_equal(t, f"a.k{i}", f"b.k{i}"))
             key_hash.append(key_hash_step(t, f"k.k{i}"))
-        # a PARTIAL function drops a tuple in extract() only
-        partial_in_extract = ctx.partial_used
-        ctx.partial_ok = False
+        # a PARTIAL function in an aggregate's argument is evaluated in
+        # extract() (cexpr: partial_cache); no value there drops the tuple
+        ctx.partial_cache = []
         state_members, init, update, udaf_outputs = [], [], [], []
         # a running aggregation (CLOSING_WHEN): carrying a group into the
         # next epoch, and the first tuple of a carried group
@@ -1178,12 +1178,19 @@ class Generator:
             init += fold(a.op, a.type, f"s.a{j}", val, True, True)
             update += fold(a.op, a.type, f"s.a{j}", val, False, True)
             fresh_update += fold(a.op, a.type, f"s.a{j}", val, True, True)
+        cached, ctx.partial_cache = ctx.partial_cache, None
+        extract += [f"{var} = {code};" for var, _, code in cached]
+        partial_members = [f"{ct} {var}{{}};   // a PARTIAL call's value, taken in extract()"
+                           for var, ct, _ in cached]
+        partial_in_extract = ctx.partial_used
         closing = None
         if n.closing is not None:
             state_members.append("bool fresh_ = false;   // carried into its epoch, no tuple yet")
             update = ["if (s.fresh_) {", "    s.fresh_ = false;",
                       *("    " + x for x in fresh_update), "    return;", "}", *update]
+            ctx.partial_ok = False
             closing = em.expr(n.closing)
+            ctx.partial_ok = True
         epoch = []
         for i in n.epoch_indices:
             e = n.group_by[i][1]
@@ -1228,16 +1235,23 @@ class Generator:
                     joint_epoch_sides=[sd for sd, idx in (("l", n.joint_left), ("r", n.joint_right))
                                        if idx and set(idx) <= epoch_set])
         having = None
+        used_before = ctx.partial_used
+        ctx.partial_used = False
         if n.having is not None:
             having = f"if (!{em.expr(n.having)}) return;  {_expr_comment(n.having, n)}"
         assigns, strs = output_assignments(em, n.output, n.select, out_t)
+        # a PARTIAL function in HAVING or SELECT: no value, no output
+        partial_emit = ctx.partial_used
+        ctx.partial_used = used_before or partial_emit
+        data.update(partial_emit=partial_emit, partial_members=partial_members)
         data.update(where=where("return false;"),
                     key_members=key_members, key_eq=" && ".join(key_eq) or "true",
                     key_hash=key_hash, extract=extract, state_members=state_members,
                     init=init, update=update, epoch=epoch, having=having,
                     udaf_outputs=udaf_outputs, closing=closing, carry=carry,
                     assigns=assigns, strs=strs, regexes=_regex_data(ctx), constants=ctx.constants,
-                    handles=ctx.handles, partial=partial_in_extract,
+                    handles=ctx.handles, partial=partial_in_extract or partial_emit,
+                    partial_extract=partial_in_extract,
                     disorder=n.disorder, strict_heartbeats=n.strict_heartbeats,
                     flush_policy=("gsq::flush_policy::immediate" if n.flush == "immediate"
                                   else "gsq::flush_policy::slow"),
@@ -1274,6 +1288,7 @@ class Generator:
                 sg_members.append(f"bool sa{j}_set = false;")
                 sg_update.append(f"if (!sg.sa{j}_set) {{ sg.sa{j} = {val}; sg.sa{j}_set = true; }}")
                 sg_update += [f"else {x}" for x in fold(op, t, f"sg.sa{j}", val, False, True)]
+        ctx.partial_ok = False
         cw = em.expr(sp.cleaning_when) if sp.cleaning_when is not None else "false"
         cb = em.expr(sp.cleaning_by) if sp.cleaning_by is not None else "true"
         # every state a stateful function of the query uses (emission above
