@@ -214,6 +214,19 @@ struct groupby_stats {
                                  // when max_disorder is 1
 };
 
+// The error of an operator holding more groups than gsq_node_max_groups
+// allows (groupby_op, running_op, sampling_op): the limit and where it came from.
+inline std::runtime_error too_many_groups_error(uint64_t max_groups, bool given,
+                                                size_t bytes_per_group)
+{
+    std::string why = given
+        ? "the limit max_groups (--max-groups N, run(max_groups=N))"
+        : "what half of this machine's memory holds at " + std::to_string(bytes_per_group) +
+              " bytes a group; --max-groups N (run(max_groups=N)) sets another limit";
+    return std::runtime_error("more than " + std::to_string(max_groups) +
+                              " groups open at once: " + why);
+}
+
 // Heartbeat members of a group-by functor, detected at compile time.
 template <class F, class = void>
 struct has_heartbeat_epoch : std::false_type {};
@@ -725,12 +738,7 @@ private:
 
     std::runtime_error too_many_groups() const
     {
-        std::string why = max_groups_given_
-            ? "the limit max_groups (--max-groups N, run(max_groups=N))"
-            : "what half of this machine's memory holds at " + std::to_string(bytes_per_group) +
-                  " bytes a group; --max-groups N (run(max_groups=N)) sets another limit";
-        return std::runtime_error("more than " + std::to_string(max_groups_) +
-                                  " groups open at once: " + why);
+        return too_many_groups_error(max_groups_, max_groups_given_ != 0, bytes_per_group);
     }
     table_type flushing_;        // the closed epoch, emitted by the slow flush
     size_t flush_pos_ = 0;       // next slot of flushing_ to look at

@@ -203,12 +203,7 @@ private:
 
     std::runtime_error too_many_groups() const
     {
-        std::string why = max_groups_given_
-            ? "the limit max_groups (--max-groups N, run(max_groups=N))"
-            : "what half of this machine's memory holds at " + std::to_string(bytes_per_group) +
-                  " bytes a group; --max-groups N (run(max_groups=N)) sets another limit";
-        return std::runtime_error("more than " + std::to_string(max_groups_) +
-                                  " groups open at once: " + why);
+        return too_many_groups_error(max_groups_, max_groups_given_ != 0, bytes_per_group);
     }
 
     F functor_;

@@ -71,32 +71,6 @@ void gsq_arrow_stream_release(struct ArrowArrayStream **stream)
 
 /* ---- setup ------------------------------------------------------------ */
 
-/* The PROTOCOL field of an LFTA of s read at pos, preferring one of type
- * `type`; the first name in query-set order. */
-static const gsq_csv_field *field_at(const gsq_source *s, uint32_t pos, int type,
-                                     const gsq_lfta_def **lfta)
-{
-    const gsq_csv_field *any = NULL;
-    uint32_t i, j;
-    for (i = 0; i < s->n_lftas; i++) {
-        const gsq_lfta_def *d = s->lftas[i]->lfta;
-        for (j = 0; j < d->n_csv_fields; j++) {
-            const gsq_csv_field *f = &d->csv_fields[j];
-            if (f->pos != pos || !f->name)
-                continue;
-            if (f->type == type) {
-                *lfta = d;
-                return f;
-            }
-            if (!any) {
-                any = f;
-                *lfta = d;
-            }
-        }
-    }
-    return any;
-}
-
 /* The column read at position pos: the first name of a field at pos that
  * matches a column exactly, else the first that matches ignoring case. */
 static int64_t column_of(const gsq_source *s, const struct ArrowSchema *schema, uint32_t pos)
@@ -141,7 +115,7 @@ static int match_columns(gsq_run *r, gsq_source *s, arrow_reader *rd)
         uint32_t pos = rd->cs.slot[k].pos;
         int type = rd->cs.slot[k].type;
         const gsq_lfta_def *d = NULL;
-        const gsq_csv_field *f = field_at(s, pos, type, &d);
+        const gsq_csv_field *f = gsq_source_field_at(s, pos, type, &d);
         gsq_buf m = {0};
         int64_t c;
         if (!f) {

@@ -59,32 +59,6 @@ typedef struct gdat_reader {
 
 /* ---- setup ------------------------------------------------------------ */
 
-/* The PROTOCOL field of an LFTA of s read at pos with this type (else any
- * type), first in query-set order; *lfta its LFTA. */
-static const gsq_csv_field *field_at(const gsq_source *s, uint32_t pos, int type,
-                                     const gsq_lfta_def **lfta)
-{
-    const gsq_csv_field *any = NULL;
-    uint32_t i, j;
-    for (i = 0; i < s->n_lftas; i++) {
-        const gsq_lfta_def *d = s->lftas[i]->lfta;
-        for (j = 0; j < d->n_csv_fields; j++) {
-            const gsq_csv_field *f = &d->csv_fields[j];
-            if (f->pos != pos || !f->name)
-                continue;
-            if (f->type == type) {
-                *lfta = d;
-                return f;
-            }
-            if (!any) {
-                any = f;
-                *lfta = d;
-            }
-        }
-    }
-    return any;
-}
-
 /* The file's field named `name`: exactly, else ignoring case; -1: none. */
 static int64_t find_field(const gsq_gdat_schema *sc, const char *name)
 {
@@ -121,7 +95,7 @@ static int match_fields(gsq_run *r, gsq_source *s, gdat_reader *rd)
         uint32_t pos = rd->cs.slot[k].pos;
         int type = rd->cs.slot[k].type;
         const gsq_lfta_def *d = NULL;
-        const gsq_csv_field *f = field_at(s, pos, type, &d);
+        const gsq_csv_field *f = gsq_source_field_at(s, pos, type, &d);
         gsq_buf m = {0};
         int64_t i;
         if (!f) {

@@ -109,4 +109,11 @@ const gsq_source_ops *gsq_source_ops_for_uri(const char *uri, const char **path)
  * fails the run naming both kinds when the LFTA reads the other. */
 int gsq_source_check_lfta(gsq_run *r, const gsq_source *s, const gsq_lfta_def *d);
 
+/* The PROTOCOL field an LFTA of s reads at CSV position pos, one of type
+ * `type` preferred, else of any type; the first in query-set order, *lfta
+ * its LFTA.  NULL: no LFTA names a field there.  (Arrow and GDAT sources
+ * match their columns and fields to it by name.) */
+const gsq_csv_field *gsq_source_field_at(const gsq_source *s, uint32_t pos, int type,
+                                         const gsq_lfta_def **lfta);
+
 #endif /* GSQ_SOURCE_OPS_H */

@@ -1,7 +1,8 @@
 /*
  * source_ops.c -- what the source kinds share: finding a kind by its URI
- * scheme, and the plain check that an LFTA reads the records a kind
- * delivers (gsq_source_ops.h).
+ * scheme, the plain check that an LFTA reads the records a kind delivers,
+ * and the PROTOCOL field read at a CSV position, for the kinds that match
+ * their columns or fields by name (gsq_source_ops.h).
  */
 #include <string.h>
 
@@ -38,4 +39,28 @@ int gsq_source_check_lfta(gsq_run *r, const gsq_source *s, const gsq_lfta_def *d
                  "bound to %s",
                  d->name, d->protocol, kind_name(d->source_kind), d->iface, s->uri);
     return -1;
+}
+
+const gsq_csv_field *gsq_source_field_at(const gsq_source *s, uint32_t pos, int type,
+                                         const gsq_lfta_def **lfta)
+{
+    const gsq_csv_field *any = NULL;
+    uint32_t i, j;
+    for (i = 0; i < s->n_lftas; i++) {
+        const gsq_lfta_def *d = s->lftas[i]->lfta;
+        for (j = 0; j < d->n_csv_fields; j++) {
+            const gsq_csv_field *f = &d->csv_fields[j];
+            if (f->pos != pos || !f->name)
+                continue;
+            if (f->type == type) {
+                *lfta = d;
+                return f;
+            }
+            if (!any) {
+                any = f;
+                *lfta = d;
+            }
+        }
+    }
+    return any;
 }

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from ..errors import QueryError
 from ..frontend import ast
@@ -455,31 +455,26 @@ class CEmitter:
         if f.partial:
             ctx.partial_used = True
             lead.append("failed_")
-        for i in f.handle_args:
-            var = f"uh_{len(ctx.handles)}"
-            want = f.params[i]
-            assert isinstance(want, Type)
-            arg = e.args[i]
-            val = self.expr(arg) if want is Type.STRING else self.as_type(arg, want)
-            ctx.handles.append(Handle(var, ctx.user.handle(f, i), val))
-            lead.append(f"{var}.get()")
+        lead += [self._handle(f, i, e.args[i]) for i in f.handle_args]
         return f"{fn}({', '.join(lead + self.user_args(params, plain))})"
+
+    def _handle(self, owner: Any, slot: int, arg: ast.Expr) -> str:
+        """A HANDLE argument (of a user function or aggregate `owner`):
+        registered once, when the functor starts, as a member; its handle."""
+        assert self.ctx.user is not None and self.ctx.functor
+        want = owner.params[slot]
+        assert isinstance(want, Type)
+        var = f"uh_{len(self.ctx.handles)}"
+        val = self.expr(arg) if want is Type.STRING else self.as_type(arg, want)
+        self.ctx.handles.append(Handle(var, self.ctx.user.handle(owner, slot), val))
+        return f"{var}.get()"
 
     def udaf_args(self, u: "catalog.UdafSpec", args: Sequence[ast.Expr]) -> list[str]:
         """The arguments of a user aggregate's update in an HFTA functor: a
         HANDLE argument as the functor's handle registered for it (once,
         when the functor starts), the others as user_args gives them."""
-        out = []
-        for k, (want, a) in enumerate(zip(u.params, args)):
-            if k in u.handle_args:
-                assert self.ctx.user is not None and self.ctx.functor
-                var = f"uh_{len(self.ctx.handles)}"
-                val = self.expr(a) if want is Type.STRING else self.as_type(a, want)
-                self.ctx.handles.append(Handle(var, self.ctx.user.handle(u, k), val))  # type: ignore[arg-type]
-                out.append(f"{var}.get()")
-            else:
-                out += self.user_args((want,), (a,))
-        return out
+        return [self._handle(u, k, a) if k in u.handle_args else self.user_args((want,), (a,))[0]
+                for k, (want, a) in enumerate(zip(u.params, args))]
 
     def user_args(self, params: Sequence[object], args: Sequence[ast.Expr]) -> list[str]:
         """Arguments of a user function or aggregate, as its wrapper takes

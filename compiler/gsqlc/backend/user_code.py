@@ -61,7 +61,7 @@ class UserCode:
     lfta_udafs: dict[str, UdafSpec] = field(default_factory=dict)
     hfta_udafs: dict[str, UdafSpec] = field(default_factory=dict)
     # HFTA handle classes: class name -> (function, parameter slot)
-    handles: dict[str, tuple[ScalarFunction, int]] = field(default_factory=dict)
+    handles: dict[str, tuple["ScalarFunction | UdafSpec", int]] = field(default_factory=dict)
     # stateful functions' state blocks: class name -> (STATE name, bytes, a
     # function declaring it)
     states: dict[str, tuple[str, int, ScalarFunction]] = field(default_factory=dict)
@@ -76,9 +76,10 @@ class UserCode:
         (self.hfta_scalars if cxx else self.lfta_scalars)[i] = f
         return f"gsq_udf_{i}"
 
-    def handle(self, f: ScalarFunction, slot: int) -> str:
-        """The class holding an HFTA's registered handle of f's parameter
-        `slot` (Tigon's register_handle_for_F_slot_N)."""
+    def handle(self, f: "ScalarFunction | UdafSpec", slot: int) -> str:
+        """The class holding an HFTA's registered handle of the parameter
+        `slot` of f, a function or an aggregate (Tigon's
+        register_handle_for_F_slot_N)."""
         cls = f"gsq_uh_{ident(f.name, tuple(f.params))}_{slot}"
         self.handles[cls] = (f, slot)
         return cls
@@ -237,7 +238,7 @@ def _scalar_code(i: str, f: ScalarFunction, cxx: bool) -> list[str]:
             *body, ""]
 
 
-def _handle_class(cls: str, f: ScalarFunction, slot: int) -> list[str]:
+def _handle_class(cls: str, f: "ScalarFunction | UdafSpec", slot: int) -> list[str]:
     """An HFTA functor's member holding the handle Tigon's
     register_handle_for_F_slot_N gives for a constant argument, released by
     deregister_handle_for_F_slot_N with the functor."""
