@@ -88,6 +88,30 @@ def run_gsqlc(*args: str, input: bytes | None = None, timeout: float = 300,
                           timeout=timeout, env=e)
 
 
+# A sanitized runner's environment: any ASan finding (leaks included) or
+# UBSan report ends it with a failure.
+SANITIZED_RUN_ENV = {"ASAN_OPTIONS": "abort_on_error=1:detect_leaks=1",
+                     "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}
+
+
+def build_sanitized(compile_args: list, out: Path) -> Path:
+    """`gsqlc compile ARGS -o out --build --sanitize` as a user runs it (query
+    files and options in compile_args); the build must succeed.  Returns
+    the stand-alone runner, built with ASan and UBSan."""
+    p = subprocess.run([sys.executable, "-m", "gsqlc", "compile", *map(str, compile_args),
+                        "-o", str(out), "--build", "--sanitize"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return out / "build" / "gsqlc-run"
+
+
+def run_sanitized(runner: Path, *args: object) -> subprocess.CompletedProcess:
+    """The sanitized runner over args (text output), under SANITIZED_RUN_ENV."""
+    return subprocess.run([runner, *map(str, args)], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True,
+                          env=dict(os.environ, **SANITIZED_RUN_ENV))
+
+
 @pytest.fixture
 def gsqlc():
     def _run(*args, **kw):

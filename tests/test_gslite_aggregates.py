@@ -19,7 +19,7 @@ import pytest
 
 import gsqlc
 import gsqlc as gs_api  # where the `gsqlc` fixture (the CLI) takes the name
-from conftest import shared_dir
+from conftest import build_sanitized, run_sanitized, shared_dir
 
 SCHEMA = """
 PROTOCOL R {
@@ -471,9 +471,6 @@ def test_sanitized_run_of_the_library(data, tmp_path):
     """ASan (leak checks on) and UBSan over every aggregate of the library:
     the heap state of a group (quantile vectors, CAT_aggr strings, moving
     sums, string copies) freed with it."""
-    import os
-    import subprocess
-    import sys
     d, rows = data
     (tmp_path / "strs.gsql").write_text(STRINGS)
     for name, key, group, define in [("by_epoch", "tb, k,", "t/5 AS tb, k", ""),
@@ -486,20 +483,12 @@ def test_sanitized_run_of_the_library(data, tmp_path):
     (d / "run_hfta.gsql").write_text(RUNNING_HFTA)
     files = [d / "by_epoch.gsql", d / "small_table.gsql", d / "whole.gsql",
              d / "run_split.gsql", d / "run_hfta.gsql", tmp_path / "strs.gsql"]
-    out = tmp_path / "build"
-    p = subprocess.run([sys.executable, "-m", "gsqlc", "compile", *map(str, files),
-                        "--schema", str(d / "schema.txt"), "-o", str(out), "--build",
-                        "--sanitize"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert p.returncode == 0, p.stderr[-3000:]
-    env = dict(os.environ, ASAN_OPTIONS="abort_on_error=1:detect_leaks=1",
-               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+    runner = build_sanitized([*map(str, files), "--schema", str(d / "schema.txt")],
+                             tmp_path / "build")
     for q, n in (("by_epoch", len({(r["t"] // 5, r["k"]) for r in rows})),
                  ("run_hfta", len(running_reference(rows))),
                  ("strs", len({(r["t"] // 5, r["k"]) for r in rows}))):
-        r = subprocess.run([out / "build" / "gsqlc-run", "--source", f"csv=csv:{d / 'in.csv'}",
-                            "--output", q],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        r = run_sanitized(runner, "--source", f"csv=csv:{d / 'in.csv'}", "--output", q)
         assert r.returncode == 0, r.stderr[-3000:]
         assert len(r.stdout.splitlines()) == n, q
 

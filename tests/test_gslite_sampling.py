@@ -12,13 +12,12 @@ size, estimated sums) where it does; the lossy counting against its
 guarantees; and one run under ASan/UBSan."""
 from __future__ import annotations
 
-import os
 import random
-import subprocess
-import sys
 from collections import defaultdict
 
 import pytest
+
+from conftest import build_sanitized, run_sanitized
 
 SCHEMA = """
 PROTOCOL PKTS {
@@ -326,15 +325,8 @@ def test_lossy_counting_heavy_hitters(files, gsqlc, tmp_path):
 def test_sanitized_smart_sampling(files, tmp_path):
     d, _ = files
     (tmp_path / "q.gsql").write_text("DEFINE { query_name 'dss'; }\n" + dss_query(50))
-    out = tmp_path / "build"
-    p = subprocess.run([sys.executable, "-m", "gsqlc", "compile", tmp_path / "q.gsql",
-                        "--schema", d / "schema.txt", "-o", out, "--build", "--sanitize"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert p.returncode == 0, p.stderr
-    env = dict(os.environ, ASAN_OPTIONS="abort_on_error=1:detect_leaks=1",
-               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
-    r = subprocess.run([out / "build" / "gsqlc-run", "--source", f"csv=csv:{d / 'in.csv'}",
-                        "--output", "dss"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    runner = build_sanitized([tmp_path / "q.gsql", "--schema", d / "schema.txt"],
+                             tmp_path / "build")
+    r = run_sanitized(runner, "--source", f"csv=csv:{d / 'in.csv'}", "--output", "dss")
     assert r.returncode == 0, r.stderr[-3000:]
     assert len(r.stdout.strip().splitlines()) > 50

@@ -9,13 +9,12 @@ varying lengths; a missing or malformed map file is a run error naming it;
 a non-constant file a located error; one run under ASan/UBSan."""
 from __future__ import annotations
 
-import os
 import random
-import subprocess
-import sys
 from collections import defaultdict
 
 import pytest
+
+from conftest import build_sanitized, run_sanitized
 
 SCHEMA = """
 PROTOCOL R {
@@ -143,15 +142,8 @@ def test_sanitized_string_functions(files, tmp_path):
         "DEFINE { query_name 'hx'; }\n"
         "SELECT t, to_hex_string(s) AS h1, to_hex_string(w) AS h2, "
         f"int_to_string_map(i, '{d / 'a.map'}') AS m FROM [csv].R\n")
-    out = tmp_path / "build"
-    p = subprocess.run([sys.executable, "-m", "gsqlc", "compile", tmp_path / "q.gsql",
-                        "--schema", d / "schema.txt", "-o", out, "--build", "--sanitize"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert p.returncode == 0, p.stderr
-    env = dict(os.environ, ASAN_OPTIONS="abort_on_error=1:detect_leaks=1",
-               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
-    r = subprocess.run([out / "build" / "gsqlc-run", "--source", f"csv=csv:{d / 'in.csv'}",
-                        "--output", "hx"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    runner = build_sanitized([tmp_path / "q.gsql", "--schema", d / "schema.txt"],
+                             tmp_path / "build")
+    r = run_sanitized(runner, "--source", f"csv=csv:{d / 'in.csv'}", "--output", "hx")
     assert r.returncode == 0, r.stderr[-3000:]
     assert len(r.stdout.strip().splitlines()) >= len(rows)

@@ -14,7 +14,7 @@ from collections import defaultdict
 import pytest
 
 import gsqlc
-from conftest import REPO
+from conftest import REPO, build_sanitized, run_sanitized
 from test_read_pcap import eth, ipv4, tcp, write_pcap
 
 SCHEMA = """
@@ -324,21 +324,10 @@ def test_moving_average_example_runs(gsqlc, tmp_path):
 
 @pytest.mark.slow
 def test_sanitized_running_aggregation(files, tmp_path):
-    import os
-    import subprocess
-    import sys
     d, rows = files
-    out = tmp_path / "build"
-    p = subprocess.run([sys.executable, "-m", "gsqlc", "compile", d / "q.gsql",
-                        "--schema", d / "schema.txt", "--functions", d / "r.def",
-                        "--udf", d / "r.cc", "-o", out, "--build", "--sanitize"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert p.returncode == 0, p.stderr
-    env = dict(os.environ, ASAN_OPTIONS="abort_on_error=1:detect_leaks=1",
-               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
-    r = subprocess.run([out / "build" / "gsqlc-run", "--source", f"csv=csv:{d / 'in.csv'}",
-                        "--output", "run"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    runner = build_sanitized([d / "q.gsql", "--schema", d / "schema.txt", "--functions",
+                             d / "r.def", "--udf", d / "r.cc"], tmp_path / "build")
+    r = run_sanitized(runner, "--source", f"csv=csv:{d / 'in.csv'}", "--output", "run")
     assert r.returncode == 0, r.stderr[-3000:]
     assert len(r.stdout.splitlines()) == len(reference(rows))
 

@@ -10,6 +10,8 @@ from collections import defaultdict
 
 import pytest
 
+from conftest import build_sanitized, run_sanitized
+
 SCHEMA = """
 PROTOCOL PKTS {
     uint time   get_csv_uint_pos1 (increasing, required);
@@ -213,25 +215,14 @@ def test_explain_and_errors(files, gsqlc, tmp_path):
 
 @pytest.mark.slow
 def test_sanitized_sampling_query(files, tmp_path):
-    import os
-    import subprocess
-    import sys
     d, _ = files
     (tmp_path / "q.gsql").write_text(
         "DEFINE { query_name 'hh'; }\n"
         "SELECT tb, destIP, srcIP, count(*) AS n, threshold() AS thr FROM [csv].PKTS\n"
         "GROUP BY time/5 AS tb, destIP, srcIP SUPERGROUP destIP\n"
         "CLEANING_WHEN over_capacity(6) = TRUE CLEANING_BY keep(count(*)) = TRUE\n")
-    out = tmp_path / "build"
-    p = subprocess.run([sys.executable, "-m", "gsqlc", "compile", tmp_path / "q.gsql",
-                        "--schema", d / "schema.txt", "--functions", d / "thr.def",
-                        "--udf", d / "thr.cc", "-o", out, "--build", "--sanitize"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert p.returncode == 0, p.stderr
-    env = dict(os.environ, ASAN_OPTIONS="abort_on_error=1:detect_leaks=1",
-               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
-    r = subprocess.run([out / "build" / "gsqlc-run", "--source", f"csv=csv:{d / 'in.csv'}",
-                        "--output", "hh"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    runner = build_sanitized([tmp_path / "q.gsql", "--schema", d / "schema.txt", "--functions",
+                             d / "thr.def", "--udf", d / "thr.cc"], tmp_path / "build")
+    r = run_sanitized(runner, "--source", f"csv=csv:{d / 'in.csv'}", "--output", "hh")
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.strip()

@@ -13,7 +13,7 @@ from collections import defaultdict
 import pytest
 
 import gsqlc
-from conftest import shared_dir, shared_missing
+from conftest import build_sanitized, run_sanitized, shared_dir, shared_missing
 
 SCHEMA = """
 PROTOCOL R {
@@ -476,24 +476,13 @@ def test_handle_parameters_and_partial_functions(handle_files, gsqlc, tmp_path):
 
 @pytest.mark.slow
 def test_sanitized_handles_are_released(handle_files, tmp_path):
-    import os
-    import subprocess
-    import sys
     d, rows = handle_files
     (tmp_path / "s.gsql").write_text(
         "DEFINE { query_name 's'; }\n"
         "SELECT t, scale_by(k, '10') AS ks, after_colon(s) AS ac FROM [csv].R\n")
-    out = tmp_path / "build"
-    p = subprocess.run([sys.executable, "-m", "gsqlc", "compile", tmp_path / "s.gsql",
-                        "--schema", d / "schema.txt", "--functions", d / "h.def",
-                        "--udf", d / "h.cc", "-o", out, "--build", "--sanitize"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert p.returncode == 0, p.stderr
-    env = dict(os.environ, ASAN_OPTIONS="abort_on_error=1:detect_leaks=1",
-               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
-    r = subprocess.run([out / "build" / "gsqlc-run", "--source", f"csv=csv:{d / 'in.csv'}",
-                        "--output", "s"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    runner = build_sanitized([tmp_path / "s.gsql", "--schema", d / "schema.txt", "--functions",
+                             d / "h.def", "--udf", d / "h.cc"], tmp_path / "build")
+    r = run_sanitized(runner, "--source", f"csv=csv:{d / 'in.csv'}", "--output", "s")
     assert r.returncode == 0, r.stderr[-3000:]
     assert len(r.stdout.splitlines()) == sum(":" in s for *_, s in rows)
 
@@ -502,22 +491,11 @@ def test_sanitized_handles_are_released(handle_files, tmp_path):
 def test_sanitized_run_of_user_aggregates(files, tmp_path):
     """ASan (with leak checks) and UBSan over the user aggregates: the
     scratchpads are destroyed with their groups, string results freed."""
-    import os
-    import subprocess
-    import sys
     d, rows = files
     q = tmp_path / "q.gsql"
     q.write_text(QUERY)
-    out = tmp_path / "build"
-    p = subprocess.run([sys.executable, "-m", "gsqlc", "compile", q, *map(str, _args(d)),
-                        "-o", out, "--build", "--sanitize"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert p.returncode == 0, p.stderr
-    env = dict(os.environ, ASAN_OPTIONS="abort_on_error=1:detect_leaks=1",
-               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
-    r = subprocess.run([out / "build" / "gsqlc-run", "--source", f"csv=csv:{d / 'in.csv'}",
-                        "--output", "u"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    runner = build_sanitized([q, *map(str, _args(d))], tmp_path / "build")
+    r = run_sanitized(runner, "--source", f"csv=csv:{d / 'in.csv'}", "--output", "u")
     assert r.returncode == 0, r.stderr[-3000:]
     assert len(r.stdout.splitlines()) == len(reference(rows))
 
@@ -645,22 +623,11 @@ def test_split_aggregate_with_a_small_colliding_table(split_files, gsqlc, tmp_pa
 
 @pytest.mark.slow
 def test_sanitized_run_of_a_split_aggregate(split_files, tmp_path):
-    import os
-    import subprocess
-    import sys
     d, ref = split_files
-    out = tmp_path / "build"
-    p = subprocess.run([sys.executable, "-m", "gsqlc", "compile", d / "split.gsql",
-                        "--schema", d / "schema.txt", "--functions", d / "split.def",
-                        "--udf", d / "split_hfta.cc", "--udf", d / "split_lfta.c",
-                        "-o", out, "--build", "--sanitize"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert p.returncode == 0, p.stderr
-    env = dict(os.environ, ASAN_OPTIONS="abort_on_error=1:detect_leaks=1",
-               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
-    r = subprocess.run([out / "build" / "gsqlc-run", "--source", f"csv=csv:{d / 'in.csv'}",
-                        "--output", "sp"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    runner = build_sanitized([d / "split.gsql", "--schema", d / "schema.txt", "--functions",
+                             d / "split.def", "--udf", d / "split_hfta.cc", "--udf",
+                             d / "split_lfta.c"], tmp_path / "build")
+    r = run_sanitized(runner, "--source", f"csv=csv:{d / 'in.csv'}", "--output", "sp")
     assert r.returncode == 0, r.stderr[-3000:]
     assert len(r.stdout.splitlines()) == len(ref)
 
