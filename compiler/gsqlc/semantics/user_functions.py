@@ -26,7 +26,7 @@ from functools import lru_cache
 from typing import Callable, Optional, Sequence
 
 from ..errors import QueryError
-from ..frontend.fcn_defs import FunctionDecl, ParamDecl, parse_function_defs
+from ..frontend.fcn_defs import FunctionDecl, parse_function_defs
 from ..frontend.span import Span
 from .catalog import (
     AGGREGATES,
@@ -279,5 +279,5 @@ def catalog_of(decls: Sequence[FunctionDecl], def_files: tuple[str, ...] = ()) -
                    def_files=def_files)
 
 
-__all__ = ["load_catalog", "catalog_of", "ParamDecl", "is_library_decl", "library_def_path",
+__all__ = ["load_catalog", "catalog_of", "is_library_decl", "library_def_path",
            "library_names"]
