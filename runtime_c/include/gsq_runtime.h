@@ -562,6 +562,13 @@ GSQ_EXPORT void gsqlc_buffer_pool_counts(gsqlc_buffer_pool *pool, uint64_t out[3
 /* Set before gsqlc_run (replacing any pool set before).  0, or -1 when
  * the run has started. */
 GSQ_EXPORT int gsqlc_set_buffer_pool(gsq_run *r, gsqlc_buffer_pool *pool);
+/* The cache of freed table blocks (table_mem.c): tables of
+ * GSQ_TABLE_HUGE_BYTES or more freed by a run are kept for the later
+ * tables of this library, up to 512 MiB (environment GSQLC_TABLE_CACHE_MB;
+ * 0: none).  counts: bytes held, blocks held, requests served from them,
+ * requests that allocated.  trim: free every held block. */
+GSQ_EXPORT void gsqlc_table_cache_counts(uint64_t out[4]);
+GSQ_EXPORT void gsqlc_table_cache_trim(void);
 /* Run to end of input: every open group is flushed, EOF propagates, sinks
  * are flushed.  0 on success (also when cancelled), -1 on a run-time
  * failure (gsqlc_error()); a run runs once (a second call fails).

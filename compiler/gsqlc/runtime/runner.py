@@ -83,6 +83,8 @@ gsqlc_buffer_pool *gsqlc_buffer_pool_create(uint64_t max_bytes);
 void gsqlc_buffer_pool_release(gsqlc_buffer_pool *pool);
 void gsqlc_buffer_pool_counts(gsqlc_buffer_pool *pool, uint64_t out[3]);
 int gsqlc_set_buffer_pool(gsq_run *r, gsqlc_buffer_pool *pool);
+void gsqlc_table_cache_counts(uint64_t out[4]);
+void gsqlc_table_cache_trim(void);
 """
 
 _ffi = abi_ffi(ABI_CDEF)
@@ -125,6 +127,20 @@ def sink_pool_counts(library: Path) -> dict[str, int]:
     out = _ffi.new("uint64_t[3]")
     load_library(library).gsqlc_buffer_pool_counts(sink_pool(library), out)
     return {"held_bytes": int(out[0]), "reused": int(out[1]), "allocated": int(out[2])}
+
+
+def table_cache_counts(library: Path) -> dict[str, int]:
+    """What the loaded library's cache of freed table blocks holds and has
+    served (table_mem.c)."""
+    out = _ffi.new("uint64_t[4]")
+    load_library(library).gsqlc_table_cache_counts(out)
+    return {"held_bytes": int(out[0]), "held_blocks": int(out[1]), "reused": int(out[2]),
+            "allocated": int(out[3])}
+
+
+def table_cache_trim(library: Path) -> None:
+    """Free the blocks the loaded library's table cache holds."""
+    load_library(library).gsqlc_table_cache_trim()
 
 
 def pcap_cuts(library: Path, path: str, parts: int) -> tuple[list[int], str]:
