@@ -75,6 +75,15 @@ struct gsq_node {
      * emitted (counted in queue.pushed), not queued; heartbeats and EOF
      * are queued as ever (the sink ignores them) */
     int direct;
+    /* HFTA whose stream has no strings and one subscriber, an Arrow sink
+     * without heartbeat rows: its data tuples are gathered in `stage`
+     * (stage_n of GSQ_STAGE_TUPLES) and written to the sink as a run --
+     * when it is full, before the node emits anything else, and when the
+     * call into the node returns (gsq_deliver, gsq_dispatch_run) -- so the
+     * sink sees the same tuples in the same order, a run at a time */
+    int staged;
+    uint8_t *stage;
+    uint32_t stage_n;
     uint8_t *pack;                /* HFTA: packing scratch (8-aligned) */
     size_t pack_cap;
     uint64_t counters[GSQ_CNT__COUNT];
@@ -629,6 +638,8 @@ void gsq_deliver(gsq_run *r, gsq_node *h, int input, int kind, const void *tup, 
 void gsq_dispatch(gsq_run *r, int stream, int kind, const void *tup, uint32_t len);
 /* gsq_dispatch of n GSQ_DATA tuples of len bytes, tuple j at first + j *
  * stride: each subscriber takes them in order (a sink all at once). */
+/* Write the data tuples an HFTA node staged (gsq_node.staged) to its sink. */
+void gsq_stage_flush(gsq_node *node);
 void gsq_dispatch_run(gsq_run *r, int stream, const uint8_t *first, size_t stride, uint32_t len,
                       uint32_t n);
 

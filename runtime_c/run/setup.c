@@ -176,6 +176,18 @@ static int setup_streams(gsq_run *r)
         n->direct = !n->merge && !strings && st->n_subs == 1 && !st->subs[0].hfta &&
                     st->subs[0].sink->format == GSQ_FMT_ARROW && !st->subs[0].sink->heartbeats;
     }
+    for (i = 0; i < qs->n_hftas; i++) {
+        gsq_node *n = &r->nodes[r->hfta_base + i];
+        const gsq_stream_rt *st = &r->streams[n->out_stream];
+        const gsq_stream_desc *d = &qs->streams[n->out_stream];
+        uint32_t c, strings = 0;
+        if (!n->needed)
+            continue;
+        for (c = 0; c < d->n_cols; c++)
+            strings += d->cols[c].type == GSQ_T_STRING;
+        n->staged = !strings && d->fixed_size > 0 && st->n_subs == 1 && !st->subs[0].hfta &&
+                    st->subs[0].sink->format == GSQ_FMT_ARROW && !st->subs[0].sink->heartbeats;
+    }
     return 0;
 oom:
     gsq_run_fail(r, "out of memory");

@@ -23,6 +23,9 @@ void gsq_teardown(gsq_run *r)
         n->state = NULL;
         n->live = 0;
         gsq_tq_free(&n->queue);
+        free(n->stage);
+        n->stage = NULL;
+        n->stage_n = 0;
         free(n->pack);
         n->pack = NULL;
         n->pack_cap = 0;
