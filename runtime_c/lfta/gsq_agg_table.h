@@ -101,7 +101,7 @@
  *    last used slot; a scan closes its bucket's gaps keeping order.
  *  - A group is in at most one slot.  A record whose group is not in its
  *    full bucket (and finds no pending group there) ejects the bucket's
- *    slot (h >> 32) & (ways - 1), a group of some open epoch, as a partial
+ *    slot (h >> 28) & (ways - 1), a group of some open epoch, as a partial
  *    (GSQ_AGG_EJECT_COLLISION); the HFTA super-aggregate completes it.
  *  - gsq_agg_flush (end of input) ejects every group: the closed epoch's,
  *    then each open epoch's, oldest first.  The epochs stay as they are.
@@ -322,7 +322,7 @@ GSQ_AGG_HOT enum gsq_agg_probe_result gsq_agg_probe(const gsq_agg_table *t,
             return GSQ_AGG_HIT;
         }
     }
-    *slot = b + (size_t)((h >> 32) & (sh->ways - 1u)) * sh->slot_size;
+    *slot = b + (size_t)((h >> 28) & (sh->ways - 1u)) * sh->slot_size;
     return GSQ_AGG_FULL;
 }
 

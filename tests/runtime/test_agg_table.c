@@ -235,7 +235,7 @@ static void ref_accept(ref *r, uint32_t ep, uint32_t key, uint64_t v, uint64_t h
             break;
     }
     if (i == first + r->ways) {
-        i = first + (uint32_t)((h >> 32) % r->ways);
+        i = first + (uint32_t)((h >> 28) % r->ways);
         log_add(lg, GSQ_AGG_EJECT_COLLISION, r->slot[i].ep, r->slot[i].key, r->slot[i].cnt,
                 r->slot[i].sum);
     }
@@ -308,7 +308,7 @@ static void test_collision(uint32_t ways)
             put(&t, &sh, 1, 100 + w, w, 3 + (uint64_t)w * buckets, &lg);
         }
         CHECK(lg.n == 0 && t.n_used == ways);
-        put(&t, &sh, 1, 999, 5, ((uint64_t)victim << 32) | 3u, &lg);
+        put(&t, &sh, 1, 999, 5, ((uint64_t)victim << 28) | 3u, &lg);
         CHECK(lg.n == 1 && lg.ev[0].why == GSQ_AGG_EJECT_COLLISION);
         CHECK(lg.n == 1 && lg.ev[0].key == 100 + victim && lg.ev[0].cnt == 2 &&
               lg.ev[0].sum == 2 * victim);

@@ -258,6 +258,20 @@ def key_hash_step(t: Type, v: str) -> str:
     return f"h = gsq_hash_add(h, (uint64_t){v});"
 
 
+# group-key types an LFTA hashes in 32-bit lanes when every key is one
+# (gsq_hash32_add): its block of row hashes then vectorizes without 64-bit
+# multiplies, which AVX2 lacks
+_HASH32_TYPES = frozenset({Type.BOOL, Type.USHORT, Type.UINT, Type.INT, Type.IP})
+
+
+def lfta_key_hash_step(t: Type, v: str, hash32: bool) -> str:
+    """key_hash_step for an LFTA's group table: into the 32-bit running
+    hash h32 when every key fits 32 bits (hash32)."""
+    if hash32:
+        return f"h32 = gsq_hash32_add(h32, (uint32_t){v});"
+    return key_hash_step(t, v)
+
+
 # gsq_merge.h's type tag of a merge column's type
 _MERGE_TYPE_TAGS = {Type.BOOL: "u8", Type.USHORT: "u16", Type.UINT: "u32", Type.IP: "u32",
                     Type.INT: "i32", Type.ULLONG: "u64", Type.LLONG: "i64", Type.FLOAT: "f64"}
@@ -766,6 +780,7 @@ class Generator:
         slot_members, key_locals, key_eq, hash_steps, group_fill = [], [], [], [], []
         slot_hash_steps: list[str] = []
         hit_key_eq: list[str] = []    # a row's keys (kv<i>) against a slot's (sl)
+        hash32 = all(e.info.type in _HASH32_TYPES for _, e in n.group_by)
         for i, (_, e) in enumerate(n.group_by):
             t = e.info.type
             slot_members.append(f"{t.c_type} k{i};")
@@ -773,8 +788,8 @@ class Generator:
             group_fill.append(f"g.k{i} = kv{i};")
             key_eq.append(key_equal(t, f"a->k{i}", f"b->k{i}"))
             hit_key_eq.append(key_equal(t, f"sl->k{i}", f"kv{i}"))
-            hash_steps.append(key_hash_step(t, f"kv{i}"))
-            slot_hash_steps.append(key_hash_step(t, f"s->k{i}"))
+            hash_steps.append(lfta_key_hash_step(t, f"kv{i}", hash32))
+            slot_hash_steps.append(lfta_key_hash_step(t, f"s->k{i}", hash32))
         fold_stmts, hit_fold = [], []
         udaf_helpers, udaf_out, udaf_destroy = [], [], []
         fn = data["fn"]
@@ -833,7 +848,7 @@ class Generator:
                     strs=strs)
         data.update(slot_members=slot_members, key_locals=key_locals,
                     key_eq=" && ".join(key_eq) or "1", hash_steps=hash_steps,
-                    slot_hash_steps=slot_hash_steps, grow=int(n.table_grows),
+                    slot_hash_steps=slot_hash_steps, hash32=hash32, grow=int(n.table_grows),
                     grow_mib=LFTA_TABLE_GROW_MIB,
                     group_fill=group_fill, fold=fold_stmts, hit_fold=hit_fold,
                     hit_key_eq=" && ".join(hit_key_eq) or "1",
