@@ -638,10 +638,10 @@ void gsq_deliver(gsq_run *r, gsq_node *h, int input, int kind, const void *tup, 
 void gsq_dispatch(gsq_run *r, int stream, int kind, const void *tup, uint32_t len);
 /* gsq_dispatch of n GSQ_DATA tuples of len bytes, tuple j at first + j *
  * stride: each subscriber takes them in order (a sink all at once). */
-/* Write the data tuples an HFTA node staged (gsq_node.staged) to its sink. */
-void gsq_stage_flush(gsq_node *node);
 void gsq_dispatch_run(gsq_run *r, int stream, const uint8_t *first, size_t stride, uint32_t len,
                       uint32_t n);
+/* Write the data tuples an HFTA node staged (gsq_node.staged) to its sink. */
+void gsq_stage_flush(gsq_node *node);
 
 /* Drain every LFTA queue into its stream's subscribers (run/loop.c). */
 void gsq_drain(gsq_run *r);

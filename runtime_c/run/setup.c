@@ -140,6 +140,21 @@ static int add_sub(gsq_stream_rt *st, gsq_node *h, int input, gsq_sink *k)
     return 0;
 }
 
+/* Whether stream s has no string columns and one subscriber, an Arrow sink
+ * without heartbeat rows: its data tuples may then reach the sink without
+ * the queue (an LFTA's, gsq_node.direct) or a run at a time (an HFTA's,
+ * gsq_node.staged). */
+static int only_arrow_rows(const gsq_run *r, int s)
+{
+    const gsq_stream_rt *st = &r->streams[s];
+    const gsq_stream_desc *d = &r->qs->streams[s];
+    for (uint32_t c = 0; c < d->n_cols; c++)
+        if (d->cols[c].type == GSQ_T_STRING)
+            return 0;
+    return st->n_subs == 1 && !st->subs[0].hfta && st->subs[0].sink->format == GSQ_FMT_ARROW &&
+           !st->subs[0].sink->heartbeats;
+}
+
 static int setup_streams(gsq_run *r)
 {
     const gsq_queryset_def *qs = r->qs;
@@ -166,27 +181,12 @@ static int setup_streams(gsq_run *r)
     for (i = 0; i < r->n_sinks; i++)
         if (add_sub(&r->streams[r->sinks[i]->stream], NULL, 0, r->sinks[i]) != 0)
             goto oom;
-    for (i = 0; i < r->n_lfta_nodes; i++) {
-        gsq_node *n = &r->nodes[i];
-        const gsq_stream_rt *st = &r->streams[n->out_stream];
-        const gsq_stream_desc *d = &qs->streams[n->out_stream];
-        uint32_t c, strings = 0;
-        for (c = 0; c < d->n_cols; c++)
-            strings += d->cols[c].type == GSQ_T_STRING;
-        n->direct = !n->merge && !strings && st->n_subs == 1 && !st->subs[0].hfta &&
-                    st->subs[0].sink->format == GSQ_FMT_ARROW && !st->subs[0].sink->heartbeats;
-    }
+    for (i = 0; i < r->n_lfta_nodes; i++)
+        r->nodes[i].direct = !r->nodes[i].merge && only_arrow_rows(r, r->nodes[i].out_stream);
     for (i = 0; i < qs->n_hftas; i++) {
         gsq_node *n = &r->nodes[r->hfta_base + i];
-        const gsq_stream_rt *st = &r->streams[n->out_stream];
-        const gsq_stream_desc *d = &qs->streams[n->out_stream];
-        uint32_t c, strings = 0;
-        if (!n->needed)
-            continue;
-        for (c = 0; c < d->n_cols; c++)
-            strings += d->cols[c].type == GSQ_T_STRING;
-        n->staged = !strings && d->fixed_size > 0 && st->n_subs == 1 && !st->subs[0].hfta &&
-                    st->subs[0].sink->format == GSQ_FMT_ARROW && !st->subs[0].sink->heartbeats;
+        n->staged = n->needed && qs->streams[n->out_stream].fixed_size > 0 &&
+                    only_arrow_rows(r, n->out_stream);
     }
     return 0;
 oom:
