@@ -169,3 +169,39 @@ def test_the_shared_folder_is_built_once_and_again_when_damaged(tmp_path, monkey
     shared = nb.shared_folder(tc)
     assert shared.pch is None and shared.runner_main.exists() and all(m.exists() for m in shared.merges)
     assert nb.shared_folder(tc) == shared
+
+
+def test_cxx_units_built_as_one_group_give_what_each_built_alone_gives(tmp_path, monkeypatch):
+    """More C++ units than compilers at once: they compile as groups, one
+    translation unit each (cxx_groups); the library's results are those of
+    units compiled one by one."""
+    import gsqlc
+    q = REPO / "bench" / "queries" / "compile_set.gsql"
+    trace = REPO / "examples" / "trace.pcap"
+    results, objects = {}, {}
+    for jobs in (1, 8):
+        monkeypatch.setattr(nb, "jobs", lambda jobs=jobs: jobs)
+        qs = gsqlc.compile([q], schema=REPO / "examples" / "packet_schema.txt")
+        bdir = qs.library.parent
+        objects[jobs] = sorted(p.name for p in (bdir / "objects").glob("*.o"))
+        results[jobs] = {name: sorted(map(tuple, qs.table({"eth0": f"pcap:{trace}"},
+                                                          output=name).to_pylist()))
+                         for name in qs.outputs}
+        shutil.rmtree(bdir.parent)   # the next build is made, not found in the cache
+    cxx_units = [o for o in objects[8] if o.endswith(".cpp.o")]
+    assert len(cxx_units) == 3 and not any(o.startswith("cxx_group") for o in objects[8])
+    assert [o for o in objects[1] if o.endswith(".cpp.o")] == ["cxx_group_0.cpp.o"]
+    assert results[1] == results[8]
+    assert set(results[1]) == {"host_counts", "both_ways", "flow_pairs"}
+    assert all(results[1].values()), results[1]
+
+
+def test_cxx_groups_are_balanced_by_size(tmp_path):
+    sizes = {"a": 900, "b": 500, "c": 450, "d": 400, "e": 100}
+    units = []
+    for name, n in sizes.items():
+        (tmp_path / f"{name}.cpp").write_text("x" * n)
+        units.append(tmp_path / f"{name}.cpp")
+    groups = nb.cxx_groups(units, 2)
+    assert [[u.stem for u in g] for g in groups] == [["a", "d"], ["b", "c", "e"]]
+    assert nb.cxx_groups(units[:2], 2) == [[units[0]], [units[1]]]
