@@ -513,3 +513,24 @@ def test_docs_table_lists_the_library():
     assert "FIRST_lfta(" not in table      # a part, not a call
     row = table[table.index("<code>FIRST(uint)</code>"):]
     assert "LFTA sub-aggregate <code>FIRST_lfta</code>" in row[:row.index("</tr>")]
+
+
+def test_the_library_declarations_are_parsed_once_and_again_when_damaged(tmp_path, monkeypatch):
+    """The bundled def file's declarations are kept in the cache: a second
+    process loads what the first parsed; a damaged entry is parsed again."""
+    from gsqlc.frontend.fcn_defs import parse_function_defs
+    from gsqlc.semantics import user_functions as uf
+    monkeypatch.setenv("GSQLC_CACHE_DIR", str(tmp_path))
+    parsed = parse_function_defs(uf.library_def_path())
+    uf._library_decls.cache_clear()
+    assert list(uf._library_decls()) == parsed
+    (entry,) = tmp_path.glob("library-decls-*.pickle")
+    stamp = entry.stat().st_mtime_ns
+    uf._library_decls.cache_clear()
+    assert list(uf._library_decls()) == parsed and entry.stat().st_mtime_ns == stamp   # loaded
+    entry.write_bytes(entry.read_bytes()[:-100])                                        # damaged
+    uf._library_decls.cache_clear()
+    assert list(uf._library_decls()) == parsed
+    assert entry.stat().st_mtime_ns != stamp   # written again
+    uf._library_decls.cache_clear()
+    assert uf.is_library_decl(uf._library_decls()[0])

@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
-from .resources import cache_root, package_dir, packet_schema_path, resource_dir
+from .resources import cache_root, package_dir, packet_schema_path, read_checked, resource_dir, write_checked
 from .runtime.plan_summary import PlanSummary
 
 if TYPE_CHECKING:
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
 
 FORMAT = 1                      # of an entry; a new one misses every older entry
 ENTRIES = "inputs"              # the entries' folder in the cache
-_DIGEST_PREFIX = "# gsqlc digest "
 _BUILD_KEY = re.compile(r"^[0-9a-f]{24}$")
 # gsqlc's own files that can change what it compiles (not caches or binaries)
 _SKIPPED_DIRS = {"__pycache__"}
@@ -158,12 +157,8 @@ def lookup(key: Optional[str]) -> Optional[CachedBuild]:
     from .backend.build_cache import cached_library
     if key is None:
         return None
-    try:
-        text = _entry_path(key).read_text()
-    except (OSError, UnicodeDecodeError):
-        return None
-    first, _, body = text.partition("\n")
-    if first != _DIGEST_PREFIX + hashlib.sha256(body.encode()).hexdigest():
+    body = read_checked(_entry_path(key))
+    if body is None:
         return None
     try:
         entry = json.loads(body)
@@ -184,7 +179,6 @@ def store(files: Sequence[str], options: "CompileOptions", key: Optional[str],
     compiling them (input_key) with the library folders as `deps` found
     them: not when a file changed since (the entry would name other
     contents), nor when the cache cannot be written (best effort)."""
-    import tempfile
     build_key = library.parent.parent.name
     if not _BUILD_KEY.match(build_key):   # built outside the cache (an output folder)
         return
@@ -193,16 +187,7 @@ def store(files: Sequence[str], options: "CompileOptions", key: Optional[str],
         return
     body = json.dumps({"format": FORMAT, "build": build_key, "summary": summary.to_json(),
                        "deps": deps})
-    path = _entry_path(key)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key}.", suffix=".tmp")
-        try:
-            with open(fd, "w") as f:
-                f.write(_DIGEST_PREFIX + hashlib.sha256(body.encode()).hexdigest() + "\n" + body)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_checked(_entry_path(key), body.encode(), prefix=key)
     except OSError:
         pass

@@ -19,9 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
-from ..resources import cache_root
-
-_DIGEST_PREFIX = "# gsqlc digest "
+from ..resources import cache_root, read_checked, write_checked
 
 
 def abi_ffi(cdef: str) -> Any:
@@ -50,19 +48,10 @@ def _parsed(cdef: str) -> Any:
     return ffi
 
 
-def _digest(body: str) -> str:
-    return hashlib.sha256(body.encode()).hexdigest()
-
-
 def _load(name: str, path: Path) -> Optional[Any]:
     """The FFI of the module at `path`, or None when it is missing, damaged
     (its digest does not match its text) or does not load."""
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError):
-        return None
-    first, _, body = text.partition("\n")
-    if first != _DIGEST_PREFIX + _digest(body):
+    if read_checked(path) is None:
         return None
     try:
         spec = importlib.util.spec_from_file_location(name, path)
@@ -81,13 +70,10 @@ def _write(name: str, path: Path, cdef: str) -> None:
     from cffi.recompiler import make_py_source
     ffi = _parsed(cdef)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{name}.", suffix=".py")
     os.close(fd)
     try:
         make_py_source(ffi, name, tmp)   # quietly (emit_python_code prints)
-        body = Path(tmp).read_text()
-        Path(tmp).write_text(_DIGEST_PREFIX + _digest(body) + "\n" + body)
-        os.replace(tmp, path)
-    except BaseException:
+        write_checked(path, Path(tmp).read_bytes(), prefix=name)
+    finally:
         Path(tmp).unlink(missing_ok=True)
-        raise
