@@ -41,7 +41,10 @@ test)
     $PY -m ruff check tests bench compiler fuzz docs
     (cd compiler && $PY -m mypy --strict --follow-imports=silent gsqlc/frontend gsqlc/semantics \
         gsqlc/planner gsqlc/errors.py gsqlc/pipeline.py gsqlc/resources.py gsqlc/storage.py)
-    exec $PY -m pytest -q "$@"
+    # one pytest worker per core, at most 4 (pytest-xdist), each file's tests on one
+    # worker so that its module fixtures (built query sets) are made once
+    jobs=$(nproc 2>/dev/null || echo 1); [ "$jobs" -le 4 ] || jobs=4
+    exec $PY -m pytest -q -n "$jobs" --dist loadfile "$@"
     ;;
 *)
     echo "usage: $0 demo|test" >&2
