@@ -197,11 +197,9 @@ def test_cxx_units_built_as_one_group_give_what_each_built_alone_gives(tmp_path,
 
 
 def test_cxx_groups_are_balanced_by_size(tmp_path):
-    sizes = {"a": 900, "b": 500, "c": 450, "d": 400, "e": 100}
-    units = []
-    for name, n in sizes.items():
-        (tmp_path / f"{name}.cpp").write_text("x" * n)
-        units.append(tmp_path / f"{name}.cpp")
-    groups = nb.cxx_groups(units, 2)
+    size = {tmp_path / f"{name}.cpp": n
+            for name, n in {"a": 900, "b": 500, "c": 450, "d": 400, "e": 100}.items()}
+    units = list(size)
+    groups = nb.cxx_groups(units, 2, size)
     assert [[u.stem for u in g] for g in groups] == [["a", "d"], ["b", "c", "e"]]
-    assert nb.cxx_groups(units[:2], 2) == [[units[0]], [units[1]]]
+    assert nb.cxx_groups(units[:2], 2, size) == [[units[0]], [units[1]]]

@@ -43,7 +43,7 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 from ..errors import BuildError
 from ..resources import cache_root, resource_dir
@@ -301,13 +301,12 @@ def shared_folder(tc: Toolchain) -> Shared:
 # ------------------------------------------------------------ a query set
 
 
-def cxx_groups(units: Sequence[Path], n: int) -> list[list[Path]]:
-    """The C++ units in at most n groups of about equal source size (the
-    largest unit first, each to the smallest group so far), in the units'
-    order within a group."""
+def cxx_groups(units: Sequence[Path], n: int, size: Mapping[Path, int]) -> list[list[Path]]:
+    """The C++ units in at most n groups of about equal source size (`size`:
+    a unit's; the largest unit first, each to the smallest group so far), in
+    the units' order within a group."""
     if len(units) <= n:
         return [[u] for u in units]
-    size = {u: u.stat().st_size for u in units}
     groups: list[list[Path]] = [[] for _ in range(n)]
     for u in sorted(units, key=lambda u: -size[u]):
         min(groups, key=lambda g: sum(size[m] for m in g)).append(u)
@@ -336,7 +335,7 @@ def build_set(src: Path, bdir: Path, lftas: Sequence[str], hftas: Sequence[str],
     lib_units = [src / f for f in (*lftas, *hftas, "queryset.c")]
     size = {u: u.stat().st_size for u in lib_units}
     units = [u for u in lib_units if u.suffix != ".cpp"]
-    for i, g in enumerate(cxx_groups([u for u in lib_units if u.suffix == ".cpp"], jobs())):
+    for i, g in enumerate(cxx_groups([u for u in lib_units if u.suffix == ".cpp"], jobs(), size)):
         unit = g[0] if len(g) == 1 else _group_unit(objdir, i, g)
         size[unit] = sum(size[m] for m in g)
         units.append(unit)

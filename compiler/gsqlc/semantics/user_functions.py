@@ -176,13 +176,13 @@ def _library_decls() -> tuple[FunctionDecl, ...]:
 
     from ..errors import register_source
     from ..frontend import fcn_defs
-    from ..frontend.parser import read_source
+    from ..frontend.parser import _GRAMMAR_DIR, read_source
     from ..resources import cache_root, read_checked, write_checked
     path = library_def_path()
     text = read_source(path)
     register_source(path, text)   # its declarations' spans are shown from it
     h = hashlib.sha256(f"{path}\0{text}\0".encode())
-    for f in (Path(fcn_defs.__file__), Path(fcn_defs.__file__).parent / "grammar" / "fcn_defs.lark"):
+    for f in (Path(fcn_defs.__file__), _GRAMMAR_DIR / "fcn_defs.lark"):
         h.update(f.read_bytes())
     entry = cache_root() / f"library-decls-{h.hexdigest()[:24]}.pickle"
     body = read_checked(entry)
