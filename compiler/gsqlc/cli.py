@@ -19,7 +19,7 @@ from . import __version__, input_cache
 from .errors import BuildError, GsqlcError, InternalError, QueryError, UsageError, render
 from .pipeline import CompileOptions, check_plan_options, compile_planned, compile_queries, plan_queries
 from .planner.policies import FLUSH_POLICIES
-from .runtime import parallel, progress
+from .runtime import progress
 from .runtime.bindings import (
     URI_SCHEMES,
     check_params,
@@ -40,6 +40,7 @@ from .runtime.interfaces import (
 )
 from .runtime.interfaces import build as build_interfaces
 from .runtime.runner import RunHandle, run_library
+from .runtime.split import AUTO_MIN_BYTES, Split, machine_threads
 from .terminal import (
     COLOR_MODES,
     color_mode_of,
@@ -385,21 +386,23 @@ def _split_run(args, library, files, bindings, outputs, options, params, sinks, 
     or the Split saying why it stays on one (qs: the planned query set, or
     None when the build came from the input-keyed cache)."""
     if args.threads == 1:
-        return parallel.Split(1, reason="one thread asked for")
-    cores = parallel.machine_threads()
+        return Split(1, reason="one thread asked for")
+    cores = machine_threads()
     if args.threads is None and cores < CLI_AUTO_MIN_CORES:
-        return parallel.Split(cores, reason=(
+        return Split(cores, reason=(
             f"{cores} core(s): the runs of records and the run merging them would share them "
             "(no gain measured on 2 cores); --threads N splits"))
     paths = [u.partition(":")[2] for u in files.values() if u.partition(":")[0] == "pcap"]
     if args.threads is None and not any(
-            os.path.isfile(f) and os.path.getsize(f) >= 2 * parallel.AUTO_MIN_BYTES
+            os.path.isfile(f) and os.path.getsize(f) >= 2 * AUTO_MIN_BYTES
             for f in paths):
         # no need to plan: too small to split
-        return parallel.Split(cores, reason="too few to split: no capture file of 32 MiB or more")
+        return Split(cores, reason="too few to split: no capture file of 32 MiB or more")
+    # the machinery of a split run, imported only for one
+    from .runtime import parallel
     reason = parallel.options_reason(options, True)
     if reason:
-        return parallel.Split(args.threads or cores, reason=reason)
+        return Split(args.threads or cores, reason=reason)
     cuts = parallel.CaptureCuts(library, files, args.threads)   # meanwhile: plan, imports
     plan = (qs if qs is not None else plan_queries(args.files, compile_options)).plan
     readers = {i: [n.name for n in ns] for i, ns in bindings.readers.items()}
@@ -505,7 +508,7 @@ def cmd_run(args) -> int:
                        sinks, qs if hit is None else None, compile_options)
     shown = (progress.ProgressOptions(colour=use_color(sys.stderr, color_mode_of(args)))
              if _show_progress(args) else None)
-    if isinstance(split, parallel.Split):
+    if isinstance(split, Split):
         handle = RunHandle()
         with progress.line(shown, lambda: ([handle], [handle])):
             result = run_library(library, bindings.sources, sinks, options, params,

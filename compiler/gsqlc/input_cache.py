@@ -76,12 +76,12 @@ def _sources_digest() -> str:
             if dirpath in seen:   # an installed package holds its resources
                 continue
             seen.add(dirpath)
+            rel = os.path.relpath(dirpath, root)
             for name in sorted(filenames):
                 if name.endswith(_SKIPPED_SUFFIXES):
                     continue
-                p = os.path.join(dirpath, name)
-                st = os.stat(p)
-                h.update(f"{os.path.relpath(p, root)}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+                st = os.stat(os.path.join(dirpath, name))
+                h.update(f"{rel}/{name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
     return h.hexdigest()
 
 

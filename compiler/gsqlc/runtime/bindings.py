@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from ..errors import UsageError
-from . import gdat
 from .interfaces import DEFAULT_IFACE, Interfaces, TimeBounds
 from .interfaces import build as build_interfaces
 from .interfaces import check_skew as _skew_seconds
@@ -158,6 +157,7 @@ def check_uri(name: str, uri: str) -> str:
         if p.is_dir():
             raise UsageError(f"source {name}={uri}: {rest} is a directory")
     if scheme == "gdat":
+        from . import gdat  # only a GDAT source reads one (a run's start-up)
         try:
             gdat.read_header(rest)
         except (OSError, gdat.GdatError) as e:

@@ -33,21 +33,17 @@ import os
 import queue
 import re
 import threading
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional, Sequence
 
 from ..errors import RunError
 from . import progress, runner
 from .progress import ProgressOptions
 from .results import ResultConversions
+from .split import AUTO_MIN_BYTES, AUTO_MIN_ROWS, FileSlice, Split, machine_threads
 
 if TYPE_CHECKING:   # the CLI imports this module on every run: the planner only when splitting
     from ..frontend import ast
 
-# the automatic thread count gives each slice at least this many rows
-AUTO_MIN_ROWS = 1 << 17
-# ... and each slice of a capture file at least this many bytes
-AUTO_MIN_BYTES = 16 << 20
 # packet fields a capture is cut by (the cut compares packet timestamps)
 _PACKET_TIME_ACCESSORS = {"get_time", "get_timestamp"}
 # a clean boundary is searched within this many rows from each even cut
@@ -55,49 +51,6 @@ _SEARCH = 1 << 20
 # options a split run accepts (any other, e.g. a time bound, keeps one thread)
 _SPLIT_OPTIONS = {"clock", "csv_separator", "csv_strict", "heartbeat_interval",
                   "stall_intervals", "columnar", "batch", "pcap_reader", "max_groups"}
-
-
-def machine_threads() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-@dataclass(frozen=True)
-class FileSlice:
-    """Bytes [start, end) of a capture file: whole records (pcap_range)."""
-    uri: str
-    start: int
-    end: int
-
-    @property
-    def size(self) -> int:
-        return self.end - self.start
-
-
-def _size(piece: Any) -> int:
-    """A slice's rows (Arrow) or bytes (a capture file)."""
-    return piece.size if isinstance(piece, FileSlice) else piece.num_rows
-
-
-@dataclass
-class Split:
-    """How a run is split.  used == 1 (and reason set) when it is not:
-    slices[iface] are then empty.  Otherwise slices[iface] are `used`
-    contiguous pieces of interface iface's data: pyarrow Tables, with
-    offsets[iface] their first rows, or FileSlices of its capture file."""
-    requested: int
-    used: int = 1
-    reason: str = ""
-    slices: dict[str, list] = field(default_factory=dict)
-    offsets: dict[str, list[int]] = field(default_factory=dict)
-
-    def info(self) -> dict[str, Any]:
-        return {"requested": self.requested, "used": self.used,
-                "reason": self.reason or None,
-                "slices": {i: [_size(t) for t in s] for i, s in self.slices.items()}}
 
 
 def _exprs(x: Any) -> Iterator[ast.Expr]:
