@@ -135,6 +135,12 @@ struct gsq_sink {
     gsq_buf out;
     uint64_t tuples;
     uint64_t bytes;
+    /* GSQ_FMT_PIPE: what a row of pipe_desc takes besides its strings'
+     * bytes (the widest text of each other column, separators, newline),
+     * and whether it has strings; set at the first row of that stream */
+    const gsq_stream_desc *pipe_desc;
+    size_t pipe_fixed;
+    int pipe_strings;
     /* GSQ_FMT_ARROW */
     int heartbeats;       /* heartbeat tuples are rows (__heartbeat column) */
     uint64_t heartbeat_rows;

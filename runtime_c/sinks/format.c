@@ -25,72 +25,57 @@ const char *gsq_type_name(int type)
     }
 }
 
-uint32_t gsq_type_size(int type)
-{
-    switch (type) {
-    case GSQ_T_BOOL: return 1;
-    case GSQ_T_USHORT: return 2;
-    case GSQ_T_UINT: case GSQ_T_INT: case GSQ_T_IP: return 4;
-    case GSQ_T_ULLONG: case GSQ_T_LLONG: case GSQ_T_FLOAT: return 8;
-    case GSQ_T_IPV6: return 16;
-    case GSQ_T_STRING: return (uint32_t)sizeof(gsq_strref);
-    default: return 0;
-    }
-}
+/* "00".."99": two digits per table look-up. */
+static const char digit_pairs[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
 
-int gsq_read_col(const void *tup, uint32_t len, const gsq_column *c, gsq_val *v)
+/* How many decimal digits v has (1 for 0): from its bit length, then one
+ * comparison with a power of ten. */
+static inline size_t dec_digits(uint64_t v)
 {
-    const uint8_t *p = (const uint8_t *)tup + c->offset;
-    uint32_t sz = gsq_type_size(c->type);
-    memset(v, 0, sizeof *v);
-    if (sz == 0 || c->offset > len || sz > len - c->offset)
-        return -1;
-    switch (c->type) {
-    case GSQ_T_BOOL: v->u = p[0] ? 1 : 0; break;
-    case GSQ_T_USHORT: { uint16_t x; memcpy(&x, p, 2); v->u = x; break; }
-    case GSQ_T_UINT: case GSQ_T_IP: { uint32_t x; memcpy(&x, p, 4); v->u = x; break; }
-    case GSQ_T_INT: { int32_t x; memcpy(&x, p, 4); v->i = x; break; }
-    case GSQ_T_ULLONG: memcpy(&v->u, p, 8); break;
-    case GSQ_T_LLONG: memcpy(&v->i, p, 8); break;
-    case GSQ_T_FLOAT: memcpy(&v->f, p, 8); break;
-    case GSQ_T_IPV6: memcpy(v->v6.b, p, 16); break;
-    case GSQ_T_STRING: {
-        gsq_strref r;
-        memcpy(&r, p, sizeof r);
-        if (r.off > len || r.len > len - r.off)
-            return -1;
-        v->s = gsq_tuple_str(tup, r);
-        break;
-    }
-    }
-    return 0;
+    static const uint64_t pow10[20] = {
+        1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull,
+        100000000ull, 1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull,
+        10000000000000ull, 100000000000000ull, 1000000000000000ull, 10000000000000000ull,
+        100000000000000000ull, 1000000000000000000ull, 10000000000000000000ull};
+    /* bits * log10(2), rounded down, is the count or one short of it; v | 1
+     * has v's digits (a power of ten is even) and bits for 0 too */
+    uint64_t u = v | 1u;
+    unsigned bits = 64u - (unsigned)__builtin_clzll(u);
+    size_t n = (bits * 1233u) >> 12;
+    return n + (u >= pow10[n]);
 }
 
 /* Decimal digits of v into out (no terminator); returns the count.  Sinks
  * format millions of integers: printf's generality costs more than the
- * query itself. */
+ * query itself, so the digits go straight to their places, two at a time
+ * (in 32-bit arithmetic while the value fits it). */
 static size_t fmt_u64(char *out, uint64_t v)
 {
-    static const char pairs[] =
-        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-        "8081828384858687888990919293949596979899";
-    char tmp[24];
-    size_t k = sizeof tmp;
-    while (v >= 100) {
-        unsigned r = (unsigned)(v % 100);
-        v /= 100;
-        tmp[--k] = pairs[2 * r + 1];
-        tmp[--k] = pairs[2 * r];
+    size_t n = dec_digits(v);
+    char *o = out + n;
+    while (v > UINT32_MAX) {
+        unsigned r = (unsigned)(v % 100u);
+        v /= 100u;
+        o -= 2;
+        memcpy(o, digit_pairs + 2 * r, 2);
     }
-    if (v >= 10) {
-        tmp[--k] = pairs[2 * v + 1];
-        tmp[--k] = pairs[2 * v];
+    uint32_t w = (uint32_t)v;
+    while (w >= 100u) {
+        unsigned r = w % 100u;
+        w /= 100u;
+        o -= 2;
+        memcpy(o, digit_pairs + 2 * r, 2);
+    }
+    if (w >= 10u) {
+        o -= 2;
+        memcpy(o, digit_pairs + 2 * w, 2);
     } else {
-        tmp[--k] = (char)('0' + v);
+        *--o = (char)('0' + w);
     }
-    memcpy(out, tmp + k, sizeof tmp - k);
-    return sizeof tmp - k;
+    return n;
 }
 
 static size_t fmt_i64(char *out, int64_t v)
@@ -128,15 +113,62 @@ static size_t fmt_u128(char *out, const gsq_ipv6 *a)
     return k;
 }
 
-void gsq_fmt_ip(char *out, uint32_t ip)
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* The text of each octet value as one word: its digits from the lowest
+ * byte up (no leading zeros), its length in the top byte.  Built by the
+ * compiler from the macros below. */
+#define OCT_LEN(x) ((x) >= 100 ? 3u : (x) >= 10 ? 2u : 1u)
+#define OCT_DIGITS(x)                                                                   \
+    ((x) >= 100 ? (uint32_t)('0' + (x) / 100) | (uint32_t)('0' + (x) / 10 % 10) << 8     \
+                      | (uint32_t)('0' + (x) % 10) << 16                                 \
+     : (x) >= 10 ? (uint32_t)('0' + (x) / 10) | (uint32_t)('0' + (x) % 10) << 8          \
+                 : (uint32_t)('0' + (x)))
+#define OCT(x) (OCT_DIGITS(x) | OCT_LEN(x) << 24)
+#define OCT4(x) OCT(x), OCT((x) + 1), OCT((x) + 2), OCT((x) + 3)
+#define OCT16(x) OCT4(x), OCT4((x) + 4), OCT4((x) + 8), OCT4((x) + 12)
+#define OCT64(x) OCT16(x), OCT16((x) + 16), OCT16((x) + 32), OCT16((x) + 48)
+static const uint32_t octet_text[256] = {OCT64(0), OCT64(64), OCT64(128), OCT64(192)};
+
+/* One octet (0..255) of a dotted quad at o; returns the end.  Addresses
+ * are random to a branch predictor: one look-up and one 4-byte store (its
+ * last byte is overwritten by what follows: out has room, see
+ * gsq_fmt_max_width). */
+static inline char *put_octet(char *o, unsigned x)
 {
-    size_t k = 0;
-    for (int shift = 24; shift >= 0; shift -= 8) {
-        k += fmt_u64(out + k, (ip >> shift) & 255u);
-        if (shift)
-            out[k++] = '.';
+    uint32_t w = octet_text[x];
+    memcpy(o, &w, 4);
+    return o + (w >> 24);
+}
+#else
+static inline char *put_octet(char *o, unsigned x)
+{
+    if (x >= 100u) {
+        unsigned h = x >= 200u ? 2u : 1u;
+        *o++ = (char)('0' + h);
+        x -= 100u * h;
+        memcpy(o, digit_pairs + 2 * x, 2);
+        return o + 2;
     }
-    out[k] = '\0';
+    if (x >= 10u) {
+        memcpy(o, digit_pairs + 2 * x, 2);
+        return o + 2;
+    }
+    *o++ = (char)('0' + x);
+    return o;
+}
+#endif
+
+size_t gsq_fmt_ip(char *out, uint32_t ip)
+{
+    char *o = put_octet(out, ip >> 24);
+    *o++ = '.';
+    o = put_octet(o, (ip >> 16) & 255u);
+    *o++ = '.';
+    o = put_octet(o, (ip >> 8) & 255u);
+    *o++ = '.';
+    o = put_octet(o, ip & 255u);
+    *o = '\0';
+    return (size_t)(o - out);
 }
 
 size_t gsq_fmt_max_width(int type)
@@ -162,7 +194,7 @@ size_t gsq_fmt_text_raw(char *out, int type, const gsq_val *v)
         int n = snprintf(out, 331, "%f", v->f);
         return n < 0 ? 0 : (size_t)n;
     }
-    case GSQ_T_IP: gsq_fmt_ip(out, (uint32_t)v->u); return strlen(out);
+    case GSQ_T_IP: return gsq_fmt_ip(out, (uint32_t)v->u);
     case GSQ_T_IPV6: gsq_fmt_ipv6(out, &v->v6); return 39;
     case GSQ_FMT_T_U128: return fmt_u128(out, &v->v6);
     default: return 0;
@@ -197,7 +229,7 @@ void gsq_fmt_text(gsq_buf *b, int type, const gsq_val *v)
         gsq_buf_add(b, tmp, fmt_i64(tmp, v->i));
         break;
     case GSQ_T_FLOAT: gsq_buf_printf(b, "%f", v->f); break;
-    case GSQ_T_IP: gsq_fmt_ip(tmp, (uint32_t)v->u); gsq_buf_adds(b, tmp); break;
+    case GSQ_T_IP: gsq_buf_add(b, tmp, gsq_fmt_ip(tmp, (uint32_t)v->u)); break;
     case GSQ_T_IPV6: gsq_fmt_ipv6(tmp, &v->v6); gsq_buf_adds(b, tmp); break;
     case GSQ_FMT_T_U128: gsq_buf_add(b, tmp, fmt_u128(tmp, &v->v6)); break;
     case GSQ_T_STRING: gsq_buf_add(b, v->s.p, v->s.len); break;
@@ -228,7 +260,7 @@ void gsq_fmt_json(gsq_buf *b, int type, const gsq_val *v)
         else
             fmt_json_double(b, v->f);
         break;
-    case GSQ_T_IP: gsq_fmt_ip(tmp, (uint32_t)v->u); gsq_buf_json_str(b, tmp, strlen(tmp)); break;
+    case GSQ_T_IP: gsq_buf_json_str(b, tmp, gsq_fmt_ip(tmp, (uint32_t)v->u)); break;
     case GSQ_T_IPV6: gsq_fmt_ipv6(tmp, &v->v6); gsq_buf_json_str(b, tmp, strlen(tmp)); break;
     case GSQ_T_STRING: gsq_buf_json_str(b, v->s.p, v->s.len); break;
     default: gsq_fmt_text(b, type, v); break;

@@ -11,6 +11,8 @@
 #ifndef GSQ_FORMAT_H
 #define GSQ_FORMAT_H
 
+#include <string.h>
+
 #include "gsq_runtime.h"
 #include "strbuf.h"
 
@@ -23,13 +25,52 @@ typedef union gsq_val {
     gsq_str s;    /* a view into the tuple */
 } gsq_val;
 
-/* Read column c of a tuple of len bytes.  0, or -1 when the column or its
- * string reference lies outside the tuple (a broken tuple). */
-int gsq_read_col(const void *tup, uint32_t len, const gsq_column *c, gsq_val *v);
-
 const char *gsq_type_name(int type);
 /* Bytes a column of this type takes in a stream's fixed struct (0: unknown). */
-uint32_t gsq_type_size(int type);
+static inline uint32_t gsq_type_size(int type)
+{
+    switch (type) {
+    case GSQ_T_BOOL: return 1;
+    case GSQ_T_USHORT: return 2;
+    case GSQ_T_UINT: case GSQ_T_INT: case GSQ_T_IP: return 4;
+    case GSQ_T_ULLONG: case GSQ_T_LLONG: case GSQ_T_FLOAT: return 8;
+    case GSQ_T_IPV6: return 16;
+    case GSQ_T_STRING: return (uint32_t)sizeof(gsq_strref);
+    default: return 0;
+    }
+}
+
+/* Read column c of a tuple of len bytes.  0, or -1 when the column or its
+ * string reference lies outside the tuple (a broken tuple).  Inline: sinks
+ * read every column of every row. */
+static inline int gsq_read_col(const void *tup, uint32_t len, const gsq_column *c,
+                               gsq_val *v)
+{
+    const uint8_t *p = (const uint8_t *)tup + c->offset;
+    uint32_t sz = gsq_type_size(c->type);
+    memset(v, 0, sizeof *v);
+    if (sz == 0 || c->offset > len || sz > len - c->offset)
+        return -1;
+    switch (c->type) {
+    case GSQ_T_BOOL: v->u = p[0] ? 1 : 0; break;
+    case GSQ_T_USHORT: { uint16_t x; memcpy(&x, p, 2); v->u = x; break; }
+    case GSQ_T_UINT: case GSQ_T_IP: { uint32_t x; memcpy(&x, p, 4); v->u = x; break; }
+    case GSQ_T_INT: { int32_t x; memcpy(&x, p, 4); v->i = x; break; }
+    case GSQ_T_ULLONG: memcpy(&v->u, p, 8); break;
+    case GSQ_T_LLONG: memcpy(&v->i, p, 8); break;
+    case GSQ_T_FLOAT: memcpy(&v->f, p, 8); break;
+    case GSQ_T_IPV6: memcpy(v->v6.b, p, 16); break;
+    case GSQ_T_STRING: {
+        gsq_strref r;
+        memcpy(&r, p, sizeof r);
+        if (r.off > len || r.len > len - r.off)
+            return -1;
+        v->s = gsq_tuple_str(tup, r);
+        break;
+    }
+    }
+    return 0;
+}
 
 /* A format-only type code (no column has it): a 16-byte value printed as
  * its big-endian unsigned 128-bit integer. */
@@ -48,8 +89,9 @@ static inline int gsq_fmt_type(int type, int ip_int)
 void gsq_fmt_text(gsq_buf *b, int type, const gsq_val *v);
 /* JSON form: numbers, true/false, null for NaN/Inf floats, strings. */
 void gsq_fmt_json(gsq_buf *b, int type, const gsq_val *v);
-/* out must hold 16 / 40 bytes. */
-void gsq_fmt_ip(char *out, uint32_t ip);
+/* out must hold 16 / 40 bytes; gsq_fmt_ip returns the length (without
+ * the terminator it writes). */
+size_t gsq_fmt_ip(char *out, uint32_t ip);
 /* The text form of a non-string value, written unchecked into out, which
  * must have gsq_fmt_max_width(type) + 1 bytes; returns the length. */
 size_t gsq_fmt_max_width(int type);

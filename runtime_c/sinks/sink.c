@@ -131,23 +131,36 @@ static void csv_text(gsq_buf *b, const char *p, size_t n)
 }
 
 /* Tigon's pipe format, the common case: one reservation per row, then the
- * fields are written straight into the buffer. */
-static int pipe_row(gsq_buf *b, const gsq_stream_desc *d, const void *tup, uint32_t len,
+ * fields are written straight into the buffer.  The reservation's fixed
+ * part is worked out once per stream (k->pipe_*); only the strings'
+ * lengths are read per row, and only when the stream has strings. */
+static int pipe_row(gsq_sink *k, const gsq_stream_desc *d, const void *tup, uint32_t len,
                     int ip_int)
 {
-    size_t need = d->n_cols + 2;
+    gsq_buf *b = &k->out;
+    size_t need;
     uint32_t i;
     gsq_val v;
     char *o;
 
-    for (i = 0; i < d->n_cols; i++) {
+    if (k->pipe_desc != d) {
+        k->pipe_fixed = d->n_cols + 2;
+        k->pipe_strings = 0;
+        for (i = 0; i < d->n_cols; i++) {
+            if (d->cols[i].type == GSQ_T_STRING)
+                k->pipe_strings = 1;
+            else
+                k->pipe_fixed += gsq_fmt_max_width(gsq_fmt_type(d->cols[i].type, ip_int)) + 1;
+        }
+        k->pipe_desc = d;
+    }
+    need = k->pipe_fixed;
+    for (i = 0; k->pipe_strings && i < d->n_cols; i++) {
         const gsq_column *c = &d->cols[i];
         if (c->type == GSQ_T_STRING) {
             if (gsq_read_col(tup, len, c, &v) != 0)
                 return -2;
             need += v.s.len;
-        } else {
-            need += gsq_fmt_max_width(gsq_fmt_type(c->type, ip_int)) + 1;
         }
     }
     if (gsq_buf_reserve(b, need) != 0)
@@ -201,7 +214,7 @@ int gsq_sink_write(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d, int kind,
     if (k->format == GSQ_FMT_ARROW)
         return gsq_arrow_sink_write(r, k, d, kind, tup, len);
     if (k->format == GSQ_FMT_PIPE || k->format == GSQ_FMT_GDAT) {
-        int rc = k->format == GSQ_FMT_PIPE ? pipe_row(b, d, tup, len, r->ip_int)
+        int rc = k->format == GSQ_FMT_PIPE ? pipe_row(k, d, tup, len, r->ip_int)
                                            : gsq_gdat_row(b, d, tup, len);
         if (rc == -2) {
             gsq_run_fail(r, "internal error: tuple of stream %s (%u bytes) has a broken column",

@@ -127,8 +127,45 @@ static void test_format(void)
     int k;
     for (k = 0; k < 16; k++)
         a.b[k] = (uint8_t)(k * 17);
-    gsq_fmt_ip(ip, 0x87C5C0EDu);
+    CHECK(gsq_fmt_ip(ip, 0x87C5C0EDu) == 15);
     CHECK(strcmp(ip, "135.197.192.237") == 0);
+    CHECK(gsq_fmt_ip(ip, 0) == 7 && strcmp(ip, "0.0.0.0") == 0);
+    /* every octet value in every position, against printf */
+    for (k = 0; k < 256; k++) {
+        char want[16];
+        uint32_t o = (uint32_t)k, o2 = (uint32_t)(255 - k), o3 = (uint32_t)((k * 7) & 255);
+        int n = snprintf(want, sizeof want, "%u.%u.%u.%u", o, o2, o3, o % 10u);
+        CHECK(gsq_fmt_ip(ip, o << 24 | o2 << 16 | o3 << 8 | (o % 10u)) == (size_t)n);
+        CHECK(strcmp(ip, want) == 0);
+    }
+    /* integers at and around every power of ten, and the extremes, against printf */
+    {
+        uint64_t p10 = 1;
+        for (k = 0; k < 20; k++, p10 *= 10) {
+            uint64_t cases[3] = {p10 - 1, p10, p10 + 1};
+            for (int c = 0; c < 3; c++) {
+                char want[24];
+                size_t n;
+                gsq_buf_reset(&b);
+                v.u = cases[c];
+                gsq_fmt_text(&b, GSQ_T_ULLONG, &v);
+                snprintf(want, sizeof want, "%llu", (unsigned long long)cases[c]);
+                CHECK(strcmp(gsq_buf_str(&b), want) == 0);
+                char raw[24];
+                n = gsq_fmt_text_raw(raw, GSQ_T_ULLONG, &v);
+                CHECK(n == strlen(want) && memcmp(raw, want, n) == 0);
+            }
+        }
+        v.u = UINT64_MAX;
+        gsq_buf_reset(&b);
+        gsq_fmt_text(&b, GSQ_T_ULLONG, &v);
+        CHECK(strcmp(gsq_buf_str(&b), "18446744073709551615") == 0);
+        v.i = INT64_MIN;
+        gsq_buf_reset(&b);
+        gsq_fmt_text(&b, GSQ_T_LLONG, &v);
+        CHECK(strcmp(gsq_buf_str(&b), "-9223372036854775808") == 0);
+        gsq_buf_reset(&b);
+    }
     gsq_fmt_ipv6(ip6, &a);
     CHECK(strcmp(ip6, "0011:2233:4455:6677:8899:aabb:ccdd:eeff") == 0);
 
