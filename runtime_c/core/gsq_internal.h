@@ -489,8 +489,9 @@ struct gsq_run {
     int arrow_flush;            /* flush the sinks after each Arrow source batch */
     gsqlc_buffer_pool *buffer_pool; /* NULL, or a reference: the Arrow sinks' buffers */
     int columnar;               /* option columnar: 1 auto (default), 0 off */
-    /* the runtime's CPU-specific kernels (column_compress.h) may run: 0 when
-     * GSQLC_DISABLE_CPU_FEATURES names avx512 at gsqlc_create */
+    /* the instruction sets the runtime's CPU-specific kernels may use
+     * (column_compress.h's GSQ_COMPRESS_* bits): those
+     * GSQLC_DISABLE_CPU_FEATURES does not name (avx512, avx2) at gsqlc_create */
     int cpu_kernels;
     int pcap_reader;            /* enum gsq_pcap_reader (default mmap) */
     gsq_skew *skews;

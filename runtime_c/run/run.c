@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "column_compress.h"
 #include "gsq_run_steps.h"
 
 /* Whether GSQLC_DISABLE_CPU_FEATURES (a list, as NumPy's
@@ -45,7 +46,8 @@ GSQ_EXPORT gsq_run *gsqlc_create(void)
     r->clock_mode = GSQ_CLOCK_WALL;
     r->batch = 512;
     r->columnar = 1;
-    r->cpu_kernels = !cpu_feature_disabled("avx512");
+    r->cpu_kernels = (cpu_feature_disabled("avx512") ? 0 : GSQ_COMPRESS_AVX512)
+                     | (cpu_feature_disabled("avx2") ? 0 : GSQ_COMPRESS_AVX2);
     r->hb_interval_usec = 1000000u;
     r->stall_intervals = 3;
     r->hb_horizon_usec = 10000000u;

@@ -693,7 +693,7 @@ static int compress_rows(gsq_run *r, gsq_sink *k, const gsq_stream_desc *d,
         dst[i] = c->data.p + c->data.len;
         src[i] = (const uint8_t *)cols[i] + (size_t)first * size[i];
     }
-    if (gsq_compress_columns(dst, src, size, d->n_cols, keep, n) < 0)
+    if (gsq_compress_columns(r->cpu_kernels, dst, src, size, d->n_cols, keep, n) < 0)
         return 1;
     for (i = 0; i < d->n_cols; i++)
         a->cols[i].data.len += (size_t)m * size[i];
