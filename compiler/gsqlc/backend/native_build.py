@@ -124,8 +124,10 @@ def _pcap_include(tc: Toolchain) -> list[Path]:
 def _unit_flags(tc: Toolchain, cxx: bool) -> list[str]:
     """Flags of a library unit, in CMake's order: the build type's, the
     language standard, position-independent code, hidden symbols, gsqlc's."""
+    # target options as CMake gives them: each once, where it first appears
+    options = dict.fromkeys([*(tc.cxx_options if cxx else ()), *tc.compile_options])
     return [*(tc.cxx_flags if cxx else tc.c_flags), tc.cxx_standard if cxx else tc.c_standard,
-            "-fPIC", "-fvisibility=hidden", *(tc.cxx_options if cxx else ()), *tc.compile_options]
+            "-fPIC", "-fvisibility=hidden", *options]
 
 
 def unit_command(tc: Toolchain, src: Path, obj: Path, pch: Optional[Path] = None,
