@@ -120,12 +120,12 @@ compress_vbmi2(void *const *dst, const void *const *src, const uint32_t *size, u
  * byte (the rest 0): the lanes an 8-lane group with keep bits h keeps, in
  * order.  Built by the compiler from the macros below. */
 #define KBIT(h, i) (((h) >> (i)) & 1u)
-#define KBELOW(h, i)                                                                      \
-    (KBIT((h) & ((1u << (i)) - 1u), 0) + KBIT((h) & ((1u << (i)) - 1u), 1)                \
-     + KBIT((h) & ((1u << (i)) - 1u), 2) + KBIT((h) & ((1u << (i)) - 1u), 3)              \
-     + KBIT((h) & ((1u << (i)) - 1u), 4) + KBIT((h) & ((1u << (i)) - 1u), 5)              \
-     + KBIT((h) & ((1u << (i)) - 1u), 6))
-#define KLANE(h, i) ((uint64_t)KBIT(h, i) * ((uint64_t)(i) << (8u * KBELOW(h, i))))
+#define KPOP8(x)                                                                          \
+    (KBIT(x, 0) + KBIT(x, 1) + KBIT(x, 2) + KBIT(x, 3) + KBIT(x, 4) + KBIT(x, 5) + KBIT(x, 6) \
+     + KBIT(x, 7))
+/* lane i, when kept, goes after the kept lanes below it */
+#define KLANE(h, i)                                                                       \
+    ((uint64_t)KBIT(h, i) * ((uint64_t)(i) << (8u * KPOP8((h) & ((1u << (i)) - 1u)))))
 #define KPACK(h)                                                                          \
     (KLANE(h, 0) | KLANE(h, 1) | KLANE(h, 2) | KLANE(h, 3) | KLANE(h, 4) | KLANE(h, 5)    \
      | KLANE(h, 6) | KLANE(h, 7))
