@@ -17,7 +17,7 @@ from gsqlc import errors
 PKG = Path(gsqlc.__file__).resolve().parent
 
 # Which packages a stage may import from (besides itself and the leaf
-# modules errors and resources).
+# modules errors, resources and record).
 ALLOWED = {
     "frontend": set(),
     "semantics": {"frontend"},
@@ -25,7 +25,7 @@ ALLOWED = {
     "backend": {"frontend", "semantics", "planner"},
     "runtime": {"frontend", "semantics", "planner"},
 }
-LEAVES = {"errors", "resources", "_native"}
+LEAVES = {"errors", "resources", "record", "_native"}
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:

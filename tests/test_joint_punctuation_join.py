@@ -154,6 +154,7 @@ def test_outer_band_join_empty_side_column_is_not_temporal(tmp_path):
 WITH_JOINT = """
 import dataclasses, sys
 import gsqlc.cli as cli
+import gsqlc.record as record
 from gsqlc.planner.nodes import HftaJoin
 
 planned = cli.plan_queries
@@ -162,7 +163,7 @@ def plan_queries(*args, **kw):
     qs = planned(*args, **kw)
     nodes = [dataclasses.replace(n, joint_punctuation=True) if type(n) is HftaJoin else n
              for n in qs.plan.nodes]
-    return dataclasses.replace(qs, plan=dataclasses.replace(qs.plan, nodes=nodes))
+    return record.replace(qs, plan=dataclasses.replace(qs.plan, nodes=nodes))
 
 cli.plan_queries = plan_queries
 sys.exit(cli.main(sys.argv[1:]))

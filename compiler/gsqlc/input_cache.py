@@ -35,10 +35,10 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
+from .record import as_dict, record
 from .resources import cache_root, package_dir, packet_schema_path, read_checked, resource_dir, write_checked
 from .runtime.plan_summary import PlanSummary
 
@@ -53,7 +53,7 @@ _SKIPPED_DIRS = {"__pycache__"}
 _SKIPPED_SUFFIXES = (".pyc", ".so", ".gch")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CachedBuild:
     """A hit: the built library and the summary of its plan."""
     library: Path
@@ -90,7 +90,7 @@ def input_key(files: Sequence[str], options: "CompileOptions") -> Optional[str]:
     be read (the compiler then says why)."""
     from .backend.build_cache import werror_default
     h = hashlib.sha256(f"gsqlc input cache {FORMAT}\0{_sources_digest()}\0".encode())
-    opts = asdict(options)
+    opts = as_dict(options)
     opts["werror"] = werror_default(options.werror)
     opts["GSQLC_LIBRARY_PATH"] = os.environ.get("GSQLC_LIBRARY_PATH", "")
     h.update(json.dumps(opts, sort_keys=True).encode() + b"\0")

@@ -16,10 +16,11 @@ The CLI, the Python API and Spark call these two and nothing in between.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Sequence
+
+from .record import record
 
 # The stages are imported where they are used: a face that finds its query
 # set built (a cached run) loads neither the front end nor code generation.
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from .semantics.schema import Schema
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CompileOptions:
     """What a compilation depends on besides the query files."""
     schema: tuple[str, ...] = ()           # schema files (default: the packet schema)
@@ -55,7 +56,7 @@ class CompileOptions:
     udf: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class QuerySet:
     """Analyzed and planned queries."""
     schema: Schema
@@ -91,7 +92,7 @@ class QuerySet:
         return out
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Compiled:
     """A query set carried through every stage: its plan, generated code and
     built library."""

@@ -5,10 +5,10 @@ every face) can locate a diagnostic without loading the AST's classes.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..record import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Span:
     file: str
     line: int

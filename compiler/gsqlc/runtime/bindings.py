@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from ..errors import UsageError
+from ..record import field, record
 from .interfaces import DEFAULT_IFACE, Interfaces, TimeBounds
 from .interfaces import build as build_interfaces
 from .interfaces import check_skew as _skew_seconds
@@ -168,7 +168,7 @@ def check_uri(name: str, uri: str) -> str:
 ARROW = "arrow"   # the source kind of an in-memory Arrow source
 
 
-@dataclass
+@record
 class Bindings:
     """What a run binds: sources (interface, URI, or 'arrow' for Arrow
     data: the members of sets included, under their own names) and set

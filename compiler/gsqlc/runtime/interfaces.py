@@ -83,10 +83,10 @@ the record's time unchanged (counted as time_unreadable in the stats).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..errors import InterfaceError
+from ..record import field, record
 
 DEFAULT_IFACE = "default"
 
@@ -100,7 +100,7 @@ _HB_KEYS = ("estimate", "horizon", "window", "alpha", "timeout", "level")
 LEVELS = ("operator", "query")
 
 
-@dataclass
+@record
 class Heartbeats:
     """[heartbeats]: how the heartbeat generator gets its bounds."""
     estimate: str = "given"
@@ -122,7 +122,7 @@ def _properties(where: str, props: object) -> dict[str, str]:
     return {k: str(v) for k, v in props.items()}
 
 
-@dataclass
+@record
 class Interfaces:
     sources: dict[str, str] = field(default_factory=dict)     # interface -> URI
     sets: dict[str, list[str]] = field(default_factory=dict)  # set -> member interfaces
@@ -148,7 +148,7 @@ class Interfaces:
         return self.sets.get(name, [name])
 
 
-@dataclass
+@record
 class TimeBounds:
     """The command line's (or the API's) time bounds, applied over a file's."""
     out_of_order: list[tuple[str, float]] = field(default_factory=list)

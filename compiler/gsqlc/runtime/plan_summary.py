@@ -12,14 +12,15 @@ build, without parsing or planning the queries again: it is saved as JSON.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
+
+from ..record import record
 
 if TYPE_CHECKING:
     from ..planner.plan import Plan
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CsvField:
     """A PROTOCOL field read from a CSV column (get_csv_<type>_posN)."""
     name: str
@@ -28,14 +29,14 @@ class CsvField:
     numeric: bool
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ProtocolSummary:
     name: str
     source_kind: Optional[str]         # 'csv' | 'pcap' | None (system fields only)
     csv_fields: tuple[CsvField, ...]   # in declaration order
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LftaSummary:
     name: str
     query: str                         # the query it belongs to
@@ -44,7 +45,7 @@ class LftaSummary:
     protocol: ProtocolSummary
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PlanSummary:
     queries: tuple[tuple[str, tuple[str, ...]], ...]   # (query, its parameters) in plan order
     leaves: tuple[str, ...]                            # queries no other query reads

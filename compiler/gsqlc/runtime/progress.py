@@ -17,9 +17,9 @@ import os
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
+from ..record import record
 from .runner import PROGRESS_DONE, PROGRESS_RUNNING, PROGRESS_SETUP, Progress, RunHandle
 
 POLL_SECONDS = 0.2
@@ -259,7 +259,7 @@ class NoLine:
         pass
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ProgressOptions:
     """A progress line asked for: notebook-aware (the API's) or text on
     stderr (the CLI's), with the input's rows when the caller knows them."""

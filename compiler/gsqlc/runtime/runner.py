@@ -7,11 +7,11 @@ import os
 import signal
 import sys
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from ..errors import RunError, SetupError
+from ..record import field, record
 from .abi_ffi import abi_ffi
 
 ABI_CDEF = """
@@ -162,7 +162,7 @@ def pcap_cuts(library: Path, path: str, parts: int) -> tuple[list[int], str]:
 PROGRESS_SETUP, PROGRESS_RUNNING, PROGRESS_DONE = 0, 1, 2
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Progress:
     """A run's counters as they stand (gsqlc_progress; gsq_runtime.h says
     what each is and its invariants): state PROGRESS_SETUP, _RUNNING or
@@ -289,7 +289,7 @@ def join_runs(threads: Sequence[threading.Thread], handles: Sequence[RunHandle])
         raise
 
 
-@dataclass
+@record
 class RunResult:
     status: int
     error: str

@@ -6,8 +6,9 @@ not import the machinery of one (a cached run's start-up)."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any
+
+from ..record import field, record
 
 # the automatic thread count gives each slice at least this many rows
 AUTO_MIN_ROWS = 1 << 17
@@ -23,7 +24,7 @@ def machine_threads() -> int:
         return os.cpu_count() or 1
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FileSlice:
     """Bytes [start, end) of a capture file: whole records (pcap_range)."""
     uri: str
@@ -40,7 +41,7 @@ def _size(piece: Any) -> int:
     return piece.size if isinstance(piece, FileSlice) else piece.num_rows
 
 
-@dataclass
+@record
 class Split:
     """How a run is split.  used == 1 (and reason set) when it is not:
     slices[iface] are then empty.  Otherwise slices[iface] are `used`
