@@ -347,6 +347,8 @@ class _Stage:
     parquet_columns: Optional[list[str]] = None  # the partition lists Parquet units:
     parquet_units: Optional[list] = None         # (lists of storage pieces) by the ids it holds
     filesystem: Any = None                       # ... on this pyarrow filesystem
+    parquet_expressions: Optional[list] = None   # ... computed so (DirectFiles.expressions)
+    parquet_filter: Any = None                   # ... keeping these rows (DirectFiles.filter)
     csv: Optional["CsvFormat"] = None            # ... CSV of this format (else Parquet)
     pack_cols: Optional[list[str]] = None   # LFTA stage: output packed by these key columns
     pack_buckets: int = 0                   # ... into this many buckets (_pack_partials)
@@ -412,7 +414,9 @@ class _Stage:
                 return {self.iface: self.csv.reader(self.filesystem, pieces, self._csv_bad,
                                                     self.parquet_columns)}, {}
             return {self.iface: storage.read_pieces(self.filesystem, pieces,
-                                                    self.parquet_columns)}, {}
+                                                    self.parquet_columns,
+                                                    expressions=self.parquet_expressions,
+                                                    filter=self.parquet_filter)}, {}
         if self.iface is not None and self.end_temporal is not None:
             return {self.iface: self._without_end(first.schema, chain())}, {}
         if self.iface is not None:
@@ -623,10 +627,14 @@ _S3A_KEYS = ("fs.s3a.endpoint", "fs.s3a.access.key", "fs.s3a.secret.key",
 @dataclass
 class DirectFiles:
     """Files the LFTA tasks read themselves: their filesystem, (path, size)
-    each (storage.list_files), and their CSV format (None: Parquet)."""
+    each (storage.list_files), and their CSV format (None: Parquet); for a
+    computed Parquet source, the output columns as (name, pyarrow
+    expression) and the rows kept (spark_plan.ComputedScan)."""
     filesystem: Any
     files: list
     csv: Optional["CsvFormat"] = None
+    expressions: Optional[list] = None
+    filter: Any = None
 
 
 def _hadoop_s3a(spark) -> Optional[Any]:
@@ -639,29 +647,44 @@ def _hadoop_s3a(spark) -> Optional[Any]:
 
 
 def direct_scan(df) -> Optional[DirectFiles]:
-    """The files of a DataFrame that is nothing but a scan of them, or None:
-    read_csv(...), read_parquet(...), or spark.read.parquet(...) optionally
-    with .select of plain columns, on any filesystem pyarrow opens (local,
-    s3a:// as Spark's S3A settings say, gs://, hdfs://).  Such a source is
-    read by the LFTA tasks themselves with pyarrow: Spark schedules the
-    tasks, but the records do not travel from the JVM to Python (what
-    mapInArrow over rows costs is most of a simple query's time)."""
+    """The files of a DataFrame that is a scan of them, or None:
+    read_csv(...), read_parquet(...), or spark.read.parquet(...) with
+    .select of plain columns, or with projections and filters pyarrow
+    computes as Spark does (spark_plan.computed_scan), on any filesystem
+    pyarrow opens (local, s3a:// as Spark's S3A settings say, gs://,
+    hdfs://).  Such a source is read by the LFTA tasks themselves with
+    pyarrow: Spark schedules the tasks, but the records do not travel from
+    the JVM to Python (what mapInArrow over rows costs is most of a simple
+    query's time)."""
     own = getattr(df, "_gsqlc_direct", None)
     if own is not None:
         return own
+    computed = None
     if _plain_scan_format(df) != "parquet":
-        return None
+        from .spark_plan import computed_scan
+        computed = computed_scan(df)
+        if computed is None:
+            return None
     try:
         uris = list(df.inputFiles())
         s3a = _hadoop_s3a(df.sparkSession) if urlparse(uris[0]).scheme == "s3a" else None
         fs, paths = _locations(uris, s3a, "parquet")
         files = storage.list_files(fs, paths)
-        names = set(storage.parquet_schema(fs, files[0][0]).names)
+        file_schema = storage.parquet_schema(fs, files[0][0])
     except Exception:  # noqa: BLE001 - pyarrow cannot open them: Spark reads them (row path)
         return None
-    if not set(df.columns) <= names:      # e.g. partition columns of a directory
+    if computed is None:
+        if not set(df.columns) <= set(file_schema.names):   # e.g. partition columns of a directory
+            return None
+        return DirectFiles(fs, files)
+    if not computed.reads_from(file_schema):
         return None
-    return DirectFiles(fs, files)
+    # the expressions' types over the file's columns must be Spark's
+    got = storage.computed_schema(file_schema, computed.columns, computed.filter)
+    want = _arrow_schema_of(df.schema)
+    if got is None or got.names != want.names or got.types != want.types:
+        return None
+    return DirectFiles(fs, files, expressions=computed.columns, filter=computed.filter)
 
 
 def _plain_scan_format(df) -> Optional[str]:
@@ -919,7 +942,9 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
     lfta_table_size, lfta_table_ways: the LFTA aggregation tables (a task
     pre-aggregates a whole partition: 2^19 slots, 4-way by default).
     direct_files: LFTA tasks read Parquet and read_csv sources' files
-    themselves instead of rows from the JVM (False: always rows).
+    themselves instead of rows from the JVM (False: always rows), also
+    through Spark's projections and filters of a Parquet scan where
+    pyarrow computes them as Spark does (gsqlc.spark_plan).
     heartbeat_interval: as in CompiledQuerySet.run (default off: a batch
     job needs none; streaming queries end each micro-batch with one).
     on_malformed: rows the runtime rejects (values out of range, bad
@@ -1069,7 +1094,8 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                     tasks = storage.split_csv_pieces(tasks, dict(files.files))
                 units = spark.range(len(tasks), numPartitions=max(1, len(tasks)))
                 lfta.update(parquet_columns=list(df.columns), parquet_units=tasks,
-                            filesystem=files.filesystem, csv=files.csv)
+                            filesystem=files.filesystem, csv=files.csv,
+                            parquet_expressions=files.expressions, parquet_filter=files.filter)
                 frames[n.name] = units.mapInArrow(stage(**lfta), out_schema_spark)
                 packers[n.name] = _packer(units, stage, lfta)
             elif df.isStreaming:

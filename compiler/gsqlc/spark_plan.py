@@ -1,0 +1,231 @@
+"""A computed Spark DataFrame read by gsqlc's tasks themselves: Spark's
+optimized plan of Projects and Filters over a Parquet scan, translated into
+pyarrow compute expressions that each LFTA task evaluates while it reads its
+row groups (`storage.read_pieces`).
+
+Why: any source that is not a plain scan sends its rows from the JVM to
+Python (mapInArrow), and that transfer alone costs more than Spark SQL's
+whole query (bench/spark_bench.py --source computed, issue 14).  A column
+computed from the scan's columns -- abs(time), a cast, arithmetic -- or rows
+filtered by a condition on them need no JVM: pyarrow evaluates the same
+expressions column at a time, and a filter also skips row groups by their
+statistics.
+
+Only expressions whose pyarrow meaning is Spark's are translated; anything
+else (a function without an entry here, a float comparison -- Spark orders
+NaN above every number, pyarrow does not --, a narrowing cast, TRY
+arithmetic) leaves the DataFrame to the row path, which is always right.
+Spark's evaluation modes are kept: under ANSI (Spark 4's default) overflow
+and division by zero raise, as Spark's do; under LEGACY integer arithmetic
+wraps and a division by zero is null.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+# Spark type names (DataType.typeName()) -> pyarrow type factories
+_TYPES: dict[str, str] = {"long": "int64", "integer": "int32", "short": "int16", "byte": "int8",
+                          "double": "float64", "float": "float32", "boolean": "bool_",
+                          "string": "string"}
+_INTEGRAL = ("byte", "short", "integer", "long")
+_NUMERIC = _INTEGRAL + ("float", "double")
+# Catalyst comparison -> pyarrow function (on integral, boolean and string operands)
+_COMPARE = {"EqualTo": "equal", "LessThan": "less", "LessThanOrEqual": "less_equal",
+            "GreaterThan": "greater", "GreaterThanOrEqual": "greater_equal"}
+# Catalyst arithmetic -> pyarrow function (unchecked, checked)
+_ARITH = {"Add": ("add", "add_checked"), "Subtract": ("subtract", "subtract_checked"),
+          "Multiply": ("multiply", "multiply_checked")}
+
+
+class Untranslatable(Exception):
+    """A plan or expression pyarrow cannot evaluate with Spark's meaning."""
+
+
+class ComputedScan:
+    """What the tasks compute from a Parquet scan: `columns`, the output
+    columns in the DataFrame's order as (name, pyarrow expression over the
+    file's columns); `filter`, the rows kept (None: all); `reads`, the
+    file columns the expressions use."""
+
+    def __init__(self, columns: list[tuple[str, Any]], filter: Any, reads: set[str],
+                 types: dict[str, Any]) -> None:
+        self.columns = columns
+        self.filter = filter
+        self.reads = reads
+        self.types = types      # every scan column: the Arrow type of Spark's reading of it
+
+    def reads_from(self, file_schema: Any) -> bool:
+        """Whether a file of `file_schema` holds the columns read, each of a
+        type Spark's type holds every value of (e.g. uint32 read as long):
+        the expressions cast the file's values to Spark's types."""
+        names = set(file_schema.names)
+        return self.reads <= names and all(
+            _widens(file_schema.field(c).type, self.types[c]) for c in self.reads)
+
+
+def _widens(have: Any, want: Any) -> bool:
+    """Whether every value of Arrow type `have` is one of `want`, unchanged."""
+    import pyarrow as pa
+    if have == want:
+        return True
+    if pa.types.is_integer(have) and pa.types.is_integer(want):
+        return bool(pa.types.is_signed_integer(want) and have.bit_width < want.bit_width
+                    or (pa.types.is_signed_integer(have) == pa.types.is_signed_integer(want)
+                        and have.bit_width <= want.bit_width))
+    return bool(pa.types.is_large_string(have) and pa.types.is_string(want))
+
+
+def _seq(s: Any) -> list[Any]:
+    """A Scala Seq through py4j as a list."""
+    return [s.apply(i) for i in range(s.size())]
+
+
+def _kind(x: Any) -> str:
+    return str(x.getClass().getSimpleName())
+
+
+def _type_name(x: Any) -> str:
+    return str(x.dataType().typeName())
+
+
+def _arrow_type(spark_type_name: str) -> Any:
+    import pyarrow as pa
+    if spark_type_name not in _TYPES:
+        raise Untranslatable(f"type {spark_type_name}")
+    return getattr(pa, _TYPES[spark_type_name])()
+
+
+def _eval_mode(e: Any) -> str:
+    """ANSI, LEGACY or TRY (Spark 3.4+: Add/Subtract/Multiply/Divide/Cast carry it)."""
+    return str(e.evalMode().toString())
+
+
+class _Translator:
+    """Catalyst expressions -> pyarrow expressions; `env` maps an attribute's
+    expression id to the expression it stands for (a file column, or what a
+    Project below computed) and the file columns that reads; `reads`
+    gathers the file columns of what was translated."""
+
+    def __init__(self, env: dict[int, tuple[Any, frozenset[str]]]) -> None:
+        self.env = env
+        self.reads: set[str] = set()
+
+    def __call__(self, e: Any) -> Any:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        kind = _kind(e)
+        call: Callable[[str, list[Any]], Any] = pc.Expression._call
+        kids = _seq(e.children())
+        if kind == "AttributeReference":
+            key = int(e.exprId().id())
+            if key not in self.env:
+                raise Untranslatable(f"attribute {e.name()}")
+            expr, reads = self.env[key]
+            self.reads |= reads
+            return expr
+        if kind == "Alias":
+            return self(kids[0])
+        if kind == "Literal":
+            t = _arrow_type(_type_name(e))
+            v = e.value()
+            if v is not None and _type_name(e) == "string":
+                v = v.toString()        # a UTF8String
+            return pc.scalar(pa.scalar(v, t))
+        if kind in _ARITH:
+            if _type_name(e) not in _INTEGRAL or _eval_mode(e) == "TRY":
+                raise Untranslatable(kind)
+            name = _ARITH[kind][_eval_mode(e) == "ANSI"]
+            return call(name, [self(k) for k in kids])
+        if kind == "Divide":        # on doubles only (Spark's `/` gives double or decimal)
+            if _type_name(e) != "double" or _eval_mode(e) == "TRY":
+                raise Untranslatable(kind)
+            a, b = (self(k) for k in kids)
+            if _eval_mode(e) == "ANSI":
+                return call("divide_checked", [a, b])     # raises on a zero divisor, as Spark
+            zero = call("equal", [b, pc.scalar(0.0)])
+            return call("if_else", [zero, pc.scalar(pa.scalar(None, pa.float64())), call("divide", [a, b])])
+        if kind == "Abs" or kind == "UnaryMinus":
+            if _type_name(e) not in _NUMERIC:
+                raise Untranslatable(kind)
+            base = "abs" if kind == "Abs" else "negate"
+            checked = bool(e.failOnError()) and _type_name(e) in _INTEGRAL
+            return call(base + ("_checked" if checked else ""), [self(kids[0])])
+        if kind == "Cast":
+            src, dst = _type_name(kids[0]), _type_name(e)
+            widening = (src in _INTEGRAL and dst in _NUMERIC and _INTEGRAL.index(src) <= (
+                _INTEGRAL.index(dst) if dst in _INTEGRAL else 3)) or (src, dst) == ("float", "double")
+            if src == dst:
+                return self(kids[0])
+            if not widening:
+                raise Untranslatable(f"cast {src} -> {dst}")
+            # int -> double rounds to nearest as Java does; `safe` would refuse it
+            return call("cast", [self(kids[0])], pc.CastOptions(_arrow_type(dst), allow_float_truncate=True))
+        if kind in _COMPARE:
+            if any(_type_name(k) not in _INTEGRAL + ("boolean", "string") for k in kids):
+                raise Untranslatable(f"{kind} of {[_type_name(k) for k in kids]}")
+            return call(_COMPARE[kind], [self(k) for k in kids])
+        if kind in ("And", "Or"):       # three-valued, as SQL's
+            return call("and_kleene" if kind == "And" else "or_kleene", [self(k) for k in kids])
+        if kind == "Not":
+            return call("invert", [self(kids[0])])
+        if kind in ("IsNotNull", "IsNull"):
+            return call("is_valid" if kind == "IsNotNull" else "is_null", [self(kids[0])])
+        raise Untranslatable(kind)
+
+
+def computed_scan(df: Any) -> Optional[ComputedScan]:
+    """The ComputedScan of a batch DataFrame whose optimized plan is
+    Projects and Filters over one Parquet relation, every expression
+    translatable; None for any other."""
+    try:
+        return _computed_scan(df)
+    except Untranslatable:
+        return None
+    except Exception:  # noqa: BLE001 - not a JVM DataFrame, or a plan of another shape
+        return None
+
+
+def _computed_scan(df: Any) -> Optional[ComputedScan]:
+    import pyarrow.compute as pc
+    if df.isStreaming:
+        return None
+    chain = []
+    node = df._jdf.queryExecution().optimizedPlan()
+    while _kind(node) in ("Project", "Filter"):
+        chain.append(node)
+        kids = _seq(node.children())
+        if len(kids) != 1:
+            return None
+        node = kids[0]
+    if _kind(node) != "LogicalRelation" or not chain:
+        return None
+    relation = node.relation()
+    if "parquet" not in str(relation.fileFormat().toString()).lower():
+        return None
+    # the scan's columns of types translated here (one of another type
+    # stops the translation only where an expression reads it)
+    attrs = [a for a in _seq(node.output()) if _type_name(a) in _TYPES]
+    types = {str(a.name()): _arrow_type(_type_name(a)) for a in attrs}
+    # a file column as Spark reads it (the same type, or a wider one: reads_from)
+    env = {int(a.exprId().id()): (pc.Expression._call("cast", [pc.field(str(a.name()))],
+                                                      pc.CastOptions(types[str(a.name())])),
+                                  frozenset([str(a.name())]))
+           for a in attrs}
+    output = [(str(a.name()), int(a.exprId().id())) for a in attrs]
+    cond, cond_reads = None, set()
+    for n in reversed(chain):           # from the scan up
+        tr = _Translator(env)
+        if _kind(n) == "Filter":
+            c = tr(n.condition())
+            cond = c if cond is None else pc.Expression._call("and_kleene", [cond, c])
+            cond_reads |= tr.reads
+            continue
+        computed = {}
+        for x in _seq(n.projectList()):
+            tr.reads = set()
+            computed[int(x.exprId().id())] = (tr(x), frozenset(tr.reads))
+        env = {**env, **computed}
+        output = [(str(x.name()), int(x.exprId().id())) for x in _seq(n.projectList())]
+    columns = [(name, env[key][0]) for name, key in output]
+    reads = set(cond_reads).union(*(env[key][1] for _, key in output))
+    return ComputedScan(columns, cond, reads, types)
