@@ -517,12 +517,21 @@ def _random_sales(rng: random.Random, n: int, ts_type, qty_type, nulls: bool) ->
     })
 
 
+def _out_of_range_qty(rng: random.Random, qty_type, bad: list[int]) -> pa.Table:
+    """Sales without nulls whose qty (of qty_type) is out of uint's range on
+    a few rows."""
+    t = _random_sales(rng, 3000, pa.uint32(), pa.uint32(), nulls=False)
+    qty = [rng.choice(bad) if rng.random() < 0.01 else v for v in t.column("qty").to_pylist()]
+    return t.set_column(SALES_COLS.index("qty"), "qty", pa.array(qty, qty_type))
+
+
 def scenario_columnar_lftas(lib):
     """LFTAs over columnar chunks (the default) give what they give a
     record at a time (option columnar off), output for output and statistic
     for statistic: selections, predicates, aggregations, a query reading
-    the data clock row by row; columns read as they are (uint32, no nulls)
-    or converted (int64, nulls, out-of-range rows); chunks cut by odd batch
+    the data clock row by row; columns read as they are (uint32, no nulls),
+    narrowed (int64, uint64, int32 without nulls, some out of range) or
+    converted (int64, nulls, out-of-range rows); chunks cut by odd batch
     and read-batch sizes, in sliced record batches."""
     rng = random.Random(13)
     streams = ["sales_all", "big_sales", "per_minute", "big_per_minute", "clocked"]
@@ -530,6 +539,13 @@ def scenario_columnar_lftas(lib):
         _random_sales(rng, 3000, pa.uint32(), pa.uint32(), nulls=False),  # raw columns
         _random_sales(rng, 3000, pa.int64(), pa.int64(), nulls=True),     # converted
         scenario_columnar_input(rng),                                     # rejects, null rows
+        # narrowed to the uint slots (no nulls, another width or sign), with
+        # values out of range in some chunks: those rows rejected alone
+        _random_sales(rng, 3000, pa.int64(), pa.int64(), nulls=False),
+        _random_sales(rng, 3000, pa.uint64(), pa.int32(), nulls=False),
+        _out_of_range_qty(rng, pa.int64(), [-1, 2 ** 32, -(2 ** 63)]),
+        _out_of_range_qty(rng, pa.uint64(), [2 ** 63 + 5, 2 ** 64 - 1, 2 ** 32]),
+        _out_of_range_qty(rng, pa.int32(), [-3, -(2 ** 31)]),
     ]
     for k, t in enumerate(tables):
         for clock in ("fixed:0", "data"):

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -20,7 +21,7 @@ from conftest import REPO
 pyspark = pytest.importorskip("pyspark")   # installed by ./run.sh (the test extra)
 
 pytestmark = pytest.mark.slow  # a master, two workers and their executors
-from gsqlc.spark import read_parquet, run_query  # noqa: E402
+from gsqlc.spark import direct_scan, read_parquet, run_query  # noqa: E402
 from test_spark import JOIN_Q, SCHEMA_TEXT, _remove_old_copy, packets, rows  # noqa: E402
 
 EX = REPO / "examples" / "csv"
@@ -168,6 +169,16 @@ def test_aggregation_join_and_parquet_on_a_standalone_cluster(spark, tmp_path):
     got = run_query(spark, jq, schema=jsch, sources={"eth0": da, "eth1": db}, output="j")
     want = rows(gsqlc.compile(jq, schema=jsch).table({"eth0": a, "eth1": b}, output="j"))
     assert rows(got) == want and len(want) > 500
+
+    # a source Spark computes from a Parquet scan (a filter): computed by the tasks
+    dc = spark.read.parquet(str(tmp_path / "a")).where((F.col("len") > 700) & (F.col("destIP") % 2 == 0))
+    assert direct_scan(dc) is None       # % has no pyarrow entry: Spark's rows
+    dc = spark.read.parquet(str(tmp_path / "a")).where(F.col("len") > 700)
+    assert direct_scan(dc) is not None
+    got = run_query(spark, jq, schema=jsch, sources={"eth0": dc, "eth1": db}, output="q1")
+    kept = a.filter(pa.array(a["len"].to_numpy() > 700))
+    want = rows(gsqlc.compile(jq, schema=jsch).table({"eth0": kept, "eth1": b}, output="q1"))
+    assert rows(got) == want and len(want) > 100
 
 
 def _executor_pids(app_id: str) -> list[int]:

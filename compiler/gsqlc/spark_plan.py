@@ -95,6 +95,15 @@ def _arrow_type(spark_type_name: str) -> Any:
     return getattr(pa, _TYPES[spark_type_name])()
 
 
+def _widening_cast(src: str, dst: str) -> bool:
+    """Whether Spark's cast between these types never fails nor wraps (an
+    integer to a wider one, or to a float, rounded to nearest as Java and
+    C++ both do; float to double)."""
+    if src in _INTEGRAL and dst in _INTEGRAL:
+        return _INTEGRAL.index(src) <= _INTEGRAL.index(dst)
+    return (src in _INTEGRAL and dst in ("float", "double")) or (src, dst) == ("float", "double")
+
+
 def _eval_mode(e: Any) -> str:
     """ANSI, LEGACY or TRY (Spark 3.4+: Add/Subtract/Multiply/Divide/Cast carry it)."""
     return str(e.evalMode().toString())
@@ -114,7 +123,7 @@ class _Translator:
         import pyarrow as pa
         import pyarrow.compute as pc
         kind = _kind(e)
-        call: Callable[[str, list[Any]], Any] = pc.Expression._call
+        call: Callable[..., Any] = pc.Expression._call
         kids = _seq(e.children())
         if kind == "AttributeReference":
             key = int(e.exprId().id())
@@ -152,11 +161,9 @@ class _Translator:
             return call(base + ("_checked" if checked else ""), [self(kids[0])])
         if kind == "Cast":
             src, dst = _type_name(kids[0]), _type_name(e)
-            widening = (src in _INTEGRAL and dst in _NUMERIC and _INTEGRAL.index(src) <= (
-                _INTEGRAL.index(dst) if dst in _INTEGRAL else 3)) or (src, dst) == ("float", "double")
             if src == dst:
                 return self(kids[0])
-            if not widening:
+            if not _widening_cast(src, dst):
                 raise Untranslatable(f"cast {src} -> {dst}")
             # int -> double rounds to nearest as Java does; `safe` would refuse it
             return call("cast", [self(kids[0])], pc.CastOptions(_arrow_type(dst), allow_float_truncate=True))

@@ -24,7 +24,8 @@
  * conversion, rejections and stamps, delivered as chunks of columns
  * (s->chunk, core/chunk.c, over the value cache's slots) instead of ring
  * records; a column that needs no conversion is not converted but read
- * where it is (gsq_col.raw).  A chunk never spans two record batches
+ * where it is (gsq_col.raw), and an integer column of another width or sign
+ * than its 32-bit slot is narrowed into rd->narrowed when its values fit.  A chunk never spans two record batches
  * either, and is processed before the next read_cols.
  *
  * Reader state invariants: batch is the current record batch (release !=
@@ -58,6 +59,9 @@ typedef struct arrow_reader {
     uint32_t *fail_slot;       /* per row of a run: the slot that failed, or
                                 * NO_SLOT (kept NO_SLOT between runs) */
     int batch_flushed;         /* batch is wholly read and its end signalled */
+    uint32_t *narrowed;        /* columnar: per slot, chunk->cap values of an integer
+                                * column of another width or sign, narrowed to the
+                                * slot's 32-bit type (narrow_column); NULL until needed */
     int32_t time_slot;         /* the slot of the source's time column, -1 */
 } arrow_reader;
 
@@ -224,6 +228,7 @@ static void arrow_close(gsq_source *s)
         free(rd->slot_col);
         free(rd->rc);
         free(rd->fail_slot);
+        free(rd->narrowed);
         free(rd->cols);
         free(rd->used);
         gsq_buf_free(&rd->name);
@@ -444,6 +449,59 @@ static int raw_width(int type, const gsq_arrow_col *c)
     }
 }
 
+/* The values of an integer column of another width or sign than slot k's
+ * 32-bit type (UINT, IP, INT) -- e.g. Spark's LongType or a pandas int64
+ * column for a uint field -- narrowed into rd->narrowed when all m are in
+ * the type's range, so the slot is read as it is (gsq_col.raw) instead of
+ * through gsq_csv_value conversion; NULL when one is out of range (the
+ * conversion then rejects its row) or the column is not such a column.
+ * `p` is the column's first value of the chunk, aligned for its width; the
+ * column has no nulls. */
+#define NARROW_LOOP(CT)                                                                  \
+    for (j = 0; j < m; j++) {                                                            \
+        CT x;                                                                            \
+        memcpy(&x, p + (size_t)j * sizeof(CT), sizeof(CT));                             \
+        /* x - lo (mod 2^64) is past span exactly when x is outside [lo, lo + span] */ \
+        bad |= (uint64_t)(int64_t)x - (uint64_t)lo > span;                               \
+        out[j] = (uint32_t)x;                                                            \
+    }
+
+static const void *narrow_column(arrow_reader *rd, uint32_t k, size_t cap,
+                                 const gsq_arrow_col *col, const uint8_t *p, uint32_t m)
+{
+    int type = rd->cs.slot[k].type;
+    int64_t lo = type == GSQ_T_INT ? INT32_MIN : 0;
+    uint64_t span = UINT32_MAX, bad = 0;
+    uint32_t *out, j;
+    if (type != GSQ_T_UINT && type != GSQ_T_IP && type != GSQ_T_INT)
+        return NULL;
+    if (col->cat != GSQ_AC_INT && col->cat != GSQ_AC_UINT)
+        return NULL;
+    if (col->width != 8 && col->width != 4)
+        return NULL;
+    if (!rd->narrowed && !(rd->narrowed = malloc((size_t)rd->cs.n * cap * sizeof(uint32_t))))
+        return NULL; /* converted as any column instead */
+    out = rd->narrowed + (size_t)k * cap;
+    if (col->cat == GSQ_AC_UINT && col->width == 8) {
+        uint64_t over = 0; /* above INT64_MAX: (int64_t)x would wrap into range */
+        for (j = 0; j < m; j++) {
+            uint64_t x;
+            memcpy(&x, p + (size_t)j * 8, 8);
+            over |= x >> 63;
+        }
+        if (over)
+            return NULL;
+        NARROW_LOOP(uint64_t)
+    } else if (col->width == 8) {
+        NARROW_LOOP(int64_t)
+    } else if (col->cat == GSQ_AC_INT) {
+        NARROW_LOOP(int32_t)
+    } else {
+        NARROW_LOOP(uint32_t)
+    }
+    return bad ? NULL : out;
+}
+
 /* Row j's value of the time slot in the chunk (NULL: none, or null). */
 static const gsq_csv_value *time_value(const arrow_reader *rd, const gsq_chunk *ch, uint32_t j,
                                        gsq_csv_value *tmp)
@@ -492,11 +550,12 @@ static int take_cols(gsq_run *r, gsq_source *s, arrow_reader *rd)
         const uint8_t *p = (const uint8_t *)c->buffers[1] +
                            (size_t)(c->offset + a->offset + rd->row) * (size_t)col->width;
         /* as it is: no nulls, the exact representation, aligned for it */
-        ch->slot_cols[k].raw = !struct_nulls && (c->null_count == 0 || !c->buffers[0]) &&
-                                       raw_width(rd->cs.slot[k].type, col) &&
-                                       (uintptr_t)p % (uintptr_t)col->width == 0
-                                   ? p
-                                   : NULL;
+        int plain = !struct_nulls && (c->null_count == 0 || !c->buffers[0]) &&
+                    (col->cat == GSQ_AC_INT || col->cat == GSQ_AC_UINT || col->cat == GSQ_AC_F64) &&
+                    (uintptr_t)p % (uintptr_t)col->width == 0;
+        ch->slot_cols[k].raw = !plain                                 ? NULL
+                               : raw_width(rd->cs.slot[k].type, col) ? (const void *)p
+                                                                     : narrow_column(rd, k, cap, col, p, m);
     }
     flags = convert_rows(r, s, rd, m, (uint8_t *)ch->vals, cap * sizeof(gsq_csv_value),
                          sizeof(gsq_csv_value), ch->valid, cap, 1, ch->slot_cols);
