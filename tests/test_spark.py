@@ -230,6 +230,27 @@ def test_computed_columns_have_spark_s_values_at_the_edges(spark, tmp_path, ansi
         spark.conf.unset("spark.sql.ansi.enabled")
 
 
+def test_a_computed_source_that_overflows_fails_saying_what_it_computed(spark, tmp_path):
+    """Under ANSI (Spark 4's default) abs of the smallest long fails Spark's
+    own plan; computed by gsqlc's task it fails too, naming Spark's
+    expression, the file and that a retry fails the same way."""
+    from pyspark.sql import functions as F
+    path = tmp_path / "edge.parquet"
+    pq.write_table(pa.table({"time": pa.array([5, 6, -(1 << 63)], pa.int64()),
+                             "srcIP": pa.array([1, 2, 3], pa.int64()),
+                             "destIP": pa.array([1, 2, 3], pa.int64())}), path)
+    df = spark.read.parquet(str(path)).select(F.abs("time").alias("time"), "srcIP", "destIP")
+    out = run_query(spark, [str(REPO / "bench" / "queries" / "spark_q2.gsql")],
+                    schema=str(REPO / "bench" / "queries" / "packets_columns.txt"),
+                    sources={"pkts": df}, ip_format="int")
+    with pytest.raises(Exception) as e:
+        out.collect()
+    text = str(e.value)
+    assert f"overflow in row groups 0-0 of {path}" in text
+    assert "computing its source as Spark does: SELECT abs(time) AS time, srcIP, destIP" in text
+    assert "fails the same way on every attempt" in text
+
+
 def test_parquet_on_an_s3_server_is_read_by_the_tasks_with_the_local_answer(
         spark, files, s3, tmp_path, monkeypatch):
     """read_parquet of an s3:// URI (an S3-compatible server on loopback):

@@ -349,6 +349,7 @@ class _Stage:
     filesystem: Any = None                       # ... on this pyarrow filesystem
     parquet_expressions: Optional[list] = None   # ... computed so (DirectFiles.expressions)
     parquet_filter: Any = None                   # ... keeping these rows (DirectFiles.filter)
+    parquet_computed: str = ""                   # ... Spark's SQL of them (DirectFiles.computed)
     csv: Optional["CsvFormat"] = None            # ... CSV of this format (else Parquet)
     pack_cols: Optional[list[str]] = None   # LFTA stage: output packed by these key columns
     pack_buckets: int = 0                   # ... into this many buckets (_pack_partials)
@@ -381,7 +382,11 @@ class _Stage:
                 if self._ended:
                     yield _end_heartbeat(self.out_schema, self.end_temporal)
         except RunError as e:
-            raise RuntimeError(f"gsqlc: query stream {self.output}: {e}") from None
+            # a computed source failing on its values (ANSI overflow, a zero
+            # divisor) fails on every attempt, as Spark's own plan would
+            computed = (f" (computing its source as Spark does: {self.parquet_computed}; "
+                        f"{NO_RETRY_HELPS[1:]}" if self.parquet_expressions is not None else "")
+            raise RuntimeError(f"gsqlc: query stream {self.output}: {e}{computed}") from None
         rejected = sum(x.get("rows_rejected", 0)
                        for x in run.stats.get("sources", []) + run.stats.get("injected", []))
         report = run.report
@@ -635,6 +640,7 @@ class DirectFiles:
     csv: Optional["CsvFormat"] = None
     expressions: Optional[list] = None
     filter: Any = None
+    computed: str = ""      # Spark's SQL of what the expressions compute, for messages
 
 
 def _hadoop_s3a(spark) -> Optional[Any]:
@@ -684,7 +690,8 @@ def direct_scan(df) -> Optional[DirectFiles]:
     want = _arrow_schema_of(df.schema)
     if got is None or got.names != want.names or got.types != want.types:
         return None
-    return DirectFiles(fs, files, expressions=computed.columns, filter=computed.filter)
+    return DirectFiles(fs, files, expressions=computed.columns, filter=computed.filter,
+                       computed=computed.text)
 
 
 def _plain_scan_format(df) -> Optional[str]:
@@ -1095,7 +1102,8 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                 units = spark.range(len(tasks), numPartitions=max(1, len(tasks)))
                 lfta.update(parquet_columns=list(df.columns), parquet_units=tasks,
                             filesystem=files.filesystem, csv=files.csv,
-                            parquet_expressions=files.expressions, parquet_filter=files.filter)
+                            parquet_expressions=files.expressions, parquet_filter=files.filter,
+                            parquet_computed=files.computed)
                 frames[n.name] = units.mapInArrow(stage(**lfta), out_schema_spark)
                 packers[n.name] = _packer(units, stage, lfta)
             elif df.isStreaming:

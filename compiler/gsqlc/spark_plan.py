@@ -48,11 +48,12 @@ class ComputedScan:
     file columns the expressions use."""
 
     def __init__(self, columns: list[tuple[str, Any]], filter: Any, reads: set[str],
-                 types: dict[str, Any]) -> None:
+                 types: dict[str, Any], text: str) -> None:
         self.columns = columns
         self.filter = filter
         self.reads = reads
         self.types = types      # every scan column: the Arrow type of Spark's reading of it
+        self.text = text        # Spark's SQL of the projections and filters, for messages
 
     def reads_from(self, file_schema: Any) -> bool:
         """Whether a file of `file_schema` holds the columns read, each of a
@@ -220,14 +221,17 @@ def _computed_scan(df: Any) -> Optional[ComputedScan]:
            for a in attrs}
     output = [(str(a.name()), int(a.exprId().id())) for a in attrs]
     cond, cond_reads = None, set()
+    text: list[str] = []
     for n in reversed(chain):           # from the scan up
         tr = _Translator(env)
         if _kind(n) == "Filter":
+            text.append(f"WHERE {n.condition().sql()}")
             c = tr(n.condition())
             cond = c if cond is None else pc.Expression._call("and_kleene", [cond, c])
             cond_reads |= tr.reads
             continue
         computed = {}
+        text.append("SELECT " + ", ".join(str(x.sql()) for x in _seq(n.projectList())))
         for x in _seq(n.projectList()):
             tr.reads = set()
             computed[int(x.exprId().id())] = (tr(x), frozenset(tr.reads))
@@ -235,4 +239,4 @@ def _computed_scan(df: Any) -> Optional[ComputedScan]:
         output = [(str(x.name()), int(x.exprId().id())) for x in _seq(n.projectList())]
     columns = [(name, env[key][0]) for name, key in output]
     reads = set(cond_reads).union(*(env[key][1] for _, key in output))
-    return ComputedScan(columns, cond, reads, types)
+    return ComputedScan(columns, cond, reads, types, " ".join(text))

@@ -212,10 +212,14 @@ def _computed_pieces(filesystem: Any, pieces: Sequence[Piece], expressions: Sequ
             whole = fmt.make_fragment(path, filesystem=filesystem)
             r = whole.num_row_groups
             groups = list(range(k * r // n, (k + 1) * r // n))
-            if groups:
+            if not groups:
+                continue
+            try:
                 # one thread: batches in file order (the LFTA's time order)
                 yield from whole.subset(row_group_ids=groups).to_batches(
                     columns=projection, filter=filter, batch_size=batch_rows, use_threads=False)
+            except pa.ArrowInvalid as e:   # e.g. a checked overflow: say where
+                raise pa.ArrowInvalid(f"{e} in row groups {groups[0]}-{groups[-1]} of {path}") from None
     return pa.RecordBatchReader.from_batches(schema, batches())
 
 
