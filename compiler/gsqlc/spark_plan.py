@@ -17,7 +17,11 @@ NaN above every number, pyarrow does not --, a narrowing cast, TRY
 arithmetic) leaves the DataFrame to the row path, which is always right.
 Spark's evaluation modes are kept: under ANSI (Spark 4's default) overflow
 and division by zero raise, as Spark's do; under LEGACY integer arithmetic
-wraps and a division by zero is null.
+wraps and a division by zero is null.  An operation that can raise is not
+translated where Spark may skip it (the right side of and/or, a filter
+above another): pyarrow evaluates every row, so it would fail where Spark
+does not.  (The scan's filter is applied before its projection, as Spark's
+plan does.)
 """
 from __future__ import annotations
 
@@ -119,6 +123,7 @@ class _Translator:
     def __init__(self, env: dict[int, tuple[Any, frozenset[str]]]) -> None:
         self.env = env
         self.reads: set[str] = set()
+        self.checked = 0        # operations translated that fail on a value (ANSI)
 
     def __call__(self, e: Any) -> Any:
         import pyarrow as pa
@@ -144,13 +149,15 @@ class _Translator:
         if kind in _ARITH:
             if _type_name(e) not in _INTEGRAL or _eval_mode(e) == "TRY":
                 raise Untranslatable(kind)
-            name = _ARITH[kind][_eval_mode(e) == "ANSI"]
-            return call(name, [self(k) for k in kids])
+            ansi = _eval_mode(e) == "ANSI"
+            self.checked += ansi
+            return call(_ARITH[kind][ansi], [self(k) for k in kids])
         if kind == "Divide":        # on doubles only (Spark's `/` gives double or decimal)
             if _type_name(e) != "double" or _eval_mode(e) == "TRY":
                 raise Untranslatable(kind)
             a, b = (self(k) for k in kids)
             if _eval_mode(e) == "ANSI":
+                self.checked += 1
                 return call("divide_checked", [a, b])     # raises on a zero divisor, as Spark
             zero = call("equal", [b, pc.scalar(0.0)])
             return call("if_else", [zero, pc.scalar(pa.scalar(None, pa.float64())), call("divide", [a, b])])
@@ -159,6 +166,7 @@ class _Translator:
                 raise Untranslatable(kind)
             base = "abs" if kind == "Abs" else "negate"
             checked = bool(e.failOnError()) and _type_name(e) in _INTEGRAL
+            self.checked += checked
             return call(base + ("_checked" if checked else ""), [self(kids[0])])
         if kind == "Cast":
             src, dst = _type_name(kids[0]), _type_name(e)
@@ -173,7 +181,14 @@ class _Translator:
                 raise Untranslatable(f"{kind} of {[_type_name(k) for k in kids]}")
             return call(_COMPARE[kind], [self(k) for k in kids])
         if kind in ("And", "Or"):       # three-valued, as SQL's
-            return call("and_kleene" if kind == "And" else "or_kleene", [self(k) for k in kids])
+            left = self(kids[0])
+            before = self.checked
+            right = self(kids[1])
+            if self.checked != before:
+                # Spark skips the right side when the left decides; pyarrow
+                # evaluates it on every row, and would fail where Spark does not
+                raise Untranslatable(f"a failing operation on the right of {kind}")
+            return call("and_kleene" if kind == "And" else "or_kleene", [left, right])
         if kind == "Not":
             return call("invert", [self(kids[0])])
         if kind in ("IsNotNull", "IsNull"):
@@ -227,6 +242,10 @@ def _computed_scan(df: Any) -> Optional[ComputedScan]:
         if _kind(n) == "Filter":
             text.append(f"WHERE {n.condition().sql()}")
             c = tr(n.condition())
+            if cond is not None and tr.checked:
+                # Spark evaluates this filter only on the rows the ones below
+                # kept; one pyarrow filter evaluates it on every row
+                raise Untranslatable("a failing operation in a filter above another")
             cond = c if cond is None else pc.Expression._call("and_kleene", [cond, c])
             cond_reads |= tr.reads
             continue
