@@ -159,7 +159,7 @@ def test_a_computed_parquet_source_is_computed_by_the_tasks_and_agrees_with_the_
           .select(F.abs(F.col("time") - 2000).alias("time"), (F.col("srcIP") + 1).alias("srcIP"),
                   "destIP", F.col("len").cast("long").alias("len")))
     scan = direct_scan(df)
-    assert scan is not None and scan.expressions is not None and scan.filter is not None
+    assert scan is not None and scan.computed is not None and scan.computed.filter is not None
     direct = run_query(spark, q, schema=sch, sources={"eth0": df, "eth1": df}, output="q1")
     via_rows = run_query(spark, q, schema=sch, sources={"eth0": df, "eth1": df}, output="q1",
                          direct_files=False)
@@ -209,7 +209,7 @@ def test_computed_columns_have_spark_s_values_at_the_edges(spark, tmp_path, ansi
                     left_to_spark.append(i)
                     continue
                 got = storage.read_pieces(scan.filesystem, [(str(path), 0, 1)], ["v"],
-                                          expressions=scan.expressions).read_all()
+                                          expressions=scan.computed.columns).read_all()
                 # repr: NaN equal to NaN, -0.0 told from 0.0
                 assert list(map(repr, got.column("v").to_pylist())) == \
                     [repr(r.v) for r in df.collect()], str(e)
@@ -220,7 +220,7 @@ def test_computed_columns_have_spark_s_values_at_the_edges(spark, tmp_path, ansi
                 with pytest.raises(pa.ArrowInvalid):
                     scan = direct_scan(df)
                     storage.read_pieces(scan.filesystem, [(str(path), 0, 1)], ["v"],
-                                        expressions=scan.expressions).read_all()
+                                        expressions=scan.computed.columns).read_all()
         assert left_to_spark == [0]
         # Spark skips the right side of an and when the left is false: under
         # ANSI abs(a) there would fail on a row Spark never computes it for

@@ -347,9 +347,7 @@ class _Stage:
     parquet_columns: Optional[list[str]] = None  # the partition lists Parquet units:
     parquet_units: Optional[list] = None         # (lists of storage pieces) by the ids it holds
     filesystem: Any = None                       # ... on this pyarrow filesystem
-    parquet_expressions: Optional[list] = None   # ... computed so (DirectFiles.expressions)
-    parquet_filter: Any = None                   # ... keeping these rows (DirectFiles.filter)
-    parquet_computed: str = ""                   # ... Spark's SQL of them (DirectFiles.computed)
+    parquet_computed: Any = None                 # ... computed so (spark_plan.ComputedScan)
     csv: Optional["CsvFormat"] = None            # ... CSV of this format (else Parquet)
     pack_cols: Optional[list[str]] = None   # LFTA stage: output packed by these key columns
     pack_buckets: int = 0                   # ... into this many buckets (_pack_partials)
@@ -384,8 +382,8 @@ class _Stage:
         except RunError as e:
             # a computed source failing on its values (ANSI overflow, a zero
             # divisor) fails on every attempt, as Spark's own plan would
-            computed = (f" (computing its source as Spark does: {self.parquet_computed}; "
-                        f"{NO_RETRY_HELPS[1:]}" if self.parquet_expressions is not None else "")
+            computed = (f" (computing its source as Spark does: {self.parquet_computed.text}; "
+                        f"{NO_RETRY_HELPS[1:]}" if self.parquet_computed is not None else "")
             raise RuntimeError(f"gsqlc: query stream {self.output}: {e}{computed}") from None
         rejected = sum(x.get("rows_rejected", 0)
                        for x in run.stats.get("sources", []) + run.stats.get("injected", []))
@@ -418,10 +416,11 @@ class _Stage:
                 self._csv_bad = storage.MalformedCount()
                 return {self.iface: self.csv.reader(self.filesystem, pieces, self._csv_bad,
                                                     self.parquet_columns)}, {}
-            return {self.iface: storage.read_pieces(self.filesystem, pieces,
-                                                    self.parquet_columns,
-                                                    expressions=self.parquet_expressions,
-                                                    filter=self.parquet_filter)}, {}
+            c = self.parquet_computed
+            return {self.iface: storage.read_pieces(
+                self.filesystem, pieces, self.parquet_columns,
+                **({} if c is None else dict(expressions=c.columns, filter=c.filter,
+                                             schema=c.schema)))}, {}
         if self.iface is not None and self.end_temporal is not None:
             return {self.iface: self._without_end(first.schema, chain())}, {}
         if self.iface is not None:
@@ -633,14 +632,11 @@ _S3A_KEYS = ("fs.s3a.endpoint", "fs.s3a.access.key", "fs.s3a.secret.key",
 class DirectFiles:
     """Files the LFTA tasks read themselves: their filesystem, (path, size)
     each (storage.list_files), and their CSV format (None: Parquet); for a
-    computed Parquet source, the output columns as (name, pyarrow
-    expression) and the rows kept (spark_plan.ComputedScan)."""
+    computed Parquet source, what the tasks compute (spark_plan.ComputedScan)."""
     filesystem: Any
     files: list
     csv: Optional["CsvFormat"] = None
-    expressions: Optional[list] = None
-    filter: Any = None
-    computed: str = ""      # Spark's SQL of what the expressions compute, for messages
+    computed: Any = None
 
 
 def _hadoop_s3a(spark) -> Optional[Any]:
@@ -686,12 +682,12 @@ def direct_scan(df) -> Optional[DirectFiles]:
     if not computed.reads_from(file_schema):
         return None
     # the expressions' types over the file's columns must be Spark's
-    got = storage.computed_schema(file_schema, computed.columns, computed.filter)
+    computed.schema = storage.computed_schema(file_schema, computed.columns, computed.filter)
     want = _arrow_schema_of(df.schema)
+    got = computed.schema
     if got is None or got.names != want.names or got.types != want.types:
         return None
-    return DirectFiles(fs, files, expressions=computed.columns, filter=computed.filter,
-                       computed=computed.text)
+    return DirectFiles(fs, files, computed=computed)
 
 
 def _plain_scan_format(df) -> Optional[str]:
@@ -1102,7 +1098,6 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                 units = spark.range(len(tasks), numPartitions=max(1, len(tasks)))
                 lfta.update(parquet_columns=list(df.columns), parquet_units=tasks,
                             filesystem=files.filesystem, csv=files.csv,
-                            parquet_expressions=files.expressions, parquet_filter=files.filter,
                             parquet_computed=files.computed)
                 frames[n.name] = units.mapInArrow(stage(**lfta), out_schema_spark)
                 packers[n.name] = _packer(units, stage, lfta)

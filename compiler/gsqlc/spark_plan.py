@@ -58,6 +58,9 @@ class ComputedScan:
         self.reads = reads
         self.types = types      # every scan column: the Arrow type of Spark's reading of it
         self.text = text        # Spark's SQL of the projections and filters, for messages
+        self.schema: Any = None  # the columns' Arrow schema over the files (set by the
+                                 # caller that checked it against Spark's; else each read
+                                 # works it out from its first file)
 
     def reads_from(self, file_schema: Any) -> bool:
         """Whether a file of `file_schema` holds the columns read, each of a
@@ -116,11 +119,12 @@ def _eval_mode(e: Any) -> str:
 
 class _Translator:
     """Catalyst expressions -> pyarrow expressions; `env` maps an attribute's
-    expression id to the expression it stands for (a file column, or what a
-    Project below computed) and the file columns that reads; `reads`
-    gathers the file columns of what was translated."""
+    expression id to what it stands for (a file column, or what a Project
+    below computed): its expression, the file columns that reads and the
+    operations in it that can fail; `reads` and `checked` gather the same
+    of what was translated."""
 
-    def __init__(self, env: dict[int, tuple[Any, frozenset[str]]]) -> None:
+    def __init__(self, env: dict[int, tuple[Any, frozenset[str], int]]) -> None:
         self.env = env
         self.reads: set[str] = set()
         self.checked = 0        # operations translated that fail on a value (ANSI)
@@ -135,8 +139,9 @@ class _Translator:
             key = int(e.exprId().id())
             if key not in self.env:
                 raise Untranslatable(f"attribute {e.name()}")
-            expr, reads = self.env[key]
+            expr, reads, checked = self.env[key]
             self.reads |= reads
+            self.checked += checked
             return expr
         if kind == "Alias":
             return self(kids[0])
@@ -202,9 +207,7 @@ def computed_scan(df: Any) -> Optional[ComputedScan]:
     translatable; None for any other."""
     try:
         return _computed_scan(df)
-    except Untranslatable:
-        return None
-    except Exception:  # noqa: BLE001 - not a JVM DataFrame, or a plan of another shape
+    except Exception:  # noqa: BLE001 - Untranslatable, not a JVM DataFrame, a plan of another shape
         return None
 
 
@@ -232,7 +235,7 @@ def _computed_scan(df: Any) -> Optional[ComputedScan]:
     # a file column as Spark reads it (the same type, or a wider one: reads_from)
     env = {int(a.exprId().id()): (pc.Expression._call("cast", [pc.field(str(a.name()))],
                                                       pc.CastOptions(types[str(a.name())])),
-                                  frozenset([str(a.name())]))
+                                  frozenset([str(a.name())]), 0)
            for a in attrs}
     output = [(str(a.name()), int(a.exprId().id())) for a in attrs]
     cond, cond_reads = None, set()
@@ -252,8 +255,8 @@ def _computed_scan(df: Any) -> Optional[ComputedScan]:
         computed = {}
         text.append("SELECT " + ", ".join(str(x.sql()) for x in _seq(n.projectList())))
         for x in _seq(n.projectList()):
-            tr.reads = set()
-            computed[int(x.exprId().id())] = (tr(x), frozenset(tr.reads))
+            tr.reads, tr.checked = set(), 0
+            computed[int(x.exprId().id())] = (tr(x), frozenset(tr.reads), tr.checked)
         env = {**env, **computed}
         output = [(str(x.name()), int(x.exprId().id())) for x in _seq(n.projectList())]
     columns = [(name, env[key][0]) for name, key in output]

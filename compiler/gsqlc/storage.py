@@ -161,16 +161,17 @@ def parquet_schema(filesystem: Any, path: str, columns: Optional[Sequence[str]] 
 
 def read_pieces(filesystem: Any, pieces: Sequence[Piece], columns: Optional[Sequence[str]] = None,
                 batch_rows: int = 65536, *, expressions: Optional[Sequence[tuple[str, Any]]] = None,
-                filter: Any = None) -> Any:
+                filter: Any = None, schema: Any = None) -> Any:
     """One RecordBatchReader over the pieces, in order (columns: all of the
     first file's when None).  With `expressions` ((name, pyarrow expression
     over the file's columns) per output column), the columns are computed
     while reading and only rows where `filter` is true are kept (row groups
-    its statistics rule out are not read)."""
+    its statistics rule out are not read); `schema`, their computed_schema
+    when the caller has it (else worked out from the first file)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     if expressions is not None:
-        return _computed_pieces(filesystem, pieces, expressions, filter, batch_rows)
+        return _computed_pieces(filesystem, pieces, expressions, filter, batch_rows, schema)
     schema = parquet_schema(filesystem, pieces[0][0], columns)
     cols = list(columns) if columns is not None else schema.names
 
@@ -200,12 +201,13 @@ def computed_schema(file_schema: Any, expressions: Sequence[tuple[str, Any]],
 
 
 def _computed_pieces(filesystem: Any, pieces: Sequence[Piece], expressions: Sequence[tuple[str, Any]],
-                     filter: Any, batch_rows: int) -> Any:
+                     filter: Any, batch_rows: int, schema: Any) -> Any:
     import pyarrow as pa
     import pyarrow.dataset as ds
     fmt = ds.ParquetFileFormat()
     projection = dict(expressions)
-    schema = computed_schema(parquet_schema(filesystem, pieces[0][0]), expressions, filter)
+    if schema is None:
+        schema = computed_schema(parquet_schema(filesystem, pieces[0][0]), expressions, filter)
 
     def batches() -> Iterator[Any]:
         for path, k, n in pieces:

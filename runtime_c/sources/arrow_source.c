@@ -25,8 +25,9 @@
  * (s->chunk, core/chunk.c, over the value cache's slots) instead of ring
  * records; a column that needs no conversion is not converted but read
  * where it is (gsq_col.raw), and an integer column of another width or sign
- * than its 32-bit slot is narrowed into rd->narrowed when its values fit.  A chunk never spans two record batches
- * either, and is processed before the next read_cols.
+ * than its 32-bit slot is narrowed into rd->narrowed when its values fit.
+ * A chunk never spans two record batches either, and is processed before
+ * the next read_cols.
  *
  * Reader state invariants: batch is the current record batch (release !=
  * NULL while held) and row the next of its rows to convert; a ring batch
@@ -549,7 +550,8 @@ static int take_cols(gsq_run *r, gsq_source *s, arrow_reader *rd)
         const gsq_arrow_col *col = &rd->cols[rd->slot_col[k]];
         const uint8_t *p = (const uint8_t *)c->buffers[1] +
                            (size_t)(c->offset + a->offset + rd->row) * (size_t)col->width;
-        /* as it is: no nulls, the exact representation, aligned for it */
+        /* as it is (no nulls, the exact representation, aligned for it),
+         * or narrowed into rd->narrowed (an integer of another width or sign) */
         int plain = !struct_nulls && (c->null_count == 0 || !c->buffers[0]) &&
                     (col->cat == GSQ_AC_INT || col->cat == GSQ_AC_UINT || col->cat == GSQ_AC_F64) &&
                     (uintptr_t)p % (uintptr_t)col->width == 0;
