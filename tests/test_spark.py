@@ -235,6 +235,39 @@ def test_computed_columns_have_spark_s_values_at_the_edges(spark, tmp_path, ansi
         spark.conf.unset("spark.sql.ansi.enabled")
 
 
+def test_narrow_file_columns_are_computed_without_widening_and_keep_spark_s_values(
+        spark, tmp_path):
+    """Spark reads uint32 as long (uint16 as int, uint8 as short): a computed
+    source passes such a column, its abs and its widening casts on in the
+    file's type -- the same values, nothing copied into a wider column --
+    and widens it only for an operation that needs Spark's type."""
+    from pyspark.sql import functions as F
+
+    from gsqlc import storage
+    from gsqlc.spark import direct_scan
+    t = pa.table({"u": pa.array([0, 1, (1 << 31) + 5, (1 << 32) - 1, None], pa.uint32()),
+                  "h": pa.array([0, 7, 40_000, 65_535, 3], pa.uint16()),
+                  "b": pa.array([1, 2, 200, None, 255], pa.uint8()),
+                  "i": pa.array([-3, 4, 1 - (1 << 31), 9, None], pa.int32())})
+    path = tmp_path / "narrow.parquet"
+    pq.write_table(t, path)
+    base = spark.read.parquet(str(path))
+    df = base.select(F.abs("u").alias("au"), "h", F.col("b").cast("long").alias("bl"),
+                     F.abs(F.col("h")).cast("long").alias("ah"), (F.col("u") + 1).alias("u1"),
+                     (-F.col("b")).alias("nb"), F.abs("i").cast("long").alias("ai"))
+    scan = direct_scan(df)
+    assert scan is not None and scan.computed is not None
+    types = dict(zip(scan.computed.schema.names, scan.computed.schema.types))
+    assert types == {"au": pa.uint32(), "h": pa.uint16(), "bl": pa.uint8(), "ah": pa.uint16(),
+                     "u1": pa.int64(), "nb": pa.int16(), "ai": pa.int64()}
+    got = storage.read_pieces(scan.filesystem, [(str(path), 0, 1)], df.columns,
+                              expressions=scan.computed.columns,
+                              schema=scan.computed.schema).read_all()
+    assert got.schema == scan.computed.schema
+    assert [tuple(r) for r in zip(*(got.column(c).to_pylist() for c in df.columns))] == \
+        [tuple(r) for r in df.collect()]
+
+
 def test_a_computed_source_that_overflows_fails_saying_what_it_computed(spark, tmp_path):
     """Under ANSI (Spark 4's default) abs of the smallest long fails Spark's
     own plan; computed by gsqlc's task it fails too, naming Spark's

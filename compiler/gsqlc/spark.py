@@ -661,11 +661,11 @@ def direct_scan(df) -> Optional[DirectFiles]:
     own = getattr(df, "_gsqlc_direct", None)
     if own is not None:
         return own
-    computed = None
+    plan = None
     if _plain_scan_format(df) != "parquet":
-        from .spark_plan import computed_scan
-        computed = computed_scan(df)
-        if computed is None:
+        from .spark_plan import parquet_plan
+        plan = parquet_plan(df)
+        if plan is None:
             return None
     try:
         uris = list(df.inputFiles())
@@ -675,17 +675,18 @@ def direct_scan(df) -> Optional[DirectFiles]:
         file_schema = storage.parquet_schema(fs, files[0][0])
     except Exception:  # noqa: BLE001 - pyarrow cannot open them: Spark reads them (row path)
         return None
-    if computed is None:
+    if plan is None:
         if not set(df.columns) <= set(file_schema.names):   # e.g. partition columns of a directory
             return None
         return DirectFiles(fs, files)
-    if not computed.reads_from(file_schema):
+    from .spark_plan import computed_scan, holds
+    computed = computed_scan(plan, file_schema)
+    if computed is None:
         return None
-    # the expressions' types over the file's columns must be Spark's
+    # the expressions' types over the file's columns must be Spark's (or
+    # narrower integers holding the same values)
     computed.schema = storage.computed_schema(file_schema, computed.columns, computed.filter)
-    want = _arrow_schema_of(df.schema)
-    got = computed.schema
-    if got is None or got.names != want.names or got.types != want.types:
+    if computed.schema is None or not holds(computed.schema, _arrow_schema_of(df.schema)):
         return None
     return DirectFiles(fs, files, computed=computed)
 
