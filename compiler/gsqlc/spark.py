@@ -663,7 +663,7 @@ def direct_scan(df) -> Optional[DirectFiles]:
         return own
     plan = None
     if _plain_scan_format(df) != "parquet":
-        from .spark_plan import parquet_plan
+        from .spark_plan import computed_scan, holds, parquet_plan
         plan = parquet_plan(df)
         if plan is None:
             return None
@@ -679,14 +679,10 @@ def direct_scan(df) -> Optional[DirectFiles]:
         if not set(df.columns) <= set(file_schema.names):   # e.g. partition columns of a directory
             return None
         return DirectFiles(fs, files)
-    from .spark_plan import computed_scan, holds
     computed = computed_scan(plan, file_schema)
-    if computed is None:
-        return None
     # the expressions' types over the file's columns must be Spark's (or
     # narrower integers holding the same values)
-    computed.schema = storage.computed_schema(file_schema, computed.columns, computed.filter)
-    if computed.schema is None or not holds(computed.schema, _arrow_schema_of(df.schema)):
+    if computed is None or not holds(computed.schema, _arrow_schema_of(df.schema)):
         return None
     return DirectFiles(fs, files, computed=computed)
 

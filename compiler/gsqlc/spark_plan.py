@@ -59,9 +59,7 @@ class ComputedScan:
         self.reads = reads
         self.types = types      # every scan column: the Arrow type of Spark's reading of it
         self.text = text        # Spark's SQL of the projections and filters, for messages
-        self.schema: Any = None  # the columns' Arrow schema over the files (set by the
-                                 # caller that checked it against Spark's; else each read
-                                 # works it out from its first file)
+        self.schema: Any = None  # the columns' Arrow schema over the files (computed_scan)
 
     def reads_from(self, file_schema: Any) -> bool:
         """Whether a file of `file_schema` holds the columns read, each of a
@@ -261,14 +259,18 @@ def parquet_plan(df: Any) -> Optional[tuple[list[Any], Any]]:
 
 
 def computed_scan(plan: tuple[list[Any], Any], file_schema: Any) -> Optional[ComputedScan]:
-    """The ComputedScan of a parquet_plan over files of `file_schema`; None
-    when an expression is not translatable or the files do not hold what
-    it reads (reads_from)."""
+    """The ComputedScan of a parquet_plan over files of `file_schema`, its
+    schema worked out; None when an expression is not translatable or the
+    files do not hold what it reads (reads_from)."""
+    from .storage import computed_schema
     try:
         scan = _computed_scan(*plan, file_schema)
     except Exception:  # noqa: BLE001 - Untranslatable, or a plan node of another shape
         return None
-    return scan if scan.reads_from(file_schema) else None
+    if not scan.reads_from(file_schema):
+        return None
+    scan.schema = computed_schema(file_schema, scan.columns, scan.filter)
+    return scan if scan.schema is not None else None
 
 
 def _file_column(name: str, spark_type: Any, file_schema: Any) -> Meaning:
