@@ -656,6 +656,34 @@ def test_a_finite_stream_ends_with_its_last_epochs_out(spark, tmp_path):
     assert set(plain) < set(want) and min(r[0] for r in missing) > max(r[0] for r in plain)
 
 
+def test_a_stream_whose_times_start_at_zero_keeps_its_first_epoch(spark, tmp_path):
+    """Spark's watermark starts at 0 and drops rows at or below it: a stream
+    whose temporal column starts at 0 (relative times) still gives the batch
+    answer, its first epoch included."""
+    from gsqlc.spark import read_stream
+    q = tmp_path / "big_per_minute.gsql"
+    q.write_text(BIG_PER_MINUTE)
+    lines = (EX / "sales.csv").read_text().splitlines()
+    t0 = int(lines[0].split(",")[0])
+    lines = [f"{int(r.split(',')[0]) - t0},{r.split(',', 1)[1]}" for r in lines]
+    (tmp_path / "all.csv").write_text("".join(r + "\n" for r in lines))
+    src = tmp_path / "in"
+    _stream_files(src, [lines[i:i + 7] for i in range(0, len(lines), 7)])
+    schema = "ts long, store string, item string, qty long, price double, client string"
+    sch = str(EX / "schema.txt")
+    want = rows(gsqlc.compile([q], schema=sch).table({"sales": f"csv:{tmp_path / 'all.csv'}"}))
+    assert min(r[0] for r in want) == 0
+    out = run_query(spark, [str(q)], schema=sch,
+                    sources={"sales": read_stream(spark, src, "csv", schema, finite=True,
+                                                  files_per_batch=1)})
+    w = (out.writeStream.format("memory").queryName("gsqlc_from_zero").outputMode("append")
+         .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True)
+         .start())
+    w.awaitTermination(300)
+    assert w.exception() is None
+    assert rows(spark.table("gsqlc_from_zero")) == want
+
+
 def test_a_finite_parquet_stream_on_an_s3_server_gives_the_batch_answer(spark, files, s3,
                                                                         tmp_path):
     """read_stream of Parquet files on an S3 server, finite: the aggregation
@@ -997,9 +1025,10 @@ def test_a_lagging_source_holds_the_watermark_back_and_loses_nothing(spark, tmp_
     assert got == want and _dropped(progress) == 0
     # after the first micro-batch eth0 is at its last epoch, eth1 at the
     # epoch of its first chunk's last row: the watermark is eth1's, less 3
+    # (an epoch e is Spark's second e + 1: _with_epoch)
     epoch0, epoch1 = int(max(a.column("time").to_pylist())) // 10, chunks[0][-1][0] // 10
     wm = datetime.fromisoformat(progress[1]["eventTime"]["watermark"].replace("Z", "+00:00"))
-    assert wm.timestamp() == epoch1 - 3 < epoch0 - 3, progress[1]
+    assert wm.timestamp() == epoch1 + 1 - 3 < epoch0 + 1 - 3, progress[1]
     got, progress = run("max")
     assert _dropped(progress) > 0 and got != want
 

@@ -32,7 +32,7 @@ out_of_order=, latency=, skew=, heartbeat_timeout=.
     # watermarked 3 epochs behind their latest, eth1's ceil(25/10) + 1 = 4
 
   * out_of_order.  Every LFTA reads one source (an interface, or one member
-    of a set); the temporal column of its output, as seconds (EPOCH_COL),
+    of a set); the temporal column of its output, as seconds plus one (EPOCH_COL),
     is that source's event time, under its own withWatermark(EPOCH_COL,
     delay) with delay = max(M, ceil(B / w) + 1) units of the column: B the
     interface's out_of_order, counted in units of its time field (a
@@ -1218,9 +1218,11 @@ def _with_epoch(d, col: str, disorder: int = 1):
     seen: Spark releases state at or below the watermark, so an epoch is
     released once an epoch `disorder` later was seen (data or heartbeat
     rows) -- `disorder` epochs are open at once (seed 004) -- and drops
-    rows older than the watermark."""
+    rows older than the watermark.  The epochs start one second after
+    Spark's zero: a stream's watermark starts at 0 and Spark drops rows at
+    or below it, so an epoch 0 (times from 0) would be dropped whole."""
     from pyspark.sql import functions as F
-    return d.withColumn(EPOCH_COL, F.timestamp_seconds(F.col(col).cast("long"))) \
+    return d.withColumn(EPOCH_COL, F.timestamp_seconds(F.col(col).cast("long") + 1)) \
             .withWatermark(EPOCH_COL, f"{disorder} seconds")
 
 
