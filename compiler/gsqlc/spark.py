@@ -327,6 +327,16 @@ def _load_on_executor(digest: str):
 
 
 @dataclass
+class _OwnedEpochs:
+    """How the tasks of a one-stage aggregation split its epochs: the
+    parameters of owned_epochs.OwnedRead."""
+    key: Any                      # owned_epochs.EpochKey
+    disorder: int                 # epochs a row may come after a later one
+    stats_column: Optional[str]   # the file column whose statistics bound the key
+    source: str                   # the interface, for messages
+
+
+@dataclass
 class _Stage:
     """What one mapInArrow task runs: the library with `inputs` bound (an
     interface for an LFTA stage, stream names otherwise) and one output
@@ -358,6 +368,9 @@ class _Stage:
     end_temporal: Optional[list[str]] = None   # LFTA stage of a finite stream: its
                                                # temporal output columns (END_COL)
     _ended: bool = False                       # ... the end row was in this partition
+    owned: Optional["_OwnedEpochs"] = None     # one stage: each task reads the rows of the
+                                               # epochs it owns (owned_epochs.py)
+    _owned_reads: Optional[list] = None        # ... this task's OwnedReads
 
     def __call__(self, batches):
         from .api import Run
@@ -391,6 +404,15 @@ class _Stage:
         if self._csv_bad is not None and self._csv_bad.rows:
             rejected += self._csv_bad.rows
             report = self._csv_bad.report() + "\n" + report
+        if self.owned is not None:
+            for read in self._owned_reads or []:
+                read.reader.close()
+                if read.error:
+                    raise RuntimeError(
+                        f"gsqlc: query {self.output}: {read.error}. Declare the disorder "
+                        f"(max_hfta_disorder=, or the interface's out_of_order=) or pass "
+                        f"run_query(..., time_ordered=False), which completes the epochs "
+                        f"after a shuffle whatever the order {NO_RETRY_HELPS}")
         if rejected and self.on_malformed == "fail":
             raise RuntimeError(f"gsqlc: query stream {self.output}: {rejected} malformed "
                                f"row(s) in this partition (on_malformed='fail') "
@@ -409,6 +431,9 @@ class _Stage:
             yield from it
         if self.packed_input:
             return {}, self._streams(_unpack_partials(chain()))
+        if self.owned is not None:
+            ids = [i for b in chain() for i in b.column(0).to_pylist()]
+            return {self.iface: self._owned_reader(ids)}, {}
         if self.parquet_columns is not None:
             pieces = [p for b in chain() for i in b.column(0).to_pylist()
                       for p in self.parquet_units[i]]
@@ -429,6 +454,32 @@ class _Stage:
             # one stream, in the order Spark gives: read it as it comes
             return {}, {self.streams[0]: pa.RecordBatchReader.from_batches(first.schema, chain())}
         return {}, self._split(first, it)
+
+    def _owned_reader(self, ids: list[int]):
+        """The rows of the epochs units `ids` own (owned_epochs.py), read as
+        the LFTA stage reads its units."""
+        import pyarrow as pa
+
+        from .owned_epochs import OwnedRead
+        o, c = self.owned, self.parquet_computed
+        assert o is not None and self.parquet_units is not None and self.parquet_columns
+        self._owned_reads = []
+        for _ in ids:
+            reader = storage.RowGroupReader(
+                self.filesystem, self.parquet_columns,
+                **({} if c is None else dict(expressions=c.columns, filter=c.filter)))
+            self._owned_reads.append(OwnedRead(self.parquet_units, o.key, o.disorder, reader,
+                                               o.stats_column, o.source))
+        first = next(p for u in self.parquet_units for p in u)[0]
+        schema = c.schema if c is not None else \
+            storage.parquet_schema(self.filesystem, first, self.parquet_columns)
+
+        def batches():
+            for read, i in zip(self._owned_reads, ids):
+                yield from read.batches(i)
+                if read.error:
+                    return
+        return pa.RecordBatchReader.from_batches(schema, batches())
 
     def _without_end(self, schema, batches):
         """The batches of a finite stream without its end row (noted in
@@ -668,7 +719,7 @@ def direct_scan(df) -> Optional[DirectFiles]:
         if plan is None:
             return None
     try:
-        uris = list(df.inputFiles())
+        uris = sorted(df.inputFiles())   # Spark's set of them: in path order
         s3a = _hadoop_s3a(df.sparkSession) if urlparse(uris[0]).scheme == "s3a" else None
         fs, paths = _locations(uris, s3a, "parquet")
         files = storage.list_files(fs, paths)
@@ -898,6 +949,34 @@ def _dry_run(library, node, arrow_schema, options, params, lib_lfta=None) -> Non
         raise SparkQueryError(f"source {node.iface} of query {node.query.name}: {res.error}")
 
 
+def _owned_epochs(n, lfta, files: DirectFiles,
+                  out_of_order: Mapping[str, float]) -> Optional[_OwnedEpochs]:
+    """How aggregation n over LFTA `lfta`, whose tasks read `files`, runs
+    in one stage (owned_epochs.py), or None when it cannot: its epoch is
+    not integer arithmetic of one source field.  The disorder allowed is
+    n's (max_hfta_disorder) or what the interface's declared out_of_order
+    bound needs, less one."""
+    import pyarrow.compute as pc
+
+    from .owned_epochs import epoch_key
+    key = epoch_key(n, lfta)
+    if key is None:
+        return None
+    epochs = n.disorder
+    if out_of_order.get(lfta.iface):
+        e = next(n.group_by[i][1] for i in n.epoch_indices
+                 if n.group_by[i][1].info.temporal is Temporal.INCREASING)
+        if not isinstance(e, FieldRef):
+            return None
+        epochs = _watermark_delay(lfta, e.name, epochs, out_of_order)
+    stats: Optional[str] = key.column
+    if files.computed is not None:     # the key's column is a file's, or no statistics
+        expr = dict(files.computed.columns).get(key.column)
+        stats = next((f for f in sorted(files.computed.reads)
+                      if expr is not None and expr.equals(pc.field(f))), None)
+    return _OwnedEpochs(key, max(0, epochs - 1), stats, lfta.iface)
+
+
 def _first_increasing(stream) -> Optional[str]:
     for c in stream.columns:
         if c.temporal is Temporal.INCREASING:
@@ -929,7 +1008,8 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
               latency: Optional[Mapping[str, float]] = None,
               skew: Optional[Mapping[tuple[str, str], tuple[float, float]]] = None,
               heartbeat_timeout: Optional[float] = None, pack_partials: bool = True,
-              ip_format: str = "text", functions: Sequence[str] = (), udf: Sequence[str] = ()):
+              ip_format: str = "text", functions: Sequence[str] = (), udf: Sequence[str] = (),
+              time_ordered: bool = True):
     """Run GSQL queries over Spark DataFrames; returns the DataFrame of
     `output` (default: the only output query).  sources: {interface:
     DataFrame, or a list of DataFrames for an interface set}.  Columns are
@@ -1051,6 +1131,9 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
             return d
         return d.where(~F.col(HEARTBEAT_COL)).drop(HEARTBEAT_COL, EPOCH_COL)
 
+    # LFTA stream -> (its units, its stage's keywords, its files): an
+    # aggregation over it may run in its stage instead (_owned_epochs)
+    one_stage: dict[str, tuple[Any, dict, DirectFiles]] = {}
     splan, lib_lftas = _spark_plan(qs.plan, ifaces)
     needed = {n.name for n in splan.upstream([output])}
     for n in splan.nodes:
@@ -1098,6 +1181,8 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                             parquet_computed=files.computed)
                 frames[n.name] = units.mapInArrow(stage(**lfta), out_schema_spark)
                 packers[n.name] = _packer(units, stage, lfta)
+                if files.csv is None and lib_name == n.name:
+                    one_stage[n.name] = (units, lfta, files)
             elif df.isStreaming:
                 # per micro-batch; the LFTA's heartbeats (one at the end of
                 # each micro-batch at least) come along as flagged rows and
@@ -1141,6 +1226,17 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                 stage(iface=None, streams=[n.inputs[0]], tag_col=None,
                       stream_cols=[[c.name for c in n.input_defs[0].columns]],
                       output=n.name, out_schema=out_schema, sort_cols=None), out_schema_spark)
+            continue
+        owned = (_owned_epochs(n, splan.node(n.inputs[0]), one_stage[n.inputs[0]][2],
+                               ifaces.out_of_order)
+                 if isinstance(n, HftaAggregate) and not streaming and time_ordered
+                 and n.inputs[0] in one_stage else None)
+        if owned is not None:
+            # each LFTA task completes the epochs it owns: no shuffle, no second stage
+            units, lfta, _ = one_stage[n.inputs[0]]
+            frames[n.name] = units.mapInArrow(
+                stage(**{**lfta, "output": n.name, "out_schema": out_schema, "owned": owned}),
+                out_schema_spark)
             continue
         if isinstance(n, HftaAggregate):
             d = ins[0]

@@ -159,6 +159,84 @@ def parquet_schema(filesystem: Any, path: str, columns: Optional[Sequence[str]] 
     return pa.schema([schema.field(c) for c in columns])
 
 
+def piece_row_groups(k: int, n: int, row_groups: int) -> range:
+    """The row groups of piece (path, k, n) of a file of `row_groups`."""
+    return range(k * row_groups // n, (k + 1) * row_groups // n)
+
+
+class RowGroupReader:
+    """One task's reads of Parquet files a row group at a time (epoch-owning
+    reads, owned_epochs.py): each file is opened once, its footer kept,
+    until close().  Rows come as read_pieces gives them: `columns` of the
+    files, or with `expressions` computed and `filter` applied (a
+    spark_plan.ComputedScan's).  statistics() gives a row group's footer
+    statistics of a file column."""
+
+    def __init__(self, filesystem: Any, columns: Sequence[str], *,
+                 expressions: Optional[Sequence[tuple[str, Any]]] = None, filter: Any = None,
+                 batch_rows: int = 65536) -> None:
+        self.filesystem = filesystem
+        self.columns = list(columns)
+        self.expressions = dict(expressions) if expressions is not None else None
+        self.filter = filter
+        self.batch_rows = batch_rows
+        self._files: dict[str, Any] = {}      # path -> (open file, ParquetFile)
+        self._fragments: dict[str, Any] = {}  # path -> its dataset fragment (computed reads)
+
+    def _file(self, path: str) -> Any:
+        if path not in self._files:
+            import pyarrow.parquet as pq
+            f = open_input(self.filesystem, path)
+            self._files[path] = (f, pq.ParquetFile(f))
+        return self._files[path][1]
+
+    def groups(self, piece: Piece) -> list[tuple[str, int]]:
+        """The (path, row group) of a piece, in order."""
+        path, k, n = piece
+        return [(path, g) for g in piece_row_groups(k, n, self._file(path).num_row_groups)]
+
+    def read(self, path: str, group: int, columns: Optional[Sequence[str]] = None) -> Iterator[Any]:
+        """The row group's record batches (columns: a subset of the output
+        columns, default all)."""
+        import pyarrow as pa
+        cols = list(columns) if columns is not None else self.columns
+        if self.expressions is None:
+            yield from self._file(path).iter_batches(batch_size=self.batch_rows, columns=cols,
+                                                     row_groups=[group])
+            return
+        if path not in self._fragments:
+            import pyarrow.dataset as ds
+            self._fragments[path] = ds.ParquetFileFormat().make_fragment(
+                path, filesystem=self.filesystem)
+        fragment = self._fragments[path].subset(row_group_ids=[group])
+        try:
+            yield from fragment.to_batches(columns={c: self.expressions[c] for c in cols},
+                                           filter=self.filter, batch_size=self.batch_rows,
+                                           use_threads=False)
+        except pa.ArrowInvalid as e:   # e.g. a checked overflow: say where
+            raise pa.ArrowInvalid(f"{e} in row group {group} of {path}") from None
+
+    def rows(self, path: str, group: int) -> int:
+        """The row group's row count (its footer's)."""
+        return int(self._file(path).metadata.row_group(group).num_rows)
+
+    def statistics(self, path: str, group: int, column: str) -> Optional[Any]:
+        """The footer statistics (pyarrow's Statistics) of file column
+        `column` in the row group, or None when the file has none for it."""
+        pf = self._file(path)
+        names = pf.schema_arrow.names
+        if column not in names or len(names) != pf.metadata.num_columns:  # nested: no flat index
+            return None
+        st = pf.metadata.row_group(group).column(names.index(column)).statistics
+        return st if st is not None and st.has_null_count else None
+
+    def close(self) -> None:
+        for f, _ in self._files.values():
+            f.close()
+        self._files.clear()
+        self._fragments.clear()
+
+
 def read_pieces(filesystem: Any, pieces: Sequence[Piece], columns: Optional[Sequence[str]] = None,
                 batch_rows: int = 65536, *, expressions: Optional[Sequence[tuple[str, Any]]] = None,
                 filter: Any = None, schema: Any = None) -> Any:
@@ -179,8 +257,7 @@ def read_pieces(filesystem: Any, pieces: Sequence[Piece], columns: Optional[Sequ
         for path, k, n in pieces:
             with open_input(filesystem, path) as f:
                 pf = pq.ParquetFile(f)
-                r = pf.num_row_groups
-                groups = list(range(k * r // n, (k + 1) * r // n))
+                groups = list(piece_row_groups(k, n, pf.num_row_groups))
                 if groups:
                     yield from pf.iter_batches(batch_size=batch_rows, columns=cols,
                                                row_groups=groups)
@@ -212,8 +289,7 @@ def _computed_pieces(filesystem: Any, pieces: Sequence[Piece], expressions: Sequ
     def batches() -> Iterator[Any]:
         for path, k, n in pieces:
             whole = fmt.make_fragment(path, filesystem=filesystem)
-            r = whole.num_row_groups
-            groups = list(range(k * r // n, (k + 1) * r // n))
+            groups = list(piece_row_groups(k, n, whole.num_row_groups))
             if not groups:
                 continue
             try:
