@@ -59,21 +59,17 @@ class OrderError(Exception):
 
 
 def _dtype(t: Type) -> Any:
+    """The numpy type holding GSQL integer type t as C does: numpy's
+    arithmetic on it wraps around as C's does."""
     import numpy as np
-    return np.uint64 if t is Type.ULLONG else np.int64
+    return {Type.USHORT: np.uint16, Type.INT: np.int32, Type.UINT: np.uint32, Type.IP: np.uint32,
+            Type.LLONG: np.int64, Type.ULLONG: np.uint64}[t]
 
 
 def _wrap(v: Any, t: Type) -> Any:
-    """v (an int64 / uint64 array or scalar) as C holds it in type t."""
+    """v (an integer array or scalar) converted to C type t (modulo 2^bits)."""
     import numpy as np
-    v = np.asarray(v).astype(_dtype(t), copy=False)
-    bits = t.bits
-    if bits >= 64:
-        return v
-    v = v & ((1 << bits) - 1)
-    if t.is_signed:
-        v = v - ((v >> (bits - 1)) << bits)
-    return v
+    return np.asarray(v).astype(_dtype(t), copy=False)
 
 
 def _binary(op: str, a: Any, b: Any, t: Type) -> Any:
@@ -121,7 +117,9 @@ class EpochKey:
             a = a.astype(np.int64)
         bits, signed = self.field_type.bits, self.field_type.is_signed
         lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
-        if len(a) and (int(a.min()) < lo or int(a.max()) > hi):
+        held = np.iinfo(a.dtype)
+        if len(a) and (held.min < lo or held.max > hi) and \
+                (int(a.min()) < lo or int(a.max()) > hi):
             # each bound compared only where the array's type holds it
             inside = np.ones(len(a), bool)
             if int(a.min()) < lo:
@@ -339,7 +337,6 @@ class OwnedRead:
 
     def batches(self, j: int) -> Iterator[Any]:
         """Task j's rows for its LFTA, as record batches."""
-        import numpy as np
         import pyarrow as pa
         n = len(self.units)
         last = j == n - 1
@@ -376,62 +373,82 @@ class OwnedRead:
                     continue        # none of our keys in it
                 for batch in self.reader.read(path, g):
                     keys, valid = self.key.values(batch.column(col))
-                    has = np.ones(len(keys), bool) if valid is None else valid
                     start = 0
                     if phase == "head":
-                        above = np.flatnonzero(has & (keys > lo_k))
-                        if not len(above):
+                        at = _first_above(keys, valid, lo_k, 0)
+                        if at is None:
                             continue
-                        start, phase = int(above[0]), "range"
+                        start, phase = at, "range"
                     stop = len(keys)          # the end of P_j in this batch
                     if phase == "range" and searching:
-                        past = np.flatnonzero(has[start:] & (keys[start:] > hi_k))
-                        if len(past):
-                            stop = start + int(past[0])
+                        at = _first_above(keys, valid, hi_k, start)
+                        if at is not None:
+                            stop = at
                     if phase == "range" and stop > start:
-                        k, h = keys[start:stop], has[start:stop]
-                        kv = k[h]
+                        k = keys[start:stop]
+                        h = None if valid is None else valid[start:stop]
+                        kv = k if h is None else k[h]
                         if len(kv):
-                            if hi is not None and int(kv.max()) > hi:
-                                self._fail(f"{self.key.text} = {int(kv.max())} comes before "
-                                           f"the end of a run of row groups that ends at {hi}",
-                                           path, g)
+                            ok, top, kmax, ascending = self._in_order(kv, top)
+                            if hi is not None and kmax > hi:
+                                self._fail(f"{self.key.text} = {kmax} comes before the end of "
+                                           f"a run of row groups that ends at {hi}", path, g)
                                 return
-                            ok, top = self._in_order(kv, top)
                             if not ok:
                                 self._fail(f"{self.key.text} goes back more than {d} "
                                            f"epoch(s) (from {top})", path, g)
                                 return
-                        mine = ~h | (k > lo) if lo is not None else None
                         part = batch.slice(start, stop - start)
-                        yield part if mine is None or mine.all() else part.filter(pa.array(mine))
+                        if lo is None or (h is None and ascending and len(k) and int(k[0]) > lo):
+                            yield part
+                        else:   # rows of earlier epochs (owned before) out; keyless ones in
+                            mine = k > lo
+                            if h is not None:
+                                mine |= ~h
+                            yield part if mine.all() else part.filter(pa.array(mine))
                     if phase == "range" and stop < len(keys):
                         phase, start = "tail", stop
                     if phase == "tail":
-                        k, h = keys[start:], has[start:]
-                        over = np.flatnonzero(h & (k > hi_k + d))
-                        end = int(over[0]) if len(over) else len(k)
-                        mine = h[:end] & (k[:end] <= hi_k)
+                        k = keys[start:]
+                        over = _first_above(k, None if valid is None else valid[start:],
+                                            hi_k + d, 0)
+                        end = len(k) if over is None else over
+                        mine = k[:end] <= hi_k
                         if lo is not None:
                             mine &= k[:end] > lo
+                        if valid is not None:
+                            mine &= valid[start:start + end]
                         if mine.any():
                             yield batch.slice(start, end).filter(pa.array(mine))
-                        if len(over):
+                        if over is not None:
                             return
 
-    def _in_order(self, kv: Any, top: Optional[int]) -> tuple[bool, Optional[int]]:
+    def _in_order(self, kv: Any, top: Optional[int]) -> tuple[bool, Optional[int], int, bool]:
         """Check (ii) on keys kv that follow `top` (the largest before them):
-        (in order, the largest now -- or on failure the key it fell from)."""
+        (in order, the largest now -- or on failure the key it fell from --,
+        kv's largest, kv ascending)."""
         import numpy as np
         d = self.disorder
-        if (top is None or int(kv[0]) + d >= top) and bool(np.all(kv[1:] >= kv[:-1])):
-            last = int(kv[-1])
-            return True, last if top is None else max(top, last)
+        if bool(np.all(kv[1:] >= kv[:-1])):
+            first, last = int(kv[0]), int(kv[-1])
+            if top is None or first + d >= top:
+                return True, last if top is None else max(top, last), last, True
         run = np.maximum.accumulate(kv)
-        if top is not None:
-            run = np.maximum(run, top)
-        prev = np.concatenate([[run[0] if top is None else top], run[:-1]])
-        bad = kv + d < prev
+        kmax = int(run[-1])
+        floor = np.asarray(run[0] if top is None else top, kv.dtype)
+        run = np.maximum(run, floor)
+        prev = np.concatenate([floor[None], run[:-1]])
+        bad = (prev > kv) & (prev - kv > d)   # the difference only where it is positive
         if not bad.any():
-            return True, int(run[-1])
-        return False, int(prev[np.argmax(bad)])
+            return True, int(run[-1]), kmax, False
+        return False, int(prev[np.argmax(bad)]), kmax, False
+
+
+def _first_above(keys: Any, valid: Optional[Any], bound: int, start: int) -> Optional[int]:
+    """The first index >= start of a row with a key above bound, or None."""
+    import numpy as np
+    above = keys[start:] > bound
+    if valid is not None:
+        above &= valid[start:]
+    at = int(np.argmax(above)) if len(above) else 0
+    return start + at if len(above) and above[at] else None
