@@ -10,8 +10,11 @@ over 20 M rows of the packet generator's table, in Spark local[2], with
   computed  the Parquet scan with a computed column (abs(time)): not a plain
             scan, so its rows cross from the JVM to Python too
 
-  gsqlc   gsqlc.spark.run_query: the LFTA pre-aggregates each partition in
-          mapInArrow, the HFTA completes after a shuffle on the group keys
+  gsqlc   gsqlc.spark.run_query: over Parquet each task reads its unit of the
+          files and completes the epochs it owns (gsqlc.owned_epochs, one stage);
+          over CSV the LFTA pre-aggregates each partition in mapInArrow and the
+          HFTA completes after a shuffle on the group keys
+  gsqlc_shuffle  the same with time_ordered=False: always the shuffle plan
   sql     df.groupBy(floor(time / 60), srcIP, destIP).count()
   udf     the same with the minute computed by a Python UDF
 
@@ -76,7 +79,7 @@ def session(app: str):
 def frame(spark, variant: str, path: Path, source: str = "parquet"):
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
-    if source == "csv" and variant == "gsqlc":
+    if source == "csv" and variant.startswith("gsqlc"):
         from gsqlc.spark import read_csv  # gsqlc's CSV reader: its tasks parse the file
         df = read_csv(spark, csv_path(path), "time long, srcIP long, destIP long")
     elif source == "csv":
@@ -85,11 +88,12 @@ def frame(spark, variant: str, path: Path, source: str = "parquet"):
         df = spark.read.parquet(str(path)).select("time", "srcIP", "destIP")
         if source == "computed":
             df = df.select(F.abs(F.col("time")).alias("time"), "srcIP", "destIP")
-    if variant == "gsqlc":
+    if variant in ("gsqlc", "gsqlc_shuffle"):
         from gsqlc.spark import run_query
-        # ip_format="int": LongType addresses, as Spark SQL's own answer has them
+        # ip_format="int": LongType addresses, as Spark SQL's own answer has them;
+        # gsqlc_shuffle: the plan for sources in any order (partials shuffled)
         return run_query(spark, [str(QUERY)], schema=str(SCHEMA), sources={"pkts": df},
-                         ip_format="int")
+                         ip_format="int", time_ordered=variant == "gsqlc")
     if variant == "sql":
         return df.groupBy(F.floor(F.col("time") / 60).alias("tb"), "srcIP", "destIP") \
                  .agg(F.count(F.lit(1)).alias("cnt"))

@@ -10,7 +10,10 @@ bytes travel with the tasks and are loaded on each executor with cffi):
 
   * every LFTA runs per partition of its source DataFrame in mapInArrow, so
     the bulk of the records is filtered and pre-aggregated where it lies;
-  * an HFTA aggregation or join runs after a shuffle of its inputs on the
+  * an aggregation over an LFTA whose tasks read Parquet files completes in
+    those tasks, each owning the epochs that lie mostly in its unit
+    (owned_epochs.py; the files in time order up to the disorder, checked);
+  * any other HFTA aggregation, and a join, runs after a shuffle of its inputs on the
     group or join keys plus the temporal key (hash partitioning), with each
     partition ordered on the temporal column, so every group or join key is
     complete in one task whatever the source partitioning was;
@@ -1047,7 +1050,13 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
     BinaryType (16 bytes, network order).  Between the stages they travel
     as integers and bytes either way.  functions, udf: the user's
     function-definition files and sources (as in gsqlc.compile): built into
-    the library Spark distributes, they run on every executor."""
+    the library Spark distributes, they run on every executor.
+    time_ordered: an aggregation over an LFTA whose tasks read Parquet files
+    themselves completes in those tasks, one stage with no shuffle
+    (owned_epochs.py), which needs the files -- in path order, or as listed
+    -- in order of its increasing time field up to its disorder; a source
+    out of order beyond that fails the job saying where.  False: partials
+    are shuffled to the HFTA, right whatever the order."""
     from pyspark.sql import functions as F
 
     from . import api
