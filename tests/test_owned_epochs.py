@@ -174,3 +174,24 @@ def test_keys_that_are_not_one_field_s_integer_arithmetic_have_none(tmp_path):
         except gsqlc.QueryError:
             continue
         assert epoch_key(hfta, lfta) is None, group
+
+
+def test_a_task_over_many_files_keeps_one_open(tmp_path):
+    """A task looks at the footers of its neighbours' files too: only the
+    file it reads stays open, however many files its units hold."""
+    import os
+    times = pa.array(np.arange(30_000) // 7 + 1_000, pa.int64())
+    files = write(tmp_path, times, 300, 50)
+    key = key_of(tmp_path)
+    units = storage.plan_pieces(files, 3)
+    before = len(os.listdir("/proc/self/fd"))
+    most = before
+    for j in range(3):
+        reader = storage.RowGroupReader(pafs.LocalFileSystem(), ["time", "id"])
+        read = OwnedRead(units, key, 2, reader, "time", "pkts")
+        for _ in read.batches(j):
+            most = max(most, len(os.listdir("/proc/self/fd")))
+        reader.close()
+        assert read.error is None
+    assert most - before <= 3, (before, most)
+    assert len(os.listdir("/proc/self/fd")) == before

@@ -166,11 +166,11 @@ def piece_row_groups(k: int, n: int, row_groups: int) -> range:
 
 class RowGroupReader:
     """One task's reads of Parquet files a row group at a time (epoch-owning
-    reads, owned_epochs.py): each file is opened once, its footer kept,
-    until close().  Rows come as read_pieces gives them: `columns` of the
-    files, or with `expressions` computed and `filter` applied (a
-    spark_plan.ComputedScan's).  statistics() gives a row group's footer
-    statistics of a file column."""
+    reads, owned_epochs.py).  Footers are read once per file and kept; only
+    the file being read is open (a task may look at thousands of footers).
+    Rows come as read_pieces gives them: `columns` of the files, or with
+    `expressions` computed and `filter` applied (a spark_plan.ComputedScan's).
+    statistics() gives a row group's footer statistics of a file column."""
 
     def __init__(self, filesystem: Any, columns: Sequence[str], *,
                  expressions: Optional[Sequence[tuple[str, Any]]] = None, filter: Any = None,
@@ -180,20 +180,23 @@ class RowGroupReader:
         self.expressions = dict(expressions) if expressions is not None else None
         self.filter = filter
         self.batch_rows = batch_rows
-        self._files: dict[str, Any] = {}      # path -> (open file, ParquetFile)
-        self._fragments: dict[str, Any] = {}  # path -> its dataset fragment (computed reads)
+        self._footers: dict[str, Any] = {}   # path -> (FileMetaData, its flat column names)
+        self._open: Any = None               # (path, open file, ParquetFile) being read
+        self._fragment: Any = None           # (path, dataset fragment): computed reads
 
-    def _file(self, path: str) -> Any:
-        if path not in self._files:
+    def _footer(self, path: str) -> Any:
+        if path not in self._footers:
             import pyarrow.parquet as pq
-            f = open_input(self.filesystem, path)
-            self._files[path] = (f, pq.ParquetFile(f))
-        return self._files[path][1]
+            with open_input(self.filesystem, path) as f:
+                meta = pq.ParquetFile(f).metadata
+            names = meta.schema.to_arrow_schema().names
+            self._footers[path] = (meta, names if len(names) == meta.num_columns else None)
+        return self._footers[path]
 
     def groups(self, piece: Piece) -> list[tuple[str, int]]:
         """The (path, row group) of a piece, in order."""
         path, k, n = piece
-        return [(path, g) for g in piece_row_groups(k, n, self._file(path).num_row_groups)]
+        return [(path, g) for g in piece_row_groups(k, n, self._footer(path)[0].num_row_groups)]
 
     def read(self, path: str, group: int, columns: Optional[Sequence[str]] = None) -> Iterator[Any]:
         """The row group's record batches (columns: a subset of the output
@@ -201,14 +204,19 @@ class RowGroupReader:
         import pyarrow as pa
         cols = list(columns) if columns is not None else self.columns
         if self.expressions is None:
-            yield from self._file(path).iter_batches(batch_size=self.batch_rows, columns=cols,
-                                                     row_groups=[group])
+            if self._open is None or self._open[0] != path:
+                import pyarrow.parquet as pq
+                self.close()
+                f = open_input(self.filesystem, path)
+                self._open = (path, f, pq.ParquetFile(f, metadata=self._footer(path)[0]))
+            yield from self._open[2].iter_batches(batch_size=self.batch_rows, columns=cols,
+                                                  row_groups=[group])
             return
-        if path not in self._fragments:
+        if self._fragment is None or self._fragment[0] != path:
             import pyarrow.dataset as ds
-            self._fragments[path] = ds.ParquetFileFormat().make_fragment(
-                path, filesystem=self.filesystem)
-        fragment = self._fragments[path].subset(row_group_ids=[group])
+            self._fragment = (path, ds.ParquetFileFormat().make_fragment(
+                path, filesystem=self.filesystem))
+        fragment = self._fragment[1].subset(row_group_ids=[group])
         try:
             yield from fragment.to_batches(columns={c: self.expressions[c] for c in cols},
                                            filter=self.filter, batch_size=self.batch_rows,
@@ -218,23 +226,23 @@ class RowGroupReader:
 
     def rows(self, path: str, group: int) -> int:
         """The row group's row count (its footer's)."""
-        return int(self._file(path).metadata.row_group(group).num_rows)
+        return int(self._footer(path)[0].row_group(group).num_rows)
 
     def statistics(self, path: str, group: int, column: str) -> Optional[Any]:
         """The footer statistics (pyarrow's Statistics) of file column
         `column` in the row group, or None when the file has none for it."""
-        pf = self._file(path)
-        names = pf.schema_arrow.names
-        if column not in names or len(names) != pf.metadata.num_columns:  # nested: no flat index
+        meta, names = self._footer(path)
+        if names is None or column not in names:   # nested columns: no flat index
             return None
-        st = pf.metadata.row_group(group).column(names.index(column)).statistics
+        st = meta.row_group(group).column(names.index(column)).statistics
         return st if st is not None and st.has_null_count else None
 
     def close(self) -> None:
-        for f, _ in self._files.values():
-            f.close()
-        self._files.clear()
-        self._fragments.clear()
+        """Close the file being read (footers stay)."""
+        if self._open is not None:
+            self._open[1].close()
+            self._open = None
+        self._fragment = None
 
 
 def read_pieces(filesystem: Any, pieces: Sequence[Piece], columns: Optional[Sequence[str]] = None,
