@@ -198,6 +198,10 @@ def test_an_aggregation_over_files_in_time_order_completes_in_the_tasks_that_rea
     assert _exchanges(out) == 0
     want = rows(gsqlc.compile(q, schema=sch).table({"eth0": t, "eth1": t}, output="q1"))
     assert rows(out) == want and len(want) > 1000
+    # a column the runtime binds by another case, computed by the tasks (a renaming)
+    upper = df.withColumnRenamed("time", "TIME")
+    out = run_query(spark, q, schema=sch, sources={"eth0": upper, "eth1": upper}, output="q1")
+    assert _exchanges(out) == 0 and rows(out) == want
     sql = df.groupBy((F.col("time") / 10).cast("long").alias("tb"), "srcIP", "destIP") \
             .agg(F.count(F.lit(1)).alias("c1"), F.sum("len").alias("b1"))
     as_ints = run_query(spark, q, schema=sch, sources={"eth0": df, "eth1": df}, output="q1",

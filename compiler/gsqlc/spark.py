@@ -952,19 +952,27 @@ def _dry_run(library, node, arrow_schema, options, params, lib_lfta=None) -> Non
         raise SparkQueryError(f"source {node.iface} of query {node.query.name}: {res.error}")
 
 
-def _owned_epochs(n, lfta, files: DirectFiles,
+def _owned_epochs(n, lfta, files: DirectFiles, columns: list[str],
                   out_of_order: Mapping[str, float]) -> Optional[_OwnedEpochs]:
-    """How aggregation n over LFTA `lfta`, whose tasks read `files`, runs
-    in one stage (owned_epochs.py), or None when it cannot: its epoch is
-    not integer arithmetic of one source field.  The disorder allowed is
-    n's (max_hfta_disorder) or what the interface's declared out_of_order
-    bound needs, less one."""
+    """How aggregation n over LFTA `lfta`, whose tasks read `files` (as
+    `columns`), runs in one stage (owned_epochs.py), or None when it
+    cannot: its epoch is not integer arithmetic of one source field.  The
+    disorder allowed is n's (max_hfta_disorder) or what the interface's
+    declared out_of_order bound needs, less one."""
+    import dataclasses
+
     import pyarrow.compute as pc
 
     from .owned_epochs import epoch_key
     key = epoch_key(n, lfta)
     if key is None:
         return None
+    # the column the runtime binds to the field: same name, else any case
+    column = next((c for c in columns if c == key.column),
+                  next((c for c in columns if c.lower() == key.column.lower()), None))
+    if column is None:
+        return None
+    key = dataclasses.replace(key, column=column)
     epochs = n.disorder
     if out_of_order.get(lfta.iface):
         e = next(n.group_by[i][1] for i in n.epoch_indices
@@ -1237,7 +1245,7 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                       output=n.name, out_schema=out_schema, sort_cols=None), out_schema_spark)
             continue
         owned = (_owned_epochs(n, splan.node(n.inputs[0]), one_stage[n.inputs[0]][2],
-                               ifaces.out_of_order)
+                               one_stage[n.inputs[0]][1]["parquet_columns"], ifaces.out_of_order)
                  if isinstance(n, HftaAggregate) and not streaming and time_ordered
                  and n.inputs[0] in one_stage else None)
         if owned is not None:
