@@ -122,6 +122,11 @@ def test_interface_set_merge_of_several_dataframes(spark, files):
     assert rows(got) == want and len(want) > 1000
 
 
+def _exchanges(df) -> int:
+    """The shuffles in a DataFrame's physical plan."""
+    return df._jdf.queryExecution().executedPlan().toString().count("Exchange")
+
+
 def test_parquet_sources_are_read_by_the_tasks_and_agree_with_the_row_path(spark, files, tmp_path):
     from gsqlc.spark import direct_scan
     t = packets(60_000, 5)
@@ -161,6 +166,7 @@ def test_a_computed_parquet_source_is_computed_by_the_tasks_and_agrees_with_the_
     scan = direct_scan(df)
     assert scan is not None and scan.computed is not None and scan.computed.filter is not None
     direct = run_query(spark, q, schema=sch, sources={"eth0": df, "eth1": df}, output="q1")
+    assert _exchanges(direct) > 0   # a time Spark computes: the shuffle plan (no statistics)
     via_rows = run_query(spark, q, schema=sch, sources={"eth0": df, "eth1": df}, output="q1",
                          direct_files=False)
     lens = t["len"].to_numpy()
@@ -170,11 +176,6 @@ def test_a_computed_parquet_source_is_computed_by_the_tasks_and_agrees_with_the_
                          "destIP": kept["destIP"], "len": kept["len"].cast(pa.int64())})
     want = rows(gsqlc.compile(q, schema=sch).table({"eth0": computed, "eth1": computed}, output="q1"))
     assert rows(direct) == rows(via_rows) == want and len(want) > 100
-
-
-def _exchanges(df) -> int:
-    """The shuffles in a DataFrame's physical plan."""
-    return df._jdf.queryExecution().executedPlan().toString().count("Exchange")
 
 
 def test_an_aggregation_over_files_in_time_order_completes_in_the_tasks_that_read_them(
