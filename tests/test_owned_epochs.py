@@ -195,3 +195,16 @@ def test_a_task_over_many_files_keeps_one_open(tmp_path):
         assert read.error is None
     assert most - before <= 3, (before, most)
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+@pytest.mark.parametrize("stats", [True, False])
+def test_an_epoch_longer_than_a_unit_has_one_owner(tmp_path, stats):
+    """An epoch that covers whole units (and so two or more unit
+    boundaries) is owned by one task, whichever side holds more of it."""
+    times = pa.array(np.repeat([100, 110, 120, 130], [300, 3_000, 250, 2_000]), pa.int64())
+    files = write(tmp_path, times, 2, 100)
+    key = key_of(tmp_path)
+    for tasks in (2, 3, 4, 5, 7, 11):
+        out, errors = run_tasks(files, tasks, key, 2, stats)
+        assert not errors, (tasks, errors)
+        assert_partition(out, len(times))

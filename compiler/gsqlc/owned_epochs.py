@@ -289,27 +289,53 @@ class OwnedRead:
 
     # -- the boundaries -------------------------------------------------------
 
+    def _unit_bounds(self, u: int) -> Optional[tuple[int, int]]:
+        """The smallest and largest key of unit u (None: no row has one)."""
+        bs = [b for b in map(lambda pg: self._bounds(*pg), self._groups(u)) if b.hi is not None]
+        if not bs:
+            return None
+        return min(b.lo for b in bs if b.lo is not None), max(b.hi for b in bs if b.hi is not None)
+
+    def _largest_before(self, j: int) -> Optional[tuple[int, int, int, int]]:
+        """(E, u, lo, hi): E the largest key before u_j, walking back from
+        u_{j-1} until a unit whose smallest key + D is at most the largest
+        seen (within the disorder nothing before it is larger); u the last
+        unit before u_j with keys, lo..hi its keys.  None: no key before u_j."""
+        e: Optional[int] = None
+        nearest: Optional[tuple[int, int, int]] = None
+        for u in range(j - 1, -1, -1):
+            ub = self._unit_bounds(u)
+            if ub is None:
+                continue
+            e = ub[1] if e is None else max(e, ub[1])
+            nearest = nearest or (u, ub[0], ub[1])
+            if e >= ub[0] + self.disorder:
+                break
+        return None if e is None or nearest is None else (e, *nearest)
+
     def boundary(self, j: int) -> tuple[Optional[int], Position]:
         """(beta_j, anchor_j) between units j-1 and j, as both tasks work it
-        out.  E, the largest key of u_{j-1} (of the last unit before u_j
-        with keys), goes to the task of u_{j-1} (beta = E, anchor: u_j's
-        start) unless more of E's rows follow u_j's start than precede it
-        (counted in row groups, half for one that holds other keys too):
-        then to the task of u_j (beta = E - 1, anchor: u_{j-1}'s first row
-        group holding E).  None: no key before u_j."""
+        out.  E, the largest key before u_j (_largest_before), goes to the
+        task of u_{j-1} (beta = E, anchor: u_j's start) unless E begins in
+        u_{j-1} (the largest key before u_{j-1} is smaller) and more of E's
+        rows follow u_j's start than precede it (counted in row groups, half
+        for one that holds other keys too): then to the task of u_j (beta =
+        E - 1, anchor: u_{j-1}'s first row group holding E).  So for input
+        within the disorder beta_j <= beta_{j+1}, and an epoch over several
+        units has one owner.  None: no key before u_j."""
         start: Position = (j, 0)
-        for u in range(j - 1, -1, -1):
-            his = [b.hi for b in map(lambda pg: self._bounds(*pg), self._groups(u))
-                   if b.hi is not None]
-            if his:
-                break
-        else:
+        found = self._largest_before(j)
+        if found is None:
             return None, start
-        e = max(his)
-        if u != j - 1:
+        e, u, _, hi_u = found
+        if u != j - 1 or hi_u < e:
+            return e, start
+        earlier = self._largest_before(j - 1)
+        if earlier is not None and earlier[0] >= e:
             return e, start
         groups = self._groups(j - 1)
-        first = next(i for i, pg in enumerate(groups) if (self._bounds(*pg).hi or e - 1) >= e)
+        first = next(i for i, pg in enumerate(groups)
+                     if (hi := self._bounds(*pg).hi) is not None and hi >= e)
         before = 0.0
         for pg in groups[first:]:
             b = self._bounds(*pg)
