@@ -66,14 +66,15 @@ def _dtype(t: Type) -> Any:
             Type.LLONG: np.int64, Type.ULLONG: np.uint64}[t]
 
 
-def _wrap(v: Any, t: Type) -> Any:
-    """v (an integer array or scalar) converted to C type t (modulo 2^bits)."""
+def _wrap(v: Any, dtype: Any) -> Any:
+    """v (an integer array or scalar) converted to the numpy type of a C
+    type (_dtype): modulo 2^bits, as C converts."""
     import numpy as np
-    return np.asarray(v).astype(_dtype(t), copy=False)
+    return np.asarray(v).astype(dtype, copy=False)
 
 
-def _binary(op: str, a: Any, b: Any, t: Type) -> Any:
-    """a op b in C's arithmetic of type t (operands already in t)."""
+def _binary(op: str, a: Any, b: Any, signed: bool) -> Any:
+    """a op b in C's arithmetic of their type (operands already in it)."""
     import numpy as np
     if op == "+":
         return a + b
@@ -83,7 +84,7 @@ def _binary(op: str, a: Any, b: Any, t: Type) -> Any:
         return a * b
     if op in ("/", "%"):
         q = a // b
-        if t.is_signed:   # C truncates toward zero; numpy floors
+        if signed:   # C truncates toward zero; numpy floors
             q = q + (((a % b) != 0) & ((a < 0) != (b < 0)))
         return q if op == "/" else a - q * b
     if op == "&":
@@ -160,31 +161,37 @@ def epoch_key(hfta: Any, lfta: Any) -> Optional[EpochKey]:
             if f is None or not f.type.is_integer or f.type is Type.BOOL:
                 return None
             fields.add(e.name)
-            ft: Type = f.type
+            if t is None or t is f.type:
+                return (lambda a: a), e.name
+            if not t.is_integer or t is Type.BOOL:
+                return None
+            fdt = _dtype(t)
 
             def field(a: Any) -> Any:
-                return _wrap(a, t) if t is not None and t is not ft else a
+                return _wrap(a, fdt)
             return field, e.name
         if t is None:
             return None
         rt: Type = t
+        if not rt.is_integer or rt is Type.BOOL:
+            return None
+        dt = _dtype(rt)
         if isinstance(e, ast.Literal) and isinstance(e.value, int) and not isinstance(e.value, bool):
             v: int = e.value
 
             def literal(a: Any) -> Any:
-                return _wrap(v, rt)
+                return _wrap(v, dt)
             return literal, e.text or str(v)
-        if isinstance(e, ast.Unary) and e.op == "-" and rt.is_integer:
+        if isinstance(e, ast.Unary) and e.op == "-":
             x = build(e.operand, hfta_level)
             if x is None:
                 return None
             operand = x[0]
 
             def negate(a: Any) -> Any:
-                return _wrap(-_wrap(operand(a), rt), rt)
+                return _wrap(-_wrap(operand(a), dt), dt)
             return negate, f"-{x[1]}"
-        if not (isinstance(e, ast.Binary) and e.op in _ARITH and t is not None
-                and t.is_integer and t is not Type.BOOL):
+        if not (isinstance(e, ast.Binary) and e.op in _ARITH):
             return None
         if e.op in ("/", "%", "<<", ">>"):
             # a literal divisor / shift: no division by zero, no shift by a column
@@ -194,10 +201,10 @@ def epoch_key(hfta: Any, lfta: Any) -> Optional[EpochKey]:
         left, right = build(e.left, hfta_level), build(e.right, hfta_level)
         if left is None or right is None:
             return None
-        op, lf, rf = e.op, left[0], right[0]
+        op, lf, rf, signed = e.op, left[0], right[0], rt.is_signed
 
         def binary(a: Any) -> Any:
-            return _wrap(_binary(op, _wrap(lf(a), rt), _wrap(rf(a), rt), rt), rt)
+            return _wrap(_binary(op, _wrap(lf(a), dt), _wrap(rf(a), dt), signed), dt)
         lt, rtext = (f"({x[1]})" if isinstance(x_e, ast.Binary) else x[1]
                      for x, x_e in ((left, e.left), (right, e.right)))
         return binary, f"{lt}{op}{rtext}"
