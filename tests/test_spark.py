@@ -211,6 +211,11 @@ def test_an_aggregation_over_files_in_time_order_completes_in_the_tasks_that_rea
     shuffled = run_query(spark, q, schema=sch, sources={"eth0": df, "eth1": df}, output="q1",
                          time_ordered=False)
     assert _exchanges(shuffled) > 0 and rows(shuffled) == want
+    # a declared bound past the 3 epochs the aggregation keeps open (25 s: 4 epochs of
+    # time/10) keeps the shuffle, whose HFTA orders the partials
+    bounded = run_query(spark, q, schema=sch, sources={"eth0": df, "eth1": df}, output="q1",
+                        out_of_order={"eth0": 25})
+    assert _exchanges(bounded) > 0
 
 
 def test_files_out_of_time_order_fail_saying_where_or_run_shuffled(spark, files, tmp_path):

@@ -423,13 +423,13 @@ class OwnedRead:
                         kv = k if h is None else k[h]
                         if len(kv):
                             ok, top, kmax, ascending = self._in_order(kv, top)
+                            if not ok:
+                                self._fail(f"{self.key.text} goes back from {top} to {kmax}, "
+                                           f"more than {d} epoch(s)", path, g)
+                                return
                             if hi is not None and kmax > hi:
                                 self._fail(f"{self.key.text} = {kmax} comes before the end of "
                                            f"a run of row groups that ends at {hi}", path, g)
-                                return
-                            if not ok:
-                                self._fail(f"{self.key.text} goes back more than {d} "
-                                           f"epoch(s) (from {top})", path, g)
                                 return
                         part = batch.slice(start, stop - start)
                         if lo is None or (h is None and ascending and len(k) and int(k[0]) > lo):
@@ -458,8 +458,8 @@ class OwnedRead:
 
     def _in_order(self, kv: Any, top: Optional[int]) -> tuple[bool, Optional[int], int, bool]:
         """Check (ii) on keys kv that follow `top` (the largest before them):
-        (in order, the largest now -- or on failure the key it fell from --,
-        kv's largest, kv ascending)."""
+        (in order, the largest now, kv's largest, kv ascending), or on
+        failure (False, the key it fell from, the key that fell, False)."""
         import numpy as np
         d = self.disorder
         if bool(np.all(kv[1:] >= kv[:-1])):
@@ -474,7 +474,8 @@ class OwnedRead:
         bad = (prev > kv) & (prev - kv > d)   # the difference only where it is positive
         if not bad.any():
             return True, int(run[-1]), kmax, False
-        return False, int(prev[np.argmax(bad)]), kmax, False
+        at = int(np.argmax(bad))
+        return False, int(prev[at]), int(kv[at]), False
 
 
 def _first_above(keys: Any, valid: Optional[Any], bound: int, start: int) -> Optional[int]:

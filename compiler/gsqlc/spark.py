@@ -956,10 +956,11 @@ def _owned_epochs(n, lfta, files: DirectFiles, columns: list[str],
                   out_of_order: Mapping[str, float]) -> Optional[_OwnedEpochs]:
     """How aggregation n over LFTA `lfta`, whose tasks read `files` (as
     `columns`), runs in one stage (owned_epochs.py), or None when it
-    cannot: its epoch is not integer arithmetic of one source field, or a
-    computed source computes that field (not a file column).  The
-    disorder allowed is n's (max_hfta_disorder) or what the interface's
-    declared out_of_order bound needs, less one."""
+    cannot: its epoch is not integer arithmetic of one source field, a
+    computed source computes that field (not a file column), or the
+    interface's declared out_of_order bound needs more epochs than n keeps
+    open.  The disorder allowed is n's open epochs (max_hfta_disorder)
+    less one: the task's HFTA counts every row that late."""
     import dataclasses
 
     import pyarrow.compute as pc
@@ -974,13 +975,14 @@ def _owned_epochs(n, lfta, files: DirectFiles, columns: list[str],
     if column is None:
         return None
     key = dataclasses.replace(key, column=column)
-    epochs = n.disorder
     if out_of_order.get(lfta.iface):
+        # a declared bound wider than the epochs the aggregation keeps open
+        # would pass rows the task's HFTA then drops as late: shuffle them
         e = next(n.group_by[i][1] for i in n.epoch_indices
                  if n.group_by[i][1].info.temporal is Temporal.INCREASING)
-        if not isinstance(e, FieldRef):
+        if not isinstance(e, FieldRef) or \
+                _watermark_delay(lfta, e.name, n.disorder, out_of_order) > n.disorder:
             return None
-        epochs = _watermark_delay(lfta, e.name, epochs, out_of_order)
     stats: Optional[str] = key.column
     if files.computed is not None:
         # the key's column must be a file's: without its statistics the
@@ -992,7 +994,7 @@ def _owned_epochs(n, lfta, files: DirectFiles, columns: list[str],
                       if expr is not None and expr.equals(pc.field(f))), None)
         if stats is None:
             return None
-    return _OwnedEpochs(key, max(0, epochs - 1), stats, lfta.iface)
+    return _OwnedEpochs(key, max(0, n.disorder - 1), stats, lfta.iface)
 
 
 def _first_increasing(stream) -> Optional[str]:
