@@ -54,10 +54,6 @@ from .semantics.types import Temporal, Type
 _ARITH = {"+", "-", "*", "/", "%", "&", "|", "<<", ">>"}
 
 
-class OrderError(Exception):
-    """The source is out of order beyond the disorder its aggregation allows."""
-
-
 def _dtype(t: Type) -> Any:
     """The numpy type holding GSQL integer type t as C does: numpy's
     arithmetic on it wraps around as C's does."""
@@ -98,7 +94,8 @@ def _binary(op: str, a: Any, b: Any, signed: bool) -> Any:
 class EpochKey:
     """An aggregation's epoch as a function of one source column: `column`
     (a PROTOCOL field of integer type `field_type`) under `fn`, which
-    computes it on int64 / uint64 arrays as the generated C does."""
+    computes it on arrays of the field's numpy type (_dtype) as the
+    generated C does."""
     column: str
     field_type: Type
     fn: Callable[[Any], Any]
@@ -119,13 +116,14 @@ class EpochKey:
         bits, signed = self.field_type.bits, self.field_type.is_signed
         lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
         held = np.iinfo(a.dtype)
-        if len(a) and (held.min < lo or held.max > hi) and \
-                (int(a.min()) < lo or int(a.max()) > hi):
+        low, high = (int(a.min()), int(a.max())) if len(a) and \
+            (held.min < lo or held.max > hi) else (lo, hi)
+        if low < lo or high > hi:
             # each bound compared only where the array's type holds it
             inside = np.ones(len(a), bool)
-            if int(a.min()) < lo:
+            if low < lo:
                 inside &= a >= lo
-            if int(a.max()) > hi:
+            if high > hi:
                 inside &= a <= hi
             valid = inside if valid is None else valid & inside
             a = np.where(inside, a, 0)

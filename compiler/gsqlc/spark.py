@@ -83,7 +83,7 @@ from .api import CompiledQuerySet
 from .errors import SparkQueryError, UsageError
 from .planner.nodes import HftaAggregate, HftaFilterJoin, HftaJoin, HftaMerge, HftaSelect, LftaNode
 from .planner.plan import epochs_spanning
-from .runtime.arrow_types import check_ip_format
+from .runtime.arrow_types import check_ip_format, field_column
 from .runtime.bindings import check_params, interfaces_of, outputs_of, run_options, set_members
 from .runtime.interfaces import DEFAULT_IFACE, Interfaces
 from .semantics.bound import FieldRef, GroupRef
@@ -466,13 +466,11 @@ class _Stage:
         from .owned_epochs import OwnedRead
         o, c = self.owned, self.parquet_computed
         assert o is not None and self.parquet_units is not None and self.parquet_columns
-        self._owned_reads = []
-        for _ in ids:
-            reader = storage.RowGroupReader(
-                self.filesystem, self.parquet_columns,
-                **({} if c is None else dict(expressions=c.columns, filter=c.filter)))
-            self._owned_reads.append(OwnedRead(self.parquet_units, o.key, o.disorder, reader,
-                                               o.stats_column, o.source))
+        reader = storage.RowGroupReader(   # one per task: each footer read once
+            self.filesystem, self.parquet_columns,
+            **({} if c is None else dict(expressions=c.columns, filter=c.filter)))
+        self._owned_reads = [OwnedRead(self.parquet_units, o.key, o.disorder, reader,
+                                       o.stats_column, o.source) for _ in ids]
         first = next(p for u in self.parquet_units for p in u)[0]
         schema = c.schema if c is not None else \
             storage.parquet_schema(self.filesystem, first, self.parquet_columns)
@@ -969,9 +967,7 @@ def _owned_epochs(n, lfta, files: DirectFiles, columns: list[str],
     key = epoch_key(n, lfta)
     if key is None:
         return None
-    # the column the runtime binds to the field: same name, else any case
-    column = next((c for c in columns if c == key.column),
-                  next((c for c in columns if c.lower() == key.column.lower()), None))
+    column = field_column(columns, key.column)
     if column is None:
         return None
     key = dataclasses.replace(key, column=column)
@@ -1253,13 +1249,13 @@ def run_query(spark, files: Sequence[str], schema=None, sources: Optional[Mappin
                       stream_cols=[[c.name for c in n.input_defs[0].columns]],
                       output=n.name, out_schema=out_schema, sort_cols=None), out_schema_spark)
             continue
-        owned = (_owned_epochs(n, splan.node(n.inputs[0]), one_stage[n.inputs[0]][2],
-                               one_stage[n.inputs[0]][1]["parquet_columns"], ifaces.out_of_order)
-                 if isinstance(n, HftaAggregate) and not streaming and time_ordered
-                 and n.inputs[0] in one_stage else None)
-        if owned is not None:
+        over = one_stage.get(n.inputs[0]) if isinstance(n, HftaAggregate) and \
+            not streaming and time_ordered else None
+        owned = None if over is None else _owned_epochs(
+            n, splan.node(n.inputs[0]), over[2], over[1]["parquet_columns"], ifaces.out_of_order)
+        if over is not None and owned is not None:
             # each LFTA task completes the epochs it owns: no shuffle, no second stage
-            units, lfta, _ = one_stage[n.inputs[0]]
+            units, lfta, _ = over
             frames[n.name] = units.mapInArrow(
                 stage(**{**lfta, "output": n.name, "out_schema": out_schema, "owned": owned}),
                 out_schema_spark)

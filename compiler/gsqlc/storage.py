@@ -159,6 +159,13 @@ def parquet_schema(filesystem: Any, path: str, columns: Optional[Sequence[str]] 
     return pa.schema([schema.field(c) for c in columns])
 
 
+def _located(e: Exception, groups: Sequence[int], path: str) -> Exception:
+    """A computed read's failure (e.g. a checked overflow) saying where."""
+    import pyarrow as pa
+    located: Exception = pa.ArrowInvalid(f"{e} in row groups {groups[0]}-{groups[-1]} of {path}")
+    return located
+
+
 def piece_row_groups(k: int, n: int, row_groups: int) -> range:
     """The row groups of piece (path, k, n) of a file of `row_groups`."""
     return range(k * row_groups // n, (k + 1) * row_groups // n)
@@ -221,8 +228,8 @@ class RowGroupReader:
             yield from fragment.to_batches(columns={c: self.expressions[c] for c in cols},
                                            filter=self.filter, batch_size=self.batch_rows,
                                            use_threads=False)
-        except pa.ArrowInvalid as e:   # e.g. a checked overflow: say where
-            raise pa.ArrowInvalid(f"{e} in row group {group} of {path}") from None
+        except pa.ArrowInvalid as e:
+            raise _located(e, [group], path) from None
 
     def rows(self, path: str, group: int) -> int:
         """The row group's row count (its footer's)."""
@@ -304,8 +311,8 @@ def _computed_pieces(filesystem: Any, pieces: Sequence[Piece], expressions: Sequ
                 # one thread: batches in file order (the LFTA's time order)
                 yield from whole.subset(row_group_ids=groups).to_batches(
                     columns=projection, filter=filter, batch_size=batch_rows, use_threads=False)
-            except pa.ArrowInvalid as e:   # e.g. a checked overflow: say where
-                raise pa.ArrowInvalid(f"{e} in row groups {groups[0]}-{groups[-1]} of {path}") from None
+            except pa.ArrowInvalid as e:
+                raise _located(e, groups, path) from None
     return pa.RecordBatchReader.from_batches(schema, batches())
 
 

@@ -21,6 +21,15 @@ IP_WIDTHS = {"IP": 4, "IPV6": 16}
 IP_TYPE_KEY = b"gsqlc.type"
 
 
+def field_column(names, field: str):
+    """The name among an Arrow source's column `names` that PROTOCOL field
+    `field` reads -- the runtime's rule (gsq_arrow_find): the exact name,
+    else one equal ignoring case -- or None."""
+    if field in names:
+        return field
+    return next((c for c in names if c.lower() == field.lower()), None)
+
+
 def _pa():
     import pyarrow as pa
     return pa

@@ -89,13 +89,10 @@ def _reads_clock(nodes: Sequence) -> Optional[str]:
 
 
 def _column(table, name: str):
-    """The column of `table` a PROTOCOL field reads (the runtime's rule:
-    the exact name, else ignoring case), or None."""
-    names = table.column_names
-    if name in names:
-        return table.column(name)
-    low = [c for c in names if c.lower() == name.lower()]
-    return table.column(low[0]) if low else None
+    """The column of `table` a PROTOCOL field reads, or None."""
+    from .arrow_types import field_column
+    c = field_column(table.column_names, name)
+    return table.column(c) if c is not None else None
 
 
 def _clean_boundary(cols: list[tuple[Any, bool]], start: int, n: int) -> Optional[int]:
