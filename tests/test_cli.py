@@ -327,4 +327,4 @@ def test_bad_clock_is_a_usage_error(gsqlc, clock):
     p = gsqlc("run", DATA.parents[1] / "examples" / "flows.gsql", "--source", f"eth0=pcap:{trace}",
               "--clock", clock)
     assert p.returncode == 2
-    assert f"gsqlc: error: --clock {clock}: expected wall, data or fixed:SECONDS" in p.err
+    assert f"gsqlc: error: --clock {clock}: expected auto, wall, data or fixed:SECONDS" in p.err

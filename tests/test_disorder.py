@@ -152,7 +152,11 @@ def test_union_of_a_delayed_stream_passes_through_and_equals_duckdb(gsqlc, tmp_p
     times = [1000 + r[0] for r in rows]
     csv = _csv(tmp_path / "u.csv", times, [r[2] % 13 for r in rows], [r[1] for r in rows])
     k = delay // 10 + 3
-    got, stats, _ = _run(gsqlc, tmp_path, UNION, csv, "--max-hfta-disorder", str(k))
+    # S's rows trail its largest time by up to `delay` s: declared, so that the
+    # LFTAs' heartbeats promise no more than the data keeps (replayed on the
+    # data clock, heartbeats come every second of the data, as they would live)
+    bound = ("--out-of-order", f"S={delay}")
+    got, stats, _ = _run(gsqlc, tmp_path, UNION, csv, "--max-hfta-disorder", str(k), *bound)
     want = _duck_per10(csv)
     assert _late(stats) == 0
     assert got == want
@@ -160,7 +164,7 @@ def test_union_of_a_delayed_stream_passes_through_and_equals_duckdb(gsqlc, tmp_p
     # The OOP union holds nothing: tuples pass straight through.
     assert merge["peak_held_tuples"] == 0, merge
     # In order, the merge buffers the link that runs ahead instead.
-    got1, stats1, _ = _run(gsqlc, tmp_path, UNION, csv, "--max-hfta-disorder", "1")
+    got1, stats1, _ = _run(gsqlc, tmp_path, UNION, csv, "--max-hfta-disorder", "1", *bound)
     assert got1 == got and _late(stats1) == 0
     merge1 = next(s for s in stats1["nodes"] if s["name"] == "u")
     assert merge1["peak_held_tuples"] >= (delay - 2) * 200, merge1

@@ -316,13 +316,17 @@ def test_keys_leave_the_filter_with_the_window(gsqlc, tmp_path):
 
 
 def test_heartbeats_release_s_while_r_is_idle(gsqlc, tmp_path):
-    # R (eth0) sends 40 packets in its first 20 s and then nothing; S (eth1)
-    # is busy for 300 s.  S tuples wait until R's time passes theirs: without
-    # a skew bound only R's end of stream releases them; with --max-skew R's
-    # heartbeats follow the data clock and S flows through (seed 000 4.5).
+    # R (eth0) sends 40 packets in its first 20 s and then nothing until one
+    # at 299 s; S (eth1) is busy for 300 s.  S tuples wait until R's time
+    # passes theirs: without a skew bound only R's last packet releases
+    # them; with --max-skew R's heartbeats follow the data clock and S flows
+    # through (seed 000 4.5).
     t0 = 1_700_000_000
-    a = tmp_path / "r.pcap"
-    ta = pktgen.generate(str(a), 40, 20, pps=2, seed=31, start=t0, frag=0.0)
+    a, a1, a2 = tmp_path / "r.pcap", tmp_path / "r1.pcap", tmp_path / "r2.pcap"
+    t1 = pktgen.generate(str(a1), 40, 20, pps=2, seed=31, start=t0, frag=0.0)
+    t2 = pktgen.generate(str(a2), 1, 20, pps=2, seed=33, start=t0 + 299, frag=0.0)
+    a.write_bytes(a1.read_bytes() + a2.read_bytes()[24:])  # one capture, idle inside
+    ta = pa.concat_tables([t1, t2])
     b = tmp_path / "s.pcap"
     tb = pktgen.generate(str(b), 3000, 20, pps=10, seed=32, start=t0, frag=0.0)
     q = tmp_path / "q.gsql"

@@ -149,17 +149,23 @@ def _merge_peak(stats: dict) -> int:
 
 
 def test_idle_member_holds_the_merge_until_skew_heartbeats_advance_it(gsqlc, tmp_path):
-    # Seed 000 section 4.5: b is busy for 5 s and then idle; without a skew
-    # bound its time cannot advance and the merge must hold a's tuples; with
-    # --max-skew the idle member's heartbeats follow the clock.
+    # Seed 000 section 4.5: b is busy for 5 s and then idle until its last
+    # packet at 99 s; without a skew bound its time cannot advance and the
+    # merge must hold a's tuples; with --max-skew the idle member's
+    # heartbeats follow the clock.  (A member at its end holds nothing: its
+    # end is its progress.)
     a, ta = _trace(tmp_path, "a", 1000, 1_700_000_000, 10, seed=8)
-    b, tb = _trace(tmp_path, "b", 50, 1_700_000_000, 10, seed=9)
+    b1, t1 = _trace(tmp_path, "b1", 50, 1_700_000_000, 10, seed=9)
+    b2, t2 = _trace(tmp_path, "b2", 1, 1_700_000_099, 10, seed=10)
+    b = tmp_path / "b.pcap"
+    b.write_bytes(b1.read_bytes() + b2.read_bytes()[24:])  # one file, idle inside
+    tb = {k: t1[k].to_pylist() + t2[k].to_pylist() for k in ("time", "srcIP")}
     q = tmp_path / "q.gsql"
     q.write_text("DEFINE { query_name 'idle'; }\nselect time, srcIP from [links].IPV4")
     base = ["run", q, "--source", f"links=pcap:{a}", "--source", f"links=pcap:{b}",
             "--clock", "data", "--stats", "--output-file", tmp_path / "o"]
-    want = sorted((t, str(ipaddress.IPv4Address(ip))) for truth in (ta, tb)
-                  for t, ip in zip(truth["time"].to_pylist(), truth["srcIP"].to_pylist()))
+    want = sorted((t, str(ipaddress.IPv4Address(ip))) for truth in (ta.to_pydict(), tb)
+                  for t, ip in zip(truth["time"], truth["srcIP"]))
 
     def output():  # every packet of both members, in order of time
         rows = [line.split("|") for line in (tmp_path / "o").read_text().splitlines()]

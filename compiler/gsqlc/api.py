@@ -157,7 +157,7 @@ class CompiledQuerySet:
 
     # -- running
     def run(self, sources: Optional[Mapping[str, Any]] = None, output=None, *,
-            params: Optional[Mapping[str, Any]] = None, clock: str = "wall",
+            params: Optional[Mapping[str, Any]] = None, clock: str = "auto",
             heartbeat_interval: Union[str, float] = 1, max_skew: Optional[Mapping[str, float]] = None,
             out_of_order: Optional[Mapping[str, float]] = None,
             latency: Optional[Mapping[str, float]] = None,
@@ -182,7 +182,11 @@ class CompiledQuerySet:
         (10.0.0.1 is 0x0A000001) and IPV6 as fixed_size_binary(16) in network
         order, which skips formatting them (the faster form for data that
         feeds more computation).
-        Time bounds (issue 11, seed 002, as in the interfaces file):
+        clock: 'auto' (the default) follows the records' own time when every
+        source is a recording (files, Tables, DataFrames: replayed in time)
+        and the wall clock when one is a live feed (a reader or iterator);
+        'wall', 'data' or 'fixed:SECONDS' force one.
+        Time bounds (as in the interfaces file):
         out_of_order= {interface: seconds} (B_ii: its heartbeats promise the
         largest timestamp read less this); latency= {interface: seconds}
         (L_i); skew= {(a, b): (after, bound)} (B_ab); heartbeat_timeout=
@@ -258,6 +262,7 @@ class CompiledQuerySet:
                 data[iface] = arrow[iface]
                 if in_memory(data[iface]):   # converted once (a DataFrame is copied)
                     data[iface] = in_memory_table(data[iface])
+                    opts[f"recording:{iface}"] = "1"   # replayed in time, as a file is
                 else:
                     # an iterator or reader may be a live feed: hand over each
                     # batch's results before awaiting the next

@@ -113,7 +113,10 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--ip-format", choices=["text", "int"], default="text",
                    help="IP and IPV6 values as text (10.0.0.1; eight groups of four hex digits) "
                         "or as unsigned integers (32- and 128-bit, decimal)")
-    r.add_argument("--clock", default="wall", metavar="wall|data|fixed:T")
+    r.add_argument("--clock", default="auto", metavar="auto|wall|data|fixed:T",
+                   help="the run's clock: auto (the default) follows the records' own time "
+                        "when every source is a recording (files, in-memory tables) and the "
+                        "wall clock when one is live; wall, data or fixed:SECONDS force one")
     r.add_argument("--heartbeat-interval", default="1", metavar="SECONDS|off",
                    help="seconds of the run's clock between temporal updates (heartbeats); "
                         "off disables them")

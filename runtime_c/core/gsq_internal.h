@@ -25,7 +25,9 @@
 
 #define GSQ_ARROW_BATCH_ROWS 65536u /* default rows per Arrow sink batch */
 
-enum gsq_clock_mode { GSQ_CLOCK_WALL, GSQ_CLOCK_DATA, GSQ_CLOCK_FIXED };
+/* GSQ_CLOCK_AUTO (the default) is decided at set-up (setup.c, decide_clock):
+ * the data clock when every input is a recording, else the wall clock. */
+enum gsq_clock_mode { GSQ_CLOCK_WALL, GSQ_CLOCK_DATA, GSQ_CLOCK_FIXED, GSQ_CLOCK_AUTO };
 enum gsq_sink_format { GSQ_FMT_PIPE, GSQ_FMT_CSV, GSQ_FMT_JSONL, GSQ_FMT_ARROW, GSQ_FMT_GDAT };
 
 struct ArrowArrayStream;
@@ -67,6 +69,8 @@ struct gsq_node {
     void *state;
     int needed;                   /* some sink depends on it: it runs */
     int live;                     /* init/create succeeded: destroy at end */
+    int ended;                    /* LFTA: finished and sent GSQ_EOF, its
+                                   * source having ended (loop.c, end_source) */
     int eof_inputs;               /* HFTA: inputs that delivered GSQ_EOF */
     gsq_source *source;           /* LFTA: the source it reads */
     gsq_tuple_queue queue;        /* LFTA: its output stream's queue */
@@ -224,6 +228,7 @@ struct gsq_source {
     uint32_t n_lftas;
     gsq_ring ring;
     int at_eof;
+    int ended;            /* at_eof seen by the run loop: its LFTAs ended */
     uint64_t records_read;    /* rows (csv, non-blank) or packets */
     uint64_t rows_rejected;
     uint64_t values_coerced;
@@ -253,10 +258,13 @@ struct gsq_source {
     uint64_t last_app_usec;   /* of the last readable record (0: none yet) */
     uint64_t last_arrival_usec;
     uint64_t time_unreadable; /* records stamped ts_unreadable */
-    /* time-aligned replay (data clock, several file sources with
-     * timestamps): read only records that arrived <= limit_usec this round
-     * (UINT64_MAX: no limit); held_back counts the records held back for a
-     * later round */
+    /* replay in time (setup.c): a recording is input recorded before the
+     * run (a file that is no pipe, an Arrow table bound with recording:NAME)
+     * rather than a live feed; with two or more recordings with timestamps
+     * and a peek, each is `aligned`: it reads only records that arrived
+     * <= limit_usec this round (UINT64_MAX: no limit); held_back counts the
+     * records held back for a later round */
+    int recording;
     int aligned;
     uint64_t limit_usec;
     uint64_t held_back;
@@ -459,6 +467,9 @@ typedef struct gsq_iface_time {
     uint64_t unit_ns;         /* ns per unit: 1, 10^3, 10^6 or 10^9 */
     uint32_t arrival_pos;
     int arrival_type;         /* 0: the time column's type */
+    int recording;            /* recording:NAME -- 1: the Arrow stream bound to
+                               * it is recorded data (replayed in time), 0 or
+                               * not given: a feed read as it comes */
     int has_range;            /* pcap_range: read only the capture's records */
     uint64_t range_start;     /*   in bytes [range_start, range_end) */
     uint64_t range_end;
@@ -472,7 +483,8 @@ struct gsq_run {
     /* options */
     char csv_sep;
     int csv_strict;
-    int clock_mode;
+    int clock_mode;             /* enum gsq_clock_mode: never AUTO once set up */
+    int clock_auto;             /* the clock was left to set-up (option clock=auto) */
     uint32_t clock_fixed;
     uint32_t batch;
     int batch_given;            /* option batch set: Arrow chunks take it too */

@@ -105,15 +105,18 @@ static void check_stalls(gsq_run *r, uint64_t now)
     limit = r->stall_intervals > UINT64_MAX / iv ? UINT64_MAX : iv * r->stall_intervals;
     for (i = 0; i < r->n_sources; i++) {
         gsq_source *s = &r->sources[i];
-        if (s->at_eof || s->stalled || now < s->last_rec_usec ||
-            now - s->last_rec_usec < limit)
+        /* a recording replayed in time whose first record lies ahead has
+         * not begun (the second of two rotated captures): not stalled */
+        if (s->at_eof || s->stalled || (s->aligned && !s->records_read) ||
+            now < s->last_rec_usec || now - s->last_rec_usec < limit)
             continue;
         s->stalled = 1;
         add_event(r, GSQ_EV_STALLED, s, NULL, now, (now - s->last_rec_usec) / iv);
     }
     for (i = 0; i < r->n_lfta_nodes; i++) {
         gsq_node *n = &r->nodes[i];
-        if (!n->source || n->source->at_eof || n->stalled || now < n->last_emit_usec ||
+        if (!n->source || n->source->at_eof || n->stalled ||
+            (n->source->aligned && !n->source->records_read) || now < n->last_emit_usec ||
             now - n->last_emit_usec < limit)
             continue;
         n->stalled = 1;
@@ -134,7 +137,7 @@ static void tick(gsq_run *r)
     gsq_tg_tick_begin(r, known, now);
     for (i = 0; i < r->n_lfta_nodes && !r->failed; i++) {
         gsq_node *n = &r->nodes[i];
-        if (n->live && n->lfta->heartbeat)
+        if (n->live && !n->ended && n->lfta->heartbeat)
             n->lfta->heartbeat(n->state, n);
     }
     gsq_tg_tick_end(r);

@@ -6,10 +6,13 @@
  * fire due heartbeat ticks; per Arrow-fed stream, dispatch a batch of its
  * rows (or its GSQ_EOF); when the round read no record, wait on the idle
  * sources' descriptors together (wait_idle_sources); every few batches,
- * publish the counters for gsqlc_progress (run/progress.c).  Until every source and Arrow-fed stream is at
+ * publish the counters for gsqlc_progress (run/progress.c).  A source
+ * that reaches its end ends its LFTAs at once (end_source), so the epochs
+ * they hold reach the operators downstream before anything newer from the
+ * other sources can close them.  Until every source and Arrow-fed stream is at
  * its end, or the run is cancelled (gsqlc_cancel: every source is then at
  * its end).  Then, with option final_heartbeat, one last heartbeat of every
- * LFTA and a drain; LFTA finish + GSQ_EOF, and a drain.
+ * LFTA still open and a drain; their finish + GSQ_EOF, and a drain.
  */
 #include <poll.h>
 #include <stdint.h>
@@ -187,6 +190,36 @@ static inline void note_chunk_time(gsq_source *s)
         note_time(s, ch->app_usec[ch->n - 1]);
 }
 
+/* The end of one LFTA: (option final_heartbeat) its last heartbeat, then
+ * finish() -- the epochs and groups it holds go out as data -- and
+ * GSQ_EOF, which downstream operators take as infinite progress of that
+ * input.  Once per LFTA (n->ended). */
+static void end_lfta(gsq_node *n)
+{
+    gsq_run *r = n->run;
+    if (!n->live || n->ended || r->failed)
+        return;
+    n->ended = 1;
+    if (r->final_heartbeat && n->lfta->heartbeat)
+        n->lfta->heartbeat(n->state, n);
+    if (n->lfta->finish)
+        n->lfta->finish(n->state, n);
+    gsq_emit(n, GSQ_EOF, NULL, 0, NULL, 0);
+}
+
+/* Source s is at its end: its LFTAs end now, not when the run does.  An
+ * LFTA over one member of an interface set holds its last epochs until
+ * it ends; were they released only at the run's end, the other members'
+ * newer partials would have closed those epochs downstream by then (two
+ * rotated captures as one set lost the first one's last epochs). */
+static void end_source(gsq_run *r, gsq_source *s)
+{
+    uint32_t j;
+    for (j = 0; j < s->n_lftas && !r->failed; j++)
+        end_lfta(s->lftas[j]);
+    gsq_drain(r);
+}
+
 void gsq_flush_sinks(gsq_run *r)
 {
     uint32_t i;
@@ -195,12 +228,15 @@ void gsq_flush_sinks(gsq_run *r)
             gsq_sink_flush(r, r->sinks[i]);
 }
 
-/* Time-aligned replay: this round reads, from every file with timestamps
- * (pcap, CSV with a time or arrival column), the records that arrived up
- * to the earliest next arrival instant among them plus a quantum (the
- * heartbeat interval, at most 1 s), so the files advance together on the
- * data clock as live interfaces would, and an idle stretch of one of them
- * shows (stalls, heartbeats from the clock) instead of being read ahead. */
+/* Replay in time: this round reads, from every recording with timestamps
+ * (setup.c: pcap, CSV with a time or arrival column, Arrow tables, GDAT),
+ * the records that arrived up to the earliest next arrival instant among
+ * them plus a quantum (the heartbeat interval, at most 1 s), so the
+ * recordings advance together as live interfaces would -- no source is
+ * read more than a quantum ahead of the slowest one still open, and the
+ * heartbeats fire only once the round is complete -- and an idle stretch of
+ * one of them shows (stalls, heartbeats from the clock) instead of being
+ * read ahead.  A recording at its end no longer holds the others back. */
 static int align_round(gsq_run *r)
 {
     uint64_t min = UINT64_MAX, ts, limit, q;
@@ -268,8 +304,16 @@ void gsq_main_loop(gsq_run *r)
             gsq_source *s = &r->sources[i];
             uint32_t n;
             int rc;
-            if (s->at_eof)
+            /* at its end (found by peek, or by the last round's read, whose
+             * heartbeats have fired): the end reaches its LFTAs before any
+             * source reads past the round that ended it */
+            if (s->at_eof) {
+                if (!s->ended) {
+                    s->ended = 1;
+                    end_source(r, s);
+                }
                 continue;
+            }
             active = 1;
             if (s->columnar && s->ops->read_cols) {
                 if (s->ops->read_cols(r, s) < 0)
@@ -347,8 +391,9 @@ void gsq_main_loop(gsq_run *r)
         gsq_inject_eof(r, &r->injects[i]);
     for (i = 0; i < r->n_lfta_nodes && !r->failed; i++) {
         gsq_node *n = &r->nodes[i];
-        if (!n->live)
+        if (!n->live || n->ended)
             continue;
+        n->ended = 1;
         if (n->lfta->finish)
             n->lfta->finish(n->state, n);
         gsq_emit(n, GSQ_EOF, NULL, 0, NULL, 0);

@@ -279,6 +279,27 @@ static int set_pcap_range(gsq_run *r, const char *iface, const char *value)
     return 0;
 }
 
+/* recording:NAME = 0 | 1: whether the Arrow stream bound to NAME is
+ * recorded data (a table: replayed in time beside other recordings) or a
+ * feed read as it comes (the default for Arrow streams). */
+static int set_recording(gsq_run *r, const char *iface, const char *value)
+{
+    gsq_iface_time *t;
+    uint8_t b;
+    if (!*iface) {
+        gsq_set_error(r, "recording needs an interface name: recording:NAME");
+        return -1;
+    }
+    if (gsq_parse_bool(value, strlen(value), &b) != 0) {
+        gsq_set_error(r, "recording:%s must be 0 or 1, got '%s'", iface, value);
+        return -1;
+    }
+    if (!(t = iface_time(r, iface)))
+        return -1;
+    t->recording = b;
+    return 0;
+}
+
 /* time_unit:NAME = s | ms | us | ns */
 static int set_time_unit(gsq_run *r, const char *iface, const char *value)
 {
@@ -383,7 +404,9 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
         }
         *flag = b;
     } else if (strcmp(key, "clock") == 0) {
-        if (strcmp(value, "wall") == 0) {
+        if (strcmp(value, "auto") == 0) {
+            r->clock_mode = GSQ_CLOCK_AUTO;
+        } else if (strcmp(value, "wall") == 0) {
             r->clock_mode = GSQ_CLOCK_WALL;
         } else if (strcmp(value, "data") == 0) {
             r->clock_mode = GSQ_CLOCK_DATA;
@@ -391,7 +414,7 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
                    parse_u32(value + 6, &r->clock_fixed) == 0) {
             r->clock_mode = GSQ_CLOCK_FIXED;
         } else {
-            gsq_set_error(r, "clock must be wall, data or fixed:SECONDS, got '%s'", value);
+            gsq_set_error(r, "clock must be auto, wall, data or fixed:SECONDS, got '%s'", value);
             return -1;
         }
     } else if (strcmp(key, "columnar") == 0) {
@@ -430,6 +453,8 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
             return -1;
         }
         r->hb_interval_usec = us;
+    } else if (strncmp(key, "recording:", 10) == 0) {
+        return set_recording(r, key + 10, value);
     } else if (strncmp(key, "max_skew:", 9) == 0) {
         return set_iface_seconds(r, "max_skew", &r->skews, &r->n_skews, key + 9, value);
     } else if (strncmp(key, "out_of_order:", 13) == 0) {
@@ -555,7 +580,7 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
                      "hb_alpha, "
                      "hb_timeout, time_unit:NAME, arrival:NAME, stall_intervals, max_groups, "
                      "ip_format, trace, arrow_heartbeats, final_heartbeat, arrow_flush, pcap_reader, pcap_range:NAME, "
-                     "prop:NAME:PROPERTY)", key);
+                     "prop:NAME:PROPERTY, recording:NAME)", key);
         return -1;
     }
     return 0;

@@ -51,6 +51,10 @@ static void source_time_stats(gsq_buf *b, const gsq_source *s)
     kv_pos(b, "arrival_column", s->arrival_pos);
     kv_str(b, "time_unit", csv_cols ? gsq_time_unit_name(s->unit_ns) : NULL, 1);
     kv_u64(b, "time_unreadable", s->time_unreadable, 1);
+    /* the rule it is read by: a recording replayed in time beside others
+     * (aligned), a recording read alone, or a live feed */
+    gsq_buf_printf(b, ",\"recording\":%s", s->recording ? "true" : "false");
+    kv_str(b, "read", s->aligned ? "in time" : s->recording ? "as recorded" : "live", 1);
     gsq_buf_printf(b, ",\"aligned\":%s", s->aligned ? "true" : "false");
     kv_u64(b, "held_back", s->held_back, 1);
 }
@@ -58,7 +62,9 @@ static void source_time_stats(gsq_buf *b, const gsq_source *s)
 static const char *clock_name(const gsq_run *r)
 {
     return r->clock_mode == GSQ_CLOCK_DATA ? "data"
-           : r->clock_mode == GSQ_CLOCK_FIXED ? "fixed" : "wall";
+           : r->clock_mode == GSQ_CLOCK_FIXED ? "fixed"
+           : r->clock_mode == GSQ_CLOCK_AUTO  ? "auto" /* never set up */
+                                              : "wall";
 }
 
 void gsq_build_stats(gsq_run *r)
@@ -72,6 +78,11 @@ void gsq_build_stats(gsq_run *r)
                    r->started && !r->failed ? "true" : "false",
                    r->interrupted ? "true" : "false", r->output_closed ? "true" : "false");
     kv_str(b, "clock", clock_name(r), 1);
+    kv_str(b, "clock_chosen", r->clock_auto ? (r->clock_mode == GSQ_CLOCK_DATA
+                                                    ? "auto: every source is a recording"
+                                                    : "auto: a live source, or none with "
+                                                      "timestamps")
+                                             : "given", 1);
     gsq_tg_stats_run(r, b);
 
     gsq_buf_adds(b, ",\"sources\":[");

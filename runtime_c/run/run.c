@@ -43,7 +43,7 @@ GSQ_EXPORT gsq_run *gsqlc_create(void)
         return NULL;
     r->qs = &gsq_queryset;
     r->csv_sep = ',';
-    r->clock_mode = GSQ_CLOCK_WALL;
+    r->clock_mode = GSQ_CLOCK_AUTO;
     r->batch = 512;
     r->columnar = 1;
     r->cpu_kernels = (cpu_feature_disabled("avx512") ? 0 : GSQ_COMPRESS_AVX512)

@@ -5,9 +5,17 @@
  * Arrow-fed streams, the sinks, the trace file, and the nodes' init/create
  * (queryset order).
  *
- * Under the data clock, the sources with timestamps that can be peeked and
- * are not streaming (pcap and CSV files, not stdin or a live interface) are
- * replayed time-aligned when there are two or more of them (run/loop.c).
+ * Replay in time.  A source is a recording when its input was recorded
+ * before the run: a file that is not a pipe (pcap, CSV, GDAT), or an Arrow
+ * stream bound with option recording:NAME (an in-memory table); stdin,
+ * pipes, sockets, live interfaces and other Arrow streams are live feeds.
+ * The recordings with timestamps that can be peeked are replayed in time
+ * -- read in the order of their records' arrival instants, run/loop.c --
+ * when there are two or more of them, whatever the clock.  The clock left
+ * to set-up (clock=auto, the default) is the data clock when every source
+ * is a recording and one has timestamps, so that a replay's heartbeats,
+ * stalls and generated heartbeats follow the recorded time as they
+ * followed the wall clock live; else the wall clock.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -62,12 +70,15 @@ static int setup_sources(gsq_run *r)
             s->iface = b->iface;
             s->uri = b->uri;
             if (b->arrow) {
+                const gsq_iface_time *t = gsq_iface_settings(r, b->iface);
+                s->recording = t && t->recording; /* a stream handed over: live unless told */
                 s->ops = &gsq_arrow_ops;
                 s->path = "";
                 s->arrow = b->arrow; /* the source owns it from now on */
                 b->arrow = NULL;
             } else {
                 s->ops = gsq_source_ops_for_uri(b->uri, &s->path);
+                s->recording = 1; /* a file, unless it is streaming (open_sources) */
             }
             l = calloc(r->n_lfta_nodes, sizeof *l);
             if (!l) {
@@ -108,23 +119,42 @@ static int open_sources(gsq_run *r)
         if (gsq_source_time_setup(r, s) != 0 || s->ops->open(r, s) != 0)
             return -1;
         streaming = s->ops->streaming && s->ops->streaming(s);
-        if (streaming)
+        if (streaming) {
             r->streaming = 1;
+            s->recording = 0;
+        }
         s->limit_usec = UINT64_MAX;
         if (s->has_ts) {
             r->ts_sources++;
-            if (r->clock_mode == GSQ_CLOCK_DATA && s->ops->peek && !streaming) {
+            if (s->recording && s->ops->peek) {
                 s->aligned = 1;
                 r->aligned++;
             }
         }
     }
-    if (r->aligned < 2) { /* one file alone needs no alignment */
+    if (r->aligned < 2) { /* one recording alone needs no alignment */
         r->aligned = 0;
         for (i = 0; i < r->n_sources; i++)
             r->sources[i].aligned = 0;
     }
     return 0;
+}
+
+/* clock=auto: the data clock when every source is a recording, one of them
+ * has timestamps and no stream is fed from Arrow (such a feed has no
+ * timestamps the clock could follow); else the wall clock. */
+static void decide_clock(gsq_run *r)
+{
+    uint32_t i;
+    int replay = r->ts_sources > 0;
+    if (r->clock_mode != GSQ_CLOCK_AUTO)
+        return;
+    r->clock_auto = 1;
+    for (i = 0; i < r->n_sources; i++)
+        replay &= r->sources[i].recording;
+    for (i = 0; i < r->n_injects; i++)
+        replay &= !r->injects[i].active;
+    r->clock_mode = replay ? GSQ_CLOCK_DATA : GSQ_CLOCK_WALL;
 }
 
 static int add_sub(gsq_stream_rt *st, gsq_node *h, int input, gsq_sink *k)
@@ -261,8 +291,10 @@ int gsq_setup_graph(gsq_run *r)
 {
     if (check_queryset(r) == 0 && gsq_plan(r) == 0 && setup_sources(r) == 0 &&
         open_sources(r) == 0 && gsq_tg_setup(r) == 0 && setup_streams(r) == 0 &&
-        open_injects(r) == 0)
+        open_injects(r) == 0) {
+        decide_clock(r);
         return 0;
+    }
     return -1;
 }
 

@@ -529,7 +529,7 @@ def test_configuration_errors(build, tmp_path):
             sinks=[("missing", "pipe", "o"), ("csv_all", "xml", "o")])
     errs = dict(r.setup_errors)
     assert errs["option csv_separator"] == "csv_separator must be one character, got 'ab'"
-    assert errs["option clock"] == "clock must be wall, data or fixed:SECONDS, got 'fixed:x'"
+    assert errs["option clock"] == "clock must be auto, wall, data or fixed:SECONDS, got 'fixed:x'"
     assert "batch must be" in errs["option batch"]
     assert errs["option nope"].startswith("unknown option 'nope'")
     assert errs["bind csv"].startswith("unsupported source 'http://x'")
@@ -1004,7 +1004,7 @@ def test_heartbeat_option_errors(build, tmp_path):
         "columnar, heartbeat_interval, max_skew:NAME, out_of_order:NAME, latency:NAME, skew:FROM:TO, "
         "hb_estimate, hb_level, hb_horizon, hb_window, hb_alpha, hb_timeout, time_unit:NAME, "
         "arrival:NAME, stall_intervals, max_groups, ip_format, trace, arrow_heartbeats, final_heartbeat, "
-        "arrow_flush, pcap_reader, pcap_range:NAME, prop:NAME:PROPERTY)",
+        "arrow_flush, pcap_reader, pcap_range:NAME, prop:NAME:PROPERTY, recording:NAME)",
         "option 'prop:x': expected prop:INTERFACE:PROPERTY",
     ]
 
@@ -1031,17 +1031,23 @@ def test_max_skew_bounds_the_clock(build, tmp_path):
 
 
 def test_idle_source_advances_from_the_clock_with_skew(build, tmp_path):
-    # "b" sees one packet, then nothing: with max_skew:b its heartbeats follow
-    # the data clock (driven by "a") less the skew; without, they stay put.
-    a, b = span(1000, 1010, 100000), [1000 * SEC]
+    # "b" sees one packet, then nothing until its last at the end: with
+    # max_skew:b its heartbeats follow the data clock (driven by "a") less
+    # the skew; without, they stay put.  (A source at its end is no idle
+    # one: its LFTAs end, and their end is their progress.)
+    a, b = span(1000, 1010, 100000), [1000 * SEC, 1020 * SEC]
     r = hb_run(build, tmp_path, a, b, options={"max_skew:b": "2"})
-    assert r.rc == 0 and r.streams["hb_b"]["heartbeats"] == 10
+    assert r.rc == 0 and r.streams["hb_b"]["heartbeats"] == 20
     r2 = hb_run(build, tmp_path / "noskew", a, b)
-    assert r2.streams["hb_b"]["heartbeats"] == 10
-    # hb_stats sees both inputs' heartbeats through hb_merge: the last one of
-    # each tick is hb_b's
-    assert r.rows["sum.jsonl"][0]["last_hb_usec"] == 1008 * SEC
-    assert r2.rows["sum.jsonl"][0]["last_hb_usec"] == 1000 * SEC
+    assert r2.streams["hb_b"]["heartbeats"] == 20
+    # b's records see the bound its heartbeats follow: the data clock less
+    # the skew (none without max_skew)
+    assert [(x["bound_ok"], x["bound_usec"]) for x in r.rows["b.jsonl"]] == [
+        (True, 999 * SEC), (True, 1018 * SEC)]
+    assert {x["bound_ok"] for x in r2.rows["b.jsonl"]} == {False}
+    # hb_stats sees both inputs' heartbeats through hb_merge, the last one
+    # once b's last record was read
+    assert r.rows["sum.jsonl"][0]["last_hb_usec"] == 1020 * SEC
 
 
 def test_skew_dropped_counter_in_report(build, tmp_path):

@@ -28,7 +28,7 @@ _PCAP_MAGIC = {b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1",
 # ------------------------------------------------------------ options
 
 
-def run_options(*, clock: str = "wall", heartbeat_interval: Union[str, float] = "1",
+def run_options(*, clock: str = "auto", heartbeat_interval: Union[str, float] = "1",
                 csv_separator: str = ",", csv_strict: bool = False,
                 stall_intervals: int = 3, trace: Optional[str] = None,
                 batch: Optional[int] = None, columnar: str = "auto",
@@ -54,9 +54,9 @@ def run_options(*, clock: str = "wall", heartbeat_interval: Union[str, float] = 
             raise UsageError(f"the heartbeat interval must be positive seconds or off, got {hb}")
     if len(csv_separator) != 1:
         raise UsageError(f"the CSV separator must be one character, got '{csv_separator}'")
-    if not (clock in ("wall", "data") or (clock.startswith("fixed:") and clock[6:].isascii()
-                                          and clock[6:].isdigit())):
-        raise UsageError(f"clock {clock}: expected wall, data or fixed:SECONDS")
+    if not (clock in ("auto", "wall", "data") or (clock.startswith("fixed:") and clock[6:].isascii()
+                                                  and clock[6:].isdigit())):
+        raise UsageError(f"clock {clock}: expected auto, wall, data or fixed:SECONDS")
     if columnar not in ("auto", "off"):
         raise UsageError(f"columnar must be auto or off, got {columnar!r}")
     if not isinstance(stall_intervals, int) or stall_intervals < 1:
@@ -64,8 +64,10 @@ def run_options(*, clock: str = "wall", heartbeat_interval: Union[str, float] = 
     if max_groups is not None and (isinstance(max_groups, bool) or not isinstance(max_groups, int)
                                    or max_groups < 1):
         raise UsageError(f"max_groups must be a positive integer, got {max_groups!r}")
-    opts = {"clock": clock, "csv_separator": csv_separator, "heartbeat_interval": hb,
+    opts = {"csv_separator": csv_separator, "heartbeat_interval": hb,
             "stall_intervals": str(stall_intervals)}
+    if clock != "auto":   # the runtime decides (the data clock for a replay)
+        opts["clock"] = clock
     if max_groups is not None:
         opts["max_groups"] = str(max_groups)
     if trace:

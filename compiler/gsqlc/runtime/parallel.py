@@ -145,6 +145,8 @@ def lfta_streams(plan, outputs: Sequence[str], readers: Mapping[str, Sequence[An
 def options_reason(options: Mapping[str, str], has_files: bool) -> str:
     """Why a run with these options stays on one thread ("": it need not)."""
     for k, v in options.items():
+        if k.startswith("recording:"):   # a table held in memory: what is split
+            continue
         if k not in _SPLIT_OPTIONS or (k == "clock" and v == "data"):
             what = "clock=data" if k == "clock" else f"option {k}"
             return f"{what}: time bounds and the data clock keep a run on one thread"
