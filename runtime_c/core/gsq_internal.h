@@ -226,6 +226,7 @@ struct gsq_source {
     struct ArrowArrayStream *arrow;
     gsq_node **lftas;
     uint32_t n_lftas;
+    int clock_readers;    /* some LFTA of it reads the clock (!ignores_clock) */
     gsq_ring ring;
     int at_eof;
     int ended;            /* at_eof seen by the run loop: its LFTAs ended */

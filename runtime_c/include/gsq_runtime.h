@@ -326,6 +326,10 @@ typedef struct gsq_lfta_def {
      * sets it back to each row's (gsq_cols_row_clock, from the chunk's
      * clock_usec under the data clock), as a record would see it. */
     void (*accept_cols)(void *state, gsq_node *node, const struct gsq_cols *cols);
+    /* Nonzero when accept() and accept_cols() never read the run's clock:
+     * under the data clock the run loop then moves the clock once per batch
+     * instead of before every record (0: it may read it). */
+    int ignores_clock;
 } gsq_lfta_def;
 
 typedef struct gsq_hfta_def {

@@ -76,13 +76,37 @@ static void prefetch_record(gsq_source *s, uint32_t i)
     }
 }
 
+/* The data clock over a whole batch at once: the running maximum of its
+ * readable arrival instants, for a source none of whose LFTAs reads the
+ * clock (the clock is then not seen between its records). */
+static void batch_clock(gsq_run *r, const gsq_ring *ring)
+{
+    int seen = r->data_seen;
+    uint64_t usec = r->data_usec, first = r->data_first_usec;
+    uint32_t i;
+    for (i = 0; i < ring->n_recs; i++) {
+        const gsq_record *rec = &ring->recs[i];
+        if (rec->ts_unreadable)
+            continue;
+        first = seen ? first : rec->arrival_usec;
+        usec = !seen || rec->arrival_usec > usec ? rec->arrival_usec : usec;
+        seen = 1;
+    }
+    r->data_seen = seen;
+    r->data_usec = usec;
+    r->data_first_usec = first;
+}
+
 /* The data clock follows the arrival instants of the records of sources
- * with timestamps (an unreadable one advances nothing). */
+ * with timestamps (an unreadable one advances nothing): record by record
+ * when an LFTA of the source reads it, else once for the batch. */
 static void run_batch(gsq_run *r, gsq_source *s)
 {
     uint32_t i, j;
-    int data_clock = r->clock_mode == GSQ_CLOCK_DATA && s->has_ts;
+    int data_clock = r->clock_mode == GSQ_CLOCK_DATA && s->has_ts && s->clock_readers;
     gsq_tg_stream *tg = s->tg;
+    if (r->clock_mode == GSQ_CLOCK_DATA && s->has_ts && !s->clock_readers)
+        batch_clock(r, &s->ring);
     for (i = 0; i < GSQ_PREFETCH_AHEAD && i < s->ring.n_recs; i++)
         prefetch_record(s, i);
     for (i = 0; i < s->ring.n_recs && !r->failed; i++) {
@@ -117,13 +141,14 @@ static inline int row_readable(const gsq_source *s, const gsq_chunk *ch, uint32_
 /* run_batch over a columnar chunk: the data clock and the generated
  * heartbeats' drops first (a row's only effects before the LFTAs read
  * it), then each LFTA over the whole chunk.  Under the data clock the
- * clock after each row is kept (clock_usec): an LFTA reading the clock
+ * clock after each row is kept (clock_usec) when an LFTA reads it: it
  * sets it back row by row (gsq_cols_row_clock), as records would see it;
  * the clock is left as the whole chunk moved it. */
 static void run_cols(gsq_run *r, gsq_source *s)
 {
     gsq_chunk *ch = &s->chunk;
     int data_clock = r->clock_mode == GSQ_CLOCK_DATA;
+    int row_clock = data_clock && s->clock_readers; /* kept per row for its readers */
     uint32_t i, j;
     if (data_clock && !s->tg) {
         /* the clock alone: a running maximum, kept in locals (the stores
@@ -137,7 +162,8 @@ static void run_cols(gsq_run *r, gsq_source *s)
             first = (readable & !seen) ? a : first;
             usec = take ? a : usec;
             seen |= readable;
-            ch->clock_usec[i] = seen ? usec : UINT64_MAX;
+            if (row_clock)
+                ch->clock_usec[i] = seen ? usec : UINT64_MAX;
         }
         r->data_seen = seen;
         r->data_usec = usec;
@@ -151,7 +177,7 @@ static void run_cols(gsq_run *r, gsq_source *s)
             r->data_usec = ch->arrival_usec[i];
             r->data_seen = 1;
         }
-        if (data_clock)
+        if (row_clock)
             ch->clock_usec[i] = r->data_seen ? r->data_usec : UINT64_MAX;
         if (readable && gsq_tg_arrive(s->tg, ch->app_usec[i])) {
             ch->row_ok[i] = 0;
@@ -164,10 +190,10 @@ static void run_cols(gsq_run *r, gsq_source *s)
         cv.n = ch->n;
         cv.row_ok = ch->any_skipped ? ch->row_ok : NULL;
         cv.col = ch->lfta_cols[j];
-        cv.clock_usec = data_clock ? ch->clock_usec : NULL;
+        cv.clock_usec = row_clock ? ch->clock_usec : NULL;
         n->lfta->accept_cols(n->state, n, &cv);
     }
-    if (data_clock && ch->n) { /* as the last row left it */
+    if (row_clock && ch->n) { /* as the last row left it */
         r->data_seen = ch->clock_usec[ch->n - 1] != UINT64_MAX;
         r->data_usec = r->data_seen ? ch->clock_usec[ch->n - 1] : 0;
     }

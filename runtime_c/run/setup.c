@@ -90,6 +90,7 @@ static int setup_sources(gsq_run *r)
         if (s->ops->check_lfta(r, s, d) != 0)
             return -1;
         s->lftas[s->n_lftas++] = n;
+        s->clock_readers |= !d->ignores_clock;
         n->source = s;
     }
     return 0;

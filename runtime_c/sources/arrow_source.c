@@ -17,8 +17,16 @@
  *
  * Timestamps (source_time.c): with a time column (s->has_ts) every record
  * is stamped from its cached value (a null time is unreadable).  There is
- * no arrival column and no peek: an Arrow stream is read as it comes, not
- * replayed time-aligned.
+ * no arrival column: a row arrives at its time.  Replay in time (run/loop.c,
+ * a table bound as a recording): arrow_peek gives the next row's instant
+ * (a row with an unreadable time: the last readable one), and a read stops
+ * before the first row that arrived after s->limit_usec -- found by a scan
+ * of the time column alone (time_cut), only when there is a limit -- so
+ * that row stays where it is, the next row of its batch, read by a later
+ * round (counted in s->held_back each time a read stops at it).  Nothing
+ * is stamped or counted ahead: peek converts the next row to learn its
+ * instant without stamping it (stamp_ahead), and the rows before it that a
+ * conversion rejects are counted and passed then, once.
  *
  * Columnar reading (s->columnar, run/loop.c): the same rows, the same
  * conversion, rejections and stamps, delivered as chunks of columns
@@ -27,14 +35,17 @@
  * where it is (gsq_col.raw), and an integer column of another width or sign
  * than its 32-bit slot is narrowed into rd->narrowed when its values fit.
  * A chunk never spans two record batches either, and is processed before
- * the next read_cols.
+ * the next read_cols; under a time limit it also ends before the first row
+ * past it.
  *
  * Reader state invariants: batch is the current record batch (release !=
  * NULL while held) and row the next of its rows to convert; a ring batch
  * never spans two record batches, so the records of the ring (whose string
  * values point into batch's buffers) are processed before batch is
- * released.  schema is held from open to close.  slot_col[k] is the schema
- * child of slot cs.slot[k]; used[i] marks the children some slot reads.
+ * released.  peek is called between rounds only (the ring empty, the last
+ * chunk processed), so it may release the batch for the next.  schema is
+ * held from open to close.  slot_col[k] is the schema child of slot
+ * cs.slot[k]; used[i] marks the children some slot reads.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
@@ -64,6 +75,13 @@ typedef struct arrow_reader {
                                 * column of another width or sign, narrowed to the
                                 * slot's 32-bit type (narrow_column); NULL until needed */
     int32_t time_slot;         /* the slot of the source's time column, -1 */
+    gsq_csv_value *peek_vals;  /* arrow_peek: the next row's cs.n values */
+    uint8_t *peek_valid;       /*   and their validity */
+    /* time_cut over an integer time column: a value x stamps after
+     * cut_limit exactly when cut_h < x <= cut_b (above cut_b: unreadable,
+     * or not a value of the slot's type); cut_b set when cut_known */
+    int cut_known;
+    uint64_t cut_b, cut_h, cut_limit;
 } arrow_reader;
 
 void gsq_arrow_stream_release(struct ArrowArrayStream **stream)
@@ -205,7 +223,9 @@ static int arrow_open(gsq_run *r, gsq_source *s)
     rd->slot_col = calloc(rd->cs.n ? rd->cs.n : 1, sizeof *rd->slot_col);
     rd->rc = malloc(rows);
     rd->fail_slot = malloc(rows * sizeof *rd->fail_slot);
-    if (!rd->slot_col || !rd->rc || !rd->fail_slot)
+    rd->peek_vals = calloc(rd->cs.n ? rd->cs.n : 1, sizeof *rd->peek_vals);
+    rd->peek_valid = calloc(rd->cs.n ? rd->cs.n : 1, 1);
+    if (!rd->slot_col || !rd->rc || !rd->fail_slot || !rd->peek_vals || !rd->peek_valid)
         goto oom;
     memset(rd->fail_slot, 0xff, rows * sizeof *rd->fail_slot);
     rd->time_slot = gsq_csv_slot_of(&rd->cs, s->time_pos, s->time_type);
@@ -230,6 +250,8 @@ static void arrow_close(gsq_source *s)
         free(rd->rc);
         free(rd->fail_slot);
         free(rd->narrowed);
+        free(rd->peek_vals);
+        free(rd->peek_valid);
         free(rd->cols);
         free(rd->used);
         gsq_buf_free(&rd->name);
@@ -303,7 +325,7 @@ static void describe(arrow_reader *rd, uint64_t row, const struct ArrowSchema *c
                    gsq_type_name(type));
 }
 
-enum { ROW_DONE, ROW_FULL, ROW_ERR };
+enum { ROW_DONE, ROW_FULL, ROW_ERR, ROW_HELD };
 
 #define NO_SLOT UINT32_MAX
 
@@ -379,13 +401,174 @@ static void advance(gsq_source *s, arrow_reader *rd, uint32_t m)
     rd->row_no += m;
 }
 
+/* ---- replay in time ----------------------------------------------------- */
+
+/* The stamp gsq_source_stamp gives a row whose time value is tv, the
+ * source's stamping state and counters left as they were: a row looked at
+ * ahead is stamped, and its unreadable time counted, when it is read. */
+static void stamp_ahead(gsq_source *s, const gsq_csv_value *tv, gsq_stamp *st)
+{
+    uint64_t app = s->last_app_usec, arrival = s->last_arrival_usec;
+    uint64_t unreadable = s->time_unreadable;
+    gsq_source_stamp(s, tv, NULL, st);
+    s->last_app_usec = app;
+    s->last_arrival_usec = arrival;
+    s->time_unreadable = unreadable;
+}
+
+/* Row `row` of the batch's time value read from its column alone (NULL:
+ * null, a null row, or a value the slot's type cannot hold -- an
+ * unreadable time either way). */
+static const gsq_csv_value *row_time(const arrow_reader *rd, int64_t row, gsq_csv_value *tmp)
+{
+    const struct ArrowArray *a = &rd->batch;
+    int32_t ts = rd->time_slot;
+    int64_t c = rd->slot_col[ts];
+    if (gsq_arrow_row_null(a, row))
+        return NULL;
+    return gsq_arrow_value(a->children[c], &rd->cols[c], a->offset + row, rd->cs.slot[ts].type,
+                           tmp) == GSQ_AV_OK
+               ? tmp
+               : NULL;
+}
+
+/* The largest value of integer type `type` (0: not an integer type). */
+static uint64_t int_type_max(int type)
+{
+    switch (type) {
+    case GSQ_T_USHORT: return UINT16_MAX;
+    case GSQ_T_UINT: case GSQ_T_IP: return UINT32_MAX;
+    case GSQ_T_INT: return INT32_MAX;
+    case GSQ_T_ULLONG: return UINT64_MAX;
+    case GSQ_T_LLONG: return INT64_MAX;
+    default: return 0;
+    }
+}
+
+/* Whether the time value x (>= 0, of the time slot's integer type) is
+ * readable and stamps at or before `limit` (UINT64_MAX: readable). */
+static int int_time_by(gsq_source *s, const arrow_reader *rd, uint64_t x, uint64_t limit)
+{
+    int type = rd->cs.slot[rd->time_slot].type;
+    gsq_csv_value v;
+    gsq_stamp st;
+    memset(&v, 0, sizeof v);
+    if (type == GSQ_T_INT || type == GSQ_T_LLONG)
+        v.i = (int64_t)x;
+    else
+        v.u = x;
+    stamp_ahead(s, &v, &st);
+    return !st.unreadable && st.arrival_usec <= limit;
+}
+
+/* The largest x in [0, hi] for which int_time_by holds: it holds at 0 (0
+ * units is 0 us) and a stamp grows with its value, up to where values
+ * turn unreadable -- so the rows past a limit are those between two
+ * values, found by bisection, not by stamping each row. */
+static uint64_t int_time_last(gsq_source *s, const arrow_reader *rd, uint64_t hi,
+                              uint64_t limit)
+{
+    uint64_t lo = 0;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2 + 1;
+        if (int_time_by(s, rd, mid, limit))
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+#define CUT_LOOP(CT, VT)                                                     \
+    for (j = 0; j < m; j++) {                                                \
+        CT x;                                                                \
+        memcpy(&x, p + (size_t)j * sizeof(CT), sizeof(CT));                 \
+        if ((VT)x > (VT)h && (VT)x <= (VT)b)                                 \
+            break;                                                           \
+    }
+
+/* time_cut over a time column of integers without nulls, by value: 1
+ * and *cut, or 0 when the column is not one. */
+static int int_time_cut(gsq_source *s, arrow_reader *rd, uint32_t m, uint32_t *cut)
+{
+    const struct ArrowArray *a = &rd->batch, *c = a->children[rd->slot_col[rd->time_slot]];
+    const gsq_arrow_col *col = &rd->cols[rd->slot_col[rd->time_slot]];
+    uint64_t hi = int_type_max(rd->cs.slot[rd->time_slot].type), h, b;
+    const uint8_t *p;
+    uint32_t j;
+    if (!hi || (col->cat != GSQ_AC_INT && col->cat != GSQ_AC_UINT) ||
+        (a->null_count != 0 && a->buffers[0]) || (c->null_count != 0 && c->buffers[0]))
+        return 0;
+    if (!rd->cut_known) {
+        rd->cut_b = int_time_last(s, rd, hi, UINT64_MAX);
+        rd->cut_known = 1;
+        rd->cut_limit = UINT64_MAX; /* cut_h not yet known */
+    }
+    if (rd->cut_limit != s->limit_usec) {
+        rd->cut_h = int_time_last(s, rd, rd->cut_b, s->limit_usec);
+        rd->cut_limit = s->limit_usec;
+    }
+    h = rd->cut_h;
+    b = rd->cut_b;
+    if (col->cat == GSQ_AC_INT) { /* compared as int64_t: a negative x is never past */
+        h = h > INT64_MAX ? INT64_MAX : h;
+        b = b > INT64_MAX ? INT64_MAX : b;
+    }
+    p = (const uint8_t *)c->buffers[1] + (size_t)(c->offset + a->offset + rd->row) * (size_t)col->width;
+    switch (col->width * (col->cat == GSQ_AC_INT ? -1 : 1)) {
+    case 1: CUT_LOOP(uint8_t, uint64_t) break;
+    case 2: CUT_LOOP(uint16_t, uint64_t) break;
+    case 4: CUT_LOOP(uint32_t, uint64_t) break;
+    case 8: CUT_LOOP(uint64_t, uint64_t) break;
+    case -1: CUT_LOOP(int8_t, int64_t) break;
+    case -2: CUT_LOOP(int16_t, int64_t) break;
+    case -4: CUT_LOOP(int32_t, int64_t) break;
+    case -8: CUT_LOOP(int64_t, int64_t) break;
+    default: return 0;
+    }
+    *cut = j;
+    return 1;
+}
+
+#undef CUT_LOOP
+
+/* time_cut over any time column: the next m rows stamped one by one. */
+static uint32_t stamp_time_cut(gsq_source *s, const arrow_reader *rd, uint32_t m)
+{
+    uint32_t j;
+    for (j = 0; j < m; j++) {
+        gsq_csv_value tmp;
+        gsq_stamp st;
+        const gsq_csv_value *tv = row_time(rd, rd->row + j, &tmp);
+        if (!tv)
+            continue;
+        stamp_ahead(s, tv, &st);
+        if (!st.unreadable && st.arrival_usec > s->limit_usec)
+            break;
+    }
+    return j;
+}
+
+/* How many of the next m rows of the batch a read under s->limit_usec
+ * takes: those before the first whose time is readable and after it (a
+ * row with an unreadable time is never held back).  A scan of the time
+ * column, one row past the cut at most, and none without a limit: by
+ * value for integers without nulls (int_time_cut), else a stamp a row. */
+static uint32_t time_cut(gsq_source *s, arrow_reader *rd, uint32_t m)
+{
+    uint32_t cut;
+    if (s->limit_usec == UINT64_MAX || !s->has_ts || rd->time_slot < 0)
+        return m;
+    return int_time_cut(s, rd, m, &cut) ? cut : stamp_time_cut(s, rd, m);
+}
+
 /* Convert the next rows of the batch into a run of ring records; the rows
  * a conversion rejects are counted and described in row order, and take
- * no record. */
+ * no record.  ROW_HELD: the run ends before a row past the time limit. */
 static int take_rows(gsq_run *r, gsq_source *s, arrow_reader *rd)
 {
     const struct ArrowArray *a = &rd->batch;
-    uint32_t n = rd->cs.n, j, got = 0, kept = 0;
+    uint32_t n = rd->cs.n, j, got = 0, kept = 0, want, cut;
     size_t vals_sz = (size_t)n * sizeof(gsq_csv_value);
     size_t rec_sz = (vals_sz + n + 7u) & ~(size_t)7u;
     int64_t left = a->length - rd->row;
@@ -393,8 +576,16 @@ static int take_rows(gsq_run *r, gsq_source *s, arrow_reader *rd)
     uint8_t *base, *rc = rd->rc;
     gsq_record *rec;
 
-    base = gsq_ring_reserve_run(&s->ring, vals_sz + n,
-                                left > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)left, &got);
+    /* at most the records the batch has room for: the time scan reads no further */
+    want = s->ring.max_recs - s->ring.n_recs;
+    if (left < (int64_t)want)
+        want = (uint32_t)left;
+    cut = time_cut(s, rd, want);
+    if (cut == 0) { /* the next row is a later round's */
+        s->held_back++;
+        return ROW_HELD;
+    }
+    base = gsq_ring_reserve_run(&s->ring, vals_sz + n, cut, &got);
     if (!base) {
         if (s->ring.used == 0) {
             gsq_run_fail(r, "out of memory reading %s", gsq_buf_str(&rd->name));
@@ -432,6 +623,10 @@ static int take_rows(gsq_run *r, gsq_source *s, arrow_reader *rd)
         rec++;
     }
     advance(s, rd, got);
+    if (got == cut && cut < want) { /* the next row is a later round's */
+        s->held_back++;
+        return ROW_HELD;
+    }
     return ROW_DONE;
 }
 
@@ -534,17 +729,24 @@ static void stamp_row(gsq_source *s, const arrow_reader *rd, gsq_chunk *ch, uint
 }
 
 /* Convert the next rows of the batch into s->chunk: the same values,
- * rejections and stamps as take_rows, a column per slot. */
+ * rejections and stamps as take_rows, a column per slot.  Under a time
+ * limit the chunk ends before the first row past it (time_cut): every
+ * step below, the fast paths too, then sees the shorter chunk only. */
 static int take_cols(gsq_run *r, gsq_source *s, arrow_reader *rd)
 {
     gsq_chunk *ch = &s->chunk;
     int64_t left = rd->batch.length - rd->row;
-    uint32_t m = left > (int64_t)ch->cap ? ch->cap : (uint32_t)left, k, j;
+    uint32_t m = left > (int64_t)ch->cap ? ch->cap : (uint32_t)left, k, j, cut;
     int summary, raw_times;
     uint32_t last_kept;
     size_t cap = ch->cap;
     const struct ArrowArray *a = &rd->batch;
     int flags, struct_nulls = a->null_count != 0 && a->buffers[0];
+    if ((cut = time_cut(s, rd, m)) < m) {
+        s->held_back++; /* the row after the chunk is a later round's */
+        if ((m = cut) == 0)
+            return 0;
+    }
     for (k = 0; k < rd->cs.n; k++) {
         const struct ArrowArray *c = a->children[rd->slot_col[k]];
         const gsq_arrow_col *col = &rd->cols[rd->slot_col[k]];
@@ -644,7 +846,7 @@ static int arrow_read_batch(gsq_run *r, gsq_source *s)
         rc = take_rows(r, s, rd);
         if (rc == ROW_ERR)
             return -1;
-        if (rc == ROW_FULL)
+        if (rc == ROW_FULL || rc == ROW_HELD)
             return 0;
     }
     return r->failed ? -1 : 0;
@@ -668,6 +870,45 @@ static int arrow_read_cols(gsq_run *r, gsq_source *s)
         return take_cols(r, s, rd);
     }
     return -1;
+}
+
+/* The arrival instant of the next row a read delivers (its time: a row
+ * with an unreadable time gives the last readable one), converted here
+ * and again when read, stamped then only.  The rows before it that a
+ * conversion rejects are counted and passed now, once.  Called between
+ * rounds (the ring empty, the last chunk processed): the batch may be
+ * released for the next -- unless option arrow_flush has yet to signal
+ * its end, which read_batch does first: till then the last instant read
+ * stands for the next row's. */
+static int arrow_peek(gsq_run *r, gsq_source *s, uint64_t *ts_usec)
+{
+    arrow_reader *rd = s->impl;
+    while (!s->at_eof) {
+        int32_t ts = rd->time_slot;
+        gsq_stamp st;
+        if (!rd->batch.release || rd->row >= rd->batch.length) {
+            if (r->arrow_flush && rd->batch.release && !rd->batch_flushed) {
+                *ts_usec = s->last_arrival_usec;
+                return 1;
+            }
+            rd->batch_flushed = 0;
+            if (next_batch(r, s, rd) != 0)
+                return -1;
+            continue;
+        }
+        if (convert_rows(r, s, rd, 1, (uint8_t *)rd->peek_vals, sizeof(gsq_csv_value), 0,
+                         rd->peek_valid, 1, 0, NULL) < 0)
+            return -1;
+        if (rd->rc[0]) {
+            reject_row(s, rd, 0);
+            advance(s, rd, 1);
+            continue;
+        }
+        stamp_ahead(s, ts >= 0 && rd->peek_valid[ts] ? &rd->peek_vals[ts] : NULL, &st);
+        *ts_usec = st.arrival_usec;
+        return 1;
+    }
+    return 0;
 }
 
 static void arrow_report(const gsq_source *s, gsq_buf *out)
@@ -702,6 +943,7 @@ const gsq_source_ops gsq_arrow_ops = {
     .lfta_kind = GSQ_SRC_CSV,
     .check_lfta = arrow_check_lfta,
     .open = arrow_open,
+    .peek = arrow_peek,
     .read_batch = arrow_read_batch,
     .read_cols = arrow_read_cols,
     .close = arrow_close,

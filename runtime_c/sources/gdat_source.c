@@ -24,10 +24,22 @@
  * length prefix is truncated: those bytes are counted as one rejected
  * record, described, and the input ends there (s->truncated).
  *
+ * Timestamps (source_time.c): with a time field (s->has_ts) every record
+ * is stamped from its decoded value.  Replay in time (run/loop.c, beside
+ * other recordings): a read stops before the first record that arrived
+ * after s->limit_usec (its time: GDAT has no arrival field; an unreadable
+ * time is never held back); that record is held -- its decoded values
+ * and stamp set aside -- and is the first of a later read, counted in
+ * records_read then and in s->held_back each time a read stops at it.
+ * gdat_peek reads the next record ahead the same way.  A held record is
+ * never decoded or stamped again.
+ *
  * The file is memory-mapped; string values point into the mapping, which
  * lives until close.  Reader state invariants: map[0..size) is the file;
  * pos (>= schema.data_start) is the offset of the next record's length
- * prefix; slot_field[k] is the schema field slot cs.slot[k] reads.
+ * prefix -- or of the one after the held record, when `held`: held_vals
+ * (cs.n values) and held_ts are then the next record; slot_field[k] is
+ * the schema field slot cs.slot[k] reads.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -55,6 +67,10 @@ typedef struct gdat_reader {
     uint64_t record_no;         /* records seen (1-based numbers) */
     uint32_t n_described;
     gsq_buf described;
+    int peeking;                /* gdat_peek: hold the next record, whatever its time */
+    int held;                   /* the next record is set aside: */
+    gsq_csv_value *held_vals;   /*   its decoded values (cs.n) */
+    gsq_stamp held_ts;          /*   and its stamp */
 } gdat_reader;
 
 /* ---- setup ------------------------------------------------------------ */
@@ -169,7 +185,8 @@ static int gdat_open(gsq_run *r, gsq_source *s)
     rd->pos = rd->schema.data_start;
     s->bytes_read = rd->pos;
     if (gsq_csv_slots_build(&rd->cs, s) != 0 ||
-        !(rd->slot_field = calloc(rd->cs.n ? rd->cs.n : 1, sizeof *rd->slot_field))) {
+        !(rd->slot_field = calloc(rd->cs.n ? rd->cs.n : 1, sizeof *rd->slot_field)) ||
+        !(rd->held_vals = calloc(rd->cs.n ? rd->cs.n : 1, sizeof *rd->held_vals))) {
         gsq_run_fail(r, "out of memory");
         return -1;
     }
@@ -187,6 +204,7 @@ static void gdat_close(gsq_source *s)
     gsq_gdat_schema_free(&rd->schema);
     gsq_csv_slots_free(&rd->cs);
     free(rd->slot_field);
+    free(rd->held_vals);
     gsq_buf_free(&rd->name);
     gsq_buf_free(&rd->described);
     free(rd);
@@ -257,16 +275,58 @@ static const char *decode(const gdat_reader *rd, const uint8_t *t, uint32_t len,
     return NULL;
 }
 
+/* Commit the decoded values at vals (a ring reservation) as the next
+ * record, stamped st. */
+static void commit_record(gsq_source *s, gdat_reader *rd, gsq_csv_value *vals,
+                          const gsq_stamp *st)
+{
+    size_t vals_sz = (size_t)rd->cs.n * sizeof(gsq_csv_value);
+    gsq_record *rec = gsq_ring_commit(&s->ring, vals_sz ? vals_sz : 1);
+    rec->kind = GSQ_SRC_CSV;
+    rec->vals = vals;
+    rec->layout = &rd->cs.layout;
+    rec->app_usec = st->app_usec;
+    rec->arrival_usec = st->arrival_usec;
+    rec->ts_unreadable = st->unreadable;
+}
+
+/* The held record, unless it is still a later round's: the first of the
+ * (empty) ring's batch.  1: delivered (or none held), 0: held back, -1:
+ * the run failed. */
+static int release_held(gsq_run *r, gsq_source *s, gdat_reader *rd)
+{
+    size_t vals_sz = (size_t)rd->cs.n * sizeof(gsq_csv_value);
+    gsq_csv_value *vals;
+    if (!rd->held)
+        return 1;
+    if (!rd->held_ts.unreadable && rd->held_ts.arrival_usec > s->limit_usec) {
+        s->held_back++; /* still a later round's */
+        return 0;
+    }
+    if (!(vals = gsq_ring_reserve(&s->ring, vals_sz ? vals_sz : 1))) {
+        gsq_run_fail(r, "out of memory reading %s", gsq_buf_str(&rd->name));
+        return -1;
+    }
+    memcpy(vals, rd->held_vals, vals_sz);
+    commit_record(s, rd, vals, &rd->held_ts);
+    s->records_read++;
+    rd->held = 0;
+    return 1;
+}
+
 static int gdat_read_batch(gsq_run *r, gsq_source *s)
 {
     gdat_reader *rd = s->impl;
     size_t vals_sz = (size_t)rd->cs.n * sizeof(gsq_csv_value);
     uint32_t fixed = rd->schema.fixed_size;
+    int rc = release_held(r, s, rd);
+    if (rc <= 0)
+        return rc;
     while (!gsq_ring_batch_full(&s->ring)) {
         size_t at = rd->pos, left = rd->size - rd->pos;
         const char *why, *bad = NULL;
         gsq_csv_value *vals;
-        gsq_record *rec;
+        gsq_stamp st = {0, 0, 0};
         uint32_t len;
         if (left == 0) {
             s->at_eof = 1;
@@ -326,19 +386,42 @@ static int gdat_read_batch(gsq_run *r, gsq_source *s)
             reject(s, rd, at, why, bad);
             continue; /* the reservation is reused by the next record */
         }
-        rec = gsq_ring_commit(&s->ring, vals_sz ? vals_sz : 1);
-        rec->kind = GSQ_SRC_CSV;
-        rec->vals = vals;
-        rec->layout = &rd->cs.layout;
         if (s->has_ts) {
-            gsq_stamp st;
             gsq_source_stamp(s, rd->time_slot >= 0 ? &vals[rd->time_slot] : NULL, NULL, &st);
-            rec->app_usec = st.app_usec;
-            rec->arrival_usec = st.arrival_usec;
-            rec->ts_unreadable = st.unreadable;
+            if (rd->peeking || (!st.unreadable && st.arrival_usec > s->limit_usec)) {
+                if (!rd->peeking) /* the next round's */
+                    s->held_back++;
+                memcpy(rd->held_vals, vals, vals_sz); /* the reservation is not committed */
+                rd->held_ts = st;
+                rd->held = 1;
+                s->records_read--; /* counted when delivered */
+                break;
+            }
         }
+        commit_record(s, rd, vals, &st);
     }
     return 0;
+}
+
+/* The arrival instant of the next record, read ahead and held (the ring
+ * is empty: peek comes between rounds); a record with an unreadable time
+ * gives the last readable one.  Rejected records before it are counted
+ * now, once. */
+static int gdat_peek(gsq_run *r, gsq_source *s, uint64_t *ts_usec)
+{
+    gdat_reader *rd = s->impl;
+    while (!rd->held) {
+        int rc;
+        if (s->at_eof)
+            return 0;
+        rd->peeking = 1;
+        rc = gdat_read_batch(r, s);
+        rd->peeking = 0;
+        if (rc < 0)
+            return -1;
+    }
+    *ts_usec = rd->held_ts.arrival_usec;
+    return 1;
 }
 
 static void gdat_report(const gsq_source *s, gsq_buf *out)
@@ -375,6 +458,7 @@ const gsq_source_ops gsq_gdat_ops = {
     .lfta_kind = GSQ_SRC_CSV,
     .check_lfta = gsq_source_check_lfta,
     .open = gdat_open,
+    .peek = gdat_peek,
     .read_batch = gdat_read_batch,
     .close = gdat_close,
     .report = gdat_report,

@@ -2,7 +2,7 @@
  * gsqlc-run -- the stand-alone runner built beside every query-set library.
  *
  *   gsqlc-run --source NAME=URI [...] --output QUERY [...] [--format pipe|csv|jsonl|gdat]
- *             [--clock wall|data|fixed:T] [--csv-separator C] [--csv-strict]
+ *             [--clock auto|wall|data|fixed:T] [--csv-separator C] [--csv-strict]
  *             [--param NAME=VALUE] [--member SET=IFACE] [--option KEY=VALUE] [--stats]
  *
  * Interface sets, as the Python CLI: a NAME given to several --source
@@ -65,7 +65,7 @@ static int usage(const char *msg)
 {
     fprintf(stderr, "gsqlc-run: %s\n"
                     "usage: gsqlc-run --source NAME=URI [...] --output QUERY [...] "
-                    "[--format pipe|csv|jsonl|gdat] [--clock wall|data|fixed:T] "
+                    "[--format pipe|csv|jsonl|gdat] [--clock auto|wall|data|fixed:T] "
                     "[--csv-separator C] [--csv-strict] [--param NAME=VALUE] "
                     "[--member SET=IFACE] [--option KEY=VALUE] [--stats]\n",
             msg);

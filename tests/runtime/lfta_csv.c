@@ -84,6 +84,7 @@ const gsq_lfta_def lfta_csv_all = {
     sizeof(csv_all_state), csv_all_init, csv_all_accept, NULL, NULL, csv_all_heartbeat, NULL, NULL,
     0, 0, 0,
     NULL, /* accept_cols: records only */
+    0,    /* ignores_clock: it may read the clock */
 };
 
 /* ---- csv_alt: SELECT pos3 (as string), pos2 (as ullong) ----------------- */
@@ -109,4 +110,5 @@ const gsq_lfta_def lfta_csv_alt = {
     "csv_alt", "csv", "CSV_ALT", GSQ_SRC_CSV, ST_CSV_ALT,
     2, csv_alt_fields, 0, NULL, csv_alt_accept, NULL, NULL, NULL, NULL, NULL, 0, 0, 0,
     NULL, /* accept_cols: records only */
+    0,    /* ignores_clock: it may read the clock */
 };

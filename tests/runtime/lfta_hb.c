@@ -118,10 +118,12 @@ const gsq_lfta_def lfta_hb_a = {
     "hb_a", "a", "HB", GSQ_SRC_PCAP, ST_HB_A, 0, NULL,
     sizeof(hb_state), hb_a_init, hb_a_accept, NULL, NULL, hb_a_heartbeat, NULL, NULL, 0, 0, 0,
     NULL, /* accept_cols: records only */
+    0,    /* ignores_clock: it may read the clock */
 };
 
 const gsq_lfta_def lfta_hb_b = {
     "hb_b", "b", "HB", GSQ_SRC_PCAP, ST_HB_B, 0, NULL,
     sizeof(hb_state), hb_b_init, hb_b_accept, NULL, NULL, hb_b_heartbeat, NULL, NULL, 0, 0, 0,
     NULL, /* accept_cols: records only */
+    0,    /* ignores_clock: it may read the clock */
 };

@@ -123,6 +123,7 @@ static const gsq_lfta_def lfta_pkt_all = {
     "pkt_all", "pkt", "PKT_ALL", GSQ_SRC_PCAP, 0, 0, NULL,
     sizeof(pkt_state), NULL, pkt_accept, NULL, NULL, NULL, NULL, NULL, 0, 0, 0,
     NULL, /* accept_cols: records only */
+    0,    /* ignores_clock: it may read the clock */
 };
 
 static const gsq_column pkt_cols[] = {
