@@ -151,7 +151,7 @@ def _run(rid: str, data: Data):
     q = d / "q.gsql"
     q.write_text(text + "\n")
     p = run_gsqlc("run", str(q), *(s.format(a=data.pa, b=data.pb) for s in srcs),
-                  "--clock", "data", "--format", "jsonl")
+                  "--format", "jsonl")
     p.out = p.stdout.decode("utf-8", "replace")
     p.err = p.stderr.decode("utf-8", "replace")
     return p

@@ -3,9 +3,10 @@ bounds, given or estimated -- runtime_c/core/heartbeat_gen.c.
 
 Captures from bench/pktgen.py written in order of arrival: link 0 (sources
 10/8) on time, link 1 (11/8) `delay` seconds late, so the interface's
-records trail its largest timestamp by the delay.  Replayed under the data
-clock with small read batches (generated heartbeats are brought up to date
-between batches).  Every record is either counted by the query or dropped at
+records trail its largest timestamp by the delay.  Replayed with the
+default flags: the data clock, and a source with generated heartbeats read
+in time (rounds of a quantum of its time, so that its arrivals meet the
+generator at their own instants).  Every record is either counted by the query or dropped at
 the input and counted per source, so `counted + dropped == sent` holds in
 every run; the bounds the generator used are in --stats.
 """
@@ -32,7 +33,7 @@ def _stats(err: str) -> dict:
 
 
 def _run(gsqlc, q, *args):
-    p = gsqlc("run", q, "--clock", "data", "--heartbeat-interval", "0.1", "--batch", "16",
+    p = gsqlc("run", q, "--heartbeat-interval", "0.1",
               "--stats", *args)
     assert p.returncode == 0, p.err
     st = _stats(p.err)
@@ -329,8 +330,8 @@ def test_three_sources_within_their_bounds_lose_nothing(gsqlc, tmp_path):
 
     def run(skew_bound: float):
         ifaces.write_text(decl + f"[skew.a.b]\nafter = 0\nbound = {skew_bound}\n")
-        p = gsqlc("run", q, "--schema", schema, "--interfaces", ifaces, "--clock", "data",
-                  "--heartbeat-interval", "0.25", "--batch", "16", "--stats")
+        p = gsqlc("run", q, "--schema", schema, "--interfaces", ifaces,
+                  "--heartbeat-interval", "0.25", "--stats")
         assert p.returncode == 0, p.err
         return sorted(p.out.split()), _stats(p.err)
 

@@ -69,7 +69,7 @@ def _truth(table) -> list[str]:
 
 
 def _counts(gsqlc, q, *args):
-    p = gsqlc("run", q, "--clock", "data", "--heartbeat-interval", "1", "--stats", *args)
+    p = gsqlc("run", q, "--heartbeat-interval", "1", "--stats", *args)
     assert p.returncode == 0, p.err
     st = _stats(p.err)
     streams = {s["name"]: s for s in st["streams"]}
@@ -236,7 +236,7 @@ def _delayed_rows(unit: int) -> list[tuple[int, int, int]]:
 
 
 def _csv_counts(gsqlc, args):
-    p = gsqlc("run", *args, "--clock", "data", "--heartbeat-interval", "1", "--stats")
+    p = gsqlc("run", *args, "--heartbeat-interval", "1", "--stats")
     assert p.returncode == 0, p.err
     st = _stats(p.err)
     late = sum(int(n.get("late_dropped", 0)) for n in st["nodes"])

@@ -554,7 +554,8 @@ struct gsq_run {
     uint64_t data_first_usec; /* the first one seen */
     int data_seen;
     int ts_sources;         /* sources with record timestamps (has_ts) */
-    int aligned;            /* sources replayed time-aligned (0 or >= 2) */
+    int aligned;            /* sources replayed in time (setup.c:
+                             * decide_alignment); 0: none */
     /* heartbeat timer (heartbeat.c); invariant once started: the clock has
      * not reached hb_next since the last tick */
     int hb_started;

@@ -11,7 +11,8 @@
  * pipes, sockets, live interfaces and other Arrow streams are live feeds.
  * The recordings with timestamps that can be peeked are replayed in time
  * -- read in the order of their records' arrival instants, run/loop.c --
- * when there are two or more of them, whatever the clock.  The clock left
+ * when there are two or more of them, whatever the clock (and one alone
+ * whose heartbeats are generated: decide_alignment).  The clock left
  * to set-up (clock=auto, the default) is the data clock when every source
  * is a recording and one has timestamps, so that a replay's heartbeats,
  * stalls and generated heartbeats follow the recorded time as they
@@ -128,17 +129,31 @@ static int open_sources(gsq_run *r)
         if (s->has_ts) {
             r->ts_sources++;
             if (s->recording && s->ops->peek) {
-                s->aligned = 1;
+                s->aligned = 1; /* a candidate: decide_alignment */
                 r->aligned++;
             }
         }
     }
-    if (r->aligned < 2) { /* one recording alone needs no alignment */
-        r->aligned = 0;
-        for (i = 0; i < r->n_sources; i++)
-            r->sources[i].aligned = 0;
-    }
     return 0;
+}
+
+/* Replay in time (after gsq_tg_setup): two or more recordings with
+ * timestamps are read in time together.  A recording alone is too when its
+ * heartbeats are generated (s->tg): its rounds then span a quantum of its
+ * time, so that its arrivals meet the generator at their own instants as
+ * they would live, not a read batch later.  Otherwise one recording alone
+ * is read as recorded, in whole batches. */
+static void decide_alignment(gsq_run *r)
+{
+    uint32_t i;
+    if (r->aligned >= 2)
+        return;
+    r->aligned = 0;
+    for (i = 0; i < r->n_sources; i++) {
+        gsq_source *s = &r->sources[i];
+        s->aligned = s->aligned && s->tg;
+        r->aligned += s->aligned;
+    }
 }
 
 /* clock=auto: the data clock when every source is a recording, one of them
@@ -293,6 +308,7 @@ int gsq_setup_graph(gsq_run *r)
     if (check_queryset(r) == 0 && gsq_plan(r) == 0 && setup_sources(r) == 0 &&
         open_sources(r) == 0 && gsq_tg_setup(r) == 0 && setup_streams(r) == 0 &&
         open_injects(r) == 0) {
+        decide_alignment(r);
         decide_clock(r);
         return 0;
     }
