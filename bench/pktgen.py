@@ -357,6 +357,18 @@ def generate(out, n: int, n_groups: int = 65536, *, pps: float = 100_000,
     return _write(out, chunks, payload, truth, parquet)
 
 
+def generate_union(out, n: int, n_groups: int = 65536, *, seeds, pps: float = 100_000,
+                   start: int = 1_700_000_000, frag: float = 0.005):
+    """One capture holding the packets of generate(out_i, n, n_groups,
+    pps=pps, seed=s, start=start) for every s in seeds, merged in timestamp
+    order (ties to the earlier seed): the same data as those captures bound
+    as the members of one interface set."""
+    kw = dict(pps=pps, payload=False, payload_frac=0.3, tcp=0.7, udp=0.25, icmp=0.05,
+              frag=frag, start=start)
+    links = [(_link_chunks(n, n_groups, seed=s, **kw), 0) for s in seeds]
+    return _write(out, _arrival_merge(links), False, False, None)
+
+
 LINK_B_NET = 0x0B000000    # sources of the delayed link: 11.0.0.0/8
 
 
