@@ -188,3 +188,45 @@ def test_explain_and_compile_accept_interfaces(gsqlc, setup, tmp_path):
     p = gsqlc("explain", d / "q.gsql", "--schema", d / "schema.txt", "--interfaces", bad)
     assert p.returncode == 2 and "members" in p.err, p.err
     assert os.environ.get("GSQLC_CACHE_DIR")
+
+
+def test_a_bound_given_for_a_set_holds_for_each_member_in_the_runner(tmp_path):
+    """gsqlc-run: --option out_of_order:SET=S (and skew:SET:X) holds for every
+    member of SET that has no bound of its own, as the command line's
+    expansion does: rows out of order within the bound are all counted."""
+    import subprocess
+    import sys
+    rng = random.Random(9)
+    srcs = []
+    for k in range(2):
+        p = tmp_path / f"m{k}.csv"
+        rows = [max(1000, 1000 + i // 10 - rng.choice([0, 0, 0, 1, 2, 3])) for i in range(3000)]
+        p.write_text("".join(f"{t},{k},100\n" for t in rows))
+        srcs += ["--source", f"links=csv:{p}"]
+    schema, q = tmp_path / "schema.txt", tmp_path / "q.gsql"
+    schema.write_text(SCHEMA)
+    q.write_text("DEFINE { query_name 'n10'; }\n"
+                 "select tb, count(*) as n from [links].LINK group by ts/10 as tb")
+    out = tmp_path / "out"
+    c = subprocess.run([sys.executable, "-m", "gsqlc", "compile", str(q), "--schema", str(schema),
+                        "-o", str(out), "--build"], capture_output=True, text=True)
+    assert c.returncode == 0, c.stderr
+
+    def run(*opts):
+        p = subprocess.run([str(out / "build" / "gsqlc-run"), *srcs, "--output", "n10",
+                            *opts, "--stats"], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        st = json.loads(p.stderr[p.stderr.index("{"):])
+        return sum(int(l.split("|")[1]) for l in p.stdout.split()), st
+
+    counted, st = run("--option", "out_of_order:links=3")
+    srcs_st = {s["iface"]: s for s in st["sources"]}
+    assert srcs_st["links.0"]["time"]["bounds_to"]["links.0"] == [[0, 3_000_000]]
+    assert srcs_st["links.1"]["time"]["bounds_to"]["links.1"] == [[0, 3_000_000]]
+    assert counted == 6000
+    assert all(s["time"]["dropped_below_heartbeat"] == 0 for s in st["sources"])
+    # a member's own bound wins over its set's: too small, its rows are dropped
+    counted, st = run("--option", "out_of_order:links=3", "--option", "out_of_order:links.1=0")
+    drops = {s["iface"]: s["time"]["dropped_below_heartbeat"] for s in st["sources"]}
+    assert drops["links.0"] == 0 and drops["links.1"] > 0
+    assert counted + drops["links.1"] == 6000

@@ -9,7 +9,8 @@
  * LFTA's temporal column, gsq_merge.h) whose output is the LFTA's stream; a set of one
  * member is that member under the LFTA's own name.  The plan of the query
  * set stays what the compiler made: which interfaces make up a set is a
- * binding, decided here.
+ * binding, decided here.  A setting given for a set holds for each of its
+ * members that has none of its own (expand_set_settings).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,6 +123,144 @@ static void set_skew(gsq_run *r, gsq_node *n)
             n->unit_ns = r->times[k].unit_ns;
 }
 
+/* ---- a set's bounds hold for each member ---------------------------------
+ * A per-interface setting given for an interface set (max_skew, out_of_order,
+ * latency, time_unit, arrival, recording, and skew:A:B with A or B a set)
+ * holds for each of its members that has none of its own: the settings are
+ * copied to the members before the nodes and sources are made, so every
+ * later lookup is by member, as the command line's expansion does. */
+
+static int copy_seconds(gsq_skew **arr, uint32_t *n, const gsq_run *r)
+{
+    uint32_t i, m, k, n0 = *n;
+    for (i = 0; i < n0; i++) {
+        const char *set = (*arr)[i].iface;
+        gsq_set_members(r, set, &k);
+        for (m = 0; m < k; m++) {
+            const char *mem = member_at(r, set, m);
+            uint32_t j;
+            gsq_skew *na;
+            for (j = 0; j < *n && strcmp((*arr)[j].iface, mem) != 0; j++)
+                ;
+            if (j < *n)
+                continue; /* the member's own */
+            na = realloc(*arr, (*n + 1) * sizeof *na);
+            if (!na)
+                return -1;
+            *arr = na;
+            na[*n].iface = gsq_strdup(mem);
+            if (!na[*n].iface)
+                return -1;
+            na[*n].usec = (*arr)[i].usec;
+            (*n)++;
+        }
+    }
+    return 0;
+}
+
+static gsq_iface_time *member_times(gsq_run *r, const char *mem)
+{
+    uint32_t j;
+    gsq_iface_time *nt;
+    for (j = 0; j < r->n_times; j++)
+        if (strcmp(r->times[j].iface, mem) == 0)
+            return &r->times[j];
+    nt = realloc(r->times, (r->n_times + 1) * sizeof *nt);
+    if (!nt)
+        return NULL;
+    r->times = nt;
+    nt = &r->times[r->n_times];
+    memset(nt, 0, sizeof *nt);
+    nt->iface = gsq_strdup(mem);
+    if (!nt->iface)
+        return NULL;
+    r->n_times++;
+    return nt;
+}
+
+static int copy_times(gsq_run *r)
+{
+    uint32_t i, m, k, n0 = r->n_times;
+    for (i = 0; i < n0; i++) {
+        gsq_set_members(r, r->times[i].iface, &k);
+        for (m = 0; m < k; m++) {
+            /* member_times may move r->times: index, do not hold pointers */
+            gsq_iface_time *t = member_times(r, member_at(r, r->times[i].iface, m));
+            const gsq_iface_time *set = &r->times[i];
+            if (!t)
+                return -1;
+            if (!t->unit_ns)
+                t->unit_ns = set->unit_ns;
+            if (!t->arrival_pos) {
+                t->arrival_pos = set->arrival_pos;
+                t->arrival_type = set->arrival_type;
+            }
+            if (!t->recording)
+                t->recording = set->recording;
+        }
+    }
+    return 0;
+}
+
+static int has_skew_decl(const gsq_run *r, const char *from, const char *to)
+{
+    uint32_t j;
+    for (j = 0; j < r->n_skew_decls; j++)
+        if (strcmp(r->skew_decls[j].from, from) == 0 && strcmp(r->skew_decls[j].to, to) == 0)
+            return 1;
+    return 0;
+}
+
+/* skew:A:B with A or B a set: the pair for every (member of A, member of B). */
+static int copy_skew_decls(gsq_run *r)
+{
+    uint32_t i, a, b, ka, kb, n0 = r->n_skew_decls;
+    for (i = 0; i < n0; i++) {
+        gsq_set_members(r, r->skew_decls[i].from, &ka);
+        gsq_set_members(r, r->skew_decls[i].to, &kb);
+        if (!ka && !kb)
+            continue;
+        for (a = 0; a < (ka ? ka : 1); a++)
+            for (b = 0; b < (kb ? kb : 1); b++) {
+                const gsq_skew_decl *d = &r->skew_decls[i];
+                const char *from = ka ? member_at(r, d->from, a) : d->from;
+                const char *to = kb ? member_at(r, d->to, b) : d->to;
+                gsq_skew_decl *nd;
+                uint32_t p;
+                if (strcmp(from, to) == 0 || has_skew_decl(r, from, to))
+                    continue;
+                nd = realloc(r->skew_decls, (r->n_skew_decls + 1) * sizeof *nd);
+                if (!nd)
+                    return -1;
+                r->skew_decls = nd;
+                d = &r->skew_decls[i];
+                nd = &r->skew_decls[r->n_skew_decls];
+                memset(nd, 0, sizeof *nd);
+                r->n_skew_decls++; /* freed whole by teardown, even half made */
+                nd->from = gsq_strdup(from);
+                nd->to = gsq_strdup(to);
+                if (!nd->from || !nd->to)
+                    return -1;
+                for (p = 0; p < d->set.n; p++)
+                    if (gsq_bound_set_add(&nd->set, d->set.p[p].t_usec, d->set.p[p].delta_usec) != 0)
+                        return -1;
+            }
+    }
+    return 0;
+}
+
+static int expand_set_settings(gsq_run *r)
+{
+    if (!r->n_members)
+        return 0;
+    return copy_seconds(&r->skews, &r->n_skews, r) != 0 ||
+                   copy_seconds(&r->ooos, &r->n_ooos, r) != 0 ||
+                   copy_seconds(&r->latencies, &r->n_latencies, r) != 0 || copy_times(r) != 0 ||
+                   copy_skew_decls(r) != 0
+               ? -1
+               : 0;
+}
+
 static char *instance_name(const char *lfta, const char *member)
 {
     size_t len = strlen(lfta) + strlen(member) + 2;
@@ -142,6 +281,9 @@ int gsq_build_nodes(gsq_run *r)
 {
     const gsq_queryset_def *qs = r->qs;
     uint32_t i, m, n_inst = 0, n_merges = 0, at, mat;
+
+    if (expand_set_settings(r) != 0)
+        return fail_oom(r);
 
     for (i = 0; i < qs->n_lftas; i++) {
         const gsq_lfta_def *d = qs->lftas[i];
