@@ -34,6 +34,46 @@
 // (allocated_slots()).  When every input has ended: the flushing table, then
 // the open epochs oldest first, then GSQ_EOF.
 //
+// Promised input (seed 002: heartbeats generated from declared time bounds).
+// When the run keeps the input's heartbeats as promises -- no data tuple
+// after a heartbeat h is of an epoch before h's, the run dropping (and
+// counting per source) the records that would break one before they get
+// here: gsq_input_heartbeats_strict, true for an LFTA over a source with
+// generated heartbeats whose heartbeat is the record's time, for the merge
+// of such LFTAs over an interface set, and for a MERGE of inputs that are
+// all promised -- data never closes an epoch (promised(); the operator has
+// one input).  K does not limit the open epochs any more:
+//   - a data tuple of an epoch e that is not open opens it wherever it falls
+//     (newer than all, between two, or older than all), unless e is before
+//     the latest heartbeat received or emitted or not newer than every
+//     closed epoch: then, as ever, the tuple is late (dropped, counted) --
+//     which, promises kept, only a tuple that broke one can be;
+//   - epochs close only on a heartbeat h (every open epoch before h's,
+//     oldest first, with the flush above) and at the end;
+//   - the open epochs then live in a growing, sorted ring of slots (a binary
+//     search finds an older tuple's epoch; the oldest closes and an epoch
+//     older than all opens in O(1)); without promises they are the fixed
+//     array of K, and in-order input costs what it did.
+// So input disordered by any amount within the declared bounds loses
+// nothing, whatever K is (an interface's out_of_order, skew bounds through
+// their closure, an estimator's estimates), and memory is bounded by the
+// groups of the epochs the promises leave open (from the oldest epoch a
+// heartbeat left open to the newest data), plus the flushing one, not by K:
+// a table is released as its epoch's last group goes out, the slots are
+// freed at the end.  Everything else holds as above: the output is in epoch
+// order (epochs close oldest first, and only an epoch newer than every
+// closed one opens), the slow flush, the heartbeats emitted (below: never going back,
+// never below what may still come out), joint punctuation (only the floor
+// says when no older epoch can open).  An input that stalls (a silent
+// source whose heartbeat cannot advance) holds the other inputs' epochs
+// until it moves: declare a skew bound (or a heartbeat timeout) to bound
+// that too.  A merge's heartbeat sets only its merge column (the rest
+// zero): when the epoch is over another column (an interface set's LFTA
+// with several temporal columns, the epoch not over the first), its
+// heartbeats announce what a heartbeat of zeros does, below the data's
+// epochs -- seeing that, the operator goes back to the K rule for good
+// (promised() false) rather than hold every epoch to the end.
+//
 // Functor interface (F), all generated:
 //
 //   using key_type = ...;    // the group-by values, temporal ones included;
@@ -55,7 +95,10 @@
 //   static constexpr bool strict_heartbeats = B; // optional, default false:
 //                                        // an input heartbeat is a promise
 //                                        // (punctuation) that closes every
-//                                        // epoch before it (see Heartbeats)
+//                                        // epoch before it (see Heartbeats);
+//                                        // the K rule above still holds (the
+//                                        // run-time promises of "Promised
+//                                        // input" lift it)
 //   epoch_type must be default-constructible and copyable.
 //
 //   explicit F(gsq_node *node);
@@ -112,14 +155,15 @@
 //      epoch, closing the oldest if that makes more than max_disorder (with
 //      K = 1: the current epoch closes exactly as if a tuple of epoch h had
 //      arrived -- its slow flush starts, a flush still running completes
-//      first -- and h becomes the current epoch, nothing inserted).  If
-//      F::strict_heartbeats (or, at run time, the input is an LFTA keeping
-//      generated promises: gsq_input_heartbeats_strict), h also says every
-//      epoch before h is complete:
+//      first -- and h becomes the current epoch, nothing inserted; with
+//      promises h opens as the newest, nothing closing).  If
+//      F::strict_heartbeats (an HFTA's output, the plan's) or the input is
+//      promised (above), h also says every epoch before h is complete:
 //      every open epoch older than h closes (oldest first), and h, if it is
-//      not open, opens as the oldest open epoch when there is room.  Later
-//      data tuples then follow the rules above: with K = 1, or strict
-//      heartbeats, a tuple of an epoch before h is late;
+//      not open, opens as the oldest open epoch when there is room (with
+//      promises: always).  Later data tuples then follow the rules above:
+//      with K = 1, or strict heartbeats, a tuple of an epoch before h is
+//      late;
 //   3. if F has emit_heartbeat, the operator emits its own heartbeat: the
 //      oldest epoch that may still produce output,
 //        - while groups of a closed epoch remain unflushed: that (flushing)
@@ -127,17 +171,19 @@
 //          come out;
 //        - otherwise the oldest open epoch (with K = 1 the current one, which
 //          after step 2 is the max of the epochs seen in data and
-//          heartbeats); while fewer than K epochs are open an older one may
-//          still open, so then no more than max(latest epoch an input
-//          heartbeat announced, newest closed epoch) when either is known
-//          (the input promised nothing before the one, nothing opens at or
-//          before the other);
+//          heartbeats); while fewer than K epochs are open (with promises:
+//          always) an older one may still open, so then no more than
+//          max(latest epoch an input heartbeat announced, newest closed
+//          epoch) when either is known (the input promised nothing before
+//          the one, nothing opens at or before the other) -- and with
+//          promises nothing while neither is known;
 //      and never an epoch lower than one emitted before (the previous one is
 //      repeated instead).  Nothing is emitted before any epoch is known.
 //      Emitting commits: a data tuple of an epoch older than the last
 //      heartbeat emitted is late (this only matters while fewer than K
 //      epochs are open: otherwise an epoch older than every open one is late
-//      anyway).
+//      anyway; with promises it is never above the latest one received or
+//      the newest closed epoch, so it makes nothing late that was not).
 // A heartbeat without bytes (tup == NULL) only does step 1 and step 3.
 // Data tuples never trigger a heartbeat.
 //
@@ -185,6 +231,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "hash_table.hpp"
 #include "hfta_operator.hpp"
@@ -207,7 +254,7 @@ struct groupby_stats {
     uint64_t joint_heartbeats_in = 0; // joint punctuations received
     uint64_t joint_released = 0; // groups emitted early, covered by a joint punctuation
     size_t max_table_size = 0;   // most groups one epoch held
-    size_t open_epochs = 0;      // epochs open now (<= max_disorder)
+    size_t open_epochs = 0;      // epochs open now (<= max_disorder without promises)
     size_t peak_open_epochs = 0; // most epochs open at once
     size_t peak_open_groups = 0; // most groups held by the open epochs at once
                                  // (GSQ_PEAK_HELD_TUPLES); = max_table_size
@@ -290,8 +337,11 @@ public:
     static_assert(max_disorder >= 1, "max_disorder: at least one epoch is open");
 
     explicit groupby_op(gsq_node *node)
-        : functor_(node), strict_(strict_heartbeats || gsq_input_heartbeats_strict(node, 0) != 0),
+        : functor_(node), promised_(input_keeps_promises(node)), strict_(strict_heartbeats || promised_),
           max_groups_(gsq_node_max_groups(node, bytes_per_group, &max_groups_given_)) {}
+    // open_ points into the operator itself
+    groupby_op(const groupby_op &) = delete;
+    groupby_op &operator=(const groupby_op &) = delete;
 
     void accept(gsq_node *node, int input, int kind, const void *tup, uint32_t len)
     {
@@ -377,12 +427,18 @@ public:
     const groupby_stats &stats() const noexcept { return stats_; }
     // Groups of the open epochs (all of them).
     size_t open_groups() const noexcept { return open_groups_; }
-    // Epochs open now (0 before any epoch is known, at most max_disorder).
+    // Epochs open now (0 before any epoch is known; at most max_disorder
+    // unless promised()).
     size_t open_epochs() const noexcept { return n_open_; }
+    // Whether the input's heartbeats are promises the run keeps (generated
+    // from declared time bounds: gsq_input_heartbeats_strict): epochs then
+    // close on heartbeats (and at the end) only, however many are open.
+    bool promised() const noexcept { return promised_; }
     // Groups of the closed epoch not yet emitted.
     size_t flush_pending() const noexcept { return flush_remaining_; }
     // Slots allocated by every table, open and flushing (memory check:
-    // bounded by max_disorder + 1 epochs' groups).
+    // bounded by max_disorder + 1 epochs' groups, or with promised() by the
+    // epochs the input's promises leave open, plus one).
     size_t allocated_slots() const noexcept
     {
         size_t n = flushing_.capacity();
@@ -393,7 +449,8 @@ public:
     F &functor() noexcept { return functor_; }
 
 private:
-    // One open epoch.  A slot past n_open_ holds an unallocated table.
+    // One open epoch.  A slot outside the open ones holds an unallocated
+    // table.
     struct open_epoch {
         epoch_type epoch{};
         table_type groups;
@@ -417,11 +474,44 @@ private:
     void prefetch_slot(const key_type &k, uint64_t h) const
     {
         const epoch_type e = functor_.epoch_of(k);
-        for (size_t i = n_open_; i-- > 0;)
-            if (functor_.epoch_compare(open_[i].epoch, e) == 0) {
-                open_[i].groups.prefetch_hash(h);
-                return;
+        if (n_open_ != 0 && functor_.epoch_compare(open_[n_open_ - 1].epoch, e) == 0) {
+            open_[n_open_ - 1].groups.prefetch_hash(h); // the common case: the newest epoch
+            return;
+        }
+        prefetch_older(e, h);
+    }
+
+    // prefetch_slot of an epoch other than the newest (out of line: the
+    // common case stays small where it is inlined).
+    [[gnu::noinline]] void prefetch_older(const epoch_type &e, uint64_t h) const
+    {
+        if (n_open_ < 2)
+            return;
+        const size_t i = first_not_older(e, n_open_ - 1);
+        if (i < n_open_ - 1 && functor_.epoch_compare(open_[i].epoch, e) == 0)
+            open_[i].groups.prefetch_hash(h);
+    }
+
+    // The first of the n oldest open epochs that is not older than e (n
+    // when they all are): e's position among them.  A binary search over
+    // the promised epochs (any number of them), from the newest otherwise
+    // (at most max_disorder, a tuple is mostly of one of the newest).
+    size_t first_not_older(const epoch_type &e, size_t n) const
+    {
+        if (promised_) {
+            size_t lo = 0;
+            while (lo < n) {
+                const size_t mid = lo + (n - lo) / 2;
+                if (functor_.epoch_compare(open_[mid].epoch, e) > 0)
+                    lo = mid + 1;
+                else
+                    n = mid;
             }
+            return lo;
+        }
+        while (n > 0 && functor_.epoch_compare(open_[n - 1].epoch, e) <= 0)
+            --n;
+        return n;
     }
 
     void on_data(gsq_node *node, const void *tup, uint32_t len)
@@ -473,33 +563,51 @@ private:
     // the header comment says; nullptr when the tuple is late.
     table_type *route(gsq_node *node, epoch_type e)
     {
+        if (n_open_ != 0) {
+            open_epoch &newest = open_[n_open_ - 1];
+            const int order = functor_.epoch_compare(newest.epoch, e);
+            if (order == 0) // the common case: the newest epoch
+                return &newest.groups;
+            if constexpr (max_disorder > 1) {
+                if (order < 0 && !promised_) { // then an older open one (at most K - 1)
+                    for (size_t i = n_open_ - 1; i-- > 0;) {
+                        const int c = functor_.epoch_compare(open_[i].epoch, e);
+                        if (c == 0)
+                            return &open_[i].groups;
+                        if (c > 0)
+                            break; // not open
+                    }
+                }
+            }
+        }
+        return route_other(node, std::move(e));
+    }
+
+    // route() of an epoch other than the newest open one (out of line: once
+    // an epoch in order, the common case stays small where it is inlined).
+    [[gnu::noinline]] table_type *route_other(gsq_node *node, epoch_type e)
+    {
         if (n_open_ == 0) {
             if (!admissible_below(e))
                 return nullptr;
             return &open_at(node, 0, std::move(e));
         }
-        open_epoch &newest = open_[n_open_ - 1];
-        const int order = functor_.epoch_compare(newest.epoch, e);
-        if (order == 0) // the common case: the newest epoch
-            return &newest.groups;
-        if (order > 0)
+        if (functor_.epoch_compare(open_[n_open_ - 1].epoch, e) > 0)
             return &open_newest(node, std::move(e));
         if constexpr (max_disorder == 1) {
-            return nullptr;
-        } else {
-            // Older than the newest: an open epoch, a gap between two, or
-            // older than them all.
-            for (size_t i = n_open_ - 1; i > 0; --i) {
-                const int c = functor_.epoch_compare(open_[i - 1].epoch, e);
-                if (c == 0)
-                    return &open_[i - 1].groups;
-                if (c > 0)
-                    return &open_at(node, i, std::move(e));
-            }
-            if (n_open_ >= max_disorder || !admissible_below(e))
+            if (!promised_)
                 return nullptr;
-            return &open_at(node, 0, std::move(e));
         }
+        // Older than the newest: an open epoch, a gap between two, or older
+        // than them all.
+        const size_t i = first_not_older(e, n_open_ - 1);
+        if (i < n_open_ - 1 && functor_.epoch_compare(open_[i].epoch, e) == 0)
+            return &open_[i].groups;
+        if (i > 0)
+            return &open_at(node, i, std::move(e));
+        if ((!promised_ && n_open_ >= max_disorder) || !admissible_below(e))
+            return nullptr;
+        return &open_at(node, 0, std::move(e));
     }
 
     // The groups a new epoch's table is made for at its first group: as many
@@ -534,27 +642,60 @@ private:
     }
 
     // Opens e, newer than every open epoch; closes the oldest when that makes
-    // more than max_disorder.
+    // more than max_disorder (not with promises).
     table_type &open_newest(gsq_node *node, epoch_type e)
     {
         return open_at(node, n_open_, std::move(e));
     }
 
     // Opens e at position pos of the open epochs (those from pos on are newer
-    // than e); when max_disorder are open already the oldest closes first.
+    // than e); when max_disorder are open already the oldest closes first
+    // (not with promises: the slots grow instead).
     table_type &open_at(gsq_node *node, size_t pos, epoch_type e)
     {
-        if (n_open_ == max_disorder) {
-            close_oldest(node);
-            --pos; // pos > 0 here: an epoch older than all opens only below max_disorder
+        if (promised_) {
+            free_slot_at(pos);
+        } else {
+            if (n_open_ == max_disorder) {
+                close_oldest(node);
+                --pos; // pos > 0 here: an epoch older than all opens only below max_disorder
+            }
+            for (size_t j = n_open_; j > pos; --j) // the free slot n_open_ moves to pos
+                swap_slots(open_[j], open_[j - 1]);
         }
-        for (size_t j = n_open_; j > pos; --j) // the free slot n_open_ moves to pos
-            swap_slots(open_[j], open_[j - 1]);
         open_[pos].epoch = std::move(e);
         ++n_open_;
         stats_.open_epochs = n_open_;
         stats_.peak_open_epochs = std::max(stats_.peak_open_epochs, n_open_);
         return open_[pos].groups;
+    }
+
+    // With promises: the open epochs are ring_[head_, head_ + n_open_), so
+    // that the oldest closes and one older than all opens in O(1), as the
+    // newest opens; the slots double when full (or move to the front when
+    // half of them are free before the oldest).  Makes the slot at position
+    // pos free (those from pos on move up by one; open_ may move).
+    void free_slot_at(size_t pos)
+    {
+        if (head_ != 0 && pos <= n_open_ / 2) { // the free slot before the oldest moves to pos
+            --head_;
+            open_ = ring_.data() + head_;
+            for (size_t j = 0; j < pos; ++j)
+                swap_slots(open_[j], open_[j + 1]);
+            return;
+        }
+        if (head_ + n_open_ == ring_.size()) {
+            if (head_ != 0 && 2 * head_ >= ring_.size()) {
+                for (size_t j = 0; j < n_open_; ++j) // shifts them down by head_
+                    swap_slots(ring_[j], ring_[head_ + j]);
+                head_ = 0;
+            } else {
+                ring_.resize(std::max<size_t>(2 * ring_.size(), 2 * max_disorder + 2));
+            }
+            open_ = ring_.data() + head_;
+        }
+        for (size_t j = n_open_; j > pos; --j) // the free slot after the newest moves to pos
+            swap_slots(open_[j], open_[j - 1]);
     }
 
     // The oldest open epoch closes: its table becomes the flushing table (a
@@ -565,9 +706,17 @@ private:
         open_epoch &oldest = open_[0];
         closed_ = std::move(oldest.epoch);
         oldest.groups.swap(flushing_); // flushing_ was released: the slot's table starts unallocated
-        for (size_t j = 0; j + 1 < n_open_; ++j)
-            swap_slots(open_[j], open_[j + 1]);
-        --n_open_;
+        if (promised_) {
+            if (--n_open_ == 0)
+                head_ = 0;
+            else
+                ++head_;
+            open_ = ring_.data() + head_;
+        } else {
+            for (size_t j = 0; j + 1 < n_open_; ++j)
+                swap_slots(open_[j], open_[j + 1]);
+            --n_open_;
+        }
         stats_.open_epochs = n_open_;
         open_groups_ -= flushing_.size();
         largest_closed_ = std::max(largest_closed_, flushing_.size());
@@ -597,8 +746,8 @@ private:
             // Every open epoch is now h or newer: h, if not open, becomes the
             // oldest open epoch while there is room (so the heartbeat this
             // operator emits is h, not a newer epoch).
-            if (n_open_ != 0 && n_open_ < max_disorder && functor_.epoch_compare(open_[0].epoch, h) < 0 &&
-                admissible_below(h))
+            if (n_open_ != 0 && (promised_ || n_open_ < max_disorder) &&
+                functor_.epoch_compare(open_[0].epoch, h) < 0 && admissible_below(h))
                 open_at(node, 0, std::move(h));
         }
     }
@@ -613,7 +762,9 @@ private:
             if (tup != nullptr) {
                 epoch_type e{};
                 if (functor_.heartbeat_epoch(tup, len, e)) {
-                    if constexpr (max_disorder > 1) {
+                    if (promised_ && announces_nothing(e, len))
+                        demote(node);
+                    if (max_disorder > 1 || promised_) {
                         if (!h_in_ || functor_.epoch_compare(*h_in_, e) > 0)
                             h_in_ = e;
                     }
@@ -628,16 +779,18 @@ private:
                 out = &*closed_; // the "last flushed" rule
             } else if (n_open_ != 0) {
                 out = &open_[0].epoch;
-                if constexpr (max_disorder > 1) {
-                    // While fewer than K are open an older epoch may still
-                    // open: no lower than max(h_in_, closed_), when known.
-                    if (n_open_ < max_disorder) {
-                        const epoch_type *low = h_in_ ? &*h_in_ : nullptr;
-                        if (closed_ && (!low || functor_.epoch_compare(*low, *closed_) > 0))
-                            low = &*closed_;
-                        if (low && functor_.epoch_compare(*low, *out) > 0)
-                            out = low;
-                    }
+                // While fewer than K are open (with promises: always) an
+                // older epoch may still open: no lower than max(h_in_,
+                // closed_), when known -- and with promises nothing before
+                // either is known.
+                if (promised_ || (max_disorder > 1 && n_open_ < max_disorder)) {
+                    const epoch_type *low = h_in_ ? &*h_in_ : nullptr;
+                    if (closed_ && (!low || functor_.epoch_compare(*low, *closed_) > 0))
+                        low = &*closed_;
+                    if (low && functor_.epoch_compare(*low, *out) > 0)
+                        out = low;
+                    else if (!low && promised_)
+                        out = nullptr;
                 }
             }
             if (out == nullptr)
@@ -646,11 +799,45 @@ private:
                 out = &*hb_out_; // never backwards
             else
                 hb_out_ = *out;
-            if constexpr (max_disorder > 1)
+            if (max_disorder > 1 || promised_)
                 raise_floor(*hb_out_);
             ++stats_.heartbeats_out;
             functor_.emit_heartbeat(node, *hb_out_);
         }
+    }
+
+    // With promises: whether heartbeat epoch e is what a heartbeat whose
+    // bytes are all zero announces (a merge's heartbeat sets only its merge
+    // column, the rest zero) while the data has opened a later epoch: the
+    // input's promises then bound another column than this operator's epoch.
+    bool announces_nothing(const epoch_type &e, uint32_t len)
+    {
+        if (n_open_ == 0 || functor_.epoch_compare(e, open_[n_open_ - 1].epoch) <= 0)
+            return false;
+        if (!zero_checked_) {
+            zero_checked_ = true;
+            const std::vector<unsigned char> zeros(len);
+            epoch_type z{};
+            if (functor_.heartbeat_epoch(zeros.data(), len, z))
+                zero_epoch_ = std::move(z);
+        }
+        return zero_epoch_ && functor_.epoch_compare(*zero_epoch_, e) == 0;
+    }
+
+    // Back to the K rule for good (the promises say nothing of the epochs:
+    // announces_nothing): past K open, the oldest close; the rest move to
+    // the fixed slots.
+    void demote(gsq_node *node)
+    {
+        while (n_open_ > max_disorder)
+            close_oldest(node);
+        for (size_t i = 0; i < n_open_; ++i)
+            swap_slots(fixed_[i], open_[i]);
+        promised_ = false;
+        strict_ = strict_heartbeats;
+        head_ = 0;
+        std::vector<open_epoch>().swap(ring_);
+        open_ = fixed_.data();
     }
 
     // A joint punctuation: groups it covers go out now (see "Joint
@@ -690,11 +877,12 @@ private:
     }
 
     // No epoch older than the oldest open one can open any more: all
-    // max_disorder are open (an older tuple is late), or the floor (a
-    // heartbeat received or emitted) is at the oldest open epoch.
+    // max_disorder are open (an older tuple is late; not with promises), or
+    // the floor (a heartbeat received or emitted) is at the oldest open
+    // epoch.
     bool older_epochs_closed() const
     {
-        if (n_open_ == max_disorder)
+        if (!promised_ && n_open_ == max_disorder)
             return true;
         return floor_ && functor_.epoch_compare(open_[0].epoch, *floor_) >= 0;
     }
@@ -732,18 +920,44 @@ private:
             open_[i].groups.release();
         }
         n_open_ = 0;
+        if (promised_) {
+            head_ = 0;
+            std::vector<open_epoch>().swap(ring_);
+            open_ = ring_.data();
+        }
         open_groups_ = 0;
         stats_.open_epochs = 0;
         emit_eof(node);
     }
 
+    // gsq_input_heartbeats_strict of the only input (an operator of several
+    // inputs takes no promise: a heartbeat of one says nothing of the
+    // others; nor one whose functor cannot read heartbeats)
+    static bool input_keeps_promises(gsq_node *node)
+    {
+        if constexpr (n_inputs == 1 && has_heartbeat_epoch<F>::value) {
+            return gsq_input_heartbeats_strict(node, 0) != 0;
+        } else {
+            (void)node;
+            return false;
+        }
+    }
+
     F functor_;
-    // Heartbeats close every older epoch: F::strict_heartbeats (the plan's),
-    // or at run time when the input is an LFTA keeping generated promises
-    // (seed 002; gsq_input_heartbeats_strict).  Initialised after functor_.
+    // The input's heartbeats are promises the run keeps (seed 002: generated
+    // from declared time bounds, through merges; gsq_input_heartbeats_strict):
+    // epochs close on heartbeats and at the end only, as many open as the
+    // input's data opens (ring_).  Initialised after functor_.
+    bool promised_;
+    // Heartbeats close every older epoch: F::strict_heartbeats (the plan's:
+    // an HFTA's output), or promised_.
     bool strict_;
     input_eofs eofs_{n_inputs};
-    std::array<open_epoch, max_disorder> open_; // open epochs, oldest first
+    std::array<open_epoch, max_disorder> fixed_; // the slots without promises
+    std::vector<open_epoch> ring_; // the slots with promises (free_slot_at)
+    size_t head_ = 0;              // with promises: the oldest open epoch's slot in ring_
+    open_epoch *open_ = fixed_.data(); // the open epochs, oldest first: fixed_ or
+                                       // ring_ from head_ (moves with them)
     size_t n_open_ = 0;
     size_t open_groups_ = 0;     // groups in the open epochs' tables
     size_t largest_closed_ = 0;  // most groups a closed epoch had (epoch_size_hint)
@@ -764,6 +978,8 @@ private:
     std::optional<epoch_type> hb_out_; // the last heartbeat emitted
     std::optional<epoch_type> h_in_;   // K > 1: the latest epoch an input
                                        // heartbeat announced
+    bool zero_checked_ = false;        // announces_nothing: zero_epoch_ is known
+    std::optional<epoch_type> zero_epoch_; // what a heartbeat of zeros announces
     std::optional<epoch_type> floor_;  // no epoch before it opens (K > 1: the
                                        // last heartbeat emitted; strict: the
                                        // latest heartbeat received too)

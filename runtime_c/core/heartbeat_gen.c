@@ -49,6 +49,7 @@
 #include <string.h>
 
 #include "gsq_internal.h"
+#include "gsq_merge.h"
 #include "gsq_source_ops.h"
 
 #define GSQ_TG_MAX_SLOTS 8192u   /* pending quanta per stream */
@@ -554,22 +555,116 @@ int gsq_heartbeats_generated(gsq_node *node)
     return node->run->tg.active;
 }
 
+/* ---- promises through the plan (gsq_input_heartbeats_strict) ------------
+ *
+ * A stream "keeps promises" when each of its heartbeats h says that no later
+ * data tuple of the stream is below h in h's temporal columns, because the
+ * run drops (and counts) whatever would break it before it gets there:
+ *   - an LFTA instance whose source's heartbeats are generated (seed 002)
+ *     and whose heartbeat follows only the record's own timestamp
+ *     (hb_record_time; for a CSV source its time column): records below a
+ *     promise are dropped at the input;
+ *   - a set merge (the merge of an LFTA's instances over an interface set)
+ *     all of whose instances keep promises;
+ *   - a MERGE all of whose inputs keep promises.
+ * Both merges are the runtime's (gsq_merge.h, gsq::merge_op): under
+ * generated heartbeats their progress is their inputs' heartbeats only, the
+ * heartbeat they emit is the least of their inputs' bounds, and a data
+ * tuple below it is dropped as late -- so, over inputs that keep promises,
+ * it is the least of those promises.
+ * Anything else does not, as far as the runtime can tell: an HFTA other
+ * than a merge (a generated operator's definition does not say what kind it
+ * is, so a selection that passes promises on cannot be told from one that
+ * does not), an LFTA whose heartbeat follows another field, a source
+ * without generated heartbeats. */
+
+/* gsq_merge_spec's column widths (enum gsq_type): 0 for a type no merge reads */
+static uint32_t merge_col_width(int type)
+{
+    switch (type) {
+    case GSQ_T_BOOL: return 1;
+    case GSQ_T_USHORT: return 2;
+    case GSQ_T_UINT: case GSQ_T_INT: case GSQ_T_IP: return 4;
+    case GSQ_T_ULLONG: case GSQ_T_LLONG: case GSQ_T_FLOAT: return 8;
+    default: return 0;
+    }
+}
+
+/* Whether d is one of the runtime's merges (gsq_merge.h) writing stream
+ * `out`: only those give a definition params, a gsq_merge_spec of a numeric
+ * column of their (inputs' and output's) tuples. */
+static int is_runtime_merge(const gsq_run *r, const gsq_hfta_def *d, int out)
+{
+    const gsq_merge_spec *spec = d ? (const gsq_merge_spec *)d->params : NULL;
+    uint32_t w;
+    if (!spec || out < 0 || (uint32_t)out >= r->qs->n_streams)
+        return 0;
+    w = merge_col_width(spec->col_type);
+    return w && spec->fixed_size == r->qs->streams[out].fixed_size &&
+           spec->col_offset <= spec->fixed_size && spec->fixed_size - spec->col_offset >= w;
+}
+
+static int lfta_keeps_promises(const gsq_node *n)
+{
+    return n->lfta->hb_record_time && n->source && n->source->tg &&
+           n->lfta->time_pos == n->source->time_pos;
+}
+
+static int stream_keeps_promises(const gsq_run *r, int stream, uint32_t depth);
+
+static int node_keeps_promises(const gsq_run *r, const gsq_node *n, uint32_t depth)
+{
+    const uint32_t at = (uint32_t)(n - r->nodes);
+    uint32_t i, k = 0;
+    int j;
+    if (n->lfta)
+        return lfta_keeps_promises(n);
+    if (!is_runtime_merge(r, n->hfta, n->out_stream))
+        return 0;
+    if (at < r->hfta_base) { /* a set merge: its inputs are the LFTA's instances */
+        for (i = 0; i < r->n_lfta_nodes; i++) {
+            if (r->nodes[i].merge != n)
+                continue;
+            if (!lfta_keeps_promises(&r->nodes[i]))
+                return 0;
+            k++;
+        }
+        return k != 0;
+    }
+    if (n->hfta->n_inputs < 2 || !n->hfta->in_streams)
+        return 0;
+    for (j = 0; j < n->hfta->n_inputs; j++) {
+        const int in = n->hfta->in_streams[j];
+        if (in < 0 || (uint32_t)in >= r->qs->n_streams ||
+            r->qs->streams[in].fixed_size != r->qs->streams[n->out_stream].fixed_size ||
+            !stream_keeps_promises(r, in, depth + 1))
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether the stream's producer keeps promises (above).  The producer is
+ * its LFTA (instance), its set merge or its HFTA; an LFTA instance feeding
+ * a set merge does not write the stream itself. */
+static int stream_keeps_promises(const gsq_run *r, int stream, uint32_t depth)
+{
+    uint32_t i;
+    if (depth > r->n_nodes) /* the plan is acyclic: never, but never loop */
+        return 0;
+    for (i = 0; i < r->n_nodes; i++) {
+        const gsq_node *n = &r->nodes[i];
+        if (n->out_stream == stream && !n->merge)
+            return node_keeps_promises(r, n, depth);
+    }
+    return 0;
+}
+
 int gsq_input_heartbeats_strict(gsq_node *node, int input)
 {
     gsq_run *r = node->run;
-    uint32_t i;
-    int stream;
     if (!r->tg.active || !node->hfta || input < 0 || input >= node->hfta->n_inputs)
         return 0;
-    stream = node->hfta->in_streams[input];
-    for (i = 0; i < r->n_lfta_nodes; i++) {
-        const gsq_node *n = &r->nodes[i];
-        if (n->out_stream != stream || n->merge)
-            continue;
-        return n->lfta->hb_record_time && n->source && n->source->tg &&
-               n->lfta->time_pos == n->source->time_pos;
-    }
-    return 0; /* an HFTA's output, or a set merge's */
+    return stream_keeps_promises(r, node->hfta->in_streams[input], 0);
 }
 
 void gsq_heartbeat_promised(gsq_node *node, uint64_t usec)

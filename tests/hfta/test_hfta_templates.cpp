@@ -36,7 +36,7 @@
 #ifndef TEST_PART
 #define TEST_PART 0
 #endif
-#define TEST_PARTS 8
+#define TEST_PARTS 9
 #define IN_PART(n) (TEST_PART == 0 || TEST_PART == (n))
 
 static int g_passed = 0;
@@ -87,6 +87,7 @@ struct gsq_node {
     bool failed = false;
     std::string failure;
     bool generated = false; // gsq_heartbeats_generated
+    bool strict_input = false; // gsq_input_heartbeats_strict (every input)
     uint64_t max_groups = 0; // gsq_node_max_groups: 0, none given (no limit here)
 };
 
@@ -141,7 +142,7 @@ int gsq_node_failed(gsq_node *node) { return node->failed ? 1 : 0; }
 
 uint32_t gsq_clock_seconds(gsq_node *) { return 0; }
 int gsq_heartbeats_generated(gsq_node *node) { return node->generated ? 1 : 0; }
-int gsq_input_heartbeats_strict(gsq_node *, int) { return 0; }
+int gsq_input_heartbeats_strict(gsq_node *node, int) { return node->strict_input ? 1 : 0; }
 uint64_t gsq_node_max_groups(gsq_node *node, size_t, int *given)
 {
     *given = node->max_groups != 0;
@@ -3446,6 +3447,10 @@ static void test_groupby_accept_run()
 }
 #endif
 
+#if IN_PART(9)
+#include "test_groupby_promised.hpp"
+#endif
+
 int main()
 {
 #if IN_PART(1)
@@ -3523,6 +3528,9 @@ int main()
 #endif
 #if IN_PART(8)
     test_order_properties_ooo_outer_join();
+#endif
+#if IN_PART(9)
+    test_groupby_promised();
 #endif
     std::printf("%d passed, %d failed\n", g_passed, g_failed);
     return g_failed == 0 ? 0 : 1;
