@@ -47,7 +47,8 @@
 // last(key) >= s - (N - 1) (last(key) <= s holds: later R is not applied yet).
 // Per key only the last R epoch is kept, so an S tuple is emitted at most once
 // however many R tuples match.  A data tuple earlier than its own input's
-// progress is dropped and counted (GSQ_CNT_LATE_DROPPED).
+// progress is dropped and counted (gsq_count_late: GSQ_CNT_LATE_DROPPED and
+// the rows it stands for).
 //
 // Purge.  Future S tuples are at s >= F = (the S head's time, else p_S), so a
 // key with last(key) < F - (N - 1) can never match again and is erased (a new
@@ -201,7 +202,7 @@ private:
         }
         if (progress_[s] && t < *progress_[s]) {
             ++stats_.late_dropped[s];
-            gsq_count(node, GSQ_CNT_LATE_DROPPED, 1);
+            gsq_count_late(node, s, tup, len); // and the rows it stands for
             return;
         }
         advance(s, t);

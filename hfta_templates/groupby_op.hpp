@@ -530,7 +530,7 @@ private:
         if constexpr (joint_punctuation) {
             if (functor_.joint_covers(key_)) { // its group may be out already
                 ++stats_.late_dropped;
-                gsq_count(node, GSQ_CNT_LATE_DROPPED, 1);
+                gsq_count_late(node, 0, tup, len); // and the rows it stands for
                 return;
             }
         }
@@ -538,7 +538,7 @@ private:
         table_type *groups = route(node, functor_.epoch_of(key_));
         if (groups == nullptr) {
             ++stats_.late_dropped;
-            gsq_count(node, GSQ_CNT_LATE_DROPPED, 1);
+            gsq_count_late(node, 0, tup, len); // and the rows it stands for
             return;
         }
 

@@ -251,9 +251,11 @@ constexpr auto prefetch_of() noexcept
 } // namespace detail
 
 // The gsq_hfta_def of operator Op.  `in_streams` must have static storage
-// duration (the definition keeps the pointer).
+// duration (the definition keeps the pointer).  promises: enum
+// gsq_hfta_promises, what the operator's heartbeats promise.
 template <class Op, size_t N>
-constexpr gsq_hfta_def hfta_def_of(const char *name, const int (&in_streams)[N], int out_stream) noexcept
+constexpr gsq_hfta_def hfta_def_of(const char *name, const int (&in_streams)[N], int out_stream,
+                                   int promises = GSQ_PROMISES_NONE) noexcept
 {
     static_assert(static_cast<int>(N) == Op::n_inputs,
                   "the number of input streams differs from the operator's n_inputs");
@@ -266,7 +268,8 @@ constexpr gsq_hfta_def hfta_def_of(const char *name, const int (&in_streams)[N],
                         &detail::c_glue<Op>::destroy,
                         detail::prefetch_of<Op>(),
                         nullptr,
-                        detail::accept_run_of<Op>()};
+                        detail::accept_run_of<Op>(),
+                        promises};
 }
 
 } // namespace gsq

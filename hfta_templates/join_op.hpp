@@ -120,7 +120,7 @@
 // compiler sees to that.
 //
 // Late tuples.  A data tuple whose time is before its own input's progress
-// is dropped and counted (GSQ_CNT_LATE_DROPPED, stats().late_dropped): for
+// is dropped and counted (gsq_count_late, stats().late_dropped): for
 // an in-order input, before a previous tuple or heartbeat of that input; for
 // a disordered one, before its latest heartbeat (a tuple that contradicts
 // its input's own punctuation).  This is exactly the condition under which
@@ -476,7 +476,7 @@ private:
         }
         if (me.progress && t < *me.progress) {
             ++stats_.late_dropped[s];
-            gsq_count(node, GSQ_CNT_LATE_DROPPED, 1);
+            gsq_count_late(node, s, tup, len); // and the rows it stands for
             return;
         }
 

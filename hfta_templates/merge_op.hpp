@@ -52,12 +52,12 @@
 // SLACK n it is ordered up to n.  The rule is applied after every data tuple,
 // heartbeat and EOF.  Releasing frees the copy.
 //
-// Late tuples.  A data tuple is dropped and counted (GSQ_CNT_LATE_DROPPED,
-// stats().late_dropped) when t < (max value released so far) - slack -- it
-// would break the output order by more than the slack -- or when t is before
-// the last heartbeat this operator emitted (an upstream that broke its own
-// promise; the output never contradicts a heartbeat).  Late tuples do not
-// move progress.
+// Late tuples.  A data tuple is dropped and counted (gsq_count_late: as a
+// tuple and as the rows it stands for; stats().late_dropped) when
+// t < (max value released so far) - slack -- it would break the output order
+// by more than the slack -- or when t is before the last heartbeat this
+// operator emitted (an upstream that broke its own promise; the output never
+// contradicts a heartbeat).  Late tuples do not move progress.
 //
 // Heartbeats.  On a heartbeat on input i: hb_i and progress_i advance, the
 // release rule runs, then the operator emits its own heartbeat when its bound
@@ -158,7 +158,7 @@ public:
     // `inputs` inputs (>= 2; F::n_inputs when F declares it).
     merge_op(gsq_node *node, int inputs)
         : functor_(node), eofs_(checked(inputs)), inputs_(static_cast<size_t>(inputs)),
-          data_progress_(gsq_heartbeats_generated(node) == 0) {}
+          data_progress_(gsq_heartbeats_generated(node) == 0 && gsq_inputs_are_partials(node) == 0) {}
 
     void accept(gsq_node *node, int input, int kind, const void *tup, uint32_t len)
     {
@@ -166,7 +166,7 @@ public:
         input_state &in = inputs_[static_cast<size_t>(input)];
         switch (kind) {
         case GSQ_DATA:
-            on_data(node, in, tup, len);
+            on_data(node, input, in, tup, len);
             break;
         case GSQ_HEARTBEAT:
             if (tup == nullptr)
@@ -256,7 +256,7 @@ private:
             v = t;
     }
 
-    void on_data(gsq_node *node, input_state &in, const void *tup, uint32_t len)
+    void on_data(gsq_node *node, int input, input_state &in, const void *tup, uint32_t len)
     {
         ++stats_.received;
         const time_type t = functor_.time_of(tup, len);
@@ -265,7 +265,7 @@ private:
                           (hb_out_ && before(t, *hb_out_));
         if (late) {
             ++stats_.late_dropped;
-            gsq_count(node, GSQ_CNT_LATE_DROPPED, 1);
+            gsq_count_late(node, input, tup, len); // and the rows it stands for
             return;
         }
         raise(in.data_max, t);
@@ -384,7 +384,9 @@ private:
     // Whether an input's own data bounds its progress (max(data, hb) above).
     // Not when the run generates heartbeats from declared time bounds (seed
     // 002, gsq_heartbeats_generated): the records of a source may then trail
-    // by its bound, which only its heartbeats carry.
+    // by its bound, which only its heartbeats carry; nor for inputs of
+    // partial aggregates (gsq_inputs_are_partials): an LFTA's partials go out
+    // up to its open epochs apart, which only its heartbeats say.
     bool data_progress_;
 };
 

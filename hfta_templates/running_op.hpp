@@ -146,7 +146,7 @@ private:
         if (promised_) {
             const int c = current_ ? functor_.epoch_compare(*current_, e) : 1;
             if (c < 0) {
-                gsq_count(node, GSQ_CNT_LATE_DROPPED, 1);
+                gsq_count_late(node, 0, tup, len); // and the rows it stands for
                 return;
             }
             if (c > 0) { // a later epoch (or none is current yet): held
@@ -161,7 +161,7 @@ private:
         } else {
             const int c = functor_.epoch_compare(*current_, e);
             if (c < 0) {
-                gsq_count(node, GSQ_CNT_LATE_DROPPED, 1);
+                gsq_count_late(node, 0, tup, len); // and the rows it stands for
                 return;
             }
             if (c > 0)

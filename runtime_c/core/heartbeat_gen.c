@@ -659,12 +659,50 @@ static int stream_keeps_promises(const gsq_run *r, int stream, uint32_t depth)
     return 0;
 }
 
+/* Whether the stream's heartbeats are kept promises without declared
+ * bounds: its producer is an HFTA or set merge whose definition says it
+ * keeps them (merges, joins, aggregations drop what would break a
+ * heartbeat they emitted), or a selection forwarding such an input's.  An
+ * LFTA's are not: a record older than its open epochs still goes out. */
+static int stream_promised(const gsq_run *r, int stream, uint32_t depth)
+{
+    uint32_t i;
+    int j;
+    if (depth > r->n_nodes)
+        return 0;
+    for (i = 0; i < r->n_nodes; i++) {
+        const gsq_node *n = &r->nodes[i];
+        if (n->out_stream != stream || n->merge)
+            continue;
+        if (n->lfta || !n->hfta)
+            return 0;
+        if (n->hfta->promises == GSQ_PROMISES_KEPT)
+            return 1;
+        if (n->hfta->promises != GSQ_PROMISES_FORWARDED || n->hfta->n_inputs < 1)
+            return 0;
+        for (j = 0; j < n->hfta->n_inputs; j++)
+            if (!stream_promised(r, n->hfta->in_streams[j], depth + 1))
+                return 0;
+        return 1;
+    }
+    return 0;
+}
+
 int gsq_input_heartbeats_strict(gsq_node *node, int input)
 {
     gsq_run *r = node->run;
-    if (!r->tg.active || !node->hfta || input < 0 || input >= node->hfta->n_inputs)
+    int stream;
+    if (!node->hfta || input < 0 || input >= node->hfta->n_inputs)
         return 0;
-    return stream_keeps_promises(r, node->hfta->in_streams[input], 0);
+    stream = node->hfta->in_streams[input];
+    if (r->tg.active && stream_keeps_promises(r, stream, 0))
+        return 1;
+    /* Without declared bounds, or where they do not reach, behind an operator that keeps its
+     * heartbeats while they run: a merge's heartbeat is the least progress
+     * of its inputs, a join's the least its state may still produce, so an
+     * idle member or input holding epochs open keeps them open downstream
+     * too, however far the others run ahead (data would close them early). */
+    return r->hb_interval_usec != 0 && stream_promised(r, stream, 0);
 }
 
 void gsq_heartbeat_promised(gsq_node *node, uint64_t usec)

@@ -193,6 +193,85 @@ void gsq_count(gsq_node *node, int counter, uint64_t n)
 {
     if (counter >= 0 && counter < GSQ_CNT__COUNT)
         node->counters[counter] += n;
+    if (counter == GSQ_CNT_LATE_DROPPED) /* tuples of one row each */
+        node->counters[GSQ_CNT_LATE_DROPPED_ROWS] += n;
+}
+
+/* The stream of an HFTA node's input: its definition's in_streams, or for
+ * the merge of an LFTA's instances over an interface set (nodes before
+ * hfta_base, sets.c) the LFTA's stream, its own out_stream.  NULL when
+ * there is none (an LFTA, an input out of range). */
+static const gsq_stream_desc *input_desc(const gsq_node *node, int input)
+{
+    const gsq_run *r = node->run;
+    int s;
+    if (!node->hfta || input < 0 || input >= node->n_inputs)
+        return NULL;
+    if ((uint32_t)(node - r->nodes) < r->hfta_base)
+        s = node->out_stream;
+    else if (node->hfta->in_streams && input < node->hfta->n_inputs)
+        s = node->hfta->in_streams[input];
+    else
+        return NULL;
+    if (s < 0 || (uint32_t)s >= r->qs->n_streams)
+        return NULL;
+    return &r->qs->streams[s];
+}
+
+/* The rows a partial aggregate of stream d holds: its column rows_col, read
+ * by the column's type.  0 and *rows set, or -1 when it cannot be read (no
+ * integer column, outside the tuple's len or fixed part, negative). */
+static int tuple_rows(const gsq_stream_desc *d, const void *tup, uint32_t len, uint64_t *rows)
+{
+    const gsq_column *c;
+    uint32_t size;
+    union { uint16_t u16; uint32_t u32; int32_t i32; uint64_t u64; int64_t i64; } v;
+    if (!tup || d->rows_col < 0 || (uint32_t)d->rows_col >= d->n_cols)
+        return -1;
+    c = &d->cols[d->rows_col];
+    switch (c->type) {
+    case GSQ_T_USHORT: size = 2; break;
+    case GSQ_T_UINT: case GSQ_T_INT: size = 4; break;
+    case GSQ_T_ULLONG: case GSQ_T_LLONG: size = 8; break;
+    default: return -1;
+    }
+    if (c->offset > len || len - c->offset < size || c->offset > d->fixed_size ||
+        d->fixed_size - c->offset < size)
+        return -1;
+    memcpy(&v, (const uint8_t *)tup + c->offset, size);
+    switch (c->type) {
+    case GSQ_T_USHORT: *rows = v.u16; return 0;
+    case GSQ_T_UINT: *rows = v.u32; return 0;
+    case GSQ_T_INT: *rows = (uint64_t)v.i32; return v.i32 < 0 ? -1 : 0;
+    case GSQ_T_ULLONG: *rows = v.u64; return 0;
+    default: *rows = (uint64_t)v.i64; return v.i64 < 0 ? -1 : 0; /* GSQ_T_LLONG */
+    }
+}
+
+void gsq_count_late(gsq_node *node, int input, const void *tup, uint32_t len)
+{
+    const gsq_stream_desc *d = input_desc(node, input);
+    uint64_t rows = 1;
+    node->counters[GSQ_CNT_LATE_DROPPED]++;
+    if (!d || d->rows_col == GSQ_ROWS_ONE) /* no stream known: a row, as gsq_count */
+        node->counters[GSQ_CNT_LATE_DROPPED_ROWS]++;
+    else if (tuple_rows(d, tup, len, &rows) == 0)
+        node->counters[GSQ_CNT_LATE_DROPPED_ROWS] += rows;
+    else
+        node->counters[GSQ_CNT_LATE_DROPPED_UNKNOWN]++;
+}
+
+int gsq_inputs_are_partials(gsq_node *node)
+{
+    int i;
+    if (!node->run->hb_interval_usec || !node->hfta)
+        return 0;
+    for (i = 0; i < (node->n_inputs > 0 ? node->n_inputs : 1); i++) {
+        const gsq_stream_desc *d = input_desc(node, i);
+        if (d && d->rows_col != GSQ_ROWS_ONE)
+            return 1;
+    }
+    return 0;
 }
 
 void gsq_peak(gsq_node *node, int which, uint64_t value)

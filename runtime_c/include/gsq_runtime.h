@@ -150,11 +150,16 @@ void gsq_heartbeat_promised(gsq_node *node, uint64_t usec);
  * may then trail its largest value by a declared bound, and only its
  * heartbeats carry progress (operators must not infer it from data). */
 int gsq_heartbeats_generated(gsq_node *node);
-/* Nonzero when HFTA input `input` is fed by an LFTA whose heartbeats are
- * generated promises it keeps (records below them are dropped before it,
- * its aggregation closes and flushes every older epoch at once): each such
- * heartbeat h says no later tuple of that input belongs to an epoch before
- * h's. */
+/* Nonzero when the heartbeats on HFTA input `input` are promises kept: each
+ * such heartbeat h says no later tuple of that input belongs to an epoch
+ * before h's.  The input is then fed by an LFTA whose heartbeats are
+ * generated from declared bounds (records below them are dropped before
+ * it), by the set merge of such LFTAs or a MERGE of such inputs, or --
+ * while heartbeats run -- by an operator whose definition keeps them
+ * (gsq_hfta_def.promises: merges, joins and aggregations drop what would
+ * break a heartbeat they emitted), or a selection forwarding such an
+ * input's.  An aggregation over such an input closes its epochs only on
+ * those heartbeats (and at the end), never because data ran ahead. */
 int gsq_input_heartbeats_strict(gsq_node *node, int input);
 /* The unit of an LFTA's interface's CSV time values (option time_unit:NAME:
  * s, ms, us or ns; seconds by default), in nanoseconds per unit (a power of
@@ -188,9 +193,41 @@ enum gsq_counter {
     GSQ_CNT_FIELD_UNAVAILABLE,  /* record lacked a referenced field */
     GSQ_CNT_SKEW_DROPPED,       /* record older than a bound an LFTA had
                                  * already promised in a heartbeat */
+    GSQ_CNT_LATE_DROPPED_ROWS,  /* input rows the late tuples stood for
+                                 * (gsq_count_late): 1 for a tuple that is
+                                 * one row, a partial aggregate's count(*)
+                                 * [stats: late_dropped_rows] */
+    GSQ_CNT_LATE_DROPPED_UNKNOWN, /* late tuples whose rows are not known:
+                                 * partial aggregates of a query without
+                                 * count(*) (gsq_stream_desc.rows_col
+                                 * GSQ_ROWS_UNKNOWN) [stats:
+                                 * late_dropped_rows_unknown] */
     GSQ_CNT__COUNT
 };
+/* Bump a counter by n.  Tuples counted as GSQ_CNT_LATE_DROPPED here are
+ * one row each (GSQ_CNT_LATE_DROPPED_ROWS grows by n too); gsq_count_late
+ * counts a late tuple by the rows it stands for. */
 void gsq_count(gsq_node *node, int counter, uint64_t n);
+
+/* An HFTA node drops data tuple tup (len bytes, as accept() got it) of
+ * input `input` as late: GSQ_CNT_LATE_DROPPED counts it, and the rows it
+ * stands for (by the rows_col of the input's stream: 1, or the partial
+ * aggregate's count of rows) go to GSQ_CNT_LATE_DROPPED_ROWS, or, when
+ * they are not known (rows_col GSQ_ROWS_UNKNOWN, or a count that cannot
+ * be read within len), the tuple to GSQ_CNT_LATE_DROPPED_UNKNOWN.  The
+ * inputs of the merge of an LFTA's instances over an interface set are
+ * the instances: their stream is the LFTA's (the merge's own out_stream).
+ * An input without a stream counts as one row.  The run report says how
+ * many rows the dropped tuples held. */
+void gsq_count_late(gsq_node *node, int input, const void *tup, uint32_t len);
+
+/* Nonzero when an input of HFTA node is a stream of partial aggregates
+ * (gsq_stream_desc.rows_col is not GSQ_ROWS_ONE: an LFTA sub-aggregate's,
+ * whose partials go out up to its open epochs apart, and out of order when
+ * its table ejects a group early) and heartbeats run.  A merge of such
+ * inputs (an interface set's) takes their progress from their heartbeats
+ * only -- the oldest epoch each may still produce -- not from their data. */
+int gsq_inputs_are_partials(gsq_node *node);
 
 /* High-water marks of what an operator holds (a merge's buffers, a join's
  * state, an aggregation's groups); the run's stats report each node's peak. */
@@ -239,11 +276,25 @@ typedef struct gsq_column {
     uint32_t offset; /* offsetof in the stream struct */
 } gsq_column;
 
+/* How many input rows a tuple of a stream stands for (gsq_stream_desc.
+ * rows_col), so that losses are reported in rows (gsq_count_late):
+ *   >= 0  the tuple is a partial aggregate (an LFTA sub-aggregate emits one
+ *         tuple per group and epoch): column rows_col, an integer column
+ *         (the count(*) partial), holds the rows it aggregated;
+ *   GSQ_ROWS_ONE (-1)  each tuple is one row (selections, merges of
+ *         tuples, an HFTA's output: a group counts as one);
+ *   GSQ_ROWS_UNKNOWN (-2)  a partial aggregate whose rows the query does
+ *         not count (a sub-aggregate without count(*)). */
+#define GSQ_ROWS_ONE (-1)
+#define GSQ_ROWS_UNKNOWN (-2)
+
 typedef struct gsq_stream_desc {
     const char *name;       /* query name, e.g. "flows" or "_lfta_flows" */
     uint32_t fixed_size;    /* sizeof the stream struct */
     uint32_t n_cols;
     const gsq_column *cols;
+    int32_t rows_col;       /* the rows a tuple stands for: a column index,
+                             * GSQ_ROWS_ONE or GSQ_ROWS_UNKNOWN (above) */
 } gsq_stream_desc;
 
 /* Source kinds an LFTA can read. */
@@ -362,7 +413,18 @@ typedef struct gsq_hfta_def {
      * replaces both accept() and prefetch() for such runs. */
     void (*accept_run)(void *op, gsq_node *node, int input, const uint8_t *first,
                        size_t stride, uint32_t len, uint32_t n);
+    /* What its heartbeats promise (enum gsq_hfta_promises): whether a later
+     * output tuple can fall below a heartbeat it emitted. */
+    int promises;
 } gsq_hfta_def;
+
+enum gsq_hfta_promises {
+    GSQ_PROMISES_NONE = 0,     /* not known to be kept */
+    GSQ_PROMISES_KEPT = 1,     /* never: what would break one is dropped and
+                                * counted (merges, joins, aggregations) */
+    GSQ_PROMISES_FORWARDED = 2 /* its input's heartbeats, passed on with its
+                                * data (a selection): kept when the input's are */
+};
 
 typedef struct gsq_queryset_def {
     uint32_t n_streams;

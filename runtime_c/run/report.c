@@ -14,6 +14,8 @@ static const char *const counter_key[GSQ_CNT__COUNT] = {
     "lfta_ejections",
     "field_unavailable",
     "skew_dropped",
+    "late_dropped_rows",
+    "late_dropped_rows_unknown",
 };
 
 static void kv_u64(gsq_buf *b, const char *key, uint64_t v, int comma)
@@ -231,6 +233,34 @@ static void report_event(gsq_buf *b, const gsq_event *e)
                        e->source ? "records arrive" : "tuples flow", sec, usec);
 }
 
+/* The tuples a node dropped as late, in rows (gsq_count_late): when each
+ * was one row, as tuples; else the partial aggregates and the rows they
+ * held, and those of a query that counts no rows apart. */
+static void report_late(gsq_buf *b, const gsq_node *n)
+{
+    const unsigned long long tuples = n->counters[GSQ_CNT_LATE_DROPPED],
+                             rows = n->counters[GSQ_CNT_LATE_DROPPED_ROWS],
+                             unknown = n->counters[GSQ_CNT_LATE_DROPPED_UNKNOWN],
+                             known = tuples > unknown ? tuples - unknown : 0;
+    const char *what = "arrived later than the closed epoch allows and were dropped";
+    if (unknown == 0 && rows == tuples)
+        gsq_buf_printf(b, "gsqlc: %s: %llu tuples %s\n", n->name, tuples, what);
+    else if (known == 0)
+        gsq_buf_printf(b,
+                       "gsqlc: %s: %llu partial aggregates of a query that counts no rows %s "
+                       "(the rows they held are unknown: add count(*) to the query to count "
+                       "them)\n",
+                       n->name, unknown, what);
+    else if (unknown == 0)
+        gsq_buf_printf(b, "gsqlc: %s: %llu partial aggregates holding %llu rows %s\n", n->name,
+                       known, rows, what);
+    else
+        gsq_buf_printf(b,
+                       "gsqlc: %s: %llu partial aggregates holding %llu rows %s (and %llu more "
+                       "partial aggregates of a query that counts no rows)\n",
+                       n->name, known, rows, what, unknown);
+}
+
 void gsq_build_report(gsq_run *r)
 {
     gsq_buf *b = &r->report;
@@ -271,10 +301,7 @@ void gsq_build_report(gsq_run *r)
     for (i = 0; r->nodes && i < r->n_nodes; i++) {
         const gsq_node *n = &r->nodes[i];
         if (n->counters[GSQ_CNT_LATE_DROPPED])
-            gsq_buf_printf(b,
-                           "gsqlc: %s: %llu tuples arrived later than the closed epoch allows "
-                           "and were dropped\n",
-                           n->name, (unsigned long long)n->counters[GSQ_CNT_LATE_DROPPED]);
+            report_late(b, n);
         if (n->counters[GSQ_CNT_SKEW_DROPPED])
             gsq_buf_printf(b,
                            "gsqlc: %s: %llu tuples arrived later than the time its heartbeats "

@@ -67,6 +67,13 @@ void gsq_node_fail(gsq_node *node, const char *fmt, ...)
 }
 int gsq_node_failed(gsq_node *node) { return node->failed ? 1 : 0; }
 void gsq_count(gsq_node *node, int counter, uint64_t n) { node->counters[counter] += n; }
+int gsq_inputs_are_partials(gsq_node *) { return 0; } // raw tuples here
+// a late tuple is one row here (the runtime reads a partial's count of rows)
+void gsq_count_late(gsq_node *node, int, const void *, uint32_t)
+{
+    node->counters[GSQ_CNT_LATE_DROPPED] += 1;
+    node->counters[GSQ_CNT_LATE_DROPPED_ROWS] += 1;
+}
 void gsq_peak(gsq_node *node, int which, uint64_t value)
 {
     node->peaks[which] = std::max(node->peaks[which], value);

@@ -150,6 +150,13 @@ uint64_t gsq_node_max_groups(gsq_node *node, size_t, int *given)
 }
 
 void gsq_count(gsq_node *node, int counter, uint64_t n) { node->counters[counter] += n; }
+int gsq_inputs_are_partials(gsq_node *) { return 0; } // raw tuples here
+// a late tuple is one row here (the runtime reads a partial's count of rows)
+void gsq_count_late(gsq_node *node, int, const void *, uint32_t)
+{
+    node->counters[GSQ_CNT_LATE_DROPPED] += 1;
+    node->counters[GSQ_CNT_LATE_DROPPED_ROWS] += 1;
+}
 void gsq_peak(gsq_node *node, int which, uint64_t value)
 {
     node->peaks[which] = std::max(node->peaks[which], value);

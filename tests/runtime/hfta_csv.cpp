@@ -78,4 +78,5 @@ extern "C" const gsq_hfta_def hfta_csv_regex = {
     nullptr, // no prefetch hints
     nullptr, // no params
     nullptr, // no runs of data tuples: accept() each
+    GSQ_PROMISES_NONE,
 };

@@ -124,6 +124,7 @@ extern "C" const gsq_hfta_def hfta_hb_merge = {
     nullptr, // no prefetch hints
     nullptr, // no params
     nullptr, // no runs of data tuples: accept() each
+    GSQ_PROMISES_NONE,
 };
 
 extern "C" const gsq_hfta_def hfta_hb_stats = {
@@ -131,4 +132,5 @@ extern "C" const gsq_hfta_def hfta_hb_stats = {
     nullptr, // no prefetch hints
     nullptr, // no params
     nullptr, // no runs of data tuples: accept() each
+    GSQ_PROMISES_NONE,
 };

@@ -138,7 +138,7 @@ static const gsq_column pkt_cols[] = {
     {"UDP_data", GSQ_T_STRING, offsetof(pkt_all_t, udp_data)},
 };
 static const gsq_stream_desc streams[] = {
-    {"pkt_all", sizeof(pkt_all_t), 9, pkt_cols},
+    {"pkt_all", sizeof(pkt_all_t), 9, pkt_cols, GSQ_ROWS_ONE},
 };
 static const gsq_lfta_def *const lftas[] = {&lfta_pkt_all};
 

@@ -31,9 +31,9 @@ static const gsq_column csv_regex_cols[] = {
     {"matched", GSQ_T_BOOL, offsetof(csv_regex_t, matched)},
 };
 static const gsq_stream_desc streams[] = {
-    {"csv_all", sizeof(csv_all_t), 11, csv_all_cols},
-    {"csv_alt", sizeof(csv_alt_t), 2, csv_alt_cols},
-    {"csv_regex", sizeof(csv_regex_t), 3, csv_regex_cols},
+    {"csv_all", sizeof(csv_all_t), 11, csv_all_cols, GSQ_ROWS_ONE},
+    {"csv_alt", sizeof(csv_alt_t), 2, csv_alt_cols, GSQ_ROWS_ONE},
+    {"csv_regex", sizeof(csv_regex_t), 3, csv_regex_cols, GSQ_ROWS_ONE},
 };
 static const gsq_lfta_def *const lftas[] = {&lfta_csv_all, &lfta_csv_alt};
 static const gsq_hfta_def *const hftas[] = {&hfta_csv_regex};

@@ -23,10 +23,10 @@ static const gsq_column summary_cols[] = {
     {"last_hb_usec", GSQ_T_ULLONG, offsetof(hb_summary_t, last_hb_usec)},
 };
 static const gsq_stream_desc streams[] = {
-    {"hb_a", sizeof(hb_pkt_t), 6, pkt_cols},
-    {"hb_b", sizeof(hb_pkt_t), 6, pkt_cols},
-    {"hb_out", sizeof(hb_pkt_t), 6, pkt_cols},
-    {"hb_summary", sizeof(hb_summary_t), 5, summary_cols},
+    {"hb_a", sizeof(hb_pkt_t), 6, pkt_cols, GSQ_ROWS_ONE},
+    {"hb_b", sizeof(hb_pkt_t), 6, pkt_cols, GSQ_ROWS_ONE},
+    {"hb_out", sizeof(hb_pkt_t), 6, pkt_cols, GSQ_ROWS_ONE},
+    {"hb_summary", sizeof(hb_summary_t), 5, summary_cols, GSQ_ROWS_ONE},
 };
 static const gsq_lfta_def *const lftas[] = {&lfta_hb_a, &lfta_hb_b};
 static const gsq_hfta_def *const hftas[] = {&hfta_hb_merge, &hfta_hb_stats};

@@ -306,7 +306,8 @@ def merge_def(var: str, col: Column, struct_t: str, ordered: bool, slack: float,
             f" (uint32_t)sizeof({struct_t}), {merge_slack(col.type, slack)}}};\n"
             f"{storage}const gsq_hfta_def {var} = {{\n"
             f"    {head},\n"
-            f"    GSQ_MERGE_FNS({tag}, {direction}, {order}), NULL, &{var}_spec, NULL}};\n")
+            f"    GSQ_MERGE_FNS({tag}, {direction}, {order}), NULL, &{var}_spec, NULL,\n"
+            f"    GSQ_PROMISES_KEPT}};\n")
 
 
 def output_assignments(em: CEmitter, out: StreamDef, select: list[tuple[str, ast.Expr]],
@@ -401,14 +402,35 @@ class Generator:
                         for c in s.columns],
         }
 
+    @staticmethod
+    def _rows_col(n: PlanNode) -> int:
+        """gsq_stream_desc.rows_col of n's output: how many input rows a
+        tuple stands for.  An LFTA sub-aggregate's partials hold the rows of
+        their count(*) accumulator (a sum of the constant 1), its output
+        column's index; without one the rows are unknown (-2).  Every other
+        stream's tuple is one row (-1; an HFTA's group counts as one)."""
+        if not isinstance(n, LftaAggregate):
+            return -1
+        names = [c.name for c in n.output.columns]
+        for name, e in n.select:
+            if isinstance(e, AccumRef) and name in names:
+                a = n.accums[e.index]
+                if a.op == "sum" and a.expr is None and a.udaf is None and a.type in (
+                        Type.USHORT, Type.UINT, Type.INT, Type.ULLONG, Type.LLONG):
+                    return names.index(name)
+        return -2
+
     def _queryset(self) -> str:
         streams, lftas, hftas = [], [], []
         for n in self.plan.nodes:
             t = self.tup(n.name)
+            rows_col = self._rows_col(n)
             streams.append({
                 "ident": self.idents[n.name], "name": c_string(n.name), "type": t,
                 "cols": [{"name": c_string(c.name), "type": c.type.code,
                           "member": field_member(c.name)} for c in n.output.columns],
+                "rows_col": {-1: "GSQ_ROWS_ONE", -2: "GSQ_ROWS_UNKNOWN"}.get(rows_col,
+                                                                           str(rows_col)),
             })
             lfta = isinstance(n, LftaNode)
             (lftas if lfta else hftas).append(

@@ -602,7 +602,8 @@ class SplitRun(ResultConversions):
 _SUM = {"records_read", "rows_read", "rows_rejected", "values_coerced", "bytes_read",
         "input_bytes", "input_bytes_total",
         "time_unreadable", "held_back", "tuples", "heartbeats", "joint_heartbeats",
-        "late_dropped", "lfta_ejections", "field_unavailable", "skew_dropped", "batches",
+        "late_dropped", "late_dropped_rows", "late_dropped_rows_unknown",
+        "lfta_ejections", "field_unavailable", "skew_dropped", "batches",
         "bytes", "heartbeat_rows", "tuples_written", "heartbeat_ticks",
         "heartbeat_ticks_skipped", "events_dropped", "traces_written", "rows_packed"}
 _ANY = {"truncated", "interrupted", "output_closed", "running"}
