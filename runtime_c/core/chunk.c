@@ -100,4 +100,5 @@ void gsq_chunk_from_ring(gsq_chunk *ch, const gsq_ring *ring)
     }
     ch->n = n;
     ch->any_skipped = 0;
+    ch->clock_row = -1;
 }

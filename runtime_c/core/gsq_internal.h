@@ -212,6 +212,9 @@ typedef struct gsq_chunk {
     uint64_t *arrival_usec;
     uint8_t *ts_unreadable;
     uint64_t *clock_usec;     /* run_cols: the data clock after each row */
+    int32_t clock_row;        /* -1: every kept row is stamped; else only rows
+                               * 0 and clock_row (the last) are, the rows the
+                               * data clock moves to when no LFTA reads it */
     gsq_csv_value *vals;
     uint8_t *valid;
     gsq_col *slot_cols;

@@ -76,25 +76,26 @@ static void prefetch_record(gsq_source *s, uint32_t i)
     }
 }
 
-/* The data clock over a whole batch at once: the running maximum of its
- * readable arrival instants, for a source none of whose LFTAs reads the
- * clock (the clock is then not seen between its records). */
+/* The data clock over a whole batch at once, for a source none of whose
+ * LFTAs reads it (the clock is not seen between its records): its first
+ * readable record starts the clock, and the clock moves to its last
+ * readable one (a running maximum over batches; for records out of order
+ * within a batch it may trail their largest until the next batch -- the
+ * timing of the ticks, not what any LFTA sees). */
 static void batch_clock(gsq_run *r, const gsq_ring *ring)
 {
-    int seen = r->data_seen;
-    uint64_t usec = r->data_usec, first = r->data_first_usec;
     uint32_t i;
-    for (i = 0; i < ring->n_recs; i++) {
-        const gsq_record *rec = &ring->recs[i];
-        if (rec->ts_unreadable)
-            continue;
-        first = seen ? first : rec->arrival_usec;
-        usec = !seen || rec->arrival_usec > usec ? rec->arrival_usec : usec;
-        seen = 1;
-    }
-    r->data_seen = seen;
-    r->data_usec = usec;
-    r->data_first_usec = first;
+    for (i = 0; !r->data_seen && i < ring->n_recs; i++)
+        if (!ring->recs[i].ts_unreadable) {
+            r->data_first_usec = r->data_usec = ring->recs[i].arrival_usec;
+            r->data_seen = 1;
+        }
+    for (i = ring->n_recs; i-- > 0;)
+        if (!ring->recs[i].ts_unreadable) {
+            if (ring->recs[i].arrival_usec > r->data_usec)
+                r->data_usec = ring->recs[i].arrival_usec;
+            break;
+        }
 }
 
 /* The data clock follows the arrival instants of the records of sources
@@ -150,7 +151,22 @@ static void run_cols(gsq_run *r, gsq_source *s)
     int data_clock = r->clock_mode == GSQ_CLOCK_DATA;
     int row_clock = data_clock && s->clock_readers; /* kept per row for its readers */
     uint32_t i, j;
-    if (data_clock && !s->tg) {
+    if (data_clock && !s->tg && !row_clock && ch->clock_row >= 0 && ch->n) {
+        /* only the first row and clock_row are stamped (arrow_source.c):
+         * the clock moves to clock_row's */
+        uint32_t top = (uint32_t)ch->clock_row;
+        if (!r->data_seen && row_readable(s, ch, 0)) {
+            r->data_first_usec = ch->arrival_usec[0];
+            r->data_usec = ch->arrival_usec[0];
+            r->data_seen = 1;
+        }
+        if (row_readable(s, ch, top) && (!r->data_seen || ch->arrival_usec[top] > r->data_usec)) {
+            if (!r->data_seen)
+                r->data_first_usec = ch->arrival_usec[top];
+            r->data_usec = ch->arrival_usec[top];
+            r->data_seen = 1;
+        }
+    } else if (data_clock && !s->tg) {
         /* the clock alone: a running maximum, kept in locals (the stores
          * to clock_usec may alias the run) and taken with no branch */
         int seen = r->data_seen;

@@ -737,7 +737,7 @@ static int take_cols(gsq_run *r, gsq_source *s, arrow_reader *rd)
     gsq_chunk *ch = &s->chunk;
     int64_t left = rd->batch.length - rd->row;
     uint32_t m = left > (int64_t)ch->cap ? ch->cap : (uint32_t)left, k, j, cut;
-    int summary, raw_times;
+    int summary, raw_times, data_clock;
     uint32_t last_kept;
     size_t cap = ch->cap;
     const struct ArrowArray *a = &rd->batch;
@@ -779,7 +779,15 @@ static int take_cols(gsq_run *r, gsq_source *s, arrow_reader *rd)
                 ch->slot_cols[rd->time_slot].raw &&
                 (rd->cs.slot[rd->time_slot].type == GSQ_T_UINT ||
                  rd->cs.slot[rd->time_slot].type == GSQ_T_USHORT);
-    summary = raw_times && !s->tg && r->clock_mode != GSQ_CLOCK_DATA;
+    /* under the data clock, a source none of whose LFTAs reads the clock
+     * needs only the chunk's first and last stamps (ch->clock_row): the
+     * clock moves to the last row of each chunk (a running maximum over
+     * chunks), which for a column out of order within a chunk may trail
+     * its largest value until the next chunk -- the timing of the ticks,
+     * not what any LFTA of the source sees */
+    data_clock = r->clock_mode == GSQ_CLOCK_DATA;
+    summary = raw_times && !s->tg && (!data_clock || !s->clock_readers);
+    ch->clock_row = -1;
     for (last_kept = m; last_kept > 0 && rd->rc[last_kept - 1]; last_kept--)
         ;
     last_kept--; /* UINT32_MAX when every row was rejected */
@@ -788,6 +796,10 @@ static int take_cols(gsq_run *r, gsq_source *s, arrow_reader *rd)
          * every row's from the time column at once (row_ok read when
          * generated heartbeats drop rows: all kept so far) */
         if (summary && m) {
+            if (data_clock) { /* the clock: the first row, then the last */
+                stamp_row(s, rd, ch, 0);
+                ch->clock_row = (int32_t)(m - 1);
+            }
             stamp_row(s, rd, ch, m - 1);
         } else if (raw_times) {
             gsq_source_stamp_uints(s, ch->slot_cols[rd->time_slot].raw,
@@ -804,7 +816,7 @@ static int take_cols(gsq_run *r, gsq_source *s, arrow_reader *rd)
         if (rd->rc[j]) {
             ch->any_skipped = 1;
             reject_row(s, rd, j);
-        } else if (s->has_ts && (!summary || j == last_kept)) {
+        } else if (s->has_ts && (!summary || data_clock || j == last_kept)) {
             stamp_row(s, rd, ch, j);
         }
     }
