@@ -767,3 +767,32 @@ def test_scenarios_through_a_sanitized_runner(qdir, tmp_path):
         failures.append(failure(scn, probs, errs))
     if any(failures):
         pytest.fail("\n\n".join(f for f in failures if f), pytrace=False)
+
+
+def test_a_live_source_beside_a_recording_keeps_the_wall_clock(tmp_path):
+    """A mixed run: rows on standard input (a live feed) beside a CSV file
+    (a recording).  The default clock is then the wall clock, and --stats
+    says which rule each source follows; without the live feed the same
+    file is replayed on its own time."""
+    import json as _json
+    schema, q = tmp_path / "schema.txt", tmp_path / "q.gsql"
+    schema.write_text(SCHEMA)
+    q.write_text("DEFINE { query_name 'ra'; }\nselect ts, x from a.P;\n"
+                 "DEFINE { query_name 'rb'; }\nselect ts, x from b.P;\n")
+    f = tmp_path / "b.csv"
+    f.write_text("".join(f"{1000 + i},1,{i}\n" for i in range(100)))
+    live = "".join(f"{2000 + i},2,{i}\n" for i in range(50)).encode()
+    p = run_gsqlc("run", str(q), "--schema", str(schema), "--source", "a=csv:-",
+                  "--source", f"b=csv:{f}", "--stats", input=live)
+    assert p.returncode == 0, p.stderr
+    err = p.stderr.decode()
+    st = _json.loads(err[err.index("{\n"):])
+    assert st["clock"] == "wall" and st["clock_chosen"].startswith("auto: a live source"), st
+    read = {s["iface"]: (s["read"], s["recording"]) for s in st["sources"]}
+    assert read == {"a": ("live", False), "b": ("as recorded", True)}
+    assert len(p.stdout.decode().split()) == 150
+    q.write_text("DEFINE { query_name 'rb'; }\nselect ts, x from b.P;\n")
+    p = run_gsqlc("run", str(q), "--schema", str(schema), "--source", f"b=csv:{f}", "--stats")
+    err = p.stderr.decode()
+    st = _json.loads(err[err.index("{\n"):])
+    assert st["clock"] == "data" and st["clock_chosen"] == "auto: every source is a recording"
