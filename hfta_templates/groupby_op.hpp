@@ -814,14 +814,7 @@ private:
     {
         if (n_open_ == 0 || functor_.epoch_compare(e, open_[n_open_ - 1].epoch) <= 0)
             return false;
-        if (!zero_checked_) {
-            zero_checked_ = true;
-            const std::vector<unsigned char> zeros(len);
-            epoch_type z{};
-            if (functor_.heartbeat_epoch(zeros.data(), len, z))
-                zero_epoch_ = std::move(z);
-        }
-        return zero_epoch_ && functor_.epoch_compare(*zero_epoch_, e) == 0;
+        return zero_hb_.announced(functor_, e, len);
     }
 
     // Back to the K rule for good (the promises say nothing of the epochs:
@@ -978,8 +971,7 @@ private:
     std::optional<epoch_type> hb_out_; // the last heartbeat emitted
     std::optional<epoch_type> h_in_;   // K > 1: the latest epoch an input
                                        // heartbeat announced
-    bool zero_checked_ = false;        // announces_nothing: zero_epoch_ is known
-    std::optional<epoch_type> zero_epoch_; // what a heartbeat of zeros announces
+    zero_heartbeat<F, epoch_type> zero_hb_; // announces_nothing
     std::optional<epoch_type> floor_;  // no epoch before it opens (K > 1: the
                                        // last heartbeat emitted; strict: the
                                        // latest heartbeat received too)

@@ -26,6 +26,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <optional>
 #include <vector>
 
 #include "gsq_runtime.h"
@@ -81,6 +82,31 @@ private:
 };
 
 inline void emit_eof(gsq_node *node) { gsq_emit(node, GSQ_EOF, nullptr, 0, nullptr, 0); }
+
+// The epoch a heartbeat of all-zero bytes announces to an operator with
+// functor F (heartbeat_epoch, epoch_compare): a merge's heartbeat sets only
+// its merge column, so one that bounds another column than the operator's
+// epoch reads as this epoch.  Worked out once, at the first question.
+template <class F, class Epoch>
+class zero_heartbeat {
+public:
+    // Whether heartbeat epoch e is the one zeros announce (len: the tuple's).
+    bool announced(F &functor, const Epoch &e, uint32_t len)
+    {
+        if (!checked_) {
+            checked_ = true;
+            const std::vector<unsigned char> zeros(len);
+            Epoch z{};
+            if (functor.heartbeat_epoch(zeros.data(), len, z))
+                epoch_ = std::move(z);
+        }
+        return epoch_ && functor.epoch_compare(*epoch_, e) == 0;
+    }
+
+private:
+    bool checked_ = false;
+    std::optional<Epoch> epoch_;
+};
 
 // GSQ_EOF on `input` of an operator that holds tuples: the input's first EOF
 // marks it in `eofs` and calls on_end(), which records the end and releases

@@ -273,14 +273,7 @@ private:
                            (!held_.empty() && functor_.epoch_compare(e, held_.back().epoch) > 0);
         if (!later)
             return false;
-        if (!zero_checked_) {
-            zero_checked_ = true;
-            const std::vector<unsigned char> zeros(len);
-            epoch_type z{};
-            if (functor_.heartbeat_epoch(zeros.data(), len, z))
-                zero_epoch_ = std::move(z);
-        }
-        return zero_epoch_ && functor_.epoch_compare(*zero_epoch_, e) == 0;
+        return zero_hb_.announced(functor_, e, len);
     }
 
     // The current epoch ends and e begins: every group out, then discarded
@@ -321,8 +314,7 @@ private:
     std::vector<held_epoch> held_;     // promised input: later epochs' tuples, oldest first
     size_t held_tuples_ = 0;
     size_t held_bytes_ = 0;
-    bool zero_checked_ = false;            // announces_nothing
-    std::optional<epoch_type> zero_epoch_; // what a heartbeat of zeros announces
+    zero_heartbeat<F, epoch_type> zero_hb_; // announces_nothing
     key_type key_{};                   // scratch key, reused by extract
     static constexpr size_t bytes_per_group = 3 * (8 + sizeof(key_type) + sizeof(state_type));
     int max_groups_given_ = 0;
