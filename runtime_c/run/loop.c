@@ -232,17 +232,17 @@ static inline void note_chunk_time(gsq_source *s)
         note_time(s, ch->app_usec[ch->n - 1]);
 }
 
-/* The end of one LFTA: (option final_heartbeat) its last heartbeat, then
- * finish() -- the epochs and groups it holds go out as data -- and
- * GSQ_EOF, which downstream operators take as infinite progress of that
- * input.  Once per LFTA (n->ended). */
-static void end_lfta(gsq_node *n)
+/* The end of one LFTA: finish() -- the epochs and groups it holds go out
+ * as data -- and GSQ_EOF, which downstream operators take as infinite
+ * progress of that input.  Once per LFTA (n->ended); with option
+ * final_heartbeat, its last heartbeat first (at the run's end the caller
+ * has fired every LFTA's already, gsq_hb_final). */
+static void end_lfta(gsq_node *n, int last_heartbeat)
 {
-    gsq_run *r = n->run;
-    if (!n->live || n->ended || r->failed)
+    if (!n->live || n->ended || n->run->failed)
         return;
     n->ended = 1;
-    if (r->final_heartbeat && n->lfta->heartbeat)
+    if (last_heartbeat && n->run->final_heartbeat && n->lfta->heartbeat)
         n->lfta->heartbeat(n->state, n);
     if (n->lfta->finish)
         n->lfta->finish(n->state, n);
@@ -258,7 +258,7 @@ static void end_source(gsq_run *r, gsq_source *s)
 {
     uint32_t j;
     for (j = 0; j < s->n_lftas && !r->failed; j++)
-        end_lfta(s->lftas[j]);
+        end_lfta(s->lftas[j], 1);
     gsq_drain(r);
 }
 
@@ -431,14 +431,7 @@ void gsq_main_loop(gsq_run *r)
         gsq_hb_final(r); /* before any EOF: the inputs of the HFTAs are open */
     for (i = 0; i < r->n_injects && !r->failed; i++)
         gsq_inject_eof(r, &r->injects[i]);
-    for (i = 0; i < r->n_lfta_nodes && !r->failed; i++) {
-        gsq_node *n = &r->nodes[i];
-        if (!n->live || n->ended)
-            continue;
-        n->ended = 1;
-        if (n->lfta->finish)
-            n->lfta->finish(n->state, n);
-        gsq_emit(n, GSQ_EOF, NULL, 0, NULL, 0);
-    }
+    for (i = 0; i < r->n_lfta_nodes && !r->failed; i++)
+        end_lfta(&r->nodes[i], 0);
     gsq_drain(r);
 }
