@@ -3,6 +3,7 @@
     GsqlcError                 root: `except gsqlc.GsqlcError` catches them all
       QueryError               a query or schema breaks a rule (located; exit 2)
       UsageError               a bad option, binding or argument (exit 2)
+        SettingError           one setting's bad value, named as the face that took it names it
         InterfaceError         a bad interfaces file or binding
         SetupError             the runtime refused an option, source or sink
         TraceError             an unreadable trace file
@@ -109,6 +110,25 @@ def render(err: QueryError, color: bool = False) -> str:
 class UsageError(GsqlcError):
     """A bad option, binding or argument (not located in a query file)."""
     exit_status = 2
+
+
+class SettingError(UsageError):
+    """A bad value of one named setting (a run option, a parameter, a time
+    bound).  The message is `subject` + `rest`; `subject` is the setting as
+    the Python API names it ("the heartbeat interval", "max skew eth0") and
+    `flag` as the command line does ("--heartbeat-interval", "--max-skew
+    eth0"), so that each face says it in its own terms without rewriting
+    text."""
+
+    def __init__(self, subject: str, flag: str, rest: str):
+        super().__init__(subject + rest)
+        self.subject = subject
+        self.flag = flag
+        self.rest = rest
+
+    def in_flags(self) -> str:
+        """The message as the command line says it."""
+        return self.flag + self.rest
 
 
 class InterfaceError(UsageError):
