@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .backend.codegen import GeneratedSet
     from .planner.plan import Plan, PlanDefaults
     from .runtime.plan_summary import PlanSummary
-    from .semantics.analyze import AnalyzedQuery
+    from .semantics.model import AnalyzedQuery
     from .semantics.schema import Schema
 
 
@@ -108,14 +108,15 @@ class Compiled:
 def check_plan_options(max_lfta_disorder: object = None, max_hfta_disorder: object = None,
                        flush: object = None) -> None:
     """Raise UsageError on a bad disorder or flush option (None: default)."""
-    from .errors import UsageError
+    from .errors import SettingError, UsageError
     from .planner.policies import FLUSH_POLICIES, MAX_DISORDER
     for name, v in (("max_lfta_disorder", max_lfta_disorder),
                     ("max_hfta_disorder", max_hfta_disorder)):
         if v is not None and (not isinstance(v, int) or isinstance(v, bool)
                               or not 1 <= v <= MAX_DISORDER):
-            raise UsageError(f"{name} must be an integer from 1 (in order) to {MAX_DISORDER}, "
-                             f"got {v!r}")
+            raise SettingError(name, "--" + name.replace("_", "-"),
+                               f" must be an integer from 1 (in order) to {MAX_DISORDER}, "
+                               f"got {v!r}")
     if flush is not None and flush not in FLUSH_POLICIES:
         raise UsageError(f"flush must be one of {', '.join(FLUSH_POLICIES)}, got {flush!r}")
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import ClassVar, Optional, Union
 
 from ..frontend import ast
-from ..semantics.analyze import AnalyzedQuery, Column, JoinInfo, MergeInfo, StreamDef
 from ..semantics.bound import FieldRef, walk
 from ..semantics.catalog import UdafSpec
+from ..semantics.model import AnalyzedQuery, Column, JoinInfo, MergeInfo, StreamDef
 from ..semantics.schema import Protocol
 from ..semantics.types import Type
 

@@ -25,7 +25,6 @@ from dataclasses import dataclass, replace
 from typing import Iterable, Optional, Sequence
 
 from ..frontend import ast
-from ..semantics.analyze import AggCall, AnalyzedQuery, Column, JoinInfo, MergeInfo, StreamDef
 from ..semantics.bound import (
     AccumRef,
     AggRef,
@@ -38,6 +37,7 @@ from ..semantics.bound import (
     to_text,
     walk,
 )
+from ..semantics.model import AggCall, AnalyzedQuery, Column, JoinInfo, MergeInfo, StreamDef
 from ..semantics.types import Temporal, Type
 from .nodes import (
     DEFAULT_FLUSH,

@@ -16,8 +16,8 @@ from typing import Optional, Sequence
 from ..errors import QueryError
 from ..frontend import ast
 from . import catalog
-from .analyze import Source
 from .bound import conjuncts, rebuild, walk
+from .model import Source
 
 
 def is_join_aggregate(q: ast.Query, functions: catalog.Catalog = catalog.BUILTIN) -> bool:

@@ -21,7 +21,8 @@ from ..frontend import ast
 from ..frontend.parser import parse_query_file, parse_schema_file
 from ..resources import packet_schema_path
 from . import catalog, grouping_sets, join_aggregate
-from .analyze import AnalyzedQuery, Source, StreamDef, analyze_query
+from .analyze import analyze_query
+from .model import AnalyzedQuery, Source, StreamDef
 from .schema import Schema, build_schema, protocol_problem, stream_source
 
 
