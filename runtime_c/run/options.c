@@ -1,12 +1,89 @@
 /*
  * options.c -- gsqlc_set_option and gsqlc_set_param: the run's settings,
  * checked and stored in the run before it starts.
+ *
+ * gsqlc_set_option finds the key's entry in the options table (the
+ * GSQ_OPTION lines of option_table.h: name, kind, range or words, the
+ * gsq_run member it sets, setter, what a value must be, a description)
+ * and calls the entry's setter.  A setter either stores the value and
+ * returns 0, or sets the error and returns -1 leaving the run unchanged.
+ * The generic setters (set_bool, set_words, set_uint, set_seconds,
+ * set_real) serve any option of their kind through its FIELD; an option
+ * with a form of its own keeps a small setter of its own.
  */
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "format.h"
 #include "gsq_run_steps.h"
+
+enum gsq_option_kind {
+    GSQ_OPT_BOOL, GSQ_OPT_WORDS, GSQ_OPT_UINT, GSQ_OPT_SECONDS, GSQ_OPT_REAL, GSQ_OPT_CHAR,
+    GSQ_OPT_TEXT, GSQ_OPT_FORM
+};
+
+typedef struct gsq_option gsq_option;
+/* Parses and stores `value` of option o; arg: the key past a per-interface
+ * option's prefix ("" for a plain key).  0, or -1 with the error set. */
+typedef int gsq_option_setter(gsq_run *r, const gsq_option *o, const char *arg,
+                              const char *value);
+
+/* One run option: a GSQ_OPTION line of option_table.h (which says what each
+ * column holds).  size is 0 when the option names no gsq_run member, else
+ * 4 or 8 (an int, uint32_t, uint64_t or double member); words is NULL or
+ * NULL-terminated, with values[i] what word i stores. */
+struct gsq_option {
+    const char *name;
+    enum gsq_option_kind kind;
+    size_t offset, size;
+    uint64_t low, high;
+    const char *const *words;
+    const uint64_t *values;
+    gsq_option_setter *set;
+    const char *expects, *doc;
+};
+
+/* The length of o's key prefix: up to and including a per-interface
+ * option's first ':', else the whole name. */
+static size_t prefix_len(const gsq_option *o)
+{
+    const char *colon = strchr(o->name, ':');
+    return colon ? (size_t)(colon - o->name) + 1 : strlen(o->name);
+}
+
+/* The refusal every kind shares: "KEY must be EXPECTS, got 'VALUE'". */
+static int refuse(gsq_run *r, const gsq_option *o, const char *arg, const char *value)
+{
+    gsq_set_error(r, "%.*s%s must be %s, got '%s'", (int)prefix_len(o), o->name, arg,
+                  o->expects, value);
+    return -1;
+}
+
+/* v into o's gsq_run member (a 4-byte one takes the low 32 bits). */
+static void store(gsq_run *r, const gsq_option *o, uint64_t v)
+{
+    char *field = (char *)r + o->offset;
+    if (o->size == sizeof(uint64_t)) {
+        memcpy(field, &v, sizeof v);
+    } else {
+        uint32_t v32 = (uint32_t)v;
+        memcpy(field, &v32, sizeof v32);
+    }
+}
+
+/* The value stored for `value`, one of o's words; -1 if it is none. */
+static int word_value(const gsq_option *o, const char *value, uint64_t *out)
+{
+    size_t i;
+    for (i = 0; o->words[i]; i++)
+        if (strcmp(o->words[i], value) == 0) {
+            *out = o->values[i];
+            return 0;
+        }
+    return -1;
+}
 
 static int parse_u32(const char *s, uint32_t *out)
 {
@@ -83,27 +160,20 @@ static int parse_seconds(const char *s, uint64_t *usec)
     return 0;
 }
 
-/* max_skew:NAME and out_of_order:NAME: seconds >= 0 per interface, kept in
- * *arr (the option `what` names it in errors). */
-static int set_iface_seconds(gsq_run *r, const char *what, gsq_skew **arr, uint32_t *n,
+/* max_skew:NAME, out_of_order:NAME and latency:NAME (option o): seconds
+ * >= 0 per interface, kept in *arr. */
+static int set_iface_seconds(gsq_run *r, const gsq_option *o, gsq_skew **arr, uint32_t *n,
                              const char *iface, const char *value)
 {
     uint64_t us;
     uint32_t i;
     gsq_skew *ns;
     int rc = parse_seconds(value, &us);
-    if (!*iface) {
-        gsq_set_error(r, "%s needs an interface name: %s:NAME", what, what);
-        return -1;
-    }
-    if (rc == -2 || rc == -1) {
-        gsq_set_error(r, "%s:%s must be a number of seconds >= 0 (e.g. 2 or 0.5), got '%s'",
-                      what, iface, value);
-        return -1;
-    }
+    if (rc == -2 || rc == -1)
+        return refuse(r, o, iface, value);
     if (rc == -3) {
-        gsq_set_error(r, "%s:%s '%s' is too large (at most 1000000000 seconds)", what, iface,
-                      value);
+        gsq_set_error(r, "%.*s%s '%s' is too large (at most 1000000000 seconds)",
+                      (int)prefix_len(o), o->name, iface, value);
         return -1;
     }
     if (rc == -4)
@@ -129,8 +199,9 @@ oom:
 }
 
 /* skew:FROM:TO -- "AFTER,BOUND" pairs of seconds, several separated by ';'
- * (a bound set, seed 002 section 3.1); replaces an earlier setting. */
-static int set_skew_decl(gsq_run *r, const char *names, const char *value)
+ * (a bound set, the time-management paper's section 3.1); replaces an earlier
+ * setting. */
+static int set_skew_decl(gsq_run *r, const gsq_option *o, const char *names, const char *value)
 {
     const char *colon = strchr(names, ':'), *p = value;
     gsq_bound_set set = {NULL, 0, 0};
@@ -199,24 +270,11 @@ static int set_skew_decl(gsq_run *r, const char *names, const char *value)
     return 0;
 bad:
     free(set.p);
-    gsq_set_error(r, "skew:%s must be AFTER,BOUND seconds >= 0 (wall-clock delay, "
-                  "application-time bound), several separated by ';', got '%s'", names, value);
-    return -1;
+    return refuse(r, o, names, value);
 oom:
     free(set.p);
     gsq_set_error(r, "out of memory");
     return -1;
-}
-
-/* A plain number >= 0 (hb_alpha, in [0, 1]); 0 or -1. */
-static int parse_unit_real(const char *s, double *out)
-{
-    uint64_t us;
-    int rc = parse_seconds(s, &us); /* microseconds of "seconds": 6 decimals */
-    if (rc == -1 || rc == -2 || rc == -3)
-        return -1;
-    *out = rc == -4 ? 0.0 : (double)us / 1e6;
-    return *out <= 1.0 ? 0 : -1;
 }
 
 /* The entry of interface iface in r->times, added if need be (NULL: out
@@ -255,21 +313,14 @@ const gsq_iface_time *gsq_iface_settings(const gsq_run *r, const char *iface)
 
 /* pcap_range:NAME = START:END, byte offsets of record boundaries of a
  * classic pcap file (gsqlc_pcap_cuts gives them; checked at open) */
-static int set_pcap_range(gsq_run *r, const char *iface, const char *value)
+static int set_pcap_range(gsq_run *r, const gsq_option *o, const char *iface, const char *value)
 {
     const char *colon = strchr(value, ':');
     uint64_t a, b;
     gsq_iface_time *t;
-    if (!*iface) {
-        gsq_set_error(r, "pcap_range needs an interface name: pcap_range:NAME");
-        return -1;
-    }
     if (!colon || colon == value || gsq_parse_ullong(value, (size_t)(colon - value), &a) != 0 ||
-        gsq_parse_ullong(colon + 1, strlen(colon + 1), &b) != 0 || a > b) {
-        gsq_set_error(r, "pcap_range:%s must be START:END (byte offsets, START <= END), got '%s'",
-                      iface, value);
-        return -1;
-    }
+        gsq_parse_ullong(colon + 1, strlen(colon + 1), &b) != 0 || a > b)
+        return refuse(r, o, iface, value);
     t = iface_time(r, iface);
     if (!t)
         return -1;
@@ -282,41 +333,25 @@ static int set_pcap_range(gsq_run *r, const char *iface, const char *value)
 /* recording:NAME = 0 | 1: whether the Arrow stream bound to NAME is
  * recorded data (a table: replayed in time beside other recordings) or a
  * feed read as it comes (the default for Arrow streams). */
-static int set_recording(gsq_run *r, const char *iface, const char *value)
+static int set_recording(gsq_run *r, const gsq_option *o, const char *iface, const char *value)
 {
     gsq_iface_time *t;
     uint8_t b;
-    if (!*iface) {
-        gsq_set_error(r, "recording needs an interface name: recording:NAME");
-        return -1;
-    }
-    if (gsq_parse_bool(value, strlen(value), &b) != 0) {
-        gsq_set_error(r, "recording:%s must be 0 or 1, got '%s'", iface, value);
-        return -1;
-    }
+    if (gsq_parse_bool(value, strlen(value), &b) != 0)
+        return refuse(r, o, iface, value);
     if (!(t = iface_time(r, iface)))
         return -1;
     t->recording = b;
     return 0;
 }
 
-/* time_unit:NAME = s | ms | us | ns */
-static int set_time_unit(gsq_run *r, const char *iface, const char *value)
+/* time_unit:NAME = s | ms | us | ns (the words' values: nanoseconds) */
+static int set_time_unit(gsq_run *r, const gsq_option *o, const char *iface, const char *value)
 {
-    static const char *const names[] = {"ns", "us", "ms", "s"};
-    uint64_t ns = 1;
+    uint64_t ns;
     gsq_iface_time *t;
-    int i;
-    if (!*iface) {
-        gsq_set_error(r, "time_unit needs an interface name: time_unit:NAME");
-        return -1;
-    }
-    for (i = 0; i < 4 && strcmp(names[i], value) != 0; i++)
-        ns *= 1000;
-    if (i == 4) {
-        gsq_set_error(r, "time_unit:%s must be s, ms, us or ns, got '%s'", iface, value);
-        return -1;
-    }
+    if (word_value(o, value, &ns) != 0)
+        return refuse(r, o, iface, value);
     t = iface_time(r, iface);
     if (!t)
         return -1;
@@ -325,7 +360,7 @@ static int set_time_unit(gsq_run *r, const char *iface, const char *value)
 }
 
 /* arrival:NAME = POS or POS:TYPE (TYPE a numeric GSQL type name) */
-static int set_arrival(gsq_run *r, const char *iface, const char *value)
+static int set_arrival(gsq_run *r, const gsq_option *o, const char *iface, const char *value)
 {
     static const int numeric[] = {GSQ_T_USHORT, GSQ_T_UINT, GSQ_T_INT, GSQ_T_ULLONG,
                                   GSQ_T_LLONG, GSQ_T_FLOAT};
@@ -334,10 +369,6 @@ static int set_arrival(gsq_run *r, const char *iface, const char *value)
     uint32_t pos;
     int type = 0;
     gsq_iface_time *t;
-    if (!*iface) {
-        gsq_set_error(r, "arrival needs an interface name: arrival:NAME");
-        return -1;
-    }
     if (n == 0 || gsq_parse_uint(value, n, &pos) != 0 || pos == 0 || pos > (1u << 30))
         goto bad;
     if (colon) {
@@ -355,13 +386,258 @@ static int set_arrival(gsq_run *r, const char *iface, const char *value)
     t->arrival_type = type;
     return 0;
 bad:
-    gsq_set_error(r, "arrival:%s must be a CSV position, optionally with a numeric type "
-                     "(e.g. 3 or 3:ullong), got '%s'", iface, value);
-    return -1;
+    return refuse(r, o, iface, value);
+}
+
+/* ---- the generic setters: any option of their kind, through its FIELD */
+
+static int set_bool(gsq_run *r, const gsq_option *o, const char *arg, const char *value)
+{
+    uint8_t b;
+    if (gsq_parse_bool(value, strlen(value), &b) != 0)
+        return refuse(r, o, arg, value);
+    store(r, o, b);
+    return 0;
+}
+
+static int set_words(gsq_run *r, const gsq_option *o, const char *arg, const char *value)
+{
+    uint64_t v;
+    if (word_value(o, value, &v) != 0)
+        return refuse(r, o, arg, value);
+    store(r, o, v);
+    return 0;
+}
+
+/* An integer from o->low to o->high (decimal or 0x hexadecimal). */
+static int set_uint(gsq_run *r, const gsq_option *o, const char *arg, const char *value)
+{
+    uint64_t v;
+    if (!*value || gsq_parse_ullong(value, strlen(value), &v) != 0 || v < o->low || v > o->high)
+        return refuse(r, o, arg, value);
+    store(r, o, v);
+    return 0;
+}
+
+/* Seconds, stored as microseconds from o->low to o->high (a positive value
+ * below half a microsecond is 0). */
+static int set_seconds(gsq_run *r, const gsq_option *o, const char *arg, const char *value)
+{
+    uint64_t us = 0;
+    int rc = parse_seconds(value, &us);
+    if (rc == -1 || rc == -2 || rc == -3)
+        return refuse(r, o, arg, value);
+    if (rc == -4)
+        us = 0;
+    if (us < o->low || us > o->high)
+        return refuse(r, o, arg, value);
+    store(r, o, us);
+    return 0;
+}
+
+/* A number from o->low to o->high, to six decimals, into a double member. */
+static int set_real(gsq_run *r, const gsq_option *o, const char *arg, const char *value)
+{
+    uint64_t us;
+    double v;
+    int rc = parse_seconds(value, &us); /* microseconds of "seconds": 6 decimals */
+    if (rc == -1 || rc == -2 || rc == -3)
+        return refuse(r, o, arg, value);
+    v = rc == -4 ? 0.0 : (double)us / 1e6;
+    if (v < (double)o->low || v > (double)o->high)
+        return refuse(r, o, arg, value);
+    memcpy((char *)r + o->offset, &v, sizeof v);
+    return 0;
+}
+
+/* ---- the options with a form of their own */
+
+static int set_csv_separator(gsq_run *r, const gsq_option *o, const char *arg, const char *value)
+{
+    char c;
+    if (strcmp(value, "\\t") == 0 || strcmp(value, "tab") == 0)
+        c = '\t';
+    else if (strlen(value) == 1)
+        c = value[0];
+    else
+        return refuse(r, o, arg, value);
+    if (c == '"' || c == '\n' || c == '\r') {
+        gsq_set_error(r, "csv_separator cannot be a quote or a line break");
+        return -1;
+    }
+    r->csv_sep = c;
+    return 0;
+}
+
+/* One of the words, or fixed:SECONDS (whole seconds, 32 bits). */
+static int set_clock(gsq_run *r, const gsq_option *o, const char *arg, const char *value)
+{
+    if (strncmp(value, "fixed:", 6) != 0)
+        return set_words(r, o, arg, value);
+    if (parse_u32(value + 6, &r->clock_fixed) != 0)
+        return refuse(r, o, arg, value);
+    store(r, o, GSQ_CLOCK_FIXED);
+    return 0;
+}
+
+/* Also noted as given: Arrow chunks then take it too. */
+static int set_batch(gsq_run *r, const gsq_option *o, const char *arg, const char *value)
+{
+    if (set_uint(r, o, arg, value) != 0)
+        return -1;
+    r->batch_given = 1;
+    return 0;
+}
+
+/* Seconds, or 0 / off: no heartbeat ticks.  Each way of being wrong has
+ * its own message. */
+static int set_heartbeat_interval(gsq_run *r, const gsq_option *o, const char *arg,
+                                  const char *value)
+{
+    uint64_t us = 0;
+    int rc = strcmp(value, "off") == 0 ? 0 : parse_seconds(value, &us);
+    (void)arg;
+    if (rc == -1) {
+        gsq_set_error(r, "heartbeat_interval must be a number of seconds (e.g. 1 or 0.5), or 0 "
+                         "or off to disable heartbeats, got '%s'", value);
+        return -1;
+    }
+    if (rc == -2) {
+        gsq_set_error(r, "heartbeat_interval must not be negative, got '%s' (0 or off disables "
+                         "heartbeats)", value);
+        return -1;
+    }
+    if (rc == -3 || rc == -4) {
+        gsq_set_error(r, "heartbeat_interval '%s' is out of range (from 0.000001 to 1000000000 "
+                         "seconds; 0 or off disables heartbeats)", value);
+        return -1;
+    }
+    store(r, o, us);
+    return 0;
+}
+
+static int set_max_skew(gsq_run *r, const gsq_option *o, const char *arg, const char *value)
+{
+    return set_iface_seconds(r, o, &r->skews, &r->n_skews, arg, value);
+}
+
+static int set_out_of_order(gsq_run *r, const gsq_option *o, const char *arg, const char *value)
+{
+    return set_iface_seconds(r, o, &r->ooos, &r->n_ooos, arg, value);
+}
+
+static int set_latency(gsq_run *r, const gsq_option *o, const char *arg, const char *value)
+{
+    return set_iface_seconds(r, o, &r->latencies, &r->n_latencies, arg, value);
+}
+
+static int set_trace(gsq_run *r, const gsq_option *o, const char *arg, const char *value)
+{
+    char *p;
+    (void)o;
+    (void)arg;
+    if (!*value) {
+        gsq_set_error(r, "trace needs a file path");
+        return -1;
+    }
+    p = gsq_strdup(value);
+    if (!p) {
+        gsq_set_error(r, "out of memory");
+        return -1;
+    }
+    free(r->trace_path);
+    r->trace_path = p;
+    return 0;
+}
+
+/* prop:IFACE:KEY -- an interface property (@KEY in the LFTAs that read
+ * IFACE), kept as the parameter "@IFACE:KEY" (node.c) */
+static int set_prop(gsq_run *r, const gsq_option *o, const char *arg, const char *value)
+{
+    const char *colon = strrchr(arg, ':');
+    char *name;
+    int rc;
+    (void)o;
+    if (!colon || colon == arg || !colon[1]) {
+        gsq_set_error(r, "option 'prop:%s': expected prop:INTERFACE:PROPERTY", arg);
+        return -1;
+    }
+    name = malloc(strlen(arg) + 2);
+    if (!name) {
+        gsq_set_error(r, "out of memory");
+        return -1;
+    }
+    name[0] = '@';
+    strcpy(name + 1, arg);
+    rc = gsqlc_set_param(r, name, value);
+    free(name);
+    return rc;
+}
+
+/* ---- the table and its dispatch */
+
+#define FIELD(member) offsetof(gsq_run, member), sizeof(((gsq_run *)0)->member)
+#define NO_FIELD 0, 0
+#define RANGE(low, high) (low), (high)
+#define NO_RANGE 0, 0
+#define WORDS(...) (const char *const[]){__VA_ARGS__, NULL}
+#define NO_WORDS NULL
+#define VALUES(...) (const uint64_t[]){__VA_ARGS__}
+#define NO_VALUES NULL
+#define GSQ_OPTION(name, kind, field, range, words, values, setter, expects, doc) \
+    {name, GSQ_OPT_##kind, field, range, words, values, setter, expects, doc},
+
+static const gsq_option options[] = {
+#include "option_table.h"
+};
+
+#undef GSQ_OPTION
+#undef NO_VALUES
+#undef VALUES
+#undef NO_WORDS
+#undef WORDS
+#undef NO_RANGE
+#undef RANGE
+#undef NO_FIELD
+#undef FIELD
+
+#define N_OPTIONS (sizeof options / sizeof options[0])
+
+/* The entry whose name is key, or whose per-interface prefix starts it
+ * (*arg: the rest); NULL if none. */
+static const gsq_option *find_option(const char *key, const char **arg)
+{
+    size_t i;
+    for (i = 0; i < N_OPTIONS; i++) {
+        const gsq_option *o = &options[i];
+        size_t n = prefix_len(o);
+        if (o->name[n] ? strncmp(key, o->name, n) == 0 : strcmp(key, o->name) == 0) {
+            *arg = key + n;
+            return o;
+        }
+    }
+    return NULL;
+}
+
+static void refuse_unknown(gsq_run *r, const char *key)
+{
+    char known[1024];
+    size_t i, n = 0;
+    known[0] = 0;
+    for (i = 0; i < N_OPTIONS && n < sizeof known; i++) {
+        int w = snprintf(known + n, sizeof known - n, "%s%s", i ? ", " : "", options[i].name);
+        if (w < 0)
+            break;
+        n += (size_t)w;
+    }
+    gsq_set_error(r, "unknown option '%s' (known: %s)", key, known);
 }
 
 GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
 {
+    const gsq_option *o;
+    const char *arg = "";
+    size_t n;
     if (!key || !value) {
         gsq_set_error(r, "option name and value must not be NULL");
         return -1;
@@ -370,220 +646,17 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
         gsq_set_error(r, "option '%s' set after the run started", key);
         return -1;
     }
-    if (strcmp(key, "csv_separator") == 0) {
-        char c;
-        if (strcmp(value, "\\t") == 0 || strcmp(value, "tab") == 0)
-            c = '\t';
-        else if (strlen(value) == 1)
-            c = value[0];
-        else {
-            gsq_set_error(r, "csv_separator must be one character, got '%s'", value);
-            return -1;
-        }
-        if (c == '"' || c == '\n' || c == '\r') {
-            gsq_set_error(r, "csv_separator cannot be a quote or a line break");
-            return -1;
-        }
-        r->csv_sep = c;
-    } else if (strcmp(key, "csv_strict") == 0) {
-        uint8_t b;
-        if (gsq_parse_bool(value, strlen(value), &b) != 0) {
-            gsq_set_error(r, "csv_strict must be 0 or 1, got '%s'", value);
-            return -1;
-        }
-        r->csv_strict = b;
-    } else if (strcmp(key, "arrow_heartbeats") == 0 || strcmp(key, "final_heartbeat") == 0 ||
-               strcmp(key, "arrow_flush") == 0) {
-        int *flag = strcmp(key, "arrow_heartbeats") == 0 ? &r->arrow_heartbeats
-                    : strcmp(key, "final_heartbeat") == 0 ? &r->final_heartbeat
-                                                          : &r->arrow_flush;
-        uint8_t b;
-        if (gsq_parse_bool(value, strlen(value), &b) != 0) {
-            gsq_set_error(r, "%s must be 0 or 1, got '%s'", key, value);
-            return -1;
-        }
-        *flag = b;
-    } else if (strcmp(key, "clock") == 0) {
-        if (strcmp(value, "auto") == 0) {
-            r->clock_mode = GSQ_CLOCK_AUTO;
-        } else if (strcmp(value, "wall") == 0) {
-            r->clock_mode = GSQ_CLOCK_WALL;
-        } else if (strcmp(value, "data") == 0) {
-            r->clock_mode = GSQ_CLOCK_DATA;
-        } else if (strncmp(value, "fixed:", 6) == 0 &&
-                   parse_u32(value + 6, &r->clock_fixed) == 0) {
-            r->clock_mode = GSQ_CLOCK_FIXED;
-        } else {
-            gsq_set_error(r, "clock must be auto, wall, data or fixed:SECONDS, got '%s'", value);
-            return -1;
-        }
-    } else if (strcmp(key, "columnar") == 0) {
-        if (strcmp(value, "auto") == 0) {
-            r->columnar = 1;
-        } else if (strcmp(value, "off") == 0) {
-            r->columnar = 0;
-        } else {
-            gsq_set_error(r, "columnar must be auto or off, got '%s'", value);
-            return -1;
-        }
-    } else if (strcmp(key, "batch") == 0) {
-        uint32_t b;
-        if (parse_u32(value, &b) != 0 || b == 0 || b > (1u << 20)) {
-            gsq_set_error(r, "batch must be an integer from 1 to 1048576, got '%s'", value);
-            return -1;
-        }
-        r->batch = b;
-        r->batch_given = 1;
-    } else if (strcmp(key, "heartbeat_interval") == 0) {
-        uint64_t us = 0;
-        int rc = strcmp(value, "off") == 0 ? 0 : parse_seconds(value, &us);
-        if (rc == -1) {
-            gsq_set_error(r, "heartbeat_interval must be a number of seconds (e.g. 1 or 0.5), or 0 "
-                         "or off to disable heartbeats, got '%s'", value);
-            return -1;
-        }
-        if (rc == -2) {
-            gsq_set_error(r, "heartbeat_interval must not be negative, got '%s' (0 or off disables "
-                         "heartbeats)", value);
-            return -1;
-        }
-        if (rc == -3 || rc == -4) {
-            gsq_set_error(r, "heartbeat_interval '%s' is out of range (from 0.000001 to 1000000000 "
-                         "seconds; 0 or off disables heartbeats)", value);
-            return -1;
-        }
-        r->hb_interval_usec = us;
-    } else if (strncmp(key, "recording:", 10) == 0) {
-        return set_recording(r, key + 10, value);
-    } else if (strncmp(key, "max_skew:", 9) == 0) {
-        return set_iface_seconds(r, "max_skew", &r->skews, &r->n_skews, key + 9, value);
-    } else if (strncmp(key, "out_of_order:", 13) == 0) {
-        return set_iface_seconds(r, "out_of_order", &r->ooos, &r->n_ooos, key + 13, value);
-    } else if (strncmp(key, "latency:", 8) == 0) {
-        return set_iface_seconds(r, "latency", &r->latencies, &r->n_latencies, key + 8, value);
-    } else if (strncmp(key, "skew:", 5) == 0) {
-        return set_skew_decl(r, key + 5, value);
-    } else if (strcmp(key, "hb_estimate") == 0) {
-        if (strcmp(value, "given") == 0)
-            r->hb_estimate = GSQ_EST_GIVEN;
-        else if (strcmp(value, "max") == 0)
-            r->hb_estimate = GSQ_EST_MAX;
-        else if (strcmp(value, "adaptive") == 0)
-            r->hb_estimate = GSQ_EST_ADAPTIVE;
-        else {
-            gsq_set_error(r, "hb_estimate must be given, max or adaptive, got '%s'", value);
-            return -1;
-        }
-    } else if (strcmp(key, "hb_level") == 0) {
-        if (strcmp(value, "operator") == 0)
-            r->hb_level = GSQ_LEVEL_OPERATOR;
-        else if (strcmp(value, "query") == 0)
-            r->hb_level = GSQ_LEVEL_QUERY;
-        else {
-            gsq_set_error(r, "hb_level must be operator or query, got '%s'", value);
-            return -1;
-        }
-    } else if (strcmp(key, "hb_horizon") == 0 || strcmp(key, "hb_timeout") == 0) {
-        uint64_t us = 0;
-        int rc = parse_seconds(value, &us);
-        int horizon = key[3] == 'h';
-        if (rc == -1 || rc == -2 || rc == -3 || (horizon && (rc == -4 || us == 0))) {
-            gsq_set_error(r, "%s must be a number of seconds %s (at most 1000000000), got '%s'",
-                          key, horizon ? "> 0" : ">= 0 (0: none)", value);
-            return -1;
-        }
-        *(horizon ? &r->hb_horizon_usec : &r->hb_timeout_usec) = rc == -4 ? 0 : us;
-    } else if (strcmp(key, "hb_window") == 0) {
-        uint32_t n;
-        if (parse_u32(value, &n) != 0 || n == 0) {
-            gsq_set_error(r, "hb_window must be an integer >= 1 (records), got '%s'", value);
-            return -1;
-        }
-        r->hb_window = n;
-    } else if (strcmp(key, "hb_alpha") == 0) {
-        if (parse_unit_real(value, &r->hb_alpha) != 0) {
-            gsq_set_error(r, "hb_alpha must be a number from 0 to 1, got '%s'", value);
-            return -1;
-        }
-    } else if (strncmp(key, "time_unit:", 10) == 0) {
-        return set_time_unit(r, key + 10, value);
-    } else if (strncmp(key, "arrival:", 8) == 0) {
-        return set_arrival(r, key + 8, value);
-    } else if (strncmp(key, "prop:", 5) == 0) {
-        /* prop:IFACE:KEY -- an interface property (@KEY in the LFTAs that
-         * read IFACE), kept as the parameter "@IFACE:KEY" (node.c) */
-        const char *rest = key + 5, *colon = strrchr(rest, ':');
-        char *name;
-        int rc;
-        if (!colon || colon == rest || !colon[1]) {
-            gsq_set_error(r, "option '%s': expected prop:INTERFACE:PROPERTY", key);
-            return -1;
-        }
-        name = malloc(strlen(rest) + 2);
-        if (!name) {
-            gsq_set_error(r, "out of memory");
-            return -1;
-        }
-        name[0] = '@';
-        strcpy(name + 1, rest);
-        rc = gsqlc_set_param(r, name, value);
-        free(name);
-        return rc;
-    } else if (strncmp(key, "pcap_range:", 11) == 0) {
-        return set_pcap_range(r, key + 11, value);
-    } else if (strcmp(key, "pcap_reader") == 0) {
-        if (strcmp(value, "mmap") == 0) {
-            r->pcap_reader = GSQ_PCAP_READER_MMAP;
-        } else if (strcmp(value, "libpcap") == 0) {
-            r->pcap_reader = GSQ_PCAP_READER_LIBPCAP;
-        } else {
-            gsq_set_error(r, "pcap_reader must be mmap or libpcap, got '%s'", value);
-            return -1;
-        }
-    } else if (strcmp(key, "stall_intervals") == 0) {
-        uint32_t n;
-        if (parse_u32(value, &n) != 0 || n == 0 || n > 1000000u) {
-            gsq_set_error(r, "stall_intervals must be an integer from 1 to 1000000, got '%s'", value);
-            return -1;
-        }
-        r->stall_intervals = n;
-    } else if (strcmp(key, "max_groups") == 0) {
-        uint64_t n;
-        if (!*value || gsq_parse_ullong(value, strlen(value), &n) != 0 || n == 0) {
-            gsq_set_error(r, "max_groups must be a positive integer, got '%s'", value);
-            return -1;
-        }
-        r->max_groups = n;
-    } else if (strcmp(key, "ip_format") == 0) {
-        if (strcmp(value, "text") != 0 && strcmp(value, "int") != 0) {
-            gsq_set_error(r, "ip_format must be text or int, got '%s'", value);
-            return -1;
-        }
-        r->ip_int = strcmp(value, "int") == 0;
-    } else if (strcmp(key, "trace") == 0) {
-        char *p;
-        if (!*value) {
-            gsq_set_error(r, "trace needs a file path");
-            return -1;
-        }
-        p = gsq_strdup(value);
-        if (!p) {
-            gsq_set_error(r, "out of memory");
-            return -1;
-        }
-        free(r->trace_path);
-        r->trace_path = p;
-    } else {
-        gsq_set_error(r, "unknown option '%s' (known: csv_separator, csv_strict, clock, batch, "
-                     "columnar, heartbeat_interval, max_skew:NAME, out_of_order:NAME, "
-                     "latency:NAME, skew:FROM:TO, hb_estimate, hb_level, hb_horizon, hb_window, "
-                     "hb_alpha, "
-                     "hb_timeout, time_unit:NAME, arrival:NAME, stall_intervals, max_groups, "
-                     "ip_format, trace, arrow_heartbeats, final_heartbeat, arrow_flush, pcap_reader, pcap_range:NAME, "
-                     "prop:NAME:PROPERTY, recording:NAME)", key);
+    o = find_option(key, &arg);
+    if (!o) {
+        refuse_unknown(r, key);
         return -1;
     }
-    return 0;
+    n = prefix_len(o);
+    if (!*arg && strcmp(o->name + n, "NAME") == 0) {
+        gsq_set_error(r, "%.*s needs an interface name: %s", (int)n - 1, o->name, o->name);
+        return -1;
+    }
+    return o->set(r, o, arg, value);
 }
 
 GSQ_EXPORT int gsqlc_set_param(gsq_run *r, const char *name, const char *value)
