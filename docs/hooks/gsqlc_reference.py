@@ -11,6 +11,7 @@ A page holds a placeholder on a line of its own; the build replaces it:
                                  their STATEs, of the same file
     <!-- gsqlc:cli -->           every subcommand and option of cli.make_parser()
     <!-- gsqlc:packet-schema --> the packet schema's protocols and fields
+    <!-- gsqlc:run-options -->   the runtime's options (runtime_c/run/option_table.h)
 
 The hook imports gsqlc from this checkout's compiler/ folder (ahead of an
 installed copy), so the site describes the code beside it.  An unknown
@@ -380,6 +381,21 @@ def render_packet_schema() -> str:
     return "\n".join(out)
 
 
+def render_run_options() -> str:
+    """The runtime's options, one row per entry of its table
+    (runtime_c/run/option_table.h, read by gsqlc.runtime.option_table):
+    the key, what a value must be, what it does, and the `gsqlc run` flag
+    that sets it, where one does."""
+    from gsqlc.runtime import option_table
+    rows = []
+    for o in option_table.options().values():
+        face = option_table.FACES.get(o.name)
+        rows.append([_code(o.name), _e(o.expects), _e(o.doc), _code(face.flag) if face else ""])
+    if not rows:
+        raise ValueError("the runtime's option table has no GSQ_OPTION the docs hook could read")
+    return _table(["Option", "Value", "What it does", "gsqlc run"], rows, "gsqlc-run-options")
+
+
 RENDERERS = {
     "functions": render_functions,
     "aggregates": render_aggregates,
@@ -387,4 +403,5 @@ RENDERERS = {
     "library-stateful": render_library_stateful,
     "cli": render_cli,
     "packet-schema": render_packet_schema,
+    "run-options": render_run_options,
 }

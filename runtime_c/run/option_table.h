@@ -41,10 +41,12 @@
  */
 GSQ_OPTION("csv_separator", CHAR, FIELD(csv_sep), NO_RANGE, NO_WORDS, NO_VALUES,
            set_csv_separator, "one character",
-           "The field separator of CSV sources and sinks (default ','; 'tab' or '\\t' for a tab; "
+           "The field separator of CSV sources (default ','; 'tab' or '\\t' for a tab; "
            "not a quote or a line break).")
 GSQ_OPTION("csv_strict", BOOL, FIELD(csv_strict), NO_RANGE, NO_WORDS, NO_VALUES, set_bool,
-           "0 or 1", "1: a malformed CSV record fails the run instead of being counted and skipped.")
+           "0 or 1",
+           "1: a CSV row holding a value not valid for its column's type is rejected and "
+           "counted, rather than converted as Tigon does.")
 GSQ_OPTION("clock", WORDS, FIELD(clock_mode), NO_RANGE,
            WORDS("auto", "wall", "data", "fixed:SECONDS"),
            VALUES(GSQ_CLOCK_AUTO, GSQ_CLOCK_WALL, GSQ_CLOCK_DATA, GSQ_CLOCK_FIXED), set_clock,

@@ -19,6 +19,7 @@ from ..record import field, record
 from .interfaces import DEFAULT_IFACE, Interfaces, TimeBounds
 from .interfaces import build as build_interfaces
 from .interfaces import check_skew as _skew_seconds
+from .option_table import check as check_option
 from .plan_summary import LftaSummary, PlanSummary
 
 URI_SCHEMES = {"csv": "csv", "csvtcp": "csv", "gdat": "csv", "pcap": "pcap", "pcap-live": "pcap"}
@@ -34,54 +35,25 @@ def run_options(*, clock: str = "auto", heartbeat_interval: Union[str, float] = 
                 batch: Optional[int] = None, columnar: str = "auto",
                 pcap_reader: Optional[str] = None,
                 max_groups: Optional[int] = None) -> dict[str, str]:
-    """Validated runtime options (the CLI's flags and run()'s keywords).
+    """Validated runtime options (the CLI's flags and run()'s keywords),
+    checked against the runtime's own table of options (option_table).
     pcap_reader: how pcap:PATH files are read, 'mmap' (the runtime's
     default: memory-mapped, libpcap for what it does not take) or 'libpcap'.
     max_groups: the groups an HFTA aggregation may hold open at once
     (default: what half of the machine's memory holds); past it the run
     fails naming the query, rather than running out of memory."""
-    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int)
-                              or not 1 <= batch <= 1 << 20):
-        raise UsageError(f"the read batch must be an integer from 1 to 1048576 records, "
-                         f"got {batch}")
-    hb = str(heartbeat_interval)
-    if hb != "off":
-        try:
-            v = float(hb)
-        except ValueError:
-            v = float("nan")
-        if not v > 0:
-            raise UsageError(f"the heartbeat interval must be positive seconds or off, got {hb}")
-    if len(csv_separator) != 1:
-        raise UsageError(f"the CSV separator must be one character, got '{csv_separator}'")
-    if not (clock in ("auto", "wall", "data") or (clock.startswith("fixed:") and clock[6:].isascii()
-                                                  and clock[6:].isdigit())):
-        raise UsageError(f"clock {clock}: expected auto, wall, data or fixed:SECONDS")
-    if columnar not in ("auto", "off"):
-        raise UsageError(f"columnar must be auto or off, got {columnar!r}")
-    if not isinstance(stall_intervals, int) or stall_intervals < 1:
-        raise UsageError(f"the stall intervals must be an integer of at least 1, got {stall_intervals}")
-    if max_groups is not None and (isinstance(max_groups, bool) or not isinstance(max_groups, int)
-                                   or max_groups < 1):
-        raise UsageError(f"max_groups must be a positive integer, got {max_groups!r}")
-    opts = {"csv_separator": csv_separator, "heartbeat_interval": hb,
-            "stall_intervals": str(stall_intervals)}
-    if clock != "auto":   # the runtime decides (the data clock for a replay)
-        opts["clock"] = clock
-    if max_groups is not None:
-        opts["max_groups"] = str(max_groups)
-    if trace:
-        opts["trace"] = str(trace)
-    if csv_strict:
-        opts["csv_strict"] = "1"
-    if batch is not None:
-        opts["batch"] = str(batch)
-    if columnar != "auto":
-        opts["columnar"] = columnar
-    if pcap_reader is not None:
-        if pcap_reader not in ("mmap", "libpcap"):
-            raise UsageError(f"the pcap reader must be mmap or libpcap, got {pcap_reader}")
-        opts["pcap_reader"] = pcap_reader
+    given = {"batch": batch, "heartbeat_interval": heartbeat_interval,
+             "csv_separator": csv_separator, "clock": clock, "columnar": columnar,
+             "stall_intervals": stall_intervals, "max_groups": max_groups,
+             "pcap_reader": pcap_reader, "trace": trace or None,
+             "csv_strict": "1" if csv_strict else None}
+    text = {k: check_option(k, v) for k, v in given.items() if v is not None}
+    opts = {k: text[k] for k in ("csv_separator", "heartbeat_interval", "stall_intervals")}
+    # clock and columnar auto are the runtime's defaults (the clock: the
+    # runtime decides, the data clock for a replay)
+    for k in ("clock", "max_groups", "trace", "csv_strict", "batch", "columnar", "pcap_reader"):
+        if k in text and not (k in ("clock", "columnar") and text[k] == "auto"):
+            opts[k] = text[k]
     return opts
 
 
