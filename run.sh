@@ -40,8 +40,8 @@ test)
     # the compiler's core stages (front end, semantics, planner, pipeline), fails the run
     $PY -m ruff check tests bench compiler fuzz docs
     (cd compiler && $PY -m mypy --strict --follow-imports=silent gsqlc/frontend gsqlc/semantics \
-        gsqlc/planner gsqlc/errors.py gsqlc/pipeline.py gsqlc/resources.py gsqlc/storage.py \
-        gsqlc/record.py gsqlc/spark_plan.py gsqlc/owned_epochs.py)
+        gsqlc/planner gsqlc/errors.py gsqlc/pipeline.py gsqlc/resources.py \
+        gsqlc/record.py gsqlc/spark)
     # one pytest worker per core, at most 4 (pytest-xdist), each file's tests on one
     # worker so that its module fixtures (built query sets) are made once
     jobs=$(nproc 2>/dev/null || echo 1); [ "$jobs" -le 4 ] || jobs=4

@@ -11,7 +11,7 @@ over 20 M rows of the packet generator's table, in Spark local[2], with
             scan, so its rows cross from the JVM to Python too
 
   gsqlc   gsqlc.spark.run_query: over Parquet each task reads its unit of the
-          files and completes the epochs it owns (gsqlc.owned_epochs, one stage);
+          files and completes the epochs it owns (gsqlc.spark.owned_epochs, one stage);
           over CSV the LFTA pre-aggregates each partition in mapInArrow and the
           HFTA completes after a shuffle on the group keys
   gsqlc_shuffle  the same with time_ordered=False: always the shuffle plan

@@ -17,14 +17,18 @@ from gsqlc import errors
 PKG = Path(gsqlc.__file__).resolve().parent
 
 # Which packages a stage may import from (besides itself and the leaf
-# modules errors, resources and record).
+# modules errors, resources and record).  spark is a face, not a stage: it
+# runs the compiled plan inside PySpark, built on the faces' api (compile,
+# Run) and on the stages below it.
 ALLOWED = {
     "frontend": set(),
     "semantics": {"frontend"},
     "planner": {"frontend", "semantics"},
     "backend": {"frontend", "semantics", "planner"},
     "runtime": {"frontend", "semantics", "planner"},
+    "spark": {"frontend", "semantics", "planner", "runtime", "api"},
 }
+STAGES = ("frontend", "semantics", "planner", "backend", "runtime")
 LEAVES = {"errors", "resources", "record", "_native"}
 
 
@@ -52,6 +56,13 @@ def test_stage_imports_flow_one_way(stage):
     assert not bad, "imports against the stage order:\n" + "\n".join(bad)
 
 
+@pytest.mark.parametrize("stage", STAGES)
+def test_no_stage_imports_the_spark_face(stage):
+    bad = [f"{f.relative_to(PKG)}:{line}" for f in sorted((PKG / stage).rglob("*.py"))
+           for line, target in _imports(f) if target == "spark"]
+    assert not bad, "stages importing gsqlc.spark:\n" + "\n".join(bad)
+
+
 def test_the_checker_sees_a_backward_import(tmp_path):
     # the rule above must be able to fail: a planner module importing the
     # back end is reported
@@ -68,6 +79,7 @@ def test_the_checker_sees_a_backward_import(tmp_path):
     ("gsqlc.semantics.resolve", ["jinja2", "cffi", "gsqlc.backend", "gsqlc.planner"]),
     ("gsqlc.planner.plan", ["jinja2", "cffi", "gsqlc.backend"]),
     ("gsqlc", ["jinja2", "cffi", "lark", "pyarrow"]),
+    ("gsqlc.spark", ["pyspark", "pyarrow"]),
 ])
 def test_importing_a_stage_loads_no_later_stage(module, absent):
     code = (f"import sys, {module}\n"

@@ -1,4 +1,4 @@
-"""Epoch-owning reads (gsqlc.owned_epochs, issue 14 part 1): the tasks of a
+"""Epoch-owning reads (gsqlc.spark.owned_epochs, issue 14 part 1): the tasks of a
 one-stage Spark aggregation each read their unit of Parquet row groups and
 the rows of the epochs they own around it.  Whatever the cut into units,
 every row reaches exactly one task and every epoch one task, for input in
@@ -16,9 +16,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import gsqlc
-from gsqlc import storage
-from gsqlc.owned_epochs import OwnedRead, epoch_key
 from gsqlc.planner.nodes import HftaAggregate
+from gsqlc.spark import storage
+from gsqlc.spark.owned_epochs import OwnedRead, epoch_key
 
 SCHEMA = """
 PROTOCOL PKTS {

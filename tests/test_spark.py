@@ -20,7 +20,9 @@ from conftest import REPO, put_parquet
 pyspark = pytest.importorskip("pyspark")   # installed by ./run.sh (the test extra)
 
 pytestmark = pytest.mark.slow  # a JVM and local Spark jobs
-from gsqlc.spark import SparkQueryError, _library_name, _Stage, run_query  # noqa: E402
+from gsqlc.spark import SparkQueryError, run_query  # noqa: E402
+from gsqlc.spark.stages import LftaStage  # noqa: E402
+from gsqlc.spark.task import library_name as _library_name  # noqa: E402
 
 EX = REPO / "examples" / "csv"
 SCHEMA_TEXT = """
@@ -182,7 +184,7 @@ def test_an_aggregation_over_files_in_time_order_completes_in_the_tasks_that_rea
         spark, files, tmp_path):
     """Over Parquet files in time order, up to the aggregation's disorder
     (2 epochs by default), each LFTA task completes the epochs it owns
-    (gsqlc.owned_epochs): no shuffle, and the answer of the Python API
+    (gsqlc.spark.owned_epochs): no shuffle, and the answer of the Python API
     and of Spark SQL -- with epochs cut by the tasks' units and rows up to
     15 s (1-2 epochs of time/10) out of order."""
     from pyspark.sql import functions as F
@@ -250,8 +252,7 @@ def test_computed_columns_have_spark_s_values_at_the_edges(spark, tmp_path, ansi
     Expressions without Spark's meaning in pyarrow are left to Spark."""
     from pyspark.sql import functions as F
 
-    from gsqlc import storage
-    from gsqlc.spark import direct_scan
+    from gsqlc.spark import direct_scan, storage
     lo, hi = -(1 << 63), (1 << 63) - 1
     t = pa.table({"a": pa.array([lo, hi, -5, 0, None, 7], pa.int64()),
                   "b": pa.array([1, 2, 0, None, 3, -1], pa.int32()),
@@ -311,8 +312,7 @@ def test_narrow_file_columns_are_computed_without_widening_and_keep_spark_s_valu
     and widens it only for an operation that needs Spark's type."""
     from pyspark.sql import functions as F
 
-    from gsqlc import storage
-    from gsqlc.spark import direct_scan
+    from gsqlc.spark import direct_scan, storage
     t = pa.table({"u": pa.array([0, 1, (1 << 31) + 5, (1 << 32) - 1, None], pa.uint32()),
                   "h": pa.array([0, 7, 40_000, 65_535, 3], pa.uint16()),
                   "b": pa.array([1, 2, 200, None, 255], pa.uint8()),
@@ -363,8 +363,7 @@ def test_parquet_on_an_s3_server_is_read_by_the_tasks_with_the_local_answer(
     the driver lists the files and opens one (the schema); the LFTA tasks
     read their pieces themselves; the answer is the local files' and the
     Python API's."""
-    from gsqlc import storage
-    from gsqlc.spark import direct_scan, read_parquet
+    from gsqlc.spark import direct_scan, read_parquet, storage
     fs, client, _ = s3
     t = packets(60_000, 6)
     (tmp_path / "local").mkdir()
@@ -457,10 +456,10 @@ def test_read_pcap_of_a_capture_on_an_s3_server(spark, s3):
 
 def test_packed_partials_round_trip_and_keep_equal_keys_in_one_bucket(monkeypatch):
     """_pack_partials (the LFTA task's side of a packed shuffle): every row
-    comes back out of _unpack_partials once, each packed stream holds one
+    comes back out of unpack_partials once, each packed stream holds one
     bucket, and rows equal on the key columns -- integers (negative ones
     too), floats, booleans, nulls -- share a bucket across flushes."""
-    import gsqlc.spark as gs
+    import gsqlc.spark.task as gs
     monkeypatch.setattr(gs, "PACK_ROWS", 1000)   # several flushes per task
     rng = np.random.default_rng(7)
     n = 4321
@@ -471,17 +470,17 @@ def test_packed_partials_round_trip_and_keep_equal_keys_in_one_bucket(monkeypatc
             "z": pa.array([None if i % 11 == 0 else int(i % 3) for i in range(n)], pa.int32())}
     t = pa.table({**keys, "v": pa.array(np.arange(n), pa.int64())})
     cols = list(keys)
-    packed = list(gs._pack_partials(t.to_batches(max_chunksize=300), t.schema, cols, 5))
+    packed = list(gs.pack_partials(t.to_batches(max_chunksize=300), t.schema, cols, 5))
     assert len(packed) == 4 and all(b.schema.names == ["bucket", "partials"] for b in packed)
     bucket_of: dict = {}
     for b in packed:
         for bucket, blob in zip(b.column(0).to_pylist(), b.column(1).to_pylist()):
             part = pa.ipc.open_stream(blob).read_all()
-            assert set(gs._buckets(part, cols, 5).tolist()) == {bucket}
+            assert set(gs.buckets_of(part, cols, 5).tolist()) == {bucket}
             for r in part.select(cols).to_pylist():
                 assert bucket_of.setdefault(tuple(r.values()), bucket) == bucket
     assert len(bucket_of) > 100 and len(set(bucket_of.values())) == 5
-    back = gs._unpack_partials(packed)
+    back = gs.unpack_partials(packed)
     assert {0.0, -0.0} <= set(t.column("f").to_pylist())
     assert any(str(x) == "-0.0" for x in t.column("f").to_pylist())
     assert sorted(back.column("v").to_pylist()) == list(range(n))
@@ -556,17 +555,15 @@ def test_a_library_that_cannot_load_on_an_executor_fails_the_job_saying_why(spar
     broken = tmp_path / _library_name("broken1")
     broken.write_bytes(b"not a library")
     spark.sparkContext.addFile(str(broken))
-    st = _Stage(digest="broken1", iface="x", streams=[], tag_col=None,
-                stream_cols=[], output="q", out_schema=None, options={}, params={},
-                sort_cols=None)
+    st = LftaStage(digest="broken1", iface="x", output="q", out_schema=None, options={},
+                   params={})
     out = T.StructType([T.StructField("id", T.LongType())])
     with pytest.raises(Exception) as e:
         spark.range(10).mapInArrow(st, out).collect()
     assert "cannot be loaded on executor" in str(e.value)
     assert "fails the same way on every attempt" in str(e.value)
-    missing = _Stage(digest="neverShipped", iface="x", streams=[], tag_col=None,
-                     stream_cols=[], output="q", out_schema=None, options={}, params={},
-                     sort_cols=None)
+    missing = LftaStage(digest="neverShipped", iface="x", output="q", out_schema=None,
+                        options={}, params={})
     with pytest.raises(Exception) as e:
         spark.range(10).mapInArrow(missing, out).collect()
     assert "not in this executor's SparkFiles directory" in str(e.value)

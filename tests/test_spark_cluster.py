@@ -117,7 +117,7 @@ def _task_processes(spark, digest: str):
     """Per task: (its Python daemon's pid, the library of `digest` is in its
     SparkFiles directory, a copy is in its temp dir -- where gsqlc once wrote
     one that nothing removed)."""
-    from gsqlc.spark import _library_name
+    from gsqlc.spark.task import library_name as _library_name
 
     def probe(_):
         import tempfile

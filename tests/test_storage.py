@@ -1,4 +1,4 @@
-"""gsqlc.storage (issue 14, part 2): input files on any filesystem pyarrow
+"""gsqlc.spark.storage (issue 14, part 2): input files on any filesystem pyarrow
 supports, planned without reading Parquet footers -- local and on an
 S3-compatible server on loopback (moto), with the same answers."""
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import put_parquet
-from gsqlc import storage
 from gsqlc.errors import UsageError
+from gsqlc.spark import storage
 
 
 def table(n: int, seed: int = 0) -> pa.Table:

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 from urllib.parse import unquote, urlparse
 
-from .errors import UsageError
+from ..errors import UsageError
 
 # URI schemes pyarrow knows under another name (Hadoop's S3 connectors)
 _SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3"}
@@ -176,7 +176,7 @@ class RowGroupReader:
     reads, owned_epochs.py).  Footers are read once per file and kept; only
     the file being read is open (a task may look at thousands of footers).
     Rows come as read_pieces gives them: `columns` of the files, or with
-    `expressions` computed and `filter` applied (a spark_plan.ComputedScan's).
+    `expressions` computed and `filter` applied (a catalyst.ComputedScan's).
     statistics() gives a row group's footer statistics of a file column."""
 
     def __init__(self, filesystem: Any, columns: Sequence[str], *,

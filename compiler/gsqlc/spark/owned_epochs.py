@@ -47,9 +47,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
-from .frontend import ast
-from .semantics.bound import FieldRef, GroupRef
-from .semantics.types import Temporal, Type
+from ..frontend import ast
+from ..semantics.bound import FieldRef, GroupRef
+from ..semantics.types import Temporal, Type
 
 _ARITH = {"+", "-", "*", "/", "%", "&", "|", "<<", ">>"}
 

@@ -1,4 +1,4 @@
-"""A streaming source of files for gsqlc in Spark (gsqlc.spark.read_stream):
+"""A streaming source of files for gsqlc in Spark (readers.read_stream):
 a Python data source, "gsqlc_files", over the CSV, Parquet or capture files
 of a directory on any filesystem pyarrow opens, one micro-batch taking the
 files that appeared since the last (in order of modification time, then
@@ -25,7 +25,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from . import storage
-from .spark import END_COL, _to_spark_arrow  # END_COL: true on the row ending a finite input
+from .types import END_COL, to_spark_arrow  # END_COL: true on the row ending a finite input
 
 FORMATS = ("csv", "parquet", "pcap")
 
@@ -52,7 +52,7 @@ class GsqlcFiles(DataSource):
 class _FilesReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Offsets: {"files": files read, "end": 1 once the end row was read}."""
 
-    def __init__(self, options: dict, schema: Any) -> None:
+    def __init__(self, options: dict[str, str], schema: Any) -> None:
         self.fs, self.paths = pickle.loads(base64.b64decode(options["location"]))
         self.format = options["format"]
         self.finite = options.get("finite", "false") == "true"
@@ -65,13 +65,13 @@ class _FilesReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _files(self) -> list[str]:
         return [p for p, _ in storage.list_in_arrival_order(self.fs, self.paths)]
 
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict[str, int]:
         return {"files": 0, "end": 0}
 
     def prepareForTriggerAvailableNow(self) -> None:
         self.target = len(self._files())
 
-    def latestOffset(self, start: dict, limit: Any = None) -> dict:
+    def latestOffset(self, start: dict[str, int], limit: Any = None) -> dict[str, int]:
         n = len(self._files())
         if self.finite and self.target is None:
             self.target = n     # the files there at the first look are the whole input
@@ -82,7 +82,7 @@ class _FilesReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         end = 1 if self.finite and n >= (self.target or 0) else 0
         return {"files": max(n, start["files"]), "end": max(end, start["end"])}
 
-    def partitions(self, start: dict, end: dict) -> list:
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[Any]:
         files = self._files()[start["files"]:end["files"]]
         parts = [InputPartition(("file", p)) for p in files]   # value: (kind, path)
         if end["end"] > start["end"]:
@@ -103,7 +103,7 @@ class _FilesReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return
         data_schema = pa.schema(data)
         for batch in self._batches(path, data_schema):
-            b = _to_spark_arrow(batch.select(data_schema.names), data_schema)
+            b = to_spark_arrow(batch.select(data_schema.names), data_schema)
             cols = b.columns
             if END_COL in target.names:
                 cols.append(pa.repeat(False, b.num_rows))
@@ -121,7 +121,7 @@ class _FilesReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         else:
             import pyarrow as pa
 
-            from .runtime.packets import read_pcap
+            from ..runtime.packets import read_pcap
             # the form of the IP columns read_stream declared (its ip_format)
             text = "srcIP" in schema.names and pa.types.is_string(schema.field("srcIP").type)
             with storage.local_path(self.fs, path) as local:
