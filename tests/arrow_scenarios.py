@@ -23,10 +23,10 @@ import pyarrow.csv as pacsv
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO / "compiler"))
-from gsqlc.runtime.runner import ABI_CDEF  # noqa: E402
+from gsqlc.runtime.c_interface import abi_cdef  # noqa: E402
 
 ffi = cffi.FFI()
-ffi.cdef(ABI_CDEF)
+ffi.cdef(abi_cdef())
 
 SALES_CSV = REPO / "examples" / "csv" / "sales.csv"
 SALES_SCHEMA = REPO / "examples" / "csv" / "schema.txt"

@@ -210,7 +210,8 @@ def test_plan_summary_round_trips_and_refuses_damage():
 
 def test_the_ffi_module_is_written_once_and_again_when_damaged(tmp_path, monkeypatch):
     from gsqlc.runtime.abi_ffi import abi_ffi
-    from gsqlc.runtime.runner import ABI_CDEF
+    from gsqlc.runtime.c_interface import abi_cdef
+    ABI_CDEF = abi_cdef()
     monkeypatch.setenv("GSQLC_CACHE_DIR", str(tmp_path / "cache"))
     abi_ffi(ABI_CDEF)
     (module,) = (tmp_path / "cache" / "ffi").glob("*.py")

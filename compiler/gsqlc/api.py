@@ -10,39 +10,26 @@ A run drives the compiled library through its C ABI with cffi (ABI mode: no
 compiler at load time) on a background thread: Arrow inputs are handed over
 as Arrow C streams (the runtime reads their buffers in place) and each
 output batch comes back through the Arrow C data interface.  Compiling is
-the pipeline's (pipeline.compile_queries); options and bindings are checked
-by runtime.bindings, the same functions the CLI's `gsqlc run` uses.
+the pipeline's (pipeline.compile_queries); a run is prepared by
+runtime.session, as the CLI's `gsqlc run` and Spark's are, and is a
+runtime.run.Run (or a runtime.parallel.SplitRun over threads).
 """
 from __future__ import annotations
 
 import os
-import queue
-import threading
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
-from .errors import RunError, UsageError
+from .errors import UsageError
 from .pipeline import Compiled, CompileOptions, QuerySet, check_plan_options, compile_queries
 from .planner.plan import TABLE_WAYS
-from .runtime import parallel, runner
-from .runtime import progress as progress_lines
+from .runtime import session
 from .runtime.arrow_types import check_ip_format
-from .runtime.bindings import (
-    ARROW,
-    as_record_batch_reader,
-    check_params,
-    check_skew,
-    in_memory,
-    in_memory_table,
-    interfaces_of,
-    outputs_of,
-    resolve_bindings,
-    run_options,
-    time_options,
-)
-from .runtime.interfaces import Interfaces, TimeBounds, check_seconds, check_time_unit
 from .runtime.progress import ProgressOptions
-from .runtime.results import ResultConversions
+from .runtime.run import ArrowOutput, Run
+from .runtime.session import check_bound_interfaces, time_bounds
+
+__all__ = ["compile", "CompiledQuerySet", "Run", "time_bounds", "check_bound_interfaces"]
 
 PathLike = Union[str, os.PathLike]
 
@@ -71,7 +58,8 @@ class CompiledQuerySet:
         self.options = options
         self.interfaces_file = interfaces_file
         if interfaces_file is not None:
-            interfaces_of({}, {}, interfaces_file)   # checked now, read at each run
+            # checked now, read at each run
+            session.settle(session.RunRequest(interfaces_file=interfaces_file))
         # ONE build serves every binding: interface sets are bound at run
         # time (an LFTA over a set runs once per member, merged in the
         # library), so the plan does not depend on them.
@@ -226,87 +214,29 @@ class CompiledQuerySet:
             raise UsageError(f"batch_rows must be a positive integer, got {batch_rows!r}")
         if not isinstance(progress, bool):
             raise UsageError(f"progress must be True or False, got {progress!r}")
-        sources = dict(sources or {})
-        skews = {k: check_skew(k, v) for k, v in (max_skew or {}).items()}
-        bounds = time_bounds(out_of_order, latency, skew, heartbeat_timeout, heartbeats,
-                             time_unit)
-        ifaces, arrow = interfaces_of(sources, skews, self.interfaces_file, bounds)
-        check_bound_interfaces(ifaces, bounds, skews)
+        request = session.RunRequest(
+            sources=[(name, v) for name, value in (sources or {}).items()
+                     for v in (value if isinstance(value, list) else [value])],
+            interfaces_file=self.interfaces_file,
+            max_skew=list((max_skew or {}).items()),
+            bounds=session.time_bounds(out_of_order, latency, skew, heartbeat_timeout,
+                                       heartbeats, time_unit),
+            params=dict(params or {}), output=output,
+            options=session.RunOptions(clock=clock, heartbeat_interval=heartbeat_interval,
+                                       csv_separator=csv_separator, csv_strict=csv_strict,
+                                       stall_intervals=stall_intervals,
+                                       trace=os.fspath(trace) if trace else None,
+                                       columnar=columnar, max_groups=max_groups))
         qs = self.compiled.queryset
-        params = {k: str(v) for k, v in (params or {}).items()}
-        check_params(qs.summary, params)
-        opts = run_options(clock=clock, heartbeat_interval=heartbeat_interval,
-                           csv_separator=csv_separator, csv_strict=csv_strict,
-                           stall_intervals=stall_intervals,
-                           trace=os.fspath(trace) if trace else None, columnar=columnar,
-                           max_groups=max_groups)
-        ifaces_arrow = {m for m, u in ifaces.sources.items() if u.startswith(ARROW + ":")}
-        bindings = resolve_bindings(qs.summary, Interfaces(
-            {k: v for k, v in ifaces.sources.items() if k not in ifaces_arrow},
-            ifaces.sets, ifaces.skews, ifaces.default), ifaces_arrow)
-        set_members = bindings.members
-        opts.update(time_options(ifaces, bindings))
-        if output is None:
-            leaves = qs.leaves()
-            if len(leaves) != 1:
-                raise UsageError(f"the query set has {len(leaves)} output queries "
-                                 f"({', '.join(leaves)}): name one with output=, or a list")
-            names, pairs = leaves, False
-        elif isinstance(output, str):
-            names, pairs = outputs_of(qs.summary, [output]), False
-        else:
-            names, pairs = outputs_of(qs.summary, list(output)), True
-        readers, data = {}, {}
-        for iface, uri in bindings.sources:
-            if uri == ARROW:
-                data[iface] = arrow[iface]
-                if in_memory(data[iface]):   # converted once (a DataFrame is copied)
-                    data[iface] = in_memory_table(data[iface])
-                    opts[f"recording:{iface}"] = "1"   # replayed in time, as a file is
-                else:
-                    # an iterator or reader may be a live feed: hand over each
-                    # batch's results before awaiting the next
-                    opts["arrow_flush"] = "1"
-                readers[iface] = as_record_batch_reader(data[iface], iface)
-        file_bindings = [(i, u) for i, u in bindings.sources if u != ARROW]
-        split = parallel.plan_split(
-            qs.plan, data,
-            {i: [n.name for n in ns] for i, ns in bindings.readers.items()},
-            dict(file_bindings), parallel.multi_member(set_members), opts, names, threads,
-            self.compiled.library)
-        run: Union[Run, parallel.SplitRun]
-        if split.used > 1:
-            run = self._split_run(split, bindings, names, opts, params, batch_rows, strings,
-                                  pairs, set_members, ip_format, progress)
-        else:
-            # a bar over rows when every source is Arrow data held in memory
-            rows = (sum(in_memory_table(d).num_rows for d in data.values())
-                    if data and not file_bindings and all(in_memory(d) for d in data.values())
-                    else None)
-            run = Run(self.compiled.library, file_bindings, readers, [], names, opts, params,
-                      batch_rows, strings, pairs, set_members=set_members,
-                      extra_stats={"threads": split.info()}, ip_format=ip_format,
-                      progress=ProgressOptions(True, rows) if progress else None)
-        run.schema = None if pairs else self.output_schema(names[0], strings, ip_format)
+        prep = session.prepare(qs.summary, request)
+        library = self.compiled.library
+        split = session.decide_split(prep, library, lambda: qs.plan, threads)
+        out = ArrowOutput(prep.outputs, strings, ip_format, batch_rows, prep.pairs)
+        run = session.start(prep, library, out, split, lambda: qs.plan,
+                            ProgressOptions(True) if progress else None)
+        run.schema = None if prep.pairs else self.output_schema(prep.outputs[0], strings,
+                                                                ip_format)
         return run
-
-    def _split_run(self, split, bindings, names, opts, params, batch_rows, strings, pairs,
-                   set_members, ip_format, progress=False):
-        """run() over threads (gsqlc.runtime.parallel): the LFTAs each
-        sliced interface's bindings name, their outputs into the HFTAs' run."""
-        from .planner.nodes import HftaNode
-        plan = self.compiled.queryset.plan
-        needed = plan.upstream(names)
-        lftas = parallel.lfta_streams(plan, names, bindings.readers, split)
-        make_final = None
-        if any(isinstance(n, HftaNode) for n in needed):
-            def make_final(streams):
-                return Run(self.compiled.library, [], {}, [], names, opts, params, batch_rows,
-                           strings, pairs, streams=streams, ip_format=ip_format)
-        return parallel.SplitRun(self.compiled.library, split, lftas, names, opts, params,
-                                 batch_rows, strings, pairs, make_final, set_members,
-                                 ip_format=ip_format,
-                                 progress=ProgressOptions(True) if progress else None)
 
     def table(self, sources=None, output=None, **kw):
         """run() gathered into one pyarrow.Table (of `output`), in chunks of
@@ -315,52 +245,6 @@ class CompiledQuerySet:
             raise UsageError("table() takes one output query")
         kw.setdefault("batch_rows", TABLE_BATCH_ROWS)
         return self.run(sources, output, **kw).to_arrow()
-
-
-def time_bounds(out_of_order: Optional[Mapping[str, float]] = None,
-                latency: Optional[Mapping[str, float]] = None,
-                skew: Optional[Mapping[tuple[str, str], tuple[float, float]]] = None,
-                heartbeat_timeout: Optional[float] = None,
-                heartbeats: Optional[Mapping[str, Any]] = None,
-                time_unit: Optional[Mapping[str, str]] = None) -> TimeBounds:
-    """The time-bound keywords of run() (and of gsqlc.spark.run_query),
-    checked: out_of_order= and latency= {interface: seconds}, skew= {(a, b):
-    (after, bound)}, heartbeat_timeout= seconds, heartbeats= the [heartbeats]
-    keys (checked with the interfaces), time_unit= {interface: unit}."""
-    return TimeBounds(
-        [(k, check_seconds(f"out_of_order {k}", "out_of_order", v))
-         for k, v in (out_of_order or {}).items()],
-        [(k, check_seconds(f"latency {k}", "latency", v)) for k, v in (latency or {}).items()],
-        [_skew_entry(k, v) for k, v in (skew or {}).items()],
-        None if heartbeat_timeout is None else
-        check_seconds("heartbeat_timeout", "timeout", heartbeat_timeout),
-        heartbeats=dict(heartbeats) if heartbeats else None,
-        time_unit=[(k, check_time_unit(f"time_unit {k}", v), f"time_unit {k}")
-                   for k, v in (time_unit or {}).items()])
-
-
-def check_bound_interfaces(ifaces: Interfaces, bounds: TimeBounds,
-                           skews: Optional[Mapping[str, float]] = None) -> None:
-    """UsageError for a max skew, out_of_order or latency keyword naming an
-    interface no source binds (a skew pair's are checked by build)."""
-    for what, names in (("max skew", list(skews or {})),
-                        ("out_of_order", [n for n, _ in bounds.out_of_order]),
-                        ("latency", [n for n, _ in bounds.latency]),
-                        ("time_unit", [n for n, _, _ in bounds.time_unit])):
-        for name in names:
-            if name not in ifaces.sources and name not in ifaces.sets:
-                raise UsageError(f"{what} {name}: no source binds an interface '{name}'")
-
-
-def _skew_entry(pair: Any, value: Any) -> tuple[str, str, float, float]:
-    """skew={(a, b): (after, bound)} of run(), checked."""
-    if not (isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
-        raise UsageError(f"skew: key {pair!r} must be a pair of interface names (a, b)")
-    where = f"skew {pair[0]}:{pair[1]}"
-    if not (isinstance(value, (tuple, list)) and len(value) == 2):
-        raise UsageError(f"{where}: value {value!r} must be (after, bound) in seconds")
-    return (pair[0], pair[1], check_seconds(where, "after", value[0]),
-            check_seconds(where, "bound", value[1]))
 
 
 def compile(files: Union[PathLike, Sequence[PathLike]], schema=None, *,
@@ -435,156 +319,3 @@ def compile(files: Union[PathLike, Sequence[PathLike]], schema=None, *,
                              functions=tuple(os.fspath(p) for p in _as_list(functions)),
                              udf=tuple(os.fspath(p) for p in _as_list(udf)))
     return CompiledQuerySet(files_l, options, os.fspath(interfaces) if interfaces else None)
-
-
-# ------------------------------------------------------------ runs
-
-
-_DONE = object()
-
-
-class Run(ResultConversions):
-    """One execution, iterated for its output batches.  The library runs on
-    a background thread; batches wait in a bounded queue (the run pauses
-    while the consumer is behind).  Leaving the iteration early cancels the
-    run.  After the iteration: .stats (dict), .report (text).
-
-    A Run is made by CompiledQuerySet.run(), and can be iterated (or
-    collected) once.
-
-    Attributes:
-        outputs: the names of the queries whose batches it yields.
-        stats: after the run, its counters (as `gsqlc run --stats` prints
-            them): per source, stream, operator and sink, and the run's.
-        report: after the run, the report's lines (malformed rows, late
-            tuples, stalls), as `gsqlc run` prints them on stderr.
-        library: the shared library it runs.
-    """
-
-    def __init__(self, library: Path, bindings, readers, file_sinks, outputs, options,
-                 params, batch_rows: int, strings: str, pairs: bool, streams=None,
-                 set_members=(), extra_stats: Optional[dict] = None, ip_format: str = "text",
-                 progress: Optional[ProgressOptions] = None):
-        self.library = library
-        self._ip_format = ip_format
-        self._progress = progress
-        self._set_members = list(set_members)   # (set, member): gsqlc_add_set_member
-        self._extra_stats = dict(extra_stats or {})
-        self.outputs = outputs
-        self.stats: dict = {}
-        self.report: str = ""
-        self._args = (bindings, readers, streams or {}, file_sinks, options, params, batch_rows)
-        self._strings = strings
-        self._pairs = pairs
-        self._q: "queue.Queue" = queue.Queue(maxsize=4)
-        self._cancel = threading.Event()
-        self._handle = runner.RunHandle()     # gsqlc_cancel of the library's run
-        self._thread: Optional[threading.Thread] = None
-        self._result: Optional[runner.RunResult] = None
-        self._exc: Optional[BaseException] = None
-
-    def _on_batch(self, query: str, batch) -> bool:
-        """Sink callback (runs on the run's thread): False cancels the run."""
-        while not self._cancel.is_set():
-            try:
-                self._q.put((query, batch), timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def _run_library(self, on_batch) -> None:
-        bindings, readers, streams, file_sinks, options, params, batch_rows = self._args
-        self._result = runner.run_library(
-            self.library, bindings, file_sinks, options, params,
-            arrow_sources=readers, arrow_streams=streams,
-            arrow_sinks=[(q, on_batch) for q in self.outputs],
-            batch_rows=batch_rows, cancel=self._handle, set_members=self._set_members)
-
-    def _work(self) -> None:
-        try:
-            self._run_library(self._on_batch)
-        except BaseException as e:  # handed to the consumer's thread
-            self._exc = e
-        finally:
-            while True:
-                try:
-                    self._q.put(_DONE, timeout=0.1)
-                    break
-                except queue.Full:
-                    if self._cancel.is_set():
-                        try:
-                            self._q.get_nowait()
-                        except queue.Empty:
-                            pass
-
-    def __iter__(self) -> Iterator:
-        if self._thread is not None:
-            raise RuntimeError("a Run can be iterated once; call run() again")
-        self._thread = threading.Thread(target=self._work, name="gsqlc-run", daemon=True)
-        self._thread.start()
-        line = self._progress_line().start()
-        from .runtime.arrow_types import finish_batch
-        try:
-            while True:
-                item = self._q.get()
-                if item is _DONE:
-                    break
-                query, batch = item
-                batch = finish_batch(batch, self._strings, self._ip_format)
-                yield (query, batch) if self._pairs else batch
-        finally:
-            self._cancel.set()
-            self._handle.cancel()   # an early exit ends the run as at end of input
-            self._thread.join()
-            line.close()
-        self._finish()
-
-    def collect(self) -> list:
-        """The whole run's output, as the iteration would give it: the run's
-        thread keeps the batches until it ends (no hand-over of each batch
-        to this thread, which would take a core from the run).  Interrupted
-        (KeyboardInterrupt), the run is cancelled and the exception raised."""
-        if self._thread is not None:
-            raise RuntimeError("a Run can be iterated once; call run() again")
-        from .runtime.arrow_types import finish_batches
-        got: list = []
-
-        def keep(query: str, batch) -> bool:
-            got.append((query, batch))
-            return True
-
-        def work() -> None:
-            try:
-                self._run_library(keep)
-            except BaseException as e:  # noqa: BLE001 - raised by _finish
-                self._exc = e
-        self._thread = threading.Thread(target=work, name="gsqlc-run", daemon=True)
-        self._thread.start()
-        with self._progress_line():
-            runner.join_runs([self._thread], [self._handle])
-        self._finish()
-        return finish_batches(got, self._strings, self._pairs, self._ip_format)
-
-    def cancel(self) -> None:
-        """End the run as at end of input, from any thread: open groups are
-        flushed and the iteration ends after the batches produced so far;
-        .stats then says "interrupted": true."""
-        self._handle.cancel()
-
-    @property
-    def handle(self) -> runner.RunHandle:
-        """The library run's handle (its cancel and progress counters)."""
-        return self._handle
-
-    def _progress_line(self):
-        return progress_lines.line(self._progress, lambda: ([self._handle], [self._handle]))
-
-    def _finish(self) -> None:
-        if self._exc is not None:
-            raise self._exc
-        res = self._result
-        self.stats, self.report = res.stats, res.report
-        self.stats.update(self._extra_stats)
-        if res.status != 0:
-            raise RunError(res.error + (("\n" + res.report) if res.report else ""))

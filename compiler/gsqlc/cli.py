@@ -9,38 +9,20 @@ report).
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
 from . import __version__, input_cache
-from .errors import BuildError, GsqlcError, InternalError, QueryError, UsageError, render
+from .errors import BuildError, GsqlcError, InternalError, QueryError, SettingError, UsageError, render
 from .pipeline import CompileOptions, check_plan_options, compile_planned, compile_queries, plan_queries
 from .planner.policies import FLUSH_POLICIES
-from .runtime import progress
-from .runtime.bindings import (
-    URI_SCHEMES,
-    check_params,
-    check_skew,
-    check_uri,
-    normalize_uri,
-    outputs_of,
-    resolve_bindings,
-    run_options,
-    time_options,
-)
-from .runtime.interfaces import (
-    DEFAULT_IFACE,
-    Interfaces,
-    TimeBounds,
-    check_seconds,
-    check_time_unit,
-)
+from .runtime import progress, session
+from .runtime.bindings import URI_SCHEMES, normalize_uri
+from .runtime.interfaces import DEFAULT_IFACE, Interfaces, TimeBounds
 from .runtime.interfaces import build as build_interfaces
-from .runtime.runner import RunHandle, run_library
-from .runtime.split import AUTO_MIN_BYTES, Split, machine_threads
+from .runtime.run import TextOutput, run_to_end
 from .terminal import (
     COLOR_MODES,
     color_mode_of,
@@ -221,65 +203,33 @@ def _source_binding(text: str) -> tuple[str, str]:
     return _split_binding(text, "--source")
 
 
-_FLAGS = [("the heartbeat interval", "--heartbeat-interval"), ("the CSV separator", "--csv-separator"),
-          ("the stall intervals", "--stall-intervals"), ("clock ", "--clock "),
-          ("max skew ", "--max-skew "), ("parameter ", "--param "), ("output ", "--output "),
-          ("source ", "--source "), ("max_lfta_disorder", "--max-lfta-disorder"),
-          ("max_hfta_disorder", "--max-hfta-disorder")]
-
-
-def _flag_names(msg: str) -> str:
-    """A shared validation message in the CLI's terms (flags, not keywords)."""
-    for a, b in _FLAGS:
-        if msg.startswith(a):
-            return b + msg[len(a):]
-    return msg
-
-
-def _usage(fn, *a):
-    try:
-        return fn(*a)
-    except UsageError as e:
-        raise UsageError(_flag_names(str(e))) from None
-
-
-def _interfaces(args, sources=(), skews=(), bounds=None) -> Interfaces:
-    return build_interfaces(list(sources), list(skews), args.interfaces, bounds)
+def _interfaces(args) -> Interfaces:
+    """The --interfaces file's interfaces (compile and explain check it)."""
+    return build_interfaces([], [], args.interfaces)
 
 
 def _time_bounds(args) -> TimeBounds:
-    """--out-of-order, --latency, --skew and --heartbeat-timeout."""
-    b = TimeBounds()
-    for flag, key, texts, into in (("--out-of-order", "out_of_order", args.out_of_order,
-                                    b.out_of_order),
-                                   ("--latency", "latency", args.latency, b.latency)):
-        for text in texts:
-            name, value = _split_binding(text, flag)
-            into.append((name, check_seconds(f"{flag} {name}", key, value)))
+    """--out-of-order, --latency, --skew, --heartbeat-timeout, --heartbeats
+    and --time-unit, parsed (checked by the session, in the flags' order)."""
+    skews = []
     for text in args.skew:
         pair, value = _split_binding(text, "--skew")
-        a, _, bb = pair.partition(":")
+        a, _, b = pair.partition(":")
         parts = value.split(",")
-        if not a or not bb or len(parts) != 2:
+        if not a or not b or len(parts) != 2:
             raise UsageError(f"--skew '{text}': expected A:B=AFTER,BOUND (two interfaces, "
                              "wall-clock seconds after which B's timestamps are within BOUND "
                              "application seconds of A's)")
-        where = f"--skew {a}:{bb}"
-        b.skew.append((a, bb, check_seconds(where, "after", parts[0]),
-                       check_seconds(where, "bound", parts[1])))
-    if args.heartbeat_timeout is not None:
-        b.heartbeat_timeout = check_seconds("--heartbeat-timeout", "timeout",
-                                            args.heartbeat_timeout)
-    if args.heartbeats:
-        b.heartbeats = {}
-        for text in args.heartbeats:
-            key, value = _split_binding(text, "--heartbeats")
-            b.heartbeats[key] = _setting_value(value)
-    for text in args.time_unit:
-        name, value = _split_binding(text, "--time-unit")
-        where = f"--time-unit {name}"
-        b.time_unit.append((name, check_time_unit(where, value), where))
-    return b
+        skews.append(((a, b), parts))
+    heartbeats = {}
+    for text in args.heartbeats:
+        key, value = _split_binding(text, "--heartbeats")
+        heartbeats[key] = _setting_value(value)
+    return session.time_bounds(
+        [_split_binding(t, "--out-of-order") for t in args.out_of_order],
+        [_split_binding(t, "--latency") for t in args.latency], skews,
+        args.heartbeat_timeout, heartbeats,
+        [_split_binding(t, "--time-unit") for t in args.time_unit])
 
 
 def _setting_value(text: str):
@@ -300,7 +250,7 @@ def _runner_sets(ifaces: Interfaces) -> tuple[tuple[str, str], ...]:
 
 
 def _options(args, **extra) -> CompileOptions:
-    _usage(check_plan_options, args.max_lfta_disorder, args.max_hfta_disorder, args.flush)
+    check_plan_options(args.max_lfta_disorder, args.max_hfta_disorder, args.flush)
     return CompileOptions(tuple(args.schema), tuple(args.library),
                           max_lfta_disorder=args.max_lfta_disorder,
                           max_hfta_disorder=args.max_hfta_disorder, flush=args.flush,
@@ -353,85 +303,6 @@ def _positive_int(text: str) -> int:
     return n
 
 
-# the cores below which `gsqlc run` reads a capture on one thread unless
-# --threads says otherwise: on 2 cores the split measured 0.92-1.21x of one
-# thread (bench/README.md), the text output and the HFTAs being one more thread
-CLI_AUTO_MIN_CORES = 3
-
-
-class _TextFinal:
-    """The HFTA run of a split CLI run (runtime/parallel.py): the LFTA
-    streams from the slices' runs, the outputs to the text sinks."""
-
-    def __init__(self, library, sinks, options, params, streams):
-        self._args = (library, [], sinks, options, params)
-        self._streams = streams
-        self.stats: dict = {}
-        self.report = ""
-        self.handle = RunHandle()       # its counters, for the progress line
-
-    def __iter__(self):
-        from .errors import RunError
-        res = run_library(*self._args, arrow_streams=self._streams, handle_signals=True,
-                          cancel=self.handle)
-        self.stats, self.report = res.stats, res.report
-        if res.status != 0:
-            raise RunError(res.error)
-        yield from ()
-
-    def cancel(self) -> None:   # the run ends with its inputs (the slices are cancelled)
-        pass
-
-
-def _split_run(args, library, files, bindings, outputs, options, params, sinks, qs,
-               compile_options):
-    """A run over capture files on several threads (runtime/parallel.py),
-    or the Split saying why it stays on one (qs: the planned query set, or
-    None when the build came from the input-keyed cache)."""
-    if args.threads == 1:
-        return Split(1, reason="one thread asked for")
-    cores = machine_threads()
-    if args.threads is None and cores < CLI_AUTO_MIN_CORES:
-        return Split(cores, reason=(
-            f"{cores} core(s): the runs of records and the run merging them would share them "
-            "(no gain measured on 2 cores); --threads N splits"))
-    paths = [u.partition(":")[2] for u in files.values() if u.partition(":")[0] == "pcap"]
-    if args.threads is None and not any(
-            os.path.isfile(f) and os.path.getsize(f) >= 2 * AUTO_MIN_BYTES
-            for f in paths):
-        # no need to plan: too small to split
-        return Split(cores, reason="too few to split: no capture file of 32 MiB or more")
-    # the machinery of a split run, imported only for one
-    from .runtime import parallel
-    reason = parallel.options_reason(options, True)
-    if reason:
-        return Split(args.threads or cores, reason=reason)
-    cuts = parallel.CaptureCuts(library, files, args.threads)   # meanwhile: plan, imports
-    plan = (qs if qs is not None else plan_queries(args.files, compile_options)).plan
-    readers = {i: [n.name for n in ns] for i, ns in bindings.readers.items()}
-    split = parallel.plan_split(plan, {}, readers, files, parallel.multi_member(bindings.members),
-                                options, outputs, args.threads, library, cuts)
-    if split.used <= 1:
-        return split
-    return parallel.SplitRun(
-        library, split, parallel.lfta_streams(plan, outputs, bindings.readers, split), outputs,
-        options, params, 0, "bytes", True,
-        lambda streams: _TextFinal(library, sinks, options, params, streams),
-        bindings.members)
-
-
-def _finish_split(split):
-    """Run a split run to its end: its result as run_library's."""
-    from .errors import RunError
-    from .runtime.runner import RunResult
-    try:
-        for _ in split:
-            pass
-    except RunError as e:
-        return RunResult(1, str(e), split.report, split.stats)
-    return RunResult(0, "", split.report, split.stats)
-
-
 # report lines --quiet leaves out: they say what happened, not that input
 # was lost or is suspect (malformed rows, late tuples, truncated captures
 # and every "warning:" line stay)
@@ -452,76 +323,52 @@ def _show_progress(args) -> bool:
     return not (to_stdout and sys.stdout.isatty())
 
 
+def _run_request(args) -> session.RunRequest:
+    """The run `gsqlc run`'s flags ask for."""
+    return session.RunRequest(
+        sources=[(n, normalize_uri(u)) for n, u in (_source_binding(s) for s in args.source)],
+        interfaces_file=args.interfaces,
+        max_skew=[_split_binding(t, "--max-skew") for t in args.max_skew],
+        bounds=_time_bounds(args),
+        params=dict(_split_binding(p, "--param") for p in args.param),
+        output=args.output or None, all_outputs=True,
+        options=session.RunOptions(clock=args.clock, heartbeat_interval=args.heartbeat_interval,
+                                   csv_separator=args.csv_separator, csv_strict=args.csv_strict,
+                                   stall_intervals=args.stall_intervals, trace=args.trace,
+                                   batch=args.batch, columnar=args.columnar,
+                                   pcap_reader=args.pcap_reader, max_groups=args.max_groups))
+
+
 def cmd_run(args) -> int:
-    try:
-        options = run_options(clock=args.clock, heartbeat_interval=args.heartbeat_interval,
-                              csv_separator=args.csv_separator, csv_strict=args.csv_strict,
-                              stall_intervals=args.stall_intervals, trace=args.trace,
-                              batch=args.batch, columnar=args.columnar,
-                              pcap_reader=args.pcap_reader, max_groups=args.max_groups)
-    except UsageError as e:
-        raise UsageError(_flag_names(str(e))) from None
-    if args.ip_format != "text":
-        options["ip_format"] = args.ip_format
-    sources = [(n, normalize_uri(u)) for n, u in (_source_binding(s) for s in args.source)]
-    for name, uri in sources:
-        _usage(check_uri, name, uri)
-    skews = []
-    for text in args.max_skew:
-        name, value = _split_binding(text, "--max-skew")
-        skews.append((name, _usage(check_skew, name, value)))
-    bounds = _time_bounds(args)
-    ifaces = _interfaces(args, sources, skews, bounds)
-    for name, _ in skews:
-        if name not in ifaces.sources and name not in ifaces.sets:
-            raise UsageError(f"--max-skew {name}: no --source binds an interface '{name}'")
-    for flag, given in (("--out-of-order", bounds.out_of_order), ("--latency", bounds.latency),
-                        ("--time-unit", [(n, u) for n, u, _ in bounds.time_unit])):
-        for name, _ in given:
-            if name not in ifaces.sources and name not in ifaces.sets:
-                raise UsageError(f"{flag} {name}: no --source binds an interface '{name}'")
-    params = dict(_split_binding(p, "--param") for p in args.param)
+    settled = session.settle(_run_request(args))
     compile_options = _options(args, sanitize=args.sanitize)
     # a query set built before runs from the input-keyed cache: no parsing,
     # planning or code generation (an error in a query is never cached)
     key = input_cache.input_key(args.files, compile_options)
     hit = input_cache.lookup(key)
-    if hit is None:
-        qs = plan_queries(args.files, compile_options)
-        summary = qs.summary
-        deps = input_cache.library_deps(qs, compile_options)
-    else:
-        summary = hit.summary
+    qs = plan_queries(args.files, compile_options) if hit is None else None
+    summary = qs.summary if qs is not None else hit.summary
     # the bindings are checked before anything is built
-    _usage(check_params, summary, params)
-    bindings = _usage(resolve_bindings, summary, ifaces)
-    outputs = _usage(outputs_of, summary, args.output)
-    if args.format == "gdat" and len(outputs) > 1:
+    prep = session.bind(summary, settled)
+    if args.format == "gdat" and len(prep.outputs) > 1:
         raise UsageError(f"--format gdat writes one query's output (a GDAT file has one "
-                         f"schema), but {len(outputs)} are chosen ({', '.join(outputs)}): "
-                         "name one with --output")
-    if hit is None:
+                         f"schema), but {len(prep.outputs)} are chosen "
+                         f"({', '.join(prep.outputs)}): name one with --output")
+    if qs is not None:
+        deps = input_cache.library_deps(qs, compile_options)
         library = compile_planned(qs, compile_options).library
         input_cache.store(args.files, compile_options, key, deps, summary, library)
     else:
         library = hit.library
-    options.update(time_options(ifaces, bindings))
-    sinks = [(q, args.format, args.output_file) for q in outputs]
-    split = _split_run(args, library, dict(bindings.sources), bindings, outputs, options, params,
-                       sinks, qs if hit is None else None, compile_options)
+
+    def plan():   # planned only when a split is possible (a cache hit has none)
+        return (qs if qs is not None else plan_queries(args.files, compile_options)).plan
+    split = session.decide_split(prep, library, plan, args.threads, captures_need_cores=True)
     shown = (progress.ProgressOptions(colour=use_color(sys.stderr, color_mode_of(args)))
              if _show_progress(args) else None)
-    if isinstance(split, Split):
-        handle = RunHandle()
-        with progress.line(shown, lambda: ([handle], [handle])):
-            result = run_library(library, bindings.sources, sinks, options, params,
-                                 handle_signals=True, set_members=bindings.members,
-                                 cancel=handle)
-        result.stats["threads"] = split.info()
-    else:
-        with progress.line(shown, split.progress_handles,
-                           total_bytes=split.input_bytes_total()):
-            result = _finish_split(split)
+    output = TextOutput([(q, args.format, args.output_file) for q in prep.outputs],
+                        args.ip_format)
+    result = run_to_end(session.start(prep, library, output, split, plan, shown))
     report = result.report
     if report and args.quiet:
         report = "".join(line for line in report.splitlines(keepends=True)
@@ -602,6 +449,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return e.exit_status
     except InternalError as e:
         return _internal_error(e)
+    except SettingError as e:   # a setting's bad value, named by its flag
+        _print_error(args, e.in_flags())
+        return e.exit_status
     except GsqlcError as e:   # usage errors (exit 2) and run-time failures (exit 1)
         _print_error(args, str(e))
         return e.exit_status

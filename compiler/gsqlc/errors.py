@@ -120,15 +120,17 @@ class SettingError(UsageError):
     eth0"), so that each face says it in its own terms without rewriting
     text."""
 
-    def __init__(self, subject: str, flag: str, rest: str):
+    def __init__(self, subject: str, flag: str, rest: str, flag_rest: Optional[str] = None):
         super().__init__(subject + rest)
         self.subject = subject
         self.flag = flag
         self.rest = rest
+        self.flag_rest = rest if flag_rest is None else flag_rest
 
     def in_flags(self) -> str:
-        """The message as the command line says it."""
-        return self.flag + self.rest
+        """The message as the command line says it (`flag_rest`: where the
+        rest names other settings, e.g. "no --source binds ...")."""
+        return self.flag + self.flag_rest
 
 
 class InterfaceError(UsageError):

@@ -12,7 +12,9 @@ import cffi
 
 # The ABI declarations are the ones the gsqlc package itself loads libraries
 # with: one definition of the C ABI on the Python side.
-from gsqlc.runtime.runner import ABI_CDEF as CDEF  # noqa: E402
+from gsqlc.runtime.c_interface import abi_cdef  # noqa: E402
+
+CDEF = abi_cdef()
 
 
 def s(ffi, p):

@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
-from ..errors import UsageError
+from ..errors import SettingError, UsageError
 from ..record import field, record
-from .interfaces import DEFAULT_IFACE, Interfaces, TimeBounds
+from .interfaces import DEFAULT_IFACE, Interfaces, TimeBounds, Where, where_error
 from .interfaces import build as build_interfaces
 from .interfaces import check_skew as _skew_seconds
 from .option_table import check as check_option
@@ -58,15 +58,16 @@ def run_options(*, clock: str = "auto", heartbeat_interval: Union[str, float] = 
 
 
 def check_skew(name: str, value) -> float:
-    return _skew_seconds(f"max skew {name}={value}", value)
+    return _skew_seconds(f"max skew {name}={value}", value, f"--max-skew {name}={value}")
 
 
 def check_params(plan: PlanSummary, params: Mapping[str, str]) -> None:
     declared = {n for _, ps in plan.queries for n in ps}
     for name in params:
         if name not in declared:
-            raise UsageError(f"parameter {name}: no query declares it in a PARAM block"
-                             + (f" (declared: {', '.join(sorted(declared))})" if declared else ""))
+            raise SettingError(f"parameter {name}", f"--param {name}",
+                               ": no query declares it in a PARAM block"
+                               + (f" (declared: {', '.join(sorted(declared))})" if declared else ""))
     for q, ps in plan.queries:
         for name in ps:
             if name not in params:
@@ -83,8 +84,8 @@ def outputs_of(plan: PlanSummary, wanted: Sequence[str]) -> list[str]:
             import difflib
             close = difflib.get_close_matches(w, names, n=3)
             hint = ("; did you mean " + " or ".join(close) + "?") if close else ""
-            raise UsageError(f"output {w}: no query of that name (queries: "
-                             f"{', '.join(names)}){hint}")
+            raise SettingError(f"output {w}", f"--output {w}",
+                               f": no query of that name (queries: {', '.join(names)}){hint}")
     return list(wanted)
 
 
@@ -111,31 +112,35 @@ def normalize_uri(uri: str) -> str:
     return "csv:" + uri
 
 
+def _source_error(name: str, uri: str, rest: str) -> SettingError:
+    return SettingError(f"source {name}={uri}", f"--source {name}={uri}", ": " + rest)
+
+
 def check_uri(name: str, uri: str) -> str:
     """The source kind ('csv' or 'pcap') of a URI, or a UsageError (a
     gdat:PATH file's header is read: it must be one the runtime reads)."""
     scheme, sep, rest = uri.partition(":")
     if not sep or scheme not in URI_SCHEMES or not rest:
-        raise UsageError(f"source {name}={uri}: expected csv:PATH, csv:-, csvtcp:HOST:PORT, "
-                         "gdat:PATH, pcap:PATH or pcap-live:IFACE")
+        raise _source_error(name, uri, "expected csv:PATH, csv:-, csvtcp:HOST:PORT, "
+                            "gdat:PATH, pcap:PATH or pcap-live:IFACE")
     if scheme == "csvtcp":
         host, colon, port = rest.rpartition(":")
         if not colon or not host or not (port.isascii() and port.isdigit()
                                          and 1 <= int(port) <= 65535):
-            raise UsageError(f"source {name}={uri}: expected csvtcp:HOST:PORT (a port from 1 "
-                             "to 65535)")
+            raise _source_error(name, uri, "expected csvtcp:HOST:PORT (a port from 1 "
+                                "to 65535)")
     if scheme in ("csv", "pcap", "gdat") and (rest != "-" or scheme == "gdat"):
         p = Path(rest)
         if not p.exists():
-            raise UsageError(f"source {name}={uri}: {rest}: no such file")
+            raise _source_error(name, uri, f"{rest}: no such file")
         if p.is_dir():
-            raise UsageError(f"source {name}={uri}: {rest} is a directory")
+            raise _source_error(name, uri, f"{rest} is a directory")
     if scheme == "gdat":
         from . import gdat  # only a GDAT source reads one (a run's start-up)
         try:
             gdat.read_header(rest)
         except (OSError, gdat.GdatError) as e:
-            raise UsageError(f"source {name}={uri}: {e}") from None
+            raise _source_error(name, uri, str(e)) from None
     return URI_SCHEMES[scheme]
 
 
@@ -221,8 +226,8 @@ def _bind_member(n: LftaSummary, m: str, ifaces: Interfaces, arrow: set[str], ou
     if kind != pk:
         wanted = ("packets (pcap:PATH or pcap-live:IFACE)" if pk == "pcap"
                   else "CSV rows (csv:PATH), GDAT records (gdat:PATH) or Arrow data")
-        raise UsageError(f"source {m}={uri}: query {n.query} reads PROTOCOL "
-                         f"{n.protocol.name}, whose fields come from {wanted}")
+        raise _source_error(m, uri, f"query {n.query} reads PROTOCOL "
+                            f"{n.protocol.name}, whose fields come from {wanted}")
     out.sources.append((m, uri))
 
 
@@ -276,10 +281,10 @@ def time_options(ifaces: Interfaces, bindings: Bindings) -> dict[str, str]:
     return opts
 
 
-def _check_csv_time(where: str, iface: str, uri: str, key: str, why: str) -> None:
+def _check_csv_time(where: Where, iface: str, uri: str, key: str, why: str) -> None:
     if uri.partition(":")[0] in ("pcap", "pcap-live"):
-        raise UsageError(f"{where}: {key} is for CSV interfaces ({why}), but interface "
-                         f"'{iface}' is bound to {uri}")
+        raise where_error(where, f": {key} is for CSV interfaces ({why}), but interface "
+                                 f"'{iface}' is bound to {uri}")
 
 
 def arrival_column(where: str, iface: str, column: str, uri: str,

@@ -83,9 +83,9 @@ the record's time unchanged (counted as time_unreadable in the stats).
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
-from ..errors import InterfaceError
+from ..errors import InterfaceError, SettingError, UsageError
 from ..record import field, record
 
 DEFAULT_IFACE = "default"
@@ -134,7 +134,7 @@ class Interfaces:
     time_unit: dict[str, str] = field(default_factory=dict)       # interface -> unit
     # where arrival and time_unit were given (for errors), by interface
     arrival_where: dict[str, str] = field(default_factory=dict)
-    time_unit_where: dict[str, str] = field(default_factory=dict)
+    time_unit_where: dict[str, Where] = field(default_factory=dict)
     # (a, b) -> the set of (after, bound) pairs (seed 002 3.1: usually one),
     # and where it was given (for errors)
     skew_bounds: dict[tuple[str, str], list[tuple[float, float]]] = field(default_factory=dict)
@@ -148,6 +148,27 @@ class Interfaces:
         return self.sets.get(name, [name])
 
 
+@record(frozen=True)
+class SettingWhere:
+    """Where a value was given to a run rather than in a file: the setting
+    as the API names it and as the command line does (errors.SettingError)."""
+    subject: str
+    flag: str
+
+    def __str__(self) -> str:
+        return self.subject
+
+
+Where = Union[str, SettingWhere]     # a file's location, or a run's setting
+
+
+def where_error(where: Where, rest: str) -> UsageError:
+    """The error of a value given at `where` (rest: ": what is wrong")."""
+    if isinstance(where, SettingWhere):
+        return SettingError(where.subject, where.flag, rest)
+    return UsageError(where + rest)
+
+
 @record
 class TimeBounds:
     """The command line's (or the API's) time bounds, applied over a file's."""
@@ -156,36 +177,40 @@ class TimeBounds:
     skew: list[tuple[str, str, float, float]] = field(default_factory=list)
     heartbeat_timeout: Optional[float] = None
     heartbeats: Optional[dict] = None     # [heartbeats] keys, over the file's
-    time_unit: list[tuple[str, str, str]] = field(default_factory=list)  # name, unit, where
+    time_unit: list[tuple[str, str, Where]] = field(default_factory=list)  # name, unit, where
 
 
-def check_skew(where: str, value: Any) -> float:
+def check_skew(where: str, value: Any, flag: Optional[str] = None) -> float:
     """A maximum skew in seconds (a number >= 0), or InterfaceError."""
-    return check_seconds(where, "max_skew", value)
+    return check_seconds(where, "max_skew", value, flag)
 
 
-def check_seconds(where: str, key: str, value: Any) -> float:
-    """Seconds (a number >= 0, not a boolean), or InterfaceError naming
-    `where` and `key`."""
+def check_seconds(where: str, key: str, value: Any, flag: Optional[str] = None) -> float:
+    """Seconds (a number >= 0, not a boolean), or an error naming `where`
+    and `key`: InterfaceError for a file's value, SettingError naming the
+    command line's `flag` too for a setting given to a run."""
+    def bad(rest: str) -> UsageError:
+        return InterfaceError(where + rest) if flag is None else SettingError(where, flag, rest)
     if isinstance(value, bool):
-        raise InterfaceError(f"{where}: {key} '{value}' is not a number of seconds")
+        raise bad(f": {key} '{value}' is not a number of seconds")
     try:
         v = float(value)
     except (TypeError, ValueError):
-        raise InterfaceError(f"{where}: {key} '{value}' is not a number of seconds") from None
+        raise bad(f": {key} '{value}' is not a number of seconds") from None
     if not v >= 0:
-        raise InterfaceError(f"{where}: {key} must not be negative (got {value})")
+        raise bad(f": {key} must not be negative (got {value})")
     if v == float("inf"):
-        raise InterfaceError(f"{where}: {key} must be a finite number of seconds (got {value})")
+        raise bad(f": {key} must be a finite number of seconds (got {value})")
     return v
 
 
-def check_time_unit(where: str, value: Any) -> str:
-    """A time unit ("s", "ms", "us" or "ns"), or InterfaceError naming
-    `where`."""
+def check_time_unit(where: str, value: Any, flag: Optional[str] = None) -> str:
+    """A time unit ("s", "ms", "us" or "ns"), or an error naming `where`
+    (and `flag`, as check_seconds)."""
     if not isinstance(value, str) or value not in TIME_UNITS:
-        raise InterfaceError(f"{where}: time_unit must be one of "
-                             f"{', '.join(repr(u) for u in TIME_UNITS)} (got {value!r})")
+        rest = (f": time_unit must be one of {', '.join(repr(u) for u in TIME_UNITS)} "
+                f"(got {value!r})")
+        raise InterfaceError(where + rest) if flag is None else SettingError(where, flag, rest)
     return value
 
 

@@ -13,81 +13,10 @@ from typing import Callable, Optional, Sequence
 from ..errors import RunError, SetupError
 from ..record import field, record
 from .abi_ffi import abi_ffi
+from .c_interface import abi_cdef
 
-ABI_CDEF = """
-struct ArrowSchema {
-    const char *format;
-    const char *name;
-    const char *metadata;
-    int64_t flags;
-    int64_t n_children;
-    struct ArrowSchema **children;
-    struct ArrowSchema *dictionary;
-    void (*release)(struct ArrowSchema *);
-    void *private_data;
-};
-struct ArrowArray {
-    int64_t length;
-    int64_t null_count;
-    int64_t offset;
-    int64_t n_buffers;
-    int64_t n_children;
-    const void **buffers;
-    struct ArrowArray **children;
-    struct ArrowArray *dictionary;
-    void (*release)(struct ArrowArray *);
-    void *private_data;
-};
-struct ArrowArrayStream {
-    int (*get_schema)(struct ArrowArrayStream *, struct ArrowSchema *out);
-    int (*get_next)(struct ArrowArrayStream *, struct ArrowArray *out);
-    const char *(*get_last_error)(struct ArrowArrayStream *);
-    void (*release)(struct ArrowArrayStream *);
-    void *private_data;
-};
-typedef struct gsq_run gsq_run;
-typedef int (*gsqlc_arrow_cb)(void *ctx, struct ArrowArray *array, struct ArrowSchema *schema);
-gsq_run *gsqlc_create(void);
-int gsqlc_set_option(gsq_run *r, const char *key, const char *value);
-int gsqlc_set_param(gsq_run *r, const char *name, const char *value);
-int gsqlc_bind_source(gsq_run *r, const char *iface, const char *uri);
-int gsqlc_add_sink(gsq_run *r, const char *query, const char *format, const char *path);
-int gsqlc_bind_arrow(gsq_run *r, const char *iface, struct ArrowArrayStream *stream);
-int gsqlc_add_set_member(gsq_run *r, const char *set, const char *member);
-int gsqlc_bind_stream_arrow(gsq_run *r, const char *stream_name, struct ArrowArrayStream *stream);
-int gsqlc_add_arrow_sink(gsq_run *r, const char *stream_name, gsqlc_arrow_cb cb, void *ctx,
-                         uint32_t batch_rows);
-int gsqlc_run(gsq_run *r);
-int gsqlc_cancel(gsq_run *r);
-typedef struct gsqlc_progress_snapshot {
-    uint32_t state;
-    uint32_t has_watermark;
-    uint64_t publications;
-    uint64_t input_bytes;
-    uint64_t input_bytes_total;
-    uint64_t records_read;
-    uint64_t rows_out;
-    uint64_t late_dropped;
-    uint64_t skew_dropped;
-    uint64_t malformed;
-    double watermark_sec;
-} gsqlc_progress_snapshot;
-int gsqlc_progress(gsq_run *r, gsqlc_progress_snapshot *out);
-const char *gsqlc_stats_json(gsq_run *r);
-const char *gsqlc_report(gsq_run *r);
-const char *gsqlc_error(gsq_run *r);
-void gsqlc_destroy(gsq_run *r);
-int gsqlc_pcap_cuts(const char *path, uint32_t parts, uint64_t *cuts, char *why, size_t why_len);
-typedef struct gsqlc_buffer_pool gsqlc_buffer_pool;
-gsqlc_buffer_pool *gsqlc_buffer_pool_create(uint64_t max_bytes);
-void gsqlc_buffer_pool_release(gsqlc_buffer_pool *pool);
-void gsqlc_buffer_pool_counts(gsqlc_buffer_pool *pool, uint64_t out[3]);
-int gsqlc_set_buffer_pool(gsq_run *r, gsqlc_buffer_pool *pool);
-void gsqlc_table_cache_counts(uint64_t out[4]);
-void gsqlc_table_cache_trim(void);
-"""
-
-_ffi = abi_ffi(ABI_CDEF)
+# the declarations come from the runtime's headers (c_interface), not a copy
+_ffi = abi_ffi(abi_cdef())
 _libs: dict[str, object] = {}
 # Arrow sink buffers a loaded library keeps for its next batches once their
 # consumers release them (gsqlc_buffer_pool_create): what a run over 20 M

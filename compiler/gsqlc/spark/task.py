@@ -79,9 +79,9 @@ def new_run(path: str, readers: dict[str, Any], streams: dict[str, Any], output:
     IP values as integers (Spark's frames carry them so between stages)."""
     from pathlib import Path
 
-    from ..api import Run
-    return Run(Path(path), [], readers, [], [output], options, params,
-               65536, strings, False, streams=streams, ip_format="int")
+    from ..runtime.run import ArrowOutput, Run, RunInputs
+    return Run(Path(path), RunInputs(readers=readers, streams=streams, options=options, params=params),
+               ArrowOutput([output], strings, ip_format="int"))
 
 
 def rows_rejected(run: Any) -> int:
