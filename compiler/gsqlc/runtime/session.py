@@ -208,14 +208,16 @@ def _uri(value: Union[str, "os.PathLike[str]"]) -> str:
 
 
 def choose_outputs(summary: PlanSummary, output: Union[None, str, Sequence[str]],
-                   all_outputs: bool = False) -> tuple[list[str], bool]:
-    """(the output queries, whether the run yields (query, batch) pairs)."""
+                   all_outputs: bool = False, several: bool = True) -> tuple[list[str], bool]:
+    """(the output queries, whether the run yields (query, batch) pairs);
+    several: whether the face takes a list of outputs."""
     if output is None:
         if all_outputs:
             return list(summary.leaves), False
         if len(summary.leaves) != 1:
             raise UsageError(f"the query set has {len(summary.leaves)} output queries "
-                             f"({', '.join(summary.leaves)}): name one with output=, or a list")
+                             f"({', '.join(summary.leaves)}): name one with output="
+                             + (", or a list" if several else ""))
         return list(summary.leaves), False
     if isinstance(output, str):
         return outputs_of(summary, [output]), False

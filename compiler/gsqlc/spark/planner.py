@@ -14,8 +14,9 @@ from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
 from ..errors import SparkQueryError, UsageError
 from ..planner.nodes import HftaAggregate, HftaJoin, HftaMerge, HftaSelect, LftaNode
 from ..planner.plan import Plan
+from ..runtime import session
 from ..runtime.arrow_types import check_ip_format, field_column
-from ..runtime.bindings import check_params, interfaces_of, outputs_of, run_options, set_members
+from ..runtime.bindings import check_params, set_members
 from ..runtime.interfaces import DEFAULT_IFACE, Interfaces
 from ..semantics.bound import FieldRef
 from ..semantics.model import MergeInfo, StreamDef
@@ -51,9 +52,9 @@ from .types import END_COL, EPOCH_COL, HEARTBEAT_COL, arrow_schema_of, spark_sch
 # ============================================================ the run's preparation
 #
 # _prepare_run is the one place run_query checks its options, bindings,
-# parameters, output and time bounds, and compiles the query set: the same
-# preparation the command line and CompiledQuerySet.run make (its body is to
-# become gsqlc.runtime.session's, shared by the three).
+# parameters, output and time bounds, and compiles the query set, with the
+# session the command line and CompiledQuerySet.run prepare their runs with
+# (gsqlc.runtime.session); the stages bind the DataFrames themselves.
 
 
 @dataclass
@@ -85,32 +86,26 @@ def _prepare_run(files: Sequence[str], schema: Any, sources: Mapping[str, Any],
     check_ip_format(ip_format)
     if on_malformed not in ("count", "fail"):
         raise UsageError(f"on_malformed must be 'count' or 'fail', got {on_malformed!r}")
-    bounds = api.time_bounds(out_of_order, latency, skew, heartbeat_timeout)
-    placeholder: dict[str, Any] = {}
     for name, v in sources.items():
-        vals = v if isinstance(v, list) else [v]
-        for df in vals:
+        for df in (v if isinstance(v, list) else [v]):
             if not hasattr(df, "mapInArrow"):
                 raise SparkQueryError(f"source {name}: expected a pyspark DataFrame, got "
                                       f"{type(df).__name__}")
-        placeholder[name] = [object() for _ in vals] if isinstance(v, list) else object()
+    bounds = session.time_bounds(out_of_order, latency, skew, heartbeat_timeout)
     cqs = compiled or api.compile(files, schema, interfaces=interfaces, **compile_options)
-    ifaces, _ = interfaces_of(placeholder, {}, os.fspath(interfaces) if interfaces
-                              else cqs.interfaces_file, bounds)
-    api.check_bound_interfaces(ifaces, bounds)
+    # the DataFrames are bound by the stages: placeholders stand for them here
+    settled = session.settle(session.RunRequest(
+        sources=[(name, object()) for name, v in sources.items()
+                 for _ in (v if isinstance(v, list) else [v])],
+        interfaces_file=os.fspath(interfaces) if interfaces else cqs.interfaces_file,
+        bounds=bounds, params=dict(params or {}), output=output,
+        options=session.RunOptions(clock="data", heartbeat_interval=heartbeat_interval)))
+    ifaces, options = settled.interfaces, settled.options
     _check_time_bounds(ifaces)
-    qs = cqs.compiled.queryset
+    summary = cqs.compiled.queryset.summary
     str_params = {k: str(v) for k, v in (params or {}).items()}
-    check_params(qs.summary, str_params)
-    if output is None:
-        leaves = qs.leaves()
-        if len(leaves) != 1:
-            raise UsageError(f"the query set has {len(leaves)} output queries "
-                             f"({', '.join(leaves)}): name one with output=")
-        output = leaves[0]
-    else:
-        outputs_of(qs.summary, [output])
-    options = run_options(clock="data", heartbeat_interval=heartbeat_interval)
+    check_params(summary, str_params)
+    output = session.choose_outputs(summary, output, several=False)[0][0]
     member_df = {}
     for name, v in sources.items():
         vals = v if isinstance(v, list) else [v]
