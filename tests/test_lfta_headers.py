@@ -11,7 +11,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "tests" / "runtime" / "test_lfta_heartbeat.c"
-WARNINGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", f"-I{ROOT / 'runtime_c' / 'lfta'}"]
+WARNINGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", f"-I{ROOT / 'runtime_c' / 'lfta'}",
+            f"-I{SOURCE.parent}"]
 SAN = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
 BUILDS = {"optimized": ["-O2"], "sanitized": ["-O1", "-g", *SAN]}
 

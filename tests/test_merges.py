@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from gsqlc.backend.codegen import merge_slack
+from gsqlc.backend.gen_shared import merge_slack
 from gsqlc.semantics.types import Type
 
 # (GSQL type, values it holds in increasing order): each type's own range

@@ -74,12 +74,17 @@
         }                                                                           \
     }                                                                               \
                                                                                     \
-    /* A generated heartbeat's value v (the field's unit, rounded down):            \
-     * the value promised, never below an earlier promise. */                       \
+    /* v, or the promised bound if that is larger. */                               \
+    static inline T gsq_hb_##sfx##_raise(const gsq_hb_##sfx *h, T v)                \
+    {                                                                               \
+        return h->promised && h->bound > v ? h->bound : v;                          \
+    }                                                                               \
+                                                                                    \
+    /* A promise of v (a generated heartbeat's value, in the field's unit           \
+     * rounded down): what is promised, never below an earlier promise. */          \
     static inline T gsq_hb_##sfx##_promise(gsq_hb_##sfx *h, T v)                    \
     {                                                                               \
-        if (h->promised && h->bound > v)                                            \
-            v = h->bound;                                                           \
+        v = gsq_hb_##sfx##_raise(h, v);                                             \
         h->bound = v;                                                               \
         h->promised = 1;                                                            \
         return v;                                                                   \
@@ -89,10 +94,7 @@
      * promised when it is the first promise or raises the last one. */            \
     static inline void gsq_hb_##sfx##_clock(gsq_hb_##sfx *h, T b)                   \
     {                                                                               \
-        if (!h->promised || b > h->bound) {                                         \
-            h->bound = b;                                                           \
-            h->promised = 1;                                                        \
-        }                                                                           \
+        (void)gsq_hb_##sfx##_promise(h, b);                                         \
     }                                                                               \
                                                                                     \
     /* The inferred heartbeat value into *out, lowered by ooo units when            \
@@ -105,15 +107,8 @@
         if (!h->seen && !h->promised)                                               \
             return 0;                                                               \
         v = h->seen ? h->last : h->bound;                                           \
-        if (have_ooo)                                                               \
-            v = gsq_units_less_##sfx(v, ooo);                                       \
-        if (h->promised && h->bound > v)                                            \
-            v = h->bound;                                                           \
-        if (have_ooo) {                                                             \
-            h->bound = v;                                                           \
-            h->promised = 1;                                                        \
-        }                                                                           \
-        *out = v;                                                                   \
+        *out = have_ooo ? gsq_hb_##sfx##_promise(h, gsq_units_less_##sfx(v, ooo))   \
+                        : gsq_hb_##sfx##_raise(h, v);                               \
         return 1;                                                                   \
     }
 

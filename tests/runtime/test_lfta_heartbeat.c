@@ -9,23 +9,11 @@
  * "N passed, M failed". */
 #include <float.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gsq_lfta_heartbeat.h"
-
-static int passed, failed;
-
-#define CHECK(cond)                                                               \
-    do {                                                                          \
-        if (cond) {                                                               \
-            passed++;                                                             \
-        } else {                                                                  \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                \
-            failed++;                                                             \
-        }                                                                         \
-    } while (0)
+#include "unit_check.h"
 
 static const uint64_t UNITS[4] = {GSQ_UNIT_NSEC_S, GSQ_UNIT_NSEC_MS, GSQ_UNIT_NSEC_US,
                                   GSQ_UNIT_NSEC_NS};
@@ -71,7 +59,7 @@ static void test_usec_to_units_up(void)
             if (!(up >= dn && up - dn <= 1 && (up == dn) == (gsq_units_to_usec(dn, UNITS[u]) == x)))
                 CHECK(0);
         }
-    passed++;
+    check_passed++;
 }
 
 static void test_units_to_usec(void)
@@ -95,7 +83,7 @@ static void test_units_to_usec(void)
             if (gsq_units_to_usec(gsq_usec_to_units(x, UNITS[u]), UNITS[u]) > x)
                 CHECK(0);
         }
-    passed++;
+    check_passed++;
 }
 
 static void test_float_units(void)
@@ -341,7 +329,7 @@ static void test_mask_forms(void)
               (!a.seen || a.last == b.last)))
             CHECK(0);
     }
-    passed++;
+    check_passed++;
     /* a dead row's value is not the block's maximum */
     uint16_t mx = 0;
     uint32_t any = 0;
@@ -372,6 +360,5 @@ int main(void)
     test_infer();
     test_infer_each_unit();
     test_mask_forms();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return check_report();
 }

@@ -42,7 +42,7 @@ class BuildResult:
     cached: bool
 
 
-def _tree_digest(h, root: Path) -> None:
+def _tree_digest(h: "hashlib._Hash", root: Path) -> None:
     for p in sorted(root.rglob("*")):
         # sources and the build files that say how they are built
         if p.is_file() and (p.suffix in (".c", ".h", ".hpp", ".cpp", ".cmake")

@@ -217,7 +217,8 @@ class CEmitter:
         m = getattr(self, "_" + type(e).__name__, None)
         if m is None:
             raise QueryError(e.span, "internal", f"cannot generate code for {type(e).__name__}")
-        return m(e)
+        code: str = m(e)
+        return code
 
     def as_type(self, e: ast.Expr, t: Type) -> str:
         """e converted to C type of t (numeric conversions only)."""
@@ -405,6 +406,7 @@ class CEmitter:
                 continue
             if i in f.handle_args:
                 var = f"re_{len(self.ctx.regexes)}"
+                assert isinstance(a, ast.Literal)   # analysis: a constant pattern
                 self.ctx.regexes.append(Regex(var, a.value))
                 handles.append(self.ctx.regex_ref(var))
                 continue

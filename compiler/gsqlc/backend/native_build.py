@@ -48,14 +48,16 @@ from typing import Mapping, Optional, Sequence
 from ..errors import BuildError
 from ..resources import cache_root, resource_dir
 from .build_cache import mark_done, verified
+from .gen_shared import MERGE_TYPES
+from .udf_build import is_library_source
+from .user_sources import CXX_SUFFIXES
 
 TOOLCHAIN_FILE = "gsqlc_toolchain.txt"
 UNIT_DEFINE = "-Dgsqlc_queryset_EXPORTS"   # CMake's define for a shared library's sources
 PCH_NAME = "gsq_hfta.hpp"
 RUNNER_MAIN = "gsqlc_run_main.o"
-MERGE_SRC = "merge_any.cpp"     # in hfta_templates
-# gsq_merge.h's type tags: MERGE_SRC is compiled once per tag (GSQ_MERGE_TYPE)
-MERGE_TYPES = ("u8", "u16", "u32", "i32", "u64", "i64", "f64")
+# in hfta_templates, compiled once per gsq_merge.h type tag (MERGE_TYPES, GSQ_MERGE_TYPE)
+MERGE_SRC = "merge_any.cpp"
 # runtime headers every HFTA unit may include before its operator templates
 _HFTA_HEADERS = ("<cstddef>", "<cstring>", "<limits>", "<string>",
                  '"gsq_runtime.h"', '"gsq_ops.h"', '"gsq_funcs.h"')
@@ -149,7 +151,6 @@ def udf_unit_command(tc: Toolchain, src: Path, obj: Path, folder: Path) -> list[
     """Compile a user's function source (C or C++ by its suffix) against
     Tigon's header names and its own folder, with a library unit's flags
     but not gsqlc's warnings: the code is the user's."""
-    from .udf_build import CXX_SUFFIXES, is_library_source
     cxx = src.suffix in CXX_SUFFIXES
     incs = [folder, resource_dir("runtime_c") / "tigon_compat"]
     if is_library_source(str(folder)):

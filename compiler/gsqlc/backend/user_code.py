@@ -48,6 +48,14 @@ def _tigon_type(t: Type, cxx: bool) -> str:
     return _TIGON_SCALAR[t]
 
 
+def param_types(params: "tuple[object, ...] | tuple[Type, ...]") -> tuple[Type, ...]:
+    """A user function's parameter types (a user function's parameters are
+    all types; a built-in's may name a class of argument instead)."""
+    types = tuple(t for t in params if isinstance(t, Type))
+    assert len(types) == len(params), params
+    return types
+
+
 def ident(name: str, params: tuple[Type, ...]) -> str:
     return name + "".join("_" + t.value.lower() for t in params)
 
@@ -72,7 +80,7 @@ class UserCode:
 
     def scalar(self, f: ScalarFunction, cxx: bool) -> str:
         """The wrapper to call for f at a level (C++ is the HFTA's)."""
-        i = ident(f.name, tuple(f.params))
+        i = ident(f.name, param_types(f.params))
         (self.hfta_scalars if cxx else self.lfta_scalars)[i] = f
         return f"gsq_udf_{i}"
 
@@ -80,7 +88,7 @@ class UserCode:
         """The class holding an HFTA's registered handle of the parameter
         `slot` of f, a function or an aggregate (Tigon's
         register_handle_for_F_slot_N)."""
-        cls = f"gsq_uh_{ident(f.name, tuple(f.params))}_{slot}"
+        cls = f"gsq_uh_{ident(f.name, param_types(f.params))}_{slot}"
         self.handles[cls] = (f, slot)
         return cls
 
@@ -114,10 +122,10 @@ class UserCode:
             out += _udaf_c(i, u)
         out += ["#else", "/* ---- HFTA (C++) */", "#include <cstdlib>", "#include <cstring>",
                 "#include <memory>", "#include <string>", ""]
-        for cls, (f, slot) in sorted(self.handles.items()):
-            out += _handle_class(cls, f, slot)
-        for cls, (name, nbytes, f) in sorted(self.states.items()):
-            out += _state_class(cls, name, nbytes, f)
+        for cls, (h, slot) in sorted(self.handles.items()):
+            out += _handle_class(cls, h, slot)
+        for cls, (name, nbytes, sf) in sorted(self.states.items()):
+            out += _state_class(cls, name, nbytes, sf)
         for i, f in sorted(self.hfta_scalars.items()):
             out += _scalar_code(i, f, True)
         for i, u in sorted(self.hfta_udafs.items()):
@@ -132,12 +140,12 @@ class UserCode:
         for fs in (self.lfta_scalars, self.hfta_scalars):
             for f in fs.values():
                 out[f.name] = f.decl
-        for name, _, f in self.states.values():
+        for name, _, sf in self.states.values():
             for step in ("clean_init", "destroy", "dirty_init", "final_init"):
-                out[f"_sfun_state_{step}_{name}"] = f.decl
-        for f, slot in self.handles.values():
-            out[f"register_handle_for_{f.name}_slot_{slot}"] = f.decl
-            out[f"deregister_handle_for_{f.name}_slot_{slot}"] = f.decl
+                out[f"_sfun_state_{step}_{name}"] = sf.decl
+        for h, slot in self.handles.values():
+            out[f"register_handle_for_{h.name}_slot_{slot}"] = h.decl
+            out[f"deregister_handle_for_{h.name}_slot_{slot}"] = h.decl
         for level, us in (("LFTA", self.lfta_udafs), ("HFTA", self.hfta_udafs)):
             for u in us.values():
                 for step in _steps(u, level):
@@ -194,8 +202,7 @@ def _scalar_code(i: str, f: ScalarFunction, cxx: bool) -> list[str]:
     order: a PARTIAL function's failure flag (bool &, set when it returns no
     value), the registered handles of its HANDLE parameters (slot order),
     then its other arguments in gsqlc's types."""
-    params = tuple(f.params)
-    assert all(isinstance(t, Type) for t in params)
+    params = param_types(f.params)
     rt = f.result_type([])
     by_pointer = rt is Type.STRING or f.partial
     proto_args = [("gs_param_handle_t" if k in f.handle_args else a)
