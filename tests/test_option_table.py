@@ -104,6 +104,10 @@ def test_python_refusals_keep_their_words():
         assert (str(e.value), e.value.in_flags()) == (message, in_flags)
     assert run_options() == {"csv_separator": ",", "heartbeat_interval": "1",
                              "stall_intervals": "3"}
+    # run_options passes its defaults on unchecked: each is one the table takes
+    for name, default in run_options.__kwdefaults__.items():
+        if default not in (None, False):
+            assert ot.check(name, default) == str(default)
     assert run_options(clock="fixed:5", batch=10, columnar="auto", trace="t", csv_strict=True) == {
         "csv_separator": ",", "heartbeat_interval": "1", "stall_intervals": "3",
         "clock": "fixed:5", "trace": "t", "csv_strict": "1", "batch": "10"}

@@ -17,8 +17,9 @@
  *            seconds, RANGE in microseconds), REAL (a number in RANGE),
  *            CHAR (one character), TEXT (any text), FORM (a form of its own
  *            that SETTER parses, described by EXPECTS)
- *   FIELD    FIELD(member): the gsq_run member a generic setter stores
- *            into; NO_FIELD for an option whose setter stores elsewhere
+ *   FIELD    FIELD(member): the gsq_run member the option sets (the
+ *            generic setters store through it); NO_FIELD for an option kept
+ *            elsewhere (per interface, or as a query parameter)
  *   RANGE    RANGE(LOW, HIGH), inclusive, or NO_RANGE
  *   WORDS    WORDS("a", "b", ...) the accepted words, in the order the
  *            refusal names them, or NO_WORDS
@@ -113,7 +114,7 @@ GSQ_OPTION("max_groups", UINT, FIELD(max_groups), RANGE(1, UINT64_MAX), NO_WORDS
 GSQ_OPTION("ip_format", WORDS, FIELD(ip_int), NO_RANGE, WORDS("text", "int"), VALUES(0, 1),
            set_words, "text or int",
            "How text sinks print IP and IPV6 values: dotted/colon text (default) or integers.")
-GSQ_OPTION("trace", TEXT, NO_FIELD, NO_RANGE, NO_WORDS, NO_VALUES, set_trace, "a file path",
+GSQ_OPTION("trace", TEXT, FIELD(trace_path), NO_RANGE, NO_WORDS, NO_VALUES, set_trace, "a file path",
            "A file to write one JSON line per heartbeat trace to.")
 GSQ_OPTION("arrow_heartbeats", BOOL, FIELD(arrow_heartbeats), NO_RANGE, NO_WORDS, NO_VALUES,
            set_bool, "0 or 1",

@@ -32,8 +32,9 @@ typedef int gsq_option_setter(gsq_run *r, const gsq_option *o, const char *arg,
 
 /* One run option: a GSQ_OPTION line of option_table.h (which says what each
  * column holds).  size is 0 when the option names no gsq_run member, else
- * 4 or 8 (an int, uint32_t, uint64_t or double member); words is NULL or
- * NULL-terminated, with values[i] what word i stores. */
+ * 1, 4 or 8 (a char; an int or uint32_t; a uint64_t, or a double that only
+ * set_real writes); words is NULL or NULL-terminated, with values[i] what
+ * word i stores. */
 struct gsq_option {
     const char *name;
     enum gsq_option_kind kind;
@@ -61,16 +62,18 @@ static int refuse(gsq_run *r, const gsq_option *o, const char *arg, const char *
     return -1;
 }
 
-/* v into o's gsq_run member (a 4-byte one takes the low 32 bits). */
+/* v into o's gsq_run member (a narrower one takes its low bytes' worth). */
 static void store(gsq_run *r, const gsq_option *o, uint64_t v)
 {
     char *field = (char *)r + o->offset;
-    if (o->size == sizeof(uint64_t)) {
+    uint32_t v32 = (uint32_t)v;
+    uint8_t v8 = (uint8_t)v;
+    if (o->size == sizeof v)
         memcpy(field, &v, sizeof v);
-    } else {
-        uint32_t v32 = (uint32_t)v;
+    else if (o->size == sizeof v32)
         memcpy(field, &v32, sizeof v32);
-    }
+    else if (o->size == sizeof v8)
+        memcpy(field, &v8, sizeof v8);
 }
 
 /* The value stored for `value`, one of o's words; -1 if it is none. */
@@ -465,7 +468,7 @@ static int set_csv_separator(gsq_run *r, const gsq_option *o, const char *arg, c
         gsq_set_error(r, "csv_separator cannot be a quote or a line break");
         return -1;
     }
-    r->csv_sep = c;
+    store(r, o, (unsigned char)c);
     return 0;
 }
 
@@ -534,7 +537,7 @@ static int set_latency(gsq_run *r, const gsq_option *o, const char *arg, const c
 static int set_trace(gsq_run *r, const gsq_option *o, const char *arg, const char *value)
 {
     char *p;
-    (void)o;
+    (void)o; /* FIELD(trace_path): owned, replaced */
     (void)arg;
     if (!*value) {
         gsq_set_error(r, "trace needs a file path");

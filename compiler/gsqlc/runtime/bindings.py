@@ -19,7 +19,6 @@ from ..record import field, record
 from .interfaces import DEFAULT_IFACE, Interfaces, TimeBounds, Where, where_error
 from .interfaces import build as build_interfaces
 from .interfaces import check_skew as _skew_seconds
-from .option_table import check as check_option
 from .plan_summary import LftaSummary, PlanSummary
 
 URI_SCHEMES = {"csv": "csv", "csvtcp": "csv", "gdat": "csv", "pcap": "pcap", "pcap-live": "pcap"}
@@ -47,7 +46,11 @@ def run_options(*, clock: str = "auto", heartbeat_interval: Union[str, float] = 
              "stall_intervals": stall_intervals, "max_groups": max_groups,
              "pcap_reader": pcap_reader, "trace": trace or None,
              "csv_strict": "1" if csv_strict else None}
-    text = {k: check_option(k, v) for k, v in given.items() if v is not None}
+    # a default is valid (tests/test_option_table.py checks it): a run with
+    # the defaults does not read the table (start-up)
+    defaults = run_options.__kwdefaults__ or {}
+    text = {k: str(v) if type(v) is type(defaults[k]) and v == defaults[k] else _check_option(k, v)
+            for k, v in given.items() if v is not None}
     opts = {k: text[k] for k in ("csv_separator", "heartbeat_interval", "stall_intervals")}
     # clock and columnar auto are the runtime's defaults (the clock: the
     # runtime decides, the data clock for a replay)
@@ -55,6 +58,11 @@ def run_options(*, clock: str = "auto", heartbeat_interval: Union[str, float] = 
         if k in text and not (k in ("clock", "columnar") and text[k] == "auto"):
             opts[k] = text[k]
     return opts
+
+
+def _check_option(name: str, value: object) -> str:
+    from .option_table import check  # the table is read on first use
+    return check(name, value)
 
 
 def check_skew(name: str, value) -> float:

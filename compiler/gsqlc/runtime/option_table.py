@@ -63,55 +63,41 @@ def options() -> dict[str, RunOption]:
     return {o.name: o for o in parse_table(table_path().read_text())}
 
 
+# one GSQ_OPTION line: name, kind, the range's bounds, the words, setter,
+# expects and doc (adjacent string literals); the other columns are C's
+_STRINGS = r'((?:"(?:[^"\\]|\\.)*"\s*)+)'
+_ENTRY = (r'^GSQ_OPTION\(\s*"([^"]*)",\s*(\w+),\s*(?:FIELD\(\w+\)|NO_FIELD),'
+          r'\s*(?:RANGE\((\w+),\s*(\w+)\)|NO_RANGE),\s*(?:WORDS\(([^)]*)\)|NO_WORDS),'
+          r'\s*(?:VALUES\([^)]*\)|NO_VALUES),\s*(\w+),\s*' + _STRINGS + r',\s*' + _STRINGS
+          + r'\)\s*$')
+
+
 def parse_table(text: str) -> list[RunOption]:
-    """The GSQ_OPTION lines of option_table.h's text (its comments, before
-    the first line starting GSQ_OPTION, are skipped)."""
+    """The GSQ_OPTION lines of option_table.h's text; a ValueError if a
+    line starting GSQ_OPTION is not of the table's form."""
     import re
     out = []
-    for entry in re.split(r"^GSQ_OPTION\(", text, flags=re.M)[1:]:
-        args = _split_args(entry.rstrip().removesuffix(")"))
-        if len(args) != 9:
-            raise ValueError(f"option_table.h: a GSQ_OPTION with {len(args)} columns, not 9: "
-                             f"{entry[:60]}")
-        name, kind, _field, rng, words, _values, setter, expects, doc = args
-        low = high = None
-        if rng.startswith("RANGE("):
-            low, high = (_LIMITS[v] if v in _LIMITS else int(v)
-                         for v in _split_args(rng[6:-1]))
-        out.append(RunOption(_string(name), kind, low, high,
-                             tuple(_string(w) for w in _split_args(words[6:-1]))
-                             if words.startswith("WORDS(") else (),
+    for m in re.finditer(_ENTRY, text, re.M):
+        name, kind, low, high, words, setter, expects, doc = m.groups()
+        out.append(RunOption(name, kind, _number(low), _number(high),
+                             tuple(_string(w) for w in words.split(",")) if words else (),
                              setter, _string(expects), _string(doc)))
+    if len(out) != len(re.findall(r"^GSQ_OPTION\(", text, re.M)):
+        raise ValueError("option_table.h: a GSQ_OPTION line is not of the table's form "
+                         f"(read {', '.join(o.name for o in out)})")
     return out
 
 
-# a C string literal, a parenthesis or comma, or a run of anything else
-_TOKEN = r'"(?:[^"\\]|\\.)*"|[(),]|[^"(),]+'
+def _number(text: Optional[str]) -> Optional[int]:
+    return None if text is None else _LIMITS[text] if text in _LIMITS else int(text)
 
 
-def _split_args(text: str) -> list[str]:
-    """text split at the commas outside parentheses and string literals."""
-    import re
-    args: list[str] = []
-    cur: list[str] = []
-    depth = 0
-    for tok in re.findall(_TOKEN, text):
-        if tok == "," and depth == 0:
-            args.append("".join(cur).strip())
-            cur = []
-            continue
-        depth += (tok == "(") - (tok == ")")
-        cur.append(tok)
-    args.append("".join(cur).strip())
-    return args
-
-
-def _string(literal: str) -> str:
+def _string(literals: str) -> str:
     """The text of adjacent C string literals ("a" "b")."""
     import re
-    parts = re.findall(r'"((?:[^"\\]|\\.)*)"', literal)
+    text = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', literals))
     # the table's escapes are a backslash and a quote (\\, \")
-    return re.sub(r"\\(.)", r"\1", "".join(parts))
+    return re.sub(r"\\(.)", r"\1", text) if "\\" in text else text
 
 
 def find(key: str) -> Optional[RunOption]:
