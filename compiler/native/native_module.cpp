@@ -26,7 +26,9 @@
 //            offset + length) are converted
 //   returns  two bytes objects, the int32 offsets (length + 1) and the UTF-8
 //            data of an Arrow utf8 array of their text forms (GSQL.md: dotted
-//            quad, eight groups of four lower-case hex digits)
+//            quad, eight groups of four lower-case hex digits), written by
+//            the runtime's own formatting (runtime_c/sinks/format.c), as its
+//            text sinks write them
 // The file is read by the runtime's memory-mapped reader (pcap_mmap.c)
 // when it takes it, else by libpcap, as the pcap source reads it.
 // A field whose accessor returns nonzero (header absent) is null.  Arrow
@@ -61,6 +63,7 @@
 #include <vector>
 
 #include "arrow_abi.h"
+#include "format.h"
 #include "gsq_packet.h"
 #include "gsq_pkt_decode.h"
 #include "pcap_mmap.h"
@@ -897,51 +900,6 @@ py::object finish_bytes(py::object b, size_t n)
     return py::reinterpret_steal<py::object>(o);
 }
 
-// The text of each octet value with a dot after it, padded to 4 bytes, and
-// its length (with the dot): one 4-byte copy per octet.
-struct OctetText {
-    char text[4];
-    uint8_t len;
-};
-
-const OctetText *octet_texts()
-{
-    static const auto table = [] {
-        std::vector<OctetText> t(256);
-        for (unsigned o = 0; o < 256; o++) {
-            char buf[8];
-            int n = std::snprintf(buf, sizeof buf, "%u.", o);
-            std::memcpy(t[o].text, buf, 4);
-            t[o].len = static_cast<uint8_t>(n);
-        }
-        return t;
-    }();
-    return table.data();
-}
-
-// out needs 16 bytes (one past the text is written).
-size_t ipv4_text(char *out, uint32_t ip, const OctetText *oct)
-{
-    size_t k = 0;
-    for (int shift = 24; shift >= 0; shift -= 8) {
-        const OctetText &o = oct[(ip >> shift) & 255u];
-        std::memcpy(out + k, o.text, 4);
-        k += o.len;
-    }
-    return k - 1; // the last octet's dot is not part of the text
-}
-
-void ipv6_text(char *out, const uint8_t *b)
-{
-    static const char hex[] = "0123456789abcdef";
-    for (int i = 0; i < 16; i++) {
-        *out++ = hex[b[i] >> 4];
-        *out++ = hex[b[i] & 15];
-        if (i % 2 == 1 && i < 15)
-            *out++ = ':';
-    }
-}
-
 py::tuple ip_text(py::buffer values, int64_t offset, int64_t length, int width)
 {
     if (width != 4 && width != 16)
@@ -954,11 +912,11 @@ py::tuple ip_text(py::buffer values, int64_t offset, int64_t length, int width)
         throw py::value_error("ip_text: values past the end of the buffer");
     if (length >= INT32_MAX / 40)
         throw py::value_error("ip_text: too many values for one utf8 array");
-    // IPv4: 15 bytes at most, and one more that the last value's 4-byte copies may write
+    // 15 / 39 bytes at most, and one more: gsq_fmt_ip and gsq_fmt_ipv6 end
+    // their text with a terminator (which the next value overwrites)
     const size_t n = static_cast<size_t>(length), each = width == 4 ? 15 : 39;
     const uint8_t *src = static_cast<const uint8_t *>(info.ptr) + static_cast<size_t>(offset) * width;
     py::object offsets = new_bytes((n + 1) * 4), data = new_bytes(n * each + 1);
-    const OctetText *oct = octet_texts();
     auto *offs = reinterpret_cast<int32_t *>(PyBytes_AS_STRING(offsets.ptr()));
     char *out = PyBytes_AS_STRING(data.ptr());
     size_t len = 0;
@@ -969,9 +927,10 @@ py::tuple ip_text(py::buffer values, int64_t offset, int64_t length, int width)
             if (width == 4) {
                 uint32_t ip;
                 std::memcpy(&ip, src + 4 * i, 4);
-                len += ipv4_text(out + len, ip, oct);
+                len += gsq_fmt_ip(out + len, ip);
             } else {
-                ipv6_text(out + len, src + 16 * i);
+                static_assert(sizeof(gsq_ipv6) == 16 && alignof(gsq_ipv6) == 1);
+                gsq_fmt_ipv6(out + len, reinterpret_cast<const gsq_ipv6 *>(src + 16 * i));
                 len += 39;
             }
             offs[i + 1] = static_cast<int32_t>(len);

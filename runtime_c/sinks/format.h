@@ -16,6 +16,10 @@
 #include "gsq_runtime.h"
 #include "strbuf.h"
 
+#ifdef __cplusplus
+extern "C" { /* gsqlc._native (compiler/native) formats IP values with it */
+#endif
+
 /* One column value read from a tuple; the member used follows the type. */
 typedef union gsq_val {
     uint64_t u;   /* bool, ushort, uint, ullong, IP */
@@ -97,5 +101,9 @@ size_t gsq_fmt_ip(char *out, uint32_t ip);
 size_t gsq_fmt_max_width(int type);
 size_t gsq_fmt_text_raw(char *out, int type, const gsq_val *v);
 void gsq_fmt_ipv6(char *out, const gsq_ipv6 *a);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* GSQ_FORMAT_H */
