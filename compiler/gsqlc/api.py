@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence, Union
 
 from .errors import UsageError
 from .pipeline import Compiled, CompileOptions, QuerySet, check_plan_options, compile_queries
@@ -29,9 +29,12 @@ from .runtime.progress import ProgressOptions
 from .runtime.run import ArrowOutput, Run
 from .runtime.session import check_bound_interfaces, time_bounds
 
+if TYPE_CHECKING:   # a run over threads; the module is loaded only for one
+    from .runtime.parallel import SplitRun
+
 __all__ = ["compile", "CompiledQuerySet", "Run", "time_bounds", "check_bound_interfaces"]
 
-PathLike = Union[str, os.PathLike]
+PathLike = Union[str, "os.PathLike[str]"]
 
 # The rows of table()'s chunks: nothing waits for a batch there, and fewer,
 # larger batches cost less to hand over and assemble (Q1 over 20 M rows 1-1.5
@@ -39,7 +42,7 @@ PathLike = Union[str, os.PathLike]
 TABLE_BATCH_ROWS = 262_144
 
 
-def _as_list(x) -> list[str]:
+def _as_list(x: Union[PathLike, Iterable[PathLike], None]) -> list[str]:
     if x is None:
         return []
     if isinstance(x, (str, os.PathLike)):
@@ -91,7 +94,7 @@ class CompiledQuerySet:
         """The interfaces the LFTAs read (bind each in run()'s sources)."""
         return self.queryset.interfaces()
 
-    def output_schema(self, query: str, strings: str = "str", ip_format: str = "text"):
+    def output_schema(self, query: str, strings: str = "str", ip_format: str = "text") -> Any:
         """The pyarrow schema of a query's output batches (run()'s strings
         and ip_format)."""
         from .runtime.arrow_types import check_ip_format, stream_schema
@@ -127,7 +130,7 @@ class CompiledQuerySet:
             return None
         return p.stdout
 
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         """Jupyter's display: the plan as SVG where Graphviz is installed, the
         explain text otherwise (and as the plain-text form)."""
         import html
@@ -144,7 +147,8 @@ class CompiledQuerySet:
         return f"<gsqlc.CompiledQuerySet {', '.join(self.queries)} ({self.library})>"
 
     # -- running
-    def run(self, sources: Optional[Mapping[str, Any]] = None, output=None, *,
+    def run(self, sources: Optional[Mapping[str, Any]] = None,
+            output: Union[None, str, Sequence[str]] = None, *,
             params: Optional[Mapping[str, Any]] = None, clock: str = "auto",
             heartbeat_interval: Union[str, float] = 1, max_skew: Optional[Mapping[str, float]] = None,
             out_of_order: Optional[Mapping[str, float]] = None,
@@ -157,7 +161,7 @@ class CompiledQuerySet:
             trace: Optional[PathLike] = None, batch_rows: int = 65536,
             strings: str = "str", ip_format: str = "text", columnar: str = "auto",
             threads: Optional[int] = None, max_groups: Optional[int] = None,
-            progress: bool = False) -> "Run":
+            progress: bool = False) -> Union[Run, SplitRun]:
         """Run over `sources` ({interface: URI | Arrow data | list of those for
         an interface set}); iterate the result for pyarrow RecordBatches of
         `output` (a query name; default: the only output query).  With a list
@@ -238,7 +242,8 @@ class CompiledQuerySet:
                                                                 ip_format)
         return run
 
-    def table(self, sources=None, output=None, **kw):
+    def table(self, sources: Optional[Mapping[str, Any]] = None, output: Optional[str] = None,
+              **kw: Any) -> Any:
         """run() gathered into one pyarrow.Table (of `output`), in chunks of
         TABLE_BATCH_ROWS rows unless batch_rows= says otherwise."""
         if output is not None and not isinstance(output, str):
@@ -247,7 +252,8 @@ class CompiledQuerySet:
         return self.run(sources, output, **kw).to_arrow()
 
 
-def compile(files: Union[PathLike, Sequence[PathLike]], schema=None, *,
+def compile(files: Union[PathLike, Sequence[PathLike]],
+            schema: Union[PathLike, Sequence[PathLike], None] = None, *,
             library_paths: Sequence[PathLike] = (), interfaces: Optional[PathLike] = None,
             sanitize: bool = False, lfta_table_size: Optional[int] = None,
             lfta_table_ways: Optional[int] = None, max_lfta_disorder: Optional[int] = None,

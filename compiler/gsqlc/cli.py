@@ -12,7 +12,7 @@ import argparse
 import re
 import sys
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
 from . import __version__, input_cache
 from .errors import BuildError, GsqlcError, InternalError, QueryError, SettingError, UsageError, render
@@ -31,6 +31,9 @@ from .terminal import (
     style,
     use_color,
 )
+
+if TYPE_CHECKING:   # planned only when a run may split
+    from .planner.plan import Plan
 
 EXIT_OK, EXIT_RUNTIME, EXIT_USAGE = 0, 1, 2
 EXIT_OUTPUT_CLOSED = 128 + 13  # SIGPIPE's number, as the shell reports a tool it killed
@@ -203,15 +206,15 @@ def _source_binding(text: str) -> tuple[str, str]:
     return _split_binding(text, "--source")
 
 
-def _interfaces(args) -> Interfaces:
+def _interfaces(args: argparse.Namespace) -> Interfaces:
     """The --interfaces file's interfaces (compile and explain check it)."""
     return build_interfaces([], [], args.interfaces)
 
 
-def _time_bounds(args) -> TimeBounds:
+def _time_bounds(args: argparse.Namespace) -> TimeBounds:
     """--out-of-order, --latency, --skew, --heartbeat-timeout, --heartbeats
     and --time-unit, parsed (checked by the session, in the flags' order)."""
-    skews = []
+    skews: list[tuple[tuple[str, str], list[str]]] = []
     for text in args.skew:
         pair, value = _split_binding(text, "--skew")
         a, _, b = pair.partition(":")
@@ -221,7 +224,7 @@ def _time_bounds(args) -> TimeBounds:
                              "wall-clock seconds after which B's timestamps are within BOUND "
                              "application seconds of A's)")
         skews.append(((a, b), parts))
-    heartbeats = {}
+    heartbeats: dict[str, Any] = {}
     for text in args.heartbeats:
         key, value = _split_binding(text, "--heartbeats")
         heartbeats[key] = _setting_value(value)
@@ -232,7 +235,7 @@ def _time_bounds(args) -> TimeBounds:
         [_split_binding(t, "--time-unit") for t in args.time_unit])
 
 
-def _setting_value(text: str):
+def _setting_value(text: str) -> int | float | str:
     """A [heartbeats] value from the command line: an integer, a number, or
     the text itself (checked as the file's would be)."""
     for conv in (int, float):
@@ -249,7 +252,7 @@ def _runner_sets(ifaces: Interfaces) -> tuple[tuple[str, str], ...]:
     return tuple((s, m) for s, members in ifaces.sets.items() for m in members)
 
 
-def _options(args, **extra) -> CompileOptions:
+def _options(args: argparse.Namespace, **extra: Any) -> CompileOptions:
     check_plan_options(args.max_lfta_disorder, args.max_hfta_disorder, args.flush)
     return CompileOptions(tuple(args.schema), tuple(args.library),
                           max_lfta_disorder=args.max_lfta_disorder,
@@ -257,7 +260,7 @@ def _options(args, **extra) -> CompileOptions:
                           functions=tuple(args.functions), udf=tuple(args.udf), **extra)
 
 
-def cmd_compile(args) -> int:
+def cmd_compile(args: argparse.Namespace) -> int:
     out = Path(args.output_dir)
     if args.build:
         sets = _runner_sets(_interfaces(args))
@@ -275,7 +278,7 @@ def cmd_compile(args) -> int:
     return EXIT_OK
 
 
-def cmd_explain(args) -> int:
+def cmd_explain(args: argparse.Namespace) -> int:
     from .planner.explain import explain_dot, explain_text
     _interfaces(args)  # validated; sets are bound at run time
     qs = plan_queries(args.files, _options(args))
@@ -283,7 +286,7 @@ def cmd_explain(args) -> int:
     return EXIT_OK
 
 
-def cmd_trace(args) -> int:
+def cmd_trace(args: argparse.Namespace) -> int:
     from .runtime.trace import plot, read, summary
     per_node, per_source = read(args.file)
     sys.stdout.write(summary(per_node, per_source))
@@ -310,20 +313,21 @@ _INFORMATIONAL = re.compile(r"gsqlc: (interrupted; |(source|node) .* (stalled|re
                             r"|\d+ more stall events |every input paused for the heartbeat)")
 
 
-def _show_progress(args) -> bool:
+def _show_progress(args: argparse.Namespace) -> bool:
     """Whether `gsqlc run` draws its progress line on stderr: --progress
     always, --quiet never; by default when stderr is a terminal whose TERM
     is not dumb and the output does not go to a terminal (the line would
     mix into it)."""
     if args.progress or args.quiet:
-        return args.progress
+        shown: bool = args.progress
+        return shown
     if is_dumb_terminal() or not sys.stderr.isatty():
         return False
     to_stdout = args.output_file in (None, "-")
     return not (to_stdout and sys.stdout.isatty())
 
 
-def _run_request(args) -> session.RunRequest:
+def _run_request(args: argparse.Namespace) -> session.RunRequest:
     """The run `gsqlc run`'s flags ask for."""
     return session.RunRequest(
         sources=[(n, normalize_uri(u)) for n, u in (_source_binding(s) for s in args.source)],
@@ -339,7 +343,7 @@ def _run_request(args) -> session.RunRequest:
                                    pcap_reader=args.pcap_reader, max_groups=args.max_groups))
 
 
-def cmd_run(args) -> int:
+def cmd_run(args: argparse.Namespace) -> int:
     settled = session.settle(_run_request(args))
     compile_options = _options(args, sanitize=args.sanitize)
     # a query set built before runs from the input-keyed cache: no parsing,
@@ -347,7 +351,11 @@ def cmd_run(args) -> int:
     key = input_cache.input_key(args.files, compile_options)
     hit = input_cache.lookup(key)
     qs = plan_queries(args.files, compile_options) if hit is None else None
-    summary = qs.summary if qs is not None else hit.summary
+    if qs is not None:
+        summary = qs.summary
+    else:
+        assert hit is not None   # planned exactly when no build is cached
+        summary = hit.summary
     # the bindings are checked before anything is built
     prep = session.bind(summary, settled)
     if args.format == "gdat" and len(prep.outputs) > 1:
@@ -359,9 +367,10 @@ def cmd_run(args) -> int:
         library = compile_planned(qs, compile_options).library
         input_cache.store(args.files, compile_options, key, deps, summary, library)
     else:
+        assert hit is not None
         library = hit.library
 
-    def plan():   # planned only when a split is possible (a cache hit has none)
+    def plan() -> Plan:   # planned only when a split is possible (a cache hit has none)
         return (qs if qs is not None else plan_queries(args.files, compile_options)).plan
     split = session.decide_split(prep, library, plan, args.threads, captures_need_cores=True)
     shown = (progress.ProgressOptions(colour=use_color(sys.stderr, color_mode_of(args)))
@@ -390,7 +399,7 @@ def cmd_run(args) -> int:
     return EXIT_OK
 
 
-def cmd_completion(args) -> int:
+def cmd_completion(args: argparse.Namespace) -> int:
     """The completion script of `args.shell`, made from the argument parser
     by shtab (so it cannot drift from the options)."""
     import shtab
@@ -405,7 +414,7 @@ def cmd_completion(args) -> int:
     return EXIT_OK
 
 
-def _all_actions(parser: argparse.ArgumentParser):
+def _all_actions(parser: argparse.ArgumentParser) -> Iterator[argparse.Action]:
     for action in parser._actions:
         yield action
         if isinstance(action, argparse._SubParsersAction):
@@ -413,7 +422,7 @@ def _all_actions(parser: argparse.ArgumentParser):
                 yield from _all_actions(sub)
 
 
-def _print_error(args, message: str) -> None:
+def _print_error(args: argparse.Namespace, message: str) -> None:
     color = use_color(sys.stderr, color_mode_of(args))
     print(f"gsqlc: {style('error:', 'error', color)} {message}", file=sys.stderr)
 

@@ -9,7 +9,7 @@ otherwise colour when the stream is a terminal.
 from __future__ import annotations
 
 import os
-from typing import IO, Optional
+from typing import IO, Any, Optional
 
 COLOR_MODES = ("auto", "always", "never")
 
@@ -33,7 +33,7 @@ def no_color_asked() -> bool:
     return bool(os.environ.get("NO_COLOR"))
 
 
-def use_color(stream: IO, mode: str = "auto") -> bool:
+def use_color(stream: IO[Any], mode: str = "auto") -> bool:
     """Whether to colour what is written to `stream` (module docstring)."""
     if mode == "always":
         return True

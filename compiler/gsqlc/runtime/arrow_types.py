@@ -11,8 +11,14 @@ which is also the one place that checks them.
 """
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
+from typing import TYPE_CHECKING, Any
+
 from ..errors import UsageError
 from ..semantics.types import Type
+
+if TYPE_CHECKING:
+    from ..semantics.model import StreamDef
 
 IP_FORMATS = ("text", "int")
 # the bytes a value of each IP type takes as the runtime holds it
@@ -21,7 +27,7 @@ IP_WIDTHS = {"IP": 4, "IPV6": 16}
 IP_TYPE_KEY = b"gsqlc.type"
 
 
-def field_column(names, field: str):
+def field_column(names: Collection[str], field: str) -> str | None:
     """The name among an Arrow source's column `names` that PROTOCOL field
     `field` reads -- the runtime's rule (gsq_arrow_find): the exact name,
     else one equal ignoring case -- or None."""
@@ -30,18 +36,18 @@ def field_column(names, field: str):
     return next((c for c in names if c.lower() == field.lower()), None)
 
 
-def _pa():
+def _pa() -> Any:
     import pyarrow as pa
     return pa
 
 
-def check_ip_format(ip_format) -> str:
+def check_ip_format(ip_format: str) -> str:
     if ip_format not in IP_FORMATS:
         raise UsageError(f"ip_format must be 'text' or 'int', got {ip_format!r}")
     return ip_format
 
 
-def output_type(t: Type, strings: str = "str", ip_format: str = "text"):
+def output_type(t: Type, strings: str = "str", ip_format: str = "text") -> Any:
     pa = _pa()
     if ip_format == "text" and t in (Type.IP, Type.IPV6):
         return pa.string()
@@ -53,12 +59,12 @@ def output_type(t: Type, strings: str = "str", ip_format: str = "text"):
     }[t]
 
 
-def ip_metadata(t: Type):
+def ip_metadata(t: Type) -> dict[bytes, bytes] | None:
     """The field metadata of a column of type t as the runtime gives it."""
     return {IP_TYPE_KEY: str(t).encode()} if t in (Type.IP, Type.IPV6) else None
 
 
-def stream_schema(stream, strings: str = "str", ip_format: str = "text"):
+def stream_schema(stream: StreamDef, strings: str = "str", ip_format: str = "text") -> Any:
     """The pyarrow schema of a stream's (a query's output's) batches."""
     pa = _pa()
     return pa.schema([pa.field(c.name, output_type(c.type, strings, ip_format), nullable=False,
@@ -66,13 +72,13 @@ def stream_schema(stream, strings: str = "str", ip_format: str = "text"):
                       for c in stream.columns])
 
 
-def _ip_width(field):
+def _ip_width(field: Any) -> int | None:
     """4 or 16 for a column the runtime marked IP or IPV6, else None."""
     kind = (field.metadata or {}).get(IP_TYPE_KEY)
     return IP_WIDTHS.get(kind.decode()) if kind else None
 
 
-def needs_finish(schema, strings: str, ip_format: str = "text") -> bool:
+def needs_finish(schema: Any, strings: str, ip_format: str = "text") -> bool:
     """Whether finish_batch changes batches of this schema (the same for
     every batch of a stream)."""
     pa = _pa()
@@ -80,11 +86,12 @@ def needs_finish(schema, strings: str, ip_format: str = "text") -> bool:
             or (ip_format == "text" and any(_ip_width(f) for f in schema)))
 
 
-def finish_batches(pairs, strings: str, with_streams: bool, ip_format: str = "text") -> list:
+def finish_batches(pairs: Iterable[tuple[str, Any]], strings: str, with_streams: bool,
+                   ip_format: str = "text") -> list[Any]:
     """finish_batch over (stream, batch) pairs, a stream's schema looked at
     once: the pairs, or with_streams False the batches alone."""
-    needs: dict = {}
-    out = []
+    needs: dict[str, bool] = {}
+    out: list[Any] = []
     for stream, b in pairs:
         if stream not in needs:
             needs[stream] = needs_finish(b.schema, strings, ip_format)
@@ -93,11 +100,11 @@ def finish_batches(pairs, strings: str, with_streams: bool, ip_format: str = "te
     return out
 
 
-def ip_text(col, width: int):
+def ip_text(col: Any, width: int) -> Any:
     """An IP (uint32, width 4) or IPV6 (16 bytes, width 16) array as a utf8
     array of their text forms (nulls stay null), formatted natively."""
     pa = _pa()
-    from .packets import native
+    from .extension import native
     offsets, data = native().ip_text(col.buffers()[1], col.offset, len(col), width)
     out = pa.Array.from_buffers(pa.string(), len(col),
                                 [None, pa.py_buffer(offsets), pa.py_buffer(data)])
@@ -107,7 +114,7 @@ def ip_text(col, width: int):
     return out
 
 
-def finish_batch(batch, strings: str, ip_format: str = "text"):
+def finish_batch(batch: Any, strings: str, ip_format: str = "text") -> Any:
     """A batch from the runtime as the user receives it: binary string
     columns become utf8 when strings == 'str' (validated, zero-copy); IP
     and IPV6 columns their text forms when ip_format == 'text'."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 from ..errors import SettingError, UsageError
 from ..record import field, record
@@ -65,7 +65,7 @@ def _check_option(name: str, value: object) -> str:
     return check(name, value)
 
 
-def check_skew(name: str, value) -> float:
+def check_skew(name: str, value: Any) -> float:
     return _skew_seconds(f"max skew {name}={value}", value, f"--max-skew {name}={value}")
 
 
@@ -183,7 +183,8 @@ def set_members(n: LftaSummary, ifaces: Interfaces) -> tuple[str, list[str]]:
 
 
 def resolve_bindings(plan: PlanSummary, ifaces: Interfaces,
-                     arrow: Iterable[str] = (), warn=None) -> Bindings:
+                     arrow: Iterable[str] = (),
+                     warn: Optional[Callable[[str], None]] = None) -> Bindings:
     """Every interface an LFTA reads must be bound, by a source whose kind
     suits the LFTA's protocol; an interface set's members each are.  The
     default interface, when the bindings name another one (a single
@@ -336,7 +337,7 @@ def in_memory(obj: Any) -> bool:
         (type(obj).__module__ or "").startswith("pandas")
 
 
-def in_memory_table(obj: Any):
+def in_memory_table(obj: Any) -> Any:
     """Arrow data at hand (in_memory(obj)) as a pyarrow Table, without
     copying Arrow data (a DataFrame is converted)."""
     import pyarrow as pa
@@ -347,7 +348,7 @@ def in_memory_table(obj: Any):
     return pa.Table.from_pandas(obj, preserve_index=False)
 
 
-def as_record_batch_reader(obj: Any, name: str):
+def as_record_batch_reader(obj: Any, name: str) -> Any:
     """An Arrow source as a pyarrow.RecordBatchReader, without copying:
     a Table, a RecordBatch, a RecordBatchReader, a pandas DataFrame, anything
     with __arrow_c_stream__, or an iterable of RecordBatches."""
@@ -373,7 +374,7 @@ def as_record_batch_reader(obj: Any, name: str):
         else:
             raise UsageError(f"source {name}: expected pyarrow RecordBatches, got {type(first).__name__}")
 
-        def batches():
+        def batches() -> Iterator[Any]:
             yield from first_batches
             for b in it:
                 if isinstance(b, pa.Table):
@@ -391,7 +392,7 @@ def as_record_batch_reader(obj: Any, name: str):
 
 def interfaces_of(sources: Mapping[str, Any], skews: Mapping[str, float],
                   interfaces_file: Optional[str], bounds: Optional[TimeBounds] = None
-                  ) -> tuple[Interfaces, dict[str, list]]:
+                  ) -> tuple[Interfaces, dict[str, Any]]:
     """Interfaces from run()'s sources: a URI binds an interface, a list binds
     an interface set (members NAME.0, NAME.1, ...); Arrow data is kept aside
     (returned by member interface name)."""

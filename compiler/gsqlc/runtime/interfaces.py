@@ -176,7 +176,7 @@ class TimeBounds:
     latency: list[tuple[str, float]] = field(default_factory=list)
     skew: list[tuple[str, str, float, float]] = field(default_factory=list)
     heartbeat_timeout: Optional[float] = None
-    heartbeats: Optional[dict] = None     # [heartbeats] keys, over the file's
+    heartbeats: Optional[dict[str, Any]] = None     # [heartbeats] keys, over the file's
     time_unit: list[tuple[str, str, Where]] = field(default_factory=list)  # name, unit, where
 
 
@@ -214,14 +214,14 @@ def check_time_unit(where: str, value: Any, flag: Optional[str] = None) -> str:
     return value
 
 
-def _unknown_keys(where: str, spec: dict, known: tuple[str, ...]) -> None:
+def _unknown_keys(where: str, spec: dict[str, Any], known: tuple[str, ...]) -> None:
     bad = sorted(set(spec) - set(known))
     if bad:
         raise InterfaceError(f"{where}: unknown key(s) {', '.join(bad)} "
                              f"(known: {', '.join(known)})")
 
 
-def check_heartbeats(where: str, spec: dict) -> Heartbeats:
+def check_heartbeats(where: str, spec: dict[str, Any]) -> Heartbeats:
     """[heartbeats] (or the same from the command line), or InterfaceError."""
     _unknown_keys(where, spec, _HB_KEYS)
     hb = Heartbeats()
@@ -396,17 +396,18 @@ def build(bindings: list[tuple[str, str]], skews: list[tuple[str, float]],
             ifs.time_unit[name] = unit
             ifs.time_unit_where[name] = where
     # a bound (or a column, a unit) given for a set holds for each member
-    for table, where in ((ifs.out_of_order, None), (ifs.latency, None),
-                         (ifs.arrival, ifs.arrival_where),
-                         (ifs.time_unit, ifs.time_unit_where)):
+    per_set: list[tuple[dict[str, Any], Optional[dict[str, Any]]]] = [
+        (ifs.out_of_order, None), (ifs.latency, None), (ifs.arrival, ifs.arrival_where),
+        (ifs.time_unit, ifs.time_unit_where)]
+    for table, wheres in per_set:
         for name in [n for n in table if n in ifs.sets]:
             v = table.pop(name)
-            w = where.pop(name, None) if where is not None else None
+            w = wheres.pop(name, None) if wheres is not None else None
             for m in ifs.members(name):
                 if m not in table:
                     table[m] = v
-                    if where is not None and w is not None:
-                        where[m] = w
+                    if wheres is not None and w is not None:
+                        wheres[m] = w
     _check_declared(ifs)
     names = set(by_name) | set(ifs.sets) | set(ifs.sources)
     if DEFAULT_IFACE not in names and len(set(by_name)) == 1:

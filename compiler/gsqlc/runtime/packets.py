@@ -20,23 +20,18 @@ these columns, for queries that read such a table as an Arrow source.
 """
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import os
-import sys
 import warnings
 from functools import lru_cache
-from pathlib import Path
+from typing import Any
 
 from ..resources import data_path, packet_schema_path
+from .extension import native
 
 PACKET_TABLE_SCHEMA = str(data_path("packet_table_schema.txt"))
 """Path of a schema file declaring PROTOCOL PACKETS over exactly the columns
 of read_pcap's tables, for queries that read such a table as an Arrow
 source: gsqlc.compile(files, schema=gsqlc.PACKET_TABLE_SCHEMA)."""
-
-# The read_pcap interface this module speaks (native_module.cpp kReadPcapAbi).
-_READ_PCAP_ABI = 3
 
 
 @lru_cache(maxsize=None)
@@ -50,66 +45,13 @@ def packet_columns() -> tuple[tuple[str, str, str], ...]:
     for sf in schema.files:
         for decl in sf.protocols:
             for f in schema.protocols[decl.name].fields.values():
-                if f.source == "pcap" and f.name not in out:
+                if f.source == "pcap" and f.accessor is not None and f.name not in out:
                     out[f.name] = (f.name, f.accessor, str(f.type))
     return tuple(out.values())
 
 
-def _native_candidates() -> list[Path]:
-    """Built copies of the extension when this package has none beside it
-    (a source checkout on PYTHONPATH): the installed gsqlc's, and the
-    scikit-build tree's (build/<wheel tag>/), newest first."""
-    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
-    found: list[Path] = []
-    try:
-        from importlib.metadata import PackageNotFoundError, distribution
-        try:
-            dist = distribution("gsqlc")
-            for f in dist.files or ():
-                if f.name.startswith("_native.") and f.name.endswith(suffixes):
-                    found.append(Path(dist.locate_file(f)))
-        except PackageNotFoundError:
-            pass
-    except ImportError:  # pragma: no cover
-        pass
-    build = Path(__file__).resolve().parents[3] / "build"
-    if build.is_dir():
-        found += [p for p in build.glob("*/_native.*") if p.name.endswith(suffixes)]
-    found = [p for p in found if p.is_file()]
-    return sorted(set(found), key=lambda p: p.stat().st_mtime, reverse=True)
-
-
-@lru_cache(maxsize=None)
-def native():
-    """The gsqlc._native extension (raises ImportError when it is missing or
-    older than this module)."""
-    try:
-        from .. import _native as mod
-    except ImportError:
-        mod = None
-        for cand in _native_candidates():
-            spec = importlib.util.spec_from_file_location("gsqlc._native", cand)
-            if spec is None or spec.loader is None:
-                continue
-            m = importlib.util.module_from_spec(spec)
-            try:
-                spec.loader.exec_module(m)
-            except ImportError:
-                continue
-            if getattr(m, "READ_PCAP_ABI", None) == _READ_PCAP_ABI:
-                sys.modules[spec.name] = m
-                mod = m
-                break
-        if mod is None:
-            raise ImportError("gsqlc's native extension (gsqlc._native) is not built: "
-                              "install gsqlc (pip install .)") from None
-    if getattr(mod, "READ_PCAP_ABI", None) != _READ_PCAP_ABI:
-        raise ImportError(f"gsqlc._native ({mod.__file__}) is older than gsqlc's Python "
-                          "sources: reinstall gsqlc (pip install .)")
-    return mod
-
-
-def read_pcap(path, *, batch_rows: int = 65536, ip_format: str = "text"):
+def read_pcap(path: str | bytes | os.PathLike[str] | os.PathLike[bytes], *,
+              batch_rows: int = 65536, ip_format: str = "text") -> Any:
     """Decode every packet of a pcap/pcapng capture into a pyarrow.Table
     (record batches of at most batch_rows rows).
 
@@ -153,12 +95,12 @@ def read_pcap(path, *, batch_rows: int = 65536, ip_format: str = "text"):
     return pa.Table.from_batches(batches, schema=schema)
 
 
-def _ip_text_batches(batches, schema):
+def _ip_text_batches(batches: list[Any], schema: Any) -> tuple[list[Any], Any]:
     """read_pcap's batches and schema with the IP and IPV6 columns as text."""
     import pyarrow as pa
 
     from .arrow_types import IP_WIDTHS, ip_text
-    widths = {n: IP_WIDTHS.get(t) for n, _, t in packet_columns()}
+    widths = {n: w for n, _, t in packet_columns() if (w := IP_WIDTHS.get(t))}
     fields = [pa.field(f.name, pa.string(), True) if widths.get(f.name) else f for f in schema]
     out_schema = pa.schema(fields)
     out = [pa.RecordBatch.from_arrays(

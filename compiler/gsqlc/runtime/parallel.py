@@ -43,6 +43,10 @@ from .split import AUTO_MIN_BYTES, AUTO_MIN_ROWS, FileSlice, Split, machine_thre
 
 if TYPE_CHECKING:   # the CLI imports this module on every run: the planner only when splitting
     from ..frontend import ast
+    from ..planner.nodes import PlanNode
+    from ..planner.plan import Plan
+    from .progress import NoLine, ProgressLine
+    from .run import Run
 
 # packet fields a capture is cut by (the cut compares packet timestamps)
 _PACKET_TIME_ACCESSORS = {"get_time", "get_timestamp"}
@@ -70,7 +74,7 @@ def _exprs(x: Any) -> Iterator[ast.Expr]:
             yield from _exprs(y)
 
 
-def _reads_clock(nodes: Sequence) -> Optional[str]:
+def _reads_clock(nodes: Sequence[PlanNode]) -> Optional[str]:
     """The name of a query of these plan nodes that reads the run's clock (a
     function of the clock, or a PROTOCOL field of the system's), or None."""
     from ..frontend import ast
@@ -88,7 +92,7 @@ def _reads_clock(nodes: Sequence) -> Optional[str]:
     return None
 
 
-def _column(table, name: str):
+def _column(table: Any, name: str) -> Any:
     """The column of `table` a PROTOCOL field reads, or None."""
     from .arrow_types import field_column
     c = field_column(table.column_names, name)
@@ -130,7 +134,7 @@ def multi_member(members: Sequence[tuple[str, str]]) -> bool:
     return len(sets) != len(set(sets))
 
 
-def lfta_streams(plan, outputs: Sequence[str], readers: Mapping[str, Sequence[Any]],
+def lfta_streams(plan: Plan, outputs: Sequence[str], readers: Mapping[str, Sequence[Any]],
                  split: Split) -> dict[str, list[tuple[str, Any]]]:
     """SplitRun's lfta_streams: per sliced interface, the LFTAs reading it
     (readers: plan summaries with a name) that the outputs need, with the
@@ -160,7 +164,7 @@ class CaptureCuts:
     their own from the start, so that the walk of a large capture's headers
     overlaps what comes before the split (planning, imports)."""
 
-    def __init__(self, library: Any, files: Mapping[str, str], threads: Optional[int]):
+    def __init__(self, library: Any, files: Mapping[str, str], threads: Optional[int]) -> None:
         self._parts = machine_threads() if threads is None else threads
         self._found: dict[tuple[str, int], tuple[list[int], str]] = {}
         paths = [u.partition(":")[2] for u in files.values() if u.partition(":")[0] == "pcap"]
@@ -185,7 +189,7 @@ class CaptureCuts:
         return found if found is not None else runner.pcap_cuts(self._library, path, parts)
 
 
-def plan_split(plan, arrow: Mapping[str, Any], readers: Mapping[str, Sequence[str]],
+def plan_split(plan: Plan, arrow: Mapping[str, Any], readers: Mapping[str, Sequence[str]],
                files: Mapping[str, str], has_sets: bool, options: Mapping[str, str],
                outputs: Sequence[str], threads: Optional[int], library: Any = None,
                cuts: Optional[CaptureCuts] = None) -> Split:
@@ -291,13 +295,13 @@ def plan_split(plan, arrow: Mapping[str, Any], readers: Mapping[str, Sequence[st
     return sp
 
 
-def _cut_table(sp: Split, iface: str, t, nodes: Sequence, readers: Mapping[str, Sequence[str]],
+def _cut_table(sp: Split, iface: str, t: Any, nodes: Sequence[PlanNode], readers: Mapping[str, Sequence[str]],
                used: int) -> str:
     """Cut Arrow table t of interface iface into up to `used` slices at
     clean boundaries (into sp); a reason when it cannot be cut."""
     from ..planner.nodes import LftaAggregate
     from ..semantics.types import Temporal
-    cols = []
+    cols: list[tuple[Any, bool]] = []
     for n in nodes:
         if isinstance(n, LftaAggregate) and n.name in readers.get(iface, ()):
             for f in n.protocol.fields.values():
@@ -339,17 +343,17 @@ class SplitRun(ResultConversions):
     like api.Run.  final: the HFTA run made by make_final(streams) from
     readers of the LFTA streams, None when every output is an LFTA's."""
 
-    def __init__(self, library, split: Split, lfta_streams: dict[str, list[tuple[str, Any]]],
+    def __init__(self, library: Any, split: Split, lfta_streams: dict[str, list[tuple[str, Any]]],
                  outputs: list[str], options: Mapping[str, str], params: Mapping[str, str],
                  batch_rows: int, strings: str, pairs: bool,
-                 make_final: Optional[Callable[[dict], Any]],
+                 make_final: Optional[Callable[[dict[str, Any]], Run]],
                  set_members: Sequence[tuple[str, str]] = (), ip_format: str = "text",
-                 progress: Optional[ProgressOptions] = None):
+                 progress: Optional[ProgressOptions] = None) -> None:
         self.library = library
         self._progress = progress           # run(progress=True): a bar while iterated
         self.split = split
         self.outputs = outputs
-        self.stats: dict = {}
+        self.stats: dict[str, Any] = {}
         self.report: str = ""
         self._lfta = lfta_streams            # iface -> [(stream, raw schema)]
         self._options = dict(options)
@@ -360,15 +364,15 @@ class SplitRun(ResultConversions):
         self._pairs = pairs
         self._make_final = make_final
         self._set_members = list(set_members)    # one member each (plan_split)
-        self._final = None
-        self._queues: dict[tuple[str, int], queue.Queue] = {}
+        self._final: Optional[Run] = None
+        self._queues: dict[tuple[str, int], queue.Queue[Any]] = {}
         self._results: dict[tuple[str, int], runner.RunResult] = {}
         self._errors: list[BaseException] = []
         self._handles: list[runner.RunHandle] = []
         self._threads: list[threading.Thread] = []
         self._started = False
         # collect(): each slice's batches, kept by its thread until the end
-        self._collected: Optional[dict[tuple[str, int], list]] = None
+        self._collected: Optional[dict[tuple[str, int], list[Any]]] = None
 
     # -- the slices' runs
     def _slice(self, iface: str, k: int, handle: runner.RunHandle,
@@ -376,13 +380,15 @@ class SplitRun(ResultConversions):
         piece = self.split.slices[iface][k]
         streams = [s for s, _ in self._lfta[iface]]
 
-        def deliver(stream: str, batch) -> bool:
+        def deliver(stream: str, batch: Any) -> bool:
             if self._collected is not None:
                 self._collected[(stream, k)].append(batch)
             else:
                 self._queues[(stream, k)].put(batch)
             return True
         try:
+            sources: list[tuple[str, str]]
+            arrow: Optional[dict[str, Any]]
             if isinstance(piece, FileSlice):
                 sources = [(iface, piece.uri)]
                 options = {**self._options, f"pcap_range:{iface}": f"{piece.start}:{piece.end}"}
@@ -409,13 +415,13 @@ class SplitRun(ResultConversions):
 
     def _start(self) -> None:
         n = self.split.used
-        work = []
+        work: list[tuple[str, int]] = []
         for k in range(n):
             for iface, streams in self._lfta.items():
                 for s, _ in streams:
                     self._queues[(s, k)] = queue.Queue()
                 work.append((iface, k))
-        pending: "queue.SimpleQueue" = queue.SimpleQueue()
+        pending: queue.SimpleQueue[tuple[str, int]] = queue.SimpleQueue()
         for w in work:                 # slice order: the first slices first
             pending.put(w)
         self._handles = [runner.RunHandle() for _ in work]
@@ -450,7 +456,7 @@ class SplitRun(ResultConversions):
         for t in self._threads:
             t.start()
 
-    def _batches_of(self, stream: str, k: int) -> Iterator:
+    def _batches_of(self, stream: str, k: int) -> Iterator[Any]:
         """Slice k's batches of a stream, as they come."""
         q = self._queues[(stream, k)]
         while True:
@@ -461,16 +467,16 @@ class SplitRun(ResultConversions):
         if self._errors:
             raise self._errors[0]
 
-    def _batches(self, stream: str) -> Iterator:
+    def _batches(self, stream: str) -> Iterator[Any]:
         """A stream's batches, slice after slice, as they come."""
         for k in range(self.split.used):
             yield from self._batches_of(stream, k)
 
-    def _reader(self, stream: str, schema):
+    def _reader(self, stream: str, schema: Any) -> Any:
         import pyarrow as pa
         return pa.RecordBatchReader.from_batches(schema, self._batches(stream))
 
-    def __iter__(self) -> Iterator:
+    def __iter__(self) -> Iterator[Any]:
         if self._started:
             raise RuntimeError("a Run can be iterated once; call run() again")
         self._started = True
@@ -503,7 +509,7 @@ class SplitRun(ResultConversions):
                     # slices first: the HFTA run may be waiting for their rows
                     for h in self._handles:
                         h.cancel()
-                    final.close()   # type: ignore[attr-defined]
+                    final.close()
         except GeneratorExit:
             left_early = True   # as one thread's run: no statistics
             raise
@@ -520,7 +526,7 @@ class SplitRun(ResultConversions):
         if self._errors:
             raise self._errors[0]
 
-    def collect(self) -> list:
+    def collect(self) -> list[Any]:
         """The whole run's output, as the iteration would give it.  With no
         HFTA run after the slices, each slice's thread keeps its batches
         until it ends (no hand-over of each batch to the caller's thread,
@@ -541,7 +547,7 @@ class SplitRun(ResultConversions):
                for s, _ in streams if s in self.outputs for b in self._collected[(s, k)]]
         return finish_batches(got, self._strings, self._pairs, self._ip_format)
 
-    def _progress_line(self):
+    def _progress_line(self) -> ProgressLine | NoLine:
         return progress.line(self._progress, self.progress_handles,
                              total_rows=self.input_rows_total(),
                              total_bytes=self.input_bytes_total())
@@ -610,7 +616,7 @@ _ANY = {"truncated", "interrupted", "output_closed", "running"}
 _ALL = {"ok", "columnar"}
 
 
-def _combine(a: dict, b: dict) -> dict:
+def _combine(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     """Two parts' stats entries of one thing as one: counts added, high
     waters the larger, flags joined; the rest is the first part's."""
     out = dict(a)
@@ -631,8 +637,8 @@ def _combine(a: dict, b: dict) -> dict:
 _KEYS = {"sources": "iface", "streams": "name", "nodes": "name", "sinks": "query"}
 
 
-def _combine_lists(parts: list[list[dict]], key: str) -> list[dict]:
-    out: dict[Any, dict] = {}
+def _combine_lists(parts: list[list[dict[str, Any]]], key: str) -> list[dict[str, Any]]:
+    out: dict[Any, dict[str, Any]] = {}
     for entries in parts:
         for e in entries:
             k = e.get(key)
@@ -640,13 +646,13 @@ def _combine_lists(parts: list[list[dict]], key: str) -> list[dict]:
     return list(out.values())
 
 
-def merge_stats(parts: list[tuple[str, dict]], final: Optional[dict], info: dict,
-                lfta_streams: Sequence[str] = ()) -> dict:
+def merge_stats(parts: list[tuple[str, dict[str, Any]]], final: Optional[dict[str, Any]],
+                info: dict[str, Any], lfta_streams: Sequence[str] = ()) -> dict[str, Any]:
     """The stats of a split run: its slices' runs (parts, in slice order)
     and the HFTA run (final, None without one, which read lfta_streams
     from the slices) as one run's."""
     slices = [s for _, s in parts if s]
-    merged: dict = {}
+    merged: dict[str, Any] = {}
     for s in slices:
         top = {k: v for k, v in s.items() if not isinstance(v, list)}
         merged = _combine(merged, top) if merged else top

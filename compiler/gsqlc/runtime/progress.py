@@ -58,7 +58,7 @@ def combine(inputs: Sequence[Optional[Progress]], outputs: Sequence[Optional[Pro
 
 def _sizeof(n: float) -> str:
     from tqdm import tqdm
-    return tqdm.format_sizeof(n)
+    return str(tqdm.format_sizeof(n))
 
 
 def postfix(p: Progress, rows_rate: Optional[float], with_rows: bool) -> str:
@@ -157,7 +157,7 @@ class ProgressLine:
     def __enter__(self) -> "ProgressLine":
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- drawing
@@ -249,7 +249,7 @@ class NoLine:
     def __enter__(self) -> "NoLine":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         pass
 
     def start(self) -> "NoLine":

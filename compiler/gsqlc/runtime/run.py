@@ -12,7 +12,7 @@ from __future__ import annotations
 import queue
 import threading
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Union
+from typing import Any, Callable, Generator, Optional, Union
 
 from ..errors import RunError
 from ..record import field, record
@@ -148,7 +148,7 @@ class Run(ResultConversions):
             raise RuntimeError("a Run can be iterated once; call run() again")
         self._started = True
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Generator[Any, None, None]:
         self._begin()
         out = self._output
         if isinstance(out, TextOutput):

@@ -8,7 +8,8 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from types import FrameType
+from typing import Any, Callable, Optional, Sequence
 
 from ..errors import RunError, SetupError
 from ..record import field, record
@@ -17,15 +18,15 @@ from .c_interface import abi_cdef
 
 # the declarations come from the runtime's headers (c_interface), not a copy
 _ffi = abi_ffi(abi_cdef())
-_libs: dict[str, object] = {}
+_libs: dict[str, Any] = {}      # path -> the loaded library (cffi)
 # Arrow sink buffers a loaded library keeps for its next batches once their
 # consumers release them (gsqlc_buffer_pool_create): what a run over 20 M
 # rows hands back is taken again by the next run instead of fresh pages
 SINK_POOL_BYTES = 128 << 20
-_pools: dict[str, object] = {}
+_pools: dict[str, Any] = {}
 
 
-def load_library(path: Path):
+def load_library(path: Path) -> Any:
     key = str(Path(path).resolve())
     lib = _libs.get(key)
     if lib is None:
@@ -37,7 +38,7 @@ def load_library(path: Path):
     return lib
 
 
-def sink_pool(library: Path):
+def sink_pool(library: Path) -> Any:
     """The buffer pool of the loaded library at `library` (made on first use;
     it lives as long as the process, each batch holding it while alive)."""
     key = str(Path(library).resolve())
@@ -109,7 +110,7 @@ class Progress:
     watermark: Optional[float] = None
 
 
-def _progress_of(lib, run, buf) -> Optional[Progress]:
+def _progress_of(lib: Any, run: Any, buf: Any) -> Optional[Progress]:
     try:
         fn = lib.gsqlc_progress
     except AttributeError:      # a library built before gsqlc_progress
@@ -132,10 +133,10 @@ class RunHandle:
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._cancelled = False
-        self._lib = None
-        self._run = None
+        self._lib: Any = None       # the cffi library and run while attached
+        self._run: Any = None
         self._progress: Optional[Progress] = None
-        self._buf = None
+        self._buf: Any = None
 
     def progress(self) -> Optional[Progress]:
         """The run's counters now (gsqlc_progress): None before run_library
@@ -158,7 +159,7 @@ class RunHandle:
     def cancelled(self) -> bool:
         return self._cancelled
 
-    def _attach(self, lib, run) -> None:
+    def _attach(self, lib: Any, run: Any) -> None:
         with self._lock:
             self._lib, self._run = lib, run
             if self._cancelled:
@@ -173,16 +174,16 @@ class RunHandle:
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def _run_with_signals(lib, r, handle: RunHandle) -> int:
+def _run_with_signals(lib: Any, r: Any, handle: RunHandle) -> int:
     """gsqlc_run on a worker thread while this (the main) thread waits and
     turns SIGINT/SIGTERM into a cancel of the run; a second signal gets the
     handler that was there before.  Raises what that handler raises (e.g.
     KeyboardInterrupt) with the worker still running: the caller must not
     destroy the run then."""
     status: list[int] = []
-    old = {}
+    old: dict[signal.Signals, Any] = {}
 
-    def on_signal(sig, frame):
+    def on_signal(sig: int, frame: Optional[FrameType]) -> None:
         handle.cancel()
         for sg, h in old.items():          # a second signal acts as before
             signal.signal(sg, h)
@@ -218,19 +219,23 @@ def join_runs(threads: Sequence[threading.Thread], handles: Sequence[RunHandle])
         raise
 
 
+# an Arrow sink's consumer: fn(stream, pyarrow.RecordBatch), False to cancel the run
+ArrowSink = Callable[[str, Any], object]
+
+
 @record
 class RunResult:
     status: int
     error: str
     report: str
-    stats: dict = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
 
 
-def _s(x) -> bytes:
+def _s(x: str | bytes) -> bytes:
     return x.encode("utf-8", "surrogateescape") if isinstance(x, str) else x
 
 
-def _ptr(x) -> int:
+def _ptr(x: Any) -> int:
     return int(_ffi.cast("uintptr_t", x))
 
 
@@ -238,8 +243,9 @@ def run_library(library: Path, sources: list[tuple[str, str]],
                 sinks: list[tuple[str, str, Optional[str]]],
                 options: Optional[dict[str, str]] = None,
                 params: Optional[dict[str, str]] = None, *,
-                arrow_sources: Optional[dict] = None, arrow_streams: Optional[dict] = None,
-                arrow_sinks: Optional[list] = None, batch_rows: int = 0,
+                arrow_sources: Optional[dict[str, Any]] = None,
+                arrow_streams: Optional[dict[str, Any]] = None,
+                arrow_sinks: Optional[list[tuple[str, ArrowSink]]] = None, batch_rows: int = 0,
                 cancel: Optional[RunHandle] = None, handle_signals: bool = False,
                 set_members: Sequence[tuple[str, str]] = (),
                 ready: Optional[Callable[[], None]] = None) -> RunResult:
@@ -262,7 +268,7 @@ def run_library(library: Path, sources: list[tuple[str, str]],
     r = lib.gsqlc_create()
     if r == _ffi.NULL:
         raise RunError("out of memory")
-    keep: list = []                  # C structs and callbacks the run points to
+    keep: list[Any] = []                  # C structs and callbacks the run points to
     raised: list[BaseException] = []
     handle = cancel if cancel is not None else RunHandle()
     running = False                  # a worker thread may still be in gsqlc_run
@@ -272,7 +278,7 @@ def run_library(library: Path, sources: list[tuple[str, str]],
                 msg = _ffi.string(lib.gsqlc_error(r)).decode("utf-8", "replace")
                 raise SetupError(f"{what}: {msg}")
 
-        def c_stream(reader):
+        def c_stream(reader: Any) -> Any:
             st = _ffi.new("struct ArrowArrayStream *")
             reader._export_to_c(_ptr(st))
             keep.append(st)
@@ -296,7 +302,8 @@ def run_library(library: Path, sources: list[tuple[str, str]],
         if arrow_sinks:
             check(lib.gsqlc_set_buffer_pool(r, sink_pool(library)), "buffer pool")
         for stream, fn in (arrow_sinks or []):
-            def deliver(ctx, arr, sch, stream=stream, fn=fn):
+            def deliver(ctx: Any, arr: Any, sch: Any, stream: str = stream,
+                        fn: ArrowSink = fn) -> int:
                 try:
                     import pyarrow as pa
                     batch = pa.RecordBatch._import_from_c(_ptr(arr), _ptr(sch))

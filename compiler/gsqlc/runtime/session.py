@@ -119,7 +119,8 @@ class PreparedRun:
         """The rows of the input when all of it is Arrow data held in memory."""
         if not self.data or self.files or not all(in_memory(d) for d in self.data.values()):
             return None
-        return sum(in_memory_table(d).num_rows for d in self.data.values())
+        rows: int = sum(in_memory_table(d).num_rows for d in self.data.values())
+        return rows
 
 
 # ------------------------------------------------------------ time bounds

@@ -50,7 +50,7 @@ class Split:
     requested: int
     used: int = 1
     reason: str = ""
-    slices: dict[str, list] = field(default_factory=dict)
+    slices: dict[str, list[Any]] = field(default_factory=dict)
     offsets: dict[str, list[int]] = field(default_factory=dict)
 
     def info(self) -> dict[str, Any]:
