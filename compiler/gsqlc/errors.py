@@ -7,6 +7,7 @@
         InterfaceError         a bad interfaces file or binding
         SetupError             the runtime refused an option, source or sink
         TraceError             an unreadable trace file
+        GdatError              a gdat:PATH source that is not a GDAT file gsqlc reads
         SparkQueryError        a query or its sources do not suit a Spark run
       RunError                 a run-time failure reported by the library (exit 1)
       InternalError            a bug in gsqlc (exit 1, "internal error")
@@ -143,6 +144,12 @@ class SetupError(UsageError):
 
 class TraceError(UsageError):
     """A trace file that cannot be read."""
+
+
+class GdatError(UsageError, ValueError):
+    """A file bound as a GDAT source that is not one gsqlc's reader takes;
+    the message says why.  Also a ValueError, as it was before it joined
+    this hierarchy."""
 
 
 class SparkQueryError(UsageError):

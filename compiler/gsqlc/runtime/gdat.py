@@ -12,16 +12,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..errors import GdatError
+
+__all__ = ["GdatError", "GdatHeader", "parse_header", "read_header", "is_gdat"]
+
 MAX_SCHEMA = 1 << 20
 _HEADER = re.compile(rb"GDAT\nVERSION:(\d{1,9})\nSCHEMALENGTH:(\d{1,9})\n")
 _TYPES = {"bool": "BOOL", "ushort": "USHORT", "uint": "UINT", "int": "INT",
           "ullong": "ULLONG", "llong": "LLONG", "float": "FLOAT", "string": "V_STR",
           "v_str": "V_STR", "ip": "IP", "ipv6": "IPV6", "timeval": "TIMEVAL"}
 _TOKEN = re.compile(r"\s+|//[^\n]*|--[^\n]*|'[^']*'?|[A-Za-z0-9_.$]+|.", re.S)
-
-
-class GdatError(ValueError):
-    """Not a GDAT file this reader takes; the message says why."""
 
 
 @dataclass(frozen=True)
