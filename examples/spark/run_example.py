@@ -15,10 +15,11 @@ from pathlib import Path
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-import gsqlc  # noqa: E402
-from gsqlc.spark import read_pcap, run_query  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
+
+import gsqlc  # noqa: E402
+from gsqlc.spark import read_pcap, run_query  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 EX = HERE.parent

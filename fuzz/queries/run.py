@@ -28,9 +28,10 @@ from pathlib import Path
 if __package__ in (None, ""):    # run as a script: make `fuzz.queries` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
+
 from fuzz.queries import oracle  # noqa: E402
 from fuzz.queries.strategies import Case, any_case  # noqa: E402
-from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 
 
 def _bug_key(o: oracle.Outcome) -> str:
