@@ -10,20 +10,9 @@
 #include <string.h>
 
 #include "gsq_internal.h"
+#include "unit_check.h"
 
 const gsq_queryset_def gsq_queryset = {0, NULL, 0, NULL, 0, NULL};
-
-static int passed, failed;
-
-#define CHECK(cond)                                                               \
-    do {                                                                          \
-        if (cond) {                                                               \
-            passed++;                                                             \
-        } else {                                                                  \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                \
-            failed++;                                                             \
-        }                                                                         \
-    } while (0)
 
 /* key=value is accepted */
 static int ok(gsq_run *r, const char *key, const char *value)
@@ -193,6 +182,5 @@ int main(void)
     test_per_interface(r);
     test_keys(r);
     gsqlc_destroy(r);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return check_report();
 }
