@@ -15,17 +15,7 @@
 
 #include "gsq_agg_table.h"
 
-static int passed, failed;
-
-#define CHECK(cond)                                                               \
-    do {                                                                          \
-        if (cond) {                                                               \
-            passed++;                                                             \
-        } else {                                                                  \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                \
-            failed++;                                                             \
-        }                                                                         \
-    } while (0)
+#include "unit_check.h"
 
 /* ---- a query's shape: GROUP BY ep (increasing), key; count(*), sum(v) ---- */
 
@@ -1009,6 +999,5 @@ int main(void)
                                 grow);
     }
     CHECK(grown_runs > 100); /* growth happened, and was checked, in most runs with it on */
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_report();
 }

@@ -17,17 +17,7 @@
 
 const gsq_queryset_def gsq_queryset = {0, NULL, 0, NULL, 0, NULL};
 
-static int passed, failed;
-
-#define CHECK(cond)                                                               \
-    do {                                                                          \
-        if (cond) {                                                               \
-            passed++;                                                             \
-        } else {                                                                  \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                \
-            failed++;                                                             \
-        }                                                                         \
-    } while (0)
+#include "unit_check.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15u;
 
@@ -245,6 +235,5 @@ int main(void)
     test_cut_by_value_equals_cut_by_stamps();
     test_nulls_are_left_to_stamps();
     test_stamp_ahead_keeps_the_state();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return check_report();
 }

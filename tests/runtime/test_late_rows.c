@@ -14,17 +14,7 @@
 
 const gsq_queryset_def gsq_queryset = {0, NULL, 0, NULL, 0, NULL};
 
-static int passed, failed;
-
-#define CHECK(cond)                                                               \
-    do {                                                                          \
-        if (cond) {                                                               \
-            passed++;                                                             \
-        } else {                                                                  \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                \
-            failed++;                                                             \
-        }                                                                         \
-    } while (0)
+#include "unit_check.h"
 
 typedef struct partial {
     uint32_t tb;
@@ -110,10 +100,9 @@ int main(void)
     CHECK(strstr(rep, "gsqlc: agg: 2 partial aggregates holding 43 rows arrived later than the "
                       "closed epoch allows and were dropped (and 2 more partial aggregates of a "
                       "query that counts no rows)\n") != NULL);
-    if (failed)
+    if (check_failed)
         printf("report was:\n%s", rep);
-    printf("%d passed, %d failed\n", passed, failed);
     gsq_buf_free(&r->report);
     free(r);
-    return failed != 0;
+    return check_report();
 }
