@@ -9,7 +9,6 @@ report).
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
@@ -306,13 +305,6 @@ def _positive_int(text: str) -> int:
     return n
 
 
-# report lines --quiet leaves out: they say what happened, not that input
-# was lost or is suspect (malformed rows, late tuples, truncated captures
-# and every "warning:" line stay)
-_INFORMATIONAL = re.compile(r"gsqlc: (interrupted; |(source|node) .* (stalled|recovered): "
-                            r"|\d+ more stall events |every input paused for the heartbeat)")
-
-
 def _show_progress(args: argparse.Namespace) -> bool:
     """Whether `gsqlc run` draws its progress line on stderr: --progress
     always, --quiet never; by default when stderr is a terminal whose TERM
@@ -340,7 +332,8 @@ def _run_request(args: argparse.Namespace) -> session.RunRequest:
                                    csv_separator=args.csv_separator, csv_strict=args.csv_strict,
                                    stall_intervals=args.stall_intervals, trace=args.trace,
                                    batch=args.batch, columnar=args.columnar,
-                                   pcap_reader=args.pcap_reader, max_groups=args.max_groups))
+                                   pcap_reader=args.pcap_reader, max_groups=args.max_groups,
+                                   report="losses" if args.quiet else "all"))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -379,9 +372,6 @@ def cmd_run(args: argparse.Namespace) -> int:
                         args.ip_format)
     result = run_to_end(session.start(prep, library, output, split, plan, shown))
     report = result.report
-    if report and args.quiet:
-        report = "".join(line for line in report.splitlines(keepends=True)
-                         if not _INFORMATIONAL.match(line))
     if report:
         color = use_color(sys.stderr, color_mode_of(args))
         sys.stderr.write("".join(color_report_line(line, color) + "\n"

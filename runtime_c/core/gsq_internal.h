@@ -503,6 +503,9 @@ struct gsq_run {
     int arrow_heartbeats;       /* Arrow sinks deliver heartbeat rows */
     int final_heartbeat;        /* one last heartbeat of every LFTA at the end */
     int arrow_flush;            /* flush the sinks after each Arrow source batch */
+    int report_losses_only;     /* option report=losses: the report leaves out
+                                 * what only informs (stalls, recoveries, an
+                                 * interruption, heartbeat timeouts) */
     gsqlc_buffer_pool *buffer_pool; /* NULL, or a reference: the Arrow sinks' buffers */
     int columnar;               /* option columnar: 1 auto (default), 0 off */
     /* the instruction sets the runtime's CPU-specific kernels may use

@@ -811,7 +811,7 @@ void gsq_tg_report(const gsq_run *r, gsq_buf *b)
                            "exceeded: raise out_of_order/skew/latency, or the estimate's "
                            "window)\n",
                            (unsigned long long)g->st[i].dropped, g->st[i].src->iface);
-    if (g->active && g->timeouts)
+    if (g->active && g->timeouts && !r->report_losses_only)
         gsq_buf_printf(b, "gsqlc: every input paused for the heartbeat timeout %llu time(s); "
                        "heartbeats moved to the largest timestamp seen\n",
                        (unsigned long long)g->timeouts);

@@ -114,6 +114,10 @@ GSQ_OPTION("max_groups", UINT, FIELD(max_groups), RANGE(1, UINT64_MAX), NO_WORDS
 GSQ_OPTION("ip_format", WORDS, FIELD(ip_int), NO_RANGE, WORDS("text", "int"), VALUES(0, 1),
            set_words, "text or int",
            "How text sinks print IP and IPV6 values: dotted/colon text (default) or integers.")
+GSQ_OPTION("report", WORDS, FIELD(report_losses_only), NO_RANGE, WORDS("all", "losses"),
+           VALUES(0, 1), set_words, "all or losses",
+           "The end-of-run report: all (default), or losses: only input lost or suspect and "
+           "warnings, without stalls, recoveries, an interruption or heartbeat timeouts.")
 GSQ_OPTION("trace", TEXT, FIELD(trace_path), NO_RANGE, NO_WORDS, NO_VALUES, set_trace, "a file path",
            "A file to write one JSON line per heartbeat trace to.")
 GSQ_OPTION("arrow_heartbeats", BOOL, FIELD(arrow_heartbeats), NO_RANGE, NO_WORDS, NO_VALUES,

@@ -323,6 +323,8 @@ void gsq_build_report(gsq_run *r)
                            "gsqlc: warning: out_of_order is set for interface '%s', which no "
                            "query reads\n",
                            r->ooos[i].iface);
+    if (r->report_losses_only)
+        return; /* what follows informs; nothing was lost */
     for (i = 0; i < r->n_events && i < GSQ_REPORTED_EVENTS; i++)
         report_event(b, &r->events[i]);
     extra = (r->n_events > GSQ_REPORTED_EVENTS ? r->n_events - GSQ_REPORTED_EVENTS : 0) +

@@ -277,6 +277,7 @@ FACES = {
     "pcap_reader": Face("the pcap reader", "--pcap-reader",
                         {INVALID: " must be {expects}, got {value}"}),
     "ip_format": Face("ip_format", "--ip-format", {INVALID: " must be {expects}, got {value!r}"}),
+    "report": Face("report", "--quiet", {INVALID: " must be {expects}, got {value!r}"}),
     # passed on as the runtime reads them: only set when given (trace) or
     # true (csv_strict)
     "trace": Face("the trace file", "--trace", {INVALID: " must be {expects}, got {value!r}"}),

@@ -60,13 +60,15 @@ class RunOptions:
     columnar: str = "auto"
     pcap_reader: Optional[str] = None
     max_groups: Optional[int] = None
+    report: str = "all"        # 'losses': only lost or suspect input and warnings
 
     def runtime(self) -> dict[str, str]:
         return run_options(clock=self.clock, heartbeat_interval=self.heartbeat_interval,
                            csv_separator=self.csv_separator, csv_strict=self.csv_strict,
                            stall_intervals=self.stall_intervals, trace=self.trace,
                            batch=self.batch, columnar=self.columnar,
-                           pcap_reader=self.pcap_reader, max_groups=self.max_groups)
+                           pcap_reader=self.pcap_reader, max_groups=self.max_groups,
+                           report=self.report)
 
 
 @record(frozen=True)
