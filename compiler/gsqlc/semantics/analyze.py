@@ -26,7 +26,6 @@ from .model import (
     AnalyzedQuery,
     Column,
     GroupItem,
-    MergeInfo,
     SamplingInfo,
     Source,
     StreamDef,
@@ -34,11 +33,7 @@ from .model import (
 from .sampling import analyze_sampling, is_sampling
 from .types import Temporal, Type, parse_type_name
 
-# Column, StreamDef and MergeInfo stay importable from here for the modules
-# that read them from this one (backend/codegen.py, spark.py); new code
-# imports the model from semantics.model.
-__all__ = ["AnalyzedQuery", "Column", "MergeInfo", "Source", "StreamDef", "analyze_query",
-           "check_supported"]
+__all__ = ["analyze_query", "check_supported"]
 
 
 # ---------------------------------------------------------------- checks of
