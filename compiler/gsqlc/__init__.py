@@ -14,9 +14,10 @@ from the faces down to the front end):
     semantics/  AST -> analyzed queries     (types, catalog, schema, resolve, analyze)
     planner/    analyzed queries -> plan    (LFTA/HFTA split, explain)
     backend/    plan -> C/C++ -> library    (codegen, C expressions, escaping, build)
-    runtime/    driving a built library     (cffi loader, interfaces, Arrow, traces)
+    runtime/    driving a built library     (session: a run's one preparation; run, cffi
+                                             loader, options, interfaces, Arrow, traces)
     pipeline    the one chain from files to a built library
-    api, cli, spark                         the faces
+    api, cli, spark/                        the faces
 
 The names below are loaded on first use, so that importing one stage (say
 the parser) does not load code generation, jinja2 or cffi.
