@@ -16,7 +16,7 @@ TEMPLATES = ROOT / "templates"
 
 
 def _render(**extra) -> str:
-    # The code generator's settings (compiler/gsqlc/backend/codegen.py _env).
+    # The code generator's settings (compiler/gsqlc/backend/gen_shared.py template_env).
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=False,
                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
