@@ -11,13 +11,14 @@ rows ...".
 
 A partial aggregate holds the rows of its count(*); the counting of
 partials and the report's wording for them are unit-tested in C
-(tests/runtime/test_late_rows.c, run by tests/runtime/test_c_units.py).  Here: a dropped row is one row and the
-report's text is the old one; and the merge of an aggregation LFTA's
-instances over an interface set, whose members' tables eject partials
-early by collision (a small table, many groups), takes the members'
-progress from their heartbeats -- the oldest epoch each may still produce
--- so that no partial is late (with progress taken from data, partials of
-a member's older epoch, still counting, fell behind and were dropped).
+(tests/runtime/test_late_rows.c, run by tests/runtime/test_c_units.py).
+Here: a dropped row is one row and the report's text is the old one; and
+the merge of an aggregation LFTA's instances over an interface set, whose
+members' tables eject partials early by collision (a small table, many
+groups), takes the members' progress from their heartbeats -- the oldest
+epoch each may still produce -- so that no partial is late (with progress
+taken from data, partials of a member's older epoch, still counting, fell
+behind and were dropped).
 """
 from __future__ import annotations
 
