@@ -17,28 +17,36 @@ import importlib.util
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional, Union
 
 from ..resources import cache_root, read_checked, write_checked
 
 
-def abi_ffi(cdef: str) -> Any:
-    """A cffi FFI holding the declarations `cdef` (ABI mode: dlopen)."""
+def abi_ffi(cdef: Union[str, Callable[[], str]], key: Optional[bytes] = None) -> Any:
+    """A cffi FFI holding the declarations `cdef` (ABI mode: dlopen).  With
+    `key` (what the declarations are made from) cdef may be a function
+    making them, called only when the module is not in the cache."""
     try:
         import _cffi_backend
         version = _cffi_backend.__version__
     except ImportError:
         version = "none"
-    name = "gsqlc_abi_" + hashlib.sha256(f"{version}\0{cdef}".encode()).hexdigest()[:16]
+    made = key if key is not None else cdef.encode() if isinstance(cdef, str) else None
+    if made is None:
+        raise TypeError("abi_ffi: a function making the declarations needs a key")
+
+    def text() -> str:
+        return cdef if isinstance(cdef, str) else cdef()
+    name = "gsqlc_abi_" + hashlib.sha256(version.encode() + b"\0" + made).hexdigest()[:16]
     path = cache_root() / "ffi" / f"{name}.py"
     ffi = _load(name, path)
     if ffi is None:
         try:
-            _write(name, path, cdef)
+            _write(name, path, text())
         except Exception:  # noqa: BLE001 - any failure costs the parse only
-            return _parsed(cdef)
+            return _parsed(text())
         ffi = _load(name, path)
-    return ffi if ffi is not None else _parsed(cdef)
+    return ffi if ffi is not None else _parsed(text())
 
 
 def _parsed(cdef: str) -> Any:

@@ -14,10 +14,10 @@ from typing import Any, Callable, Optional, Sequence
 from ..errors import RunError, SetupError
 from ..record import field, record
 from .abi_ffi import abi_ffi
-from .c_interface import abi_cdef
+from .c_interface import abi_cdef, abi_key
 
 # the declarations come from the runtime's headers (c_interface), not a copy
-_ffi = abi_ffi(abi_cdef())
+_ffi = abi_ffi(abi_cdef, abi_key())
 _libs: dict[str, Any] = {}      # path -> the loaded library (cffi)
 # Arrow sink buffers a loaded library keeps for its next batches once their
 # consumers release them (gsqlc_buffer_pool_create): what a run over 20 M
