@@ -184,7 +184,7 @@ def test_pcapng_and_bad_thread_counts(gsqlc, cap, tmp_path):
 def test_the_cli_default_says_why_it_stays_on_one_thread(gsqlc, cap):
     """Without --threads: one thread on fewer than 3 cores (the split
     measured no gain on 2), else a capture this small is not cut."""
-    from gsqlc.runtime.parallel import machine_threads
+    from gsqlc.runtime.split import machine_threads
     d, ordered, _ = cap
     p = gsqlc("run", d / "q.gsql", "--source", f"pcap:{ordered}", "--output", "per10", "--stats")
     assert p.returncode == 0, p.err

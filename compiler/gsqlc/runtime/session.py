@@ -271,7 +271,7 @@ CAPTURE_MIN_CORES = 3
 
 def decide_split(prep: PreparedRun, library: Any, plan_of: Callable[[], Any],
                  threads: Optional[int], captures_need_cores: bool = False) -> Split:
-    """How the run splits over threads (runtime.parallel), or why it stays
+    """How the run splits over threads (runtime.split_plan), or why it stays
     on one.  plan_of gives the planned query set's plan, asked only when a
     split is possible.  captures_need_cores: a run over capture files splits
     unasked only on CAPTURE_MIN_CORES cores or more, and only files of twice
@@ -290,15 +290,15 @@ def decide_split(prep: PreparedRun, library: Any, plan_of: Callable[[], Any],
         if threads is None and not any(os.path.isfile(f) and os.path.getsize(f) >= 2 * AUTO_MIN_BYTES
                                        for f in paths):
             return Split(cores, reason="too few to split: no capture file of 32 MiB or more")
-    from . import parallel
-    reason = parallel.options_reason(prep.options, bool(files)) if files and not prep.data else ""
+    from . import split_plan
+    reason = split_plan.options_reason(prep.options, bool(files)) if files and not prep.data else ""
     if reason:
         return Split(threads or machine_threads(), reason=reason)
-    cuts = parallel.CaptureCuts(library, files, threads) if files and not prep.data else None
+    cuts = split_plan.CaptureCuts(library, files, threads) if files and not prep.data else None
     readers = {i: [n.name for n in ns] for i, ns in prep.bindings.readers.items()}
-    return parallel.plan_split(plan_of(), prep.data, readers, files,
-                               parallel.multi_member(prep.bindings.members), prep.options,
-                               prep.outputs, threads, library, cuts)
+    return split_plan.plan_split(plan_of(), prep.data, readers, files,
+                                 split_plan.multi_member(prep.bindings.members), prep.options,
+                                 prep.outputs, threads, library, cuts)
 
 
 # ------------------------------------------------------------ starting
@@ -321,6 +321,7 @@ def start(prep: PreparedRun, library: Any, output: Output, split: Split,
                    progress=progress)
     from ..planner.nodes import HftaNode
     from . import parallel
+    from .split_plan import lfta_streams
     plan = plan_of()
     names = prep.outputs
     make_final = None
@@ -334,7 +335,7 @@ def start(prep: PreparedRun, library: Any, output: Output, split: Split,
     arrow = output if isinstance(output, ArrowOutput) else ArrowOutput(
         names, strings="bytes", batch_rows=0, pairs=True)
     return parallel.SplitRun(library, split,
-                             parallel.lfta_streams(plan, names, prep.bindings.readers, split),
+                             lfta_streams(plan, names, prep.bindings.readers, split),
                              names, options, prep.params, arrow.batch_rows, arrow.strings,
                              arrow.pairs, make_final, prep.bindings.members,
                              ip_format=arrow.ip_format, progress=progress)
