@@ -473,26 +473,11 @@ struct ArrowArrayStream;
  *
  * Create a run of this library's query set. Never NULL unless out of memory.*/
 GSQ_EXPORT gsq_run *gsqlc_create(void);
-/* Options: "csv_separator" (one char), "csv_strict" ("0"/"1"),
- * "clock" ("wall" | "data" | "fixed:T"), "batch" (records per batch),
- * "heartbeat_interval" (seconds > 0 of the run's clock between heartbeat
- * ticks, e.g. "1" or "0.5"; "0" or "off" disables them; default 1),
- * "max_skew:NAME" (seconds >= 0 that interface NAME's timestamps may lag the
- * clock; enables gsq_clock_bound_usec for its LFTAs), "out_of_order:NAME"
- * (seconds >= 0 that a record of interface NAME may trail the largest
- * timestamp read before it; enables gsq_out_of_order_usec), "time_unit:NAME"
- * ("s", the default, "ms", "us" or "ns": the unit of the time and arrival
- * columns of interface NAME's CSV records; gsq_time_unit_nsec),
- * "arrival:NAME" ("POS" or "POS:TYPE", TYPE a numeric GSQL type, by
- * default the time column's: the 1-based CSV column giving each record's
- * arrival instant, in the time column's unit: it drives the data clock and
- * time-aligned replay instead of the time column; CSV files only),
- * "stall_intervals"
- * (integer >= 1, default 3: a source or LFTA silent that many intervals is
- * reported stalled), "trace" (a file: one JSON line per heartbeat trace),
- * "arrow_heartbeats" and "final_heartbeat" ("0", the default, or "1"; they
- * let a consumer of Arrow batches, e.g. a micro-batch engine, see temporal
- * progress):
+/* Set option key to value before gsqlc_run.  The options, the values each
+ * takes and what it does are one table, run/option_table.h (the options
+ * reference and gsqlc's Python checks are made from it).  Two let a
+ * consumer of Arrow batches, e.g. a micro-batch engine, see temporal
+ * progress:
  *   arrow_heartbeats=1: every Arrow sink of the run (gsqlc_add_arrow_sink)
  *     has one more, last column "__heartbeat" (boolean "b", not nullable),
  *     false on data rows, and also delivers a row, with it true, for every
