@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence, Un
 
 from .errors import UsageError
 from .pipeline import Compiled, CompileOptions, QuerySet, check_plan_options, compile_queries
-from .planner.plan import TABLE_WAYS
+from .planner.policies import TABLE_WAYS
 from .runtime import session
 from .runtime.arrow_types import check_ip_format
 from .runtime.progress import ProgressOptions

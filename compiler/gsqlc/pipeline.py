@@ -27,7 +27,8 @@ from .record import record
 if TYPE_CHECKING:
     from .backend.build import BuildResult
     from .backend.codegen import GeneratedSet
-    from .planner.plan import Plan, PlanDefaults
+    from .planner.plan import Plan
+    from .planner.tunables import PlanDefaults
     from .runtime.plan_summary import PlanSummary
     from .semantics.model import AnalyzedQuery
     from .semantics.schema import Schema
@@ -123,7 +124,7 @@ def check_plan_options(max_lfta_disorder: object = None, max_hfta_disorder: obje
 
 def plan_defaults(options: CompileOptions) -> PlanDefaults:
     """The planner's defaults from the compile options (None: the planner's own)."""
-    from .planner.plan import PlanDefaults
+    from .planner.tunables import PlanDefaults
     given = {k: getattr(options, k) for k in ("lfta_table_size", "lfta_table_ways",
                                               "max_lfta_disorder", "max_hfta_disorder", "flush")
              if getattr(options, k) is not None}

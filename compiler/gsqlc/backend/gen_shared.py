@@ -19,8 +19,8 @@ import jinja2
 import jinja2.bccache
 
 from ..frontend import ast
-from ..planner.nodes import PlanNode
-from ..planner.plan import Plan, describe_expr
+from ..planner.nodes import PlanNode, describe_expr
+from ..planner.plan import Plan
 from ..resources import cache_root, resource_dir
 from ..semantics.model import Column, StreamDef
 from ..semantics.types import Temporal, Type

@@ -17,8 +17,9 @@ from .nodes import (
     LftaNode,
     LftaSelect,
     PlanNode,
+    describe_expr,
 )
-from .plan import Plan, describe_expr
+from .plan import Plan
 
 
 def _reads(n: PlanNode) -> str:

@@ -13,7 +13,9 @@
 
 `level` and `kind` are class constants, for explain's text only; passes
 dispatch on the class.  Nodes are never changed once built: a pass that
-needs another node builds a new one (dataclasses.replace).
+needs another node builds a new one (dataclasses.replace).  describe_expr
+gives an expression's text as a node computes it (for explain and the
+generated code's comments).
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Optional, Union
 
 from ..frontend import ast
-from ..semantics.bound import FieldRef, walk
+from ..semantics.bound import AccumRef, AggRef, FieldRef, GroupRef, SuperAggRef, to_text, walk
 from ..semantics.catalog import UdafSpec
 from ..semantics.model import AnalyzedQuery, Column, JoinInfo, MergeInfo, StreamDef
 from ..semantics.schema import Protocol
@@ -231,3 +233,29 @@ Grouping = Union[LftaAggregate, HftaAggregate]               # GROUP BY, accumul
 FILTERING = (LftaNode, HftaSelect, HftaAggregate)
 PROJECTING = (LftaNode, HftaSelect, HftaAggregate, HftaJoin)
 GROUPING = (LftaAggregate, HftaAggregate)
+
+
+def describe_expr(e: ast.Expr, node: PlanNode) -> str:
+    """GSQL-like text of e as node computes it: references to group-by keys,
+    aggregates and accumulators by what they are."""
+    group_by = node.group_by if isinstance(node, (LftaAggregate, HftaAggregate)) else ()
+    accums = node.accums if isinstance(node, (LftaAggregate, HftaAggregate)) else ()
+    aggs = node.aggs if isinstance(node, HftaAggregate) else ()
+
+    def names(x: ast.Expr) -> Optional[str]:
+        if isinstance(x, FieldRef) and isinstance(node, HftaJoin):
+            return f"{node.query.sources[x.source].alias}.{x.name}"
+        if isinstance(x, GroupRef):
+            return group_by[x.index][0] if group_by else f"group[{x.index}]"
+        if isinstance(x, AggRef):
+            return aggs[x.index].text if aggs else f"agg[{x.index}]"
+        if isinstance(x, AccumRef):
+            a = accums[x.index]
+            if a.udaf is not None:   # a user (sub-)aggregate: its name and arguments
+                return f"{a.udaf.name}({', '.join(to_text(y) for y in a.args)})"
+            inner = to_text(a.expr) if a.expr is not None else "1"
+            return f"{a.op}({inner})"
+        if isinstance(x, SuperAggRef) and node.query.sampling is not None:
+            return node.query.sampling.superaggs[x.index].text
+        return None
+    return to_text(e, names)

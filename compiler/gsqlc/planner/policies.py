@@ -1,6 +1,6 @@
-"""The planner's order knobs (open epochs, flush policy): their values and
-bounds, apart from the plan's classes so that a face can check its options
-without loading the planner.
+"""The planner's knobs a face checks (open epochs, flush policy, an LFTA
+table's ways): their values and bounds, apart from the plan's classes so
+that a face can check its options without loading the planner.
 """
 from __future__ import annotations
 
@@ -16,3 +16,5 @@ MAX_DISORDER = 32   # open epochs an aggregation may keep (the LFTA table's GSQ_
 # until their slot is needed or the next epoch closes, 'immediate' all at once.
 FLUSH_POLICIES = ("slow", "lazy", "immediate")
 DEFAULT_FLUSH = "slow"
+
+TABLE_WAYS = (1, 2, 4, 8, 16)   # the associativities an LFTA table may have

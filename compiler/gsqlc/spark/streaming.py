@@ -21,7 +21,7 @@ skew=, heartbeat_timeout=.
     interface's out_of_order, counted in units of its time field (a
     DataFrame column has no other unit; EPOCH_COL reads them as seconds), w
     the epoch width (the column is `field / w`, else w = 1:
-    planner.plan.epochs_spanning) and M what the plan needs -- the disorder
+    planner.order.epochs_spanning) and M what the plan needs -- the disorder
     of the aggregation over the source, of those reading a merge, of those
     feeding a join.  A source's watermark is the latest event time it
     showed in earlier micro-batches less the delay; Spark counts for sure
@@ -53,7 +53,8 @@ from typing import Any, Mapping, Optional, Protocol
 
 from ..errors import SparkQueryError
 from ..planner.nodes import HftaAggregate, HftaFilterJoin, HftaJoin, HftaMerge, LftaNode
-from ..planner.plan import Plan, epochs_spanning
+from ..planner.order import epochs_spanning
+from ..planner.plan import Plan
 from ..semantics.bound import FieldRef, GroupRef
 from ..semantics.model import StreamDef
 from .stages import HftaStage, Stage, TaggedHftaStage
