@@ -120,7 +120,8 @@ def _gsqlc(*args: str) -> subprocess.CompletedProcess:
     (" 3.25 ", 3_250_000), ("18446744073709.551615", 2**64 - 1),
 ])
 def test_timeval_is_microseconds(tmp_path, body, micros):
-    from gsqlc.frontend.parser import parse_query_file, parse_timeval
+    from gsqlc.frontend.literals import parse_timeval
+    from gsqlc.frontend.parser import parse_query_file
     assert parse_timeval(body) == micros
     text = f"SELECT time FROM PKT WHERE timestamp > TIMEVAL '{body}'"
     lit = parse_query_file(str(tmp_path / "q.gsql"), text).queries[0].where.right
