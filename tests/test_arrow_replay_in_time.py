@@ -9,7 +9,7 @@ time are never held back.
 
 run() binds a Table as a recording (option recording:NAME=1); a reader is a
 live feed unless the test adds the option itself (the `recording` fixture,
-wrapping gsqlc.api.run_options): then it is replayed in time too, with
+wrapping gsqlc.runtime.session's run_options): then it is replayed in time too, with
 arrow_flush on."""
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import pyarrow as pa
 import pytest
 
 import gsqlc
-import gsqlc.api as api
+import gsqlc.runtime.session as session
 from conftest import REPO
 
 SALES = REPO / "tests" / "data" / "schema.txt"
@@ -53,14 +53,14 @@ def recording(monkeypatch):
     """recording(names): the runs that follow bind the Arrow data of those
     interfaces as recordings (option recording:NAME=1)."""
     names: list[str] = []
-    orig = api.run_options
+    orig = session.run_options
 
     def run_options(**kw):
         opts = orig(**kw)
         opts.update({f"recording:{n}": "1" for n in names})  # run() adds a table's
         return opts
 
-    monkeypatch.setattr(api, "run_options", run_options)
+    monkeypatch.setattr(session, "run_options", run_options)
 
     def set_names(ns):
         names[:] = list(ns)
