@@ -6,8 +6,9 @@ Queries (FROM IPV4; every packet bench/pktgen.py writes is IPv4):
   q2  SELECT time/60 AS tb, srcIP, destIP, count(*) GROUP BY time/60, srcIP, destIP
 
 Engines:
-  c        bench/baseline_c/loop: libpcap + hand decoding, rows formatted as
-           text to OUT (/dev/null when benchmarking)        input: the pcap
+  c        bench/baseline_c/loop.c, the fair floor: the capture memory-mapped
+           and decoded in place, rows formatted as gsqlc's pipe text to OUT,
+           -O3 like gsqlc's generated C                      input: the pcap
   duckdb1  DuckDB, SET threads=1, over the ground-truth Arrow table registered
            in memory; result materialised as an Arrow table  input: the parquet
   duckdb   DuckDB with its default thread count (all cores)
@@ -22,7 +23,8 @@ Engines:
   gsqlc_arrow_rows  gsqlc_arrow1 with the LFTAs a record at a time (columnar=off)
 
 Every time is the best of GSQ_BENCH_REPEAT (default 3) runs, after `all` has
-read the files once into the page cache.  The in-process engines load only
+read the files once into the page cache (bench/run_bench.py instead runs each
+engine once per round, in interleaved rounds, and checks every answer).  The in-process engines load only
 the columns the queries read (time, srcIP, destIP, len, protocol) before the
 clock starts; loading is not timed.  Peak memory is the max RSS of a process
 that runs just one engine on one query (/usr/bin/time -f %M for the C loop),
@@ -30,6 +32,9 @@ so for the in-process engines it includes the loaded table
 (rss_after_load_mb says how much that was).
 
     python bench/baselines.py ENGINE q1|q2 FILE      # one run, JSON on stdout
+    python bench/baselines.py ENGINE q1|q2 FILE --render OUT.txt
+        # ... and the last run's result rows written to OUT.txt as gsqlc's pipe
+        # lines (render_text), untimed, for bench/run_bench.py to compare
     python bench/baselines.py all FILE.pcap          # every engine x query, table
 FILE may be the .pcap or the .parquet: the other is found by swapping the
 suffix (pktgen.py --out X.pcap --parquet X.parquet).
@@ -46,7 +51,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-LOOP = HERE / "baseline_c" / "loop"
+LOOP = HERE / "baseline_c" / "build" / "loop"
+DIGEST = HERE / "baseline_c" / "build" / "digest"
 COLUMNS = ["time", "srcIP", "destIP", "len", "protocol"]
 ENGINES = ["c", "duckdb1", "duckdb", "polars", "gsqlc_arrow1", "gsqlc_arrow", "gsqlc_arrow_rows"]
 QUERIES = ["q1", "q2"]
@@ -134,12 +140,45 @@ def run_gsqlc_arrow(table, query, keep=False, qs=None, columnar="auto", threads=
 
 
 def build_c():
-    if not LOOP.exists() or LOOP.stat().st_mtime < (LOOP.parent / "loop.c").stat().st_mtime:
-        subprocess.run(["bash", str(LOOP.parent / "build.sh")], check=True)
+    """Build the C floor and the line digest (baseline_c/build.sh) when a
+    binary is missing or older than its source."""
+    src = HERE / "baseline_c"
+    if any(not b.exists() or b.stat().st_mtime < (src / f"{b.name}.c").stat().st_mtime
+           for b in (LOOP, DIGEST)):
+        subprocess.run(["bash", str(src / "build.sh")], check=True)
     return LOOP
 
 
-def _spawn_measured(cmd):
+def digest(path):
+    """{rows, sum, xor} of a text file's lines (baseline_c/digest.c): equal
+    for equal multisets of lines, whatever their order."""
+    build_c()
+    r = subprocess.run([str(DIGEST), str(path)], capture_output=True, text=True, check=True)
+    return json.loads(r.stdout)
+
+
+def _ip_text(col):
+    return (f"concat({col} >> 24, '.', ({col} >> 16) & 255, '.', ({col} >> 8) & 255, '.', "
+            f"{col} & 255)")
+
+
+def render_text(result, path):
+    """Write a Q1 or Q2 result (Arrow table or Polars frame: an unsigned
+    integer, two IPv4 addresses as unsigned integers, an unsigned integer)
+    to path as `gsqlc run`'s pipe lines: `1700000000|10.0.0.1|172.16.0.2|60`.
+    DuckDB formats it (untimed): the same text for every in-memory engine."""
+    import duckdb
+    t = result if hasattr(result, "rename_columns") else result.to_arrow()
+    t = t.rename_columns(["a", "s", "d", "b"])
+    con = duckdb.connect()
+    con.register("r", t)
+    row = f"concat(a, '|', {_ip_text('s')}, '|', {_ip_text('d')}, '|', b)"
+    out = str(path).replace("'", "''")
+    con.execute(f"COPY (SELECT {row} FROM r) TO '{out}' (FORMAT csv, HEADER false, QUOTE '')")
+    con.close()
+
+
+def _spawn_measured(cmd, env=None):
     """Run cmd; returns (seconds, stderr, peak RSS MB of cmd itself).
 
     Through /usr/bin/time when present: ru_maxrss of a child forked from this
@@ -147,7 +186,8 @@ def _spawn_measured(cmd):
     timer = shutil.which("time", path="/usr/bin:/bin")
     full = [timer, "-f", "GSQ_MAXRSS_KB %M"] + cmd if timer else cmd
     t0 = time.perf_counter()
-    p = subprocess.run(full, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    p = subprocess.run(full, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                       env=env)
     dt = time.perf_counter() - t0
     lines = p.stderr.strip().splitlines()
     if timer and lines and lines[-1].startswith("GSQ_MAXRSS_KB"):
@@ -179,32 +219,38 @@ def run_c(pcap, query, out="/dev/null", repeat=1):
             "records": stats["packets"], "peak_rss_mb": peak}
 
 
-def run_one(engine, query, file, repeat=REPEAT):
+def run_one(engine, query, file, repeat=REPEAT, render=None):
     """Run one engine on one query in this process (best of `repeat` runs);
-    returns the JSON dict."""
+    returns the JSON dict.  render: a path to write the last run's result
+    rows to as pipe lines (render_text; untimed)."""
     pcap, parquet = _paths(file)
     if engine == "c":
-        return run_c(pcap, query, repeat=repeat)
+        return run_c(pcap, query, out=render or "/dev/null", repeat=repeat)
     table = load(parquet)
     rss_load = _rss_mb()
     runs, qs = [], None
     for _ in range(repeat):
         if engine == "duckdb1":
-            runs.append(run_duckdb(table, query, threads=1))
+            runs.append(run_duckdb(table, query, threads=1, keep=bool(render)))
         elif engine == "duckdb":
-            runs.append(run_duckdb(table, query))
+            runs.append(run_duckdb(table, query, keep=bool(render)))
         elif engine == "polars":
-            runs.append(run_polars(table, query))
+            runs.append(run_polars(table, query, keep=bool(render)))
         elif engine in ("gsqlc_arrow1", "gsqlc_arrow", "gsqlc_arrow_rows"):
             qs = qs or compile_gsqlc_arrow(query)
-            runs.append(run_gsqlc_arrow(table, query, qs=qs,
+            runs.append(run_gsqlc_arrow(table, query, keep=bool(render), qs=qs,
                                         columnar="off" if engine.endswith("_rows") else "auto",
                                         threads=None if engine == "gsqlc_arrow" else 1))
         else:
             raise SystemExit(f"unknown engine {engine}")
+        if len(runs) > 1:
+            runs[-2] = runs[-2][:2] + (None,)   # keep only the last result
     dt, n = min(r[0] for r in runs), runs[0][1]
+    peak = _maxrss_mb()
+    if render:
+        render_text(runs[-1][2], render)
     return {"engine": engine, "query": query, "seconds": dt, "rows": n,
-            "records": table.num_rows, "peak_rss_mb": _maxrss_mb(),
+            "records": table.num_rows, "peak_rss_mb": peak,
             "rss_after_load_mb": rss_load}
 
 
@@ -235,8 +281,11 @@ def run_all(file, engines=ENGINES, queries=QUERIES):
 def main(argv):
     if len(argv) == 3 and argv[1] == "all":
         run_all(argv[2])
-    elif len(argv) == 4 and argv[1] in ENGINES and argv[2] in QUERIES:
-        print(json.dumps(run_one(argv[1], argv[2], argv[3])))
+    elif len(argv) in (4, 6) and argv[1] in ENGINES and argv[2] in QUERIES:
+        render = argv[5] if len(argv) == 6 and argv[4] == "--render" else None
+        if len(argv) == 6 and render is None:
+            raise SystemExit(__doc__)
+        print(json.dumps(run_one(argv[1], argv[2], argv[3], render=render)))
     else:
         raise SystemExit(__doc__)
 

@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
-# Build the hand-written C baseline (plain -O2, no -march=native, for fairness).
+# Build the benchmark's C floor (loop) and its line digest (digest) at the
+# optimisation level of gsqlc's generated C: -O3, no -march (gsqlc's
+# toolchain: CMake's Release flags, -O3 -DNDEBUG, -std=c11, -Wall -Wextra).
 set -euo pipefail
 cd "$(dirname "$0")"
-${CC:-gcc} -O2 -Wall -Wextra -o loop loop.c -lpcap
+mkdir -p build
+${CC:-cc} -O3 -DNDEBUG -std=c11 -Wall -Wextra -Werror -o build/loop loop.c
+${CC:-cc} -O3 -DNDEBUG -std=c11 -Wall -Wextra -Werror -o build/digest digest.c
