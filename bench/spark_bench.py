@@ -32,6 +32,9 @@ Variants:
   gsqlc_shuffle  the same with time_ordered=False: always the shuffle plan
   sql     the DataFrame API: groupBy(floor(time / 60), ...).count()
   udf     the same with the minute computed by a Python UDF
+  handoff not a query: the source's rows handed to a mapInArrow that only
+          counts them -- what any engine in Python pays for Spark's rows
+          (its result is not compared)
 
 Two ways of timing.  By default every variant runs in a fresh SparkSession
 (same configuration) and writes its whole result to Spark's `noop` sink;
@@ -113,6 +116,7 @@ def session(app: str):
     master = os.environ.get("GSQLC_BENCH_MASTER", "local[2]")   # e.g. spark://host:7077
     return (SparkSession.builder.master(master).appName(app)
             .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
             .config("spark.driver.memory", "6g")
             .config("spark.executor.memory", "3g")   # a cluster's executors (local: unused)
             .config("spark.sql.shuffle.partitions", "8")
@@ -142,6 +146,13 @@ def site_lookup(ips: np.ndarray):
     return site
 
 
+def count_rows(batches):
+    """The handoff variant's mapInArrow: one row per batch, its length."""
+    import pyarrow as pa
+    for b in batches:
+        yield pa.RecordBatch.from_pydict({"rows": pa.array([b.num_rows], pa.int64())})
+
+
 def frame(spark, variant: str, path: Path, source: str = "parquet"):
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
@@ -157,6 +168,8 @@ def frame(spark, variant: str, path: Path, source: str = "parquet"):
         elif source in SPARK_ROWS:
             df = with_site(spark, df, path, source)
     sited = source in SPARK_ROWS
+    if variant == "handoff":
+        return df.mapInArrow(count_rows, "rows long")
     if variant in ("gsqlc", "gsqlc_shuffle"):
         from gsqlc.spark import run_query
         # ip_format="int": LongType addresses, as Spark SQL's own answer has them;
@@ -207,37 +220,47 @@ def digest_frame(df):
 
 def rounds(path: Path, source: str, variants: list[str], n: int) -> dict:
     """The variants in one session, round by round in a rotated order (one
-    untimed round first); every run's digest checked equal across them."""
+    untimed round first); every run's digest checked equal to the first's."""
     spark = session(f"gsqlc-bench-rounds-{source}")
-    digests = {v: digest_frame(frame(spark, v, path, source)) for v in variants}
+    frames = {v: frame(spark, v, path, source) for v in variants}
     times: dict[str, list[float]] = {v: [] for v in variants}
+    first: tuple[int, str] | None = None
     for r in range(n + 1):
         order = variants[r % len(variants):] + variants[:r % len(variants)]
-        seen = {}
+        seen, took = {}, {}
         for v in order:
+            # A new DataFrame each run: collecting the same one again reuses
+            # its plan, whose shuffle files Spark would not recompute.
+            digest = digest_frame(frames[v])
             t = time.perf_counter()
-            row = digests[v].collect()[0]
+            row = digest.collect()[0]
             dt = time.perf_counter() - t
             seen[v] = (int(row["rows"]), str(row["sum"]))
+            took[v] = dt
             if r:
                 times[v].append(dt)
-        line = "  ".join(f"{v} {times[v][-1]:.2f}" if r else v for v in order)
+        line = "  ".join(f"{v} {took[v]:.2f}" for v in order)
         print(f"round {r}{' (untimed)' if not r else ''}: {line}", flush=True)
-        if len(set(seen.values())) != 1:
+        answers = {seen[v] for v in variants if v != "handoff"}
+        first = first or next(iter(answers))
+        if answers != {first}:
             print(f"RESULTS DIFFER in round {r}: {seen}", flush=True)
             report_difference(spark, path, source, variants)
             spark.stop()
             raise SystemExit(1)
     spark.stop()
-    rows, digest = next(iter(seen.values()))
+    assert first is not None
     return {v: {"variant": v, "times": ts, "median": statistics.median(ts), "best": min(ts),
-                "worst": max(ts), "rows": rows, "digest": digest[-16:]}
+                "worst": max(ts), "rows": None if v == "handoff" else first[0],
+                "digest": first[1]}
             for v, ts in times.items()}
 
 
 def report_difference(spark, path: Path, source: str, variants: list[str]) -> None:
     """Where the variants' results differ: each one's rows the first lacks."""
-    results = {v: set(sorted_rows(frame(spark, v, path, source))) for v in variants}
+    results = {v: set(sorted_rows(frame(spark, v, path, source)))
+               for v in variants if v != "handoff"}
+    variants = list(results)
     first = variants[0]
     for v in variants[1:]:
         only_v, only_first = results[v] - results[first], results[first] - results[v]
@@ -263,8 +286,12 @@ def table_rounds(res: dict) -> list[str]:
     for v, r in res.items():
         ratio = f"{base / r['median']:.2f}x" if base else "-"
         lines.append(f"| {v} | {r['median']:.2f} | {r['best']:.2f}-{r['worst']:.2f} | "
-                     f"{', '.join(f'{t:.2f}' for t in r['times'])} | {r['rows']:,} | {ratio} |")
+                     f"{', '.join(f'{t:.2f}' for t in r['times'])} | {rows_text(r['rows'])} | {ratio} |")
     return lines
+
+
+def rows_text(rows) -> str:
+    return "-" if rows is None else f"{rows:,}"
 
 
 def main(argv=None) -> int:
@@ -297,7 +324,7 @@ def main(argv=None) -> int:
             res[v] = json.loads(p.stdout.strip().splitlines()[-1])
             print(f"{v:6} best {res[v]['best']:.2f} s  runs {[round(t, 2) for t in res[v]['times']]}  "
                   f"rows {res[v]['rows']}  digest {res[v]['digest']}", flush=True)
-        if len({r["digest"] for r in res.values()}) != 1:
+        if len({r["digest"] for v, r in res.items() if v != "handoff"}) != 1:
             print("RESULTS DIFFER: " + ", ".join(f"{k}={r['digest']}" for k, r in res.items()))
             return 1
     master = os.environ.get("GSQLC_BENCH_MASTER", "local[2]")

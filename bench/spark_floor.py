@@ -1,5 +1,5 @@
 """What Spark itself costs a plan of gsqlc's shape, whatever the query: the
-time of an action over stages that do nothing, in the same session.
+time of an action over stages that do nothing, in the same SparkSession.
 
   python        spark.range(2, 2 partitions).mapInArrow(identity): one
                 Python stage, as an LFTA stage over read units
@@ -10,8 +10,9 @@ time of an action over stages that do nothing, in the same session.
 
 Each action writes to Spark's noop sink; best and median of --repeat runs
 after one warm-up.  gsqlc's time in bench/spark_bench.py is this floor plus
-its work: on session 19's VM the floor was 0.2 s a Python stage against
-0.05-0.1 s a JVM one.  GSQLC_BENCH_MASTER as in spark_bench.py.
+its work: on the Intel Xeon VM of 2026-11-29 the floor was 0.2 s a Python
+stage against 0.05-0.1 s a JVM one.  GSQLC_BENCH_MASTER as in
+spark_bench.py.
 
     python bench/spark_floor.py [--repeat 9]
 """
