@@ -204,7 +204,8 @@ def one(variant: str, path: Path, repeat: int, source: str = "parquet") -> dict:
         times.append(time.perf_counter() - t)
     rows = sorted_rows(df)
     spark.stop()
-    return {"variant": variant, "best": min(times), "times": times, "rows": len(rows),
+    return {"variant": variant, "best": min(times), "times": times,
+            "rows": None if variant == "handoff" else len(rows),
             "digest": hashlib.sha256(repr(rows).encode()).hexdigest()[:16]}
 
 
@@ -275,7 +276,7 @@ def table_best(res: dict) -> list[str]:
     for v, r in res.items():
         ratio = f"{base / r['best']:.2f}x" if base else "-"
         lines.append(f"| {v} | {r['best']:.2f} | {', '.join(f'{t:.2f}' for t in r['times'])} | "
-                     f"{r['rows']:,} | {ratio} |")
+                     f"{rows_text(r['rows'])} | {ratio} |")
     return lines
 
 
