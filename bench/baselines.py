@@ -27,7 +27,7 @@ read the files once into the page cache (bench/run_bench.py instead runs each
 engine once per round, in interleaved rounds, and checks every answer).  The in-process engines load only
 the columns the queries read (time, srcIP, destIP, len, protocol) before the
 clock starts; loading is not timed.  Peak memory is the max RSS of a process
-that runs just one engine on one query (/usr/bin/time -f %M for the C loop),
+that runs just one engine on one query (/usr/bin/time -f %M for the C floor),
 so for the in-process engines it includes the loaded table
 (rss_after_load_mb says how much that was).
 
@@ -207,7 +207,7 @@ def warm_cache(path):
 
 
 def run_c(pcap, query, out="/dev/null", repeat=1):
-    """Run the C loop `repeat` times; best wall time, largest peak RSS."""
+    """Run the C floor `repeat` times; best wall time, largest peak RSS."""
     build_c()
     best, peak = None, 0.0
     for _ in range(repeat):
