@@ -177,9 +177,17 @@ static inline void put_row(out_buf *o, uint32_t a, uint32_t src, uint32_t dst, u
 /* ---- Q2's groups: open addressing, linear probing ------------------------
  * group_table: 2^bits slots, a slot empty iff its count is 0; at most half
  * of them used (used * 2 <= 2^bits).  A key is src << 32 | dst; its home
- * slot is the top `bits` bits of key * GOLDEN (Fibonacci hashing), which
- * the prefetch ring below computes before the probe. */
+ * slot is the top `bits` bits of key_mix(key), which the prefetch ring
+ * below computes before the probe. */
 #define GOLDEN 0x9E3779B97F4A7C15ull
+
+/* Fibonacci hashing after folding the high half (the source) into the low:
+ * key * GOLDEN alone left the generator's 65,536 pairs on 39,464 homes
+ * (mean displacement 0.89 slots at half load) and Q2 10 % slower. */
+static inline uint64_t key_mix(uint64_t key)
+{
+    return (key ^ (key >> 29)) * GOLDEN;
+}
 
 typedef struct {
     uint64_t key;
@@ -218,7 +226,7 @@ static void table_grow(group_table *t)
     table_init(t, old.bits + 1);
     for (uint64_t i = 0; i <= old.mask; i++)
         if (old.slot[i].count)
-            table_add(t, old.slot[i].key, old.slot[i].key * GOLDEN, old.slot[i].count);
+            table_add(t, old.slot[i].key, key_mix(old.slot[i].key), old.slot[i].count);
     free(old.slot);
 }
 
@@ -281,13 +289,13 @@ static inline void q2_apply(q2_state *s, q2_pending p, out_buf *o)
         s->epoch = p.tb;
         s->have_epoch = 1;
     }
-    table_add(&s->table, p.key, p.key * GOLDEN, 1);
+    table_add(&s->table, p.key, key_mix(p.key), 1);
 }
 
 static inline void q2_push(q2_state *s, uint32_t tb, uint32_t src, uint32_t dst, out_buf *o)
 {
     uint64_t key = (uint64_t)src << 32 | dst;
-    __builtin_prefetch(&s->table.slot[table_home(&s->table, key * GOLDEN)], 1);
+    __builtin_prefetch(&s->table.slot[table_home(&s->table, key_mix(key))], 1);
     q2_pending *at = &s->ring[s->pushed++ % PREFETCH_AHEAD];
     if (s->pushed > PREFETCH_AHEAD)
         q2_apply(s, *at, o);
