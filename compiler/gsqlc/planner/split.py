@@ -1,7 +1,7 @@
 """The LFTA/HFTA split of one query: plan_query(AnalyzedQuery) -> its plan
 nodes (planner/nodes.py), producers first.
 
-Every query over a source interface is split (seed 003, "Splitting Selection
+Every query over a source interface is split (TigonSQL's "Splitting Selection
 and Aggregation Queries"):
   * LFTA-safe, cheap WHERE conjuncts and the maximal LFTA-safe, cheap
     sub-expressions of the projection run in the LFTA (C, on the ring buffer);
