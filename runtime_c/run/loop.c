@@ -106,13 +106,16 @@ static void run_batch(gsq_run *r, gsq_source *s)
     uint32_t i, j;
     int data_clock = r->clock_mode == GSQ_CLOCK_DATA && s->has_ts && s->clock_readers;
     gsq_tg_stream *tg = s->tg;
+    int prefetch = 0;
     if (r->clock_mode == GSQ_CLOCK_DATA && s->has_ts && !s->clock_readers)
         batch_clock(r, &s->ring);
-    for (i = 0; i < GSQ_PREFETCH_AHEAD && i < s->ring.n_recs; i++)
+    for (j = 0; j < s->n_lftas; j++)
+        prefetch |= s->lftas[j]->lfta->prefetch != NULL;
+    for (i = 0; prefetch && i < GSQ_PREFETCH_AHEAD && i < s->ring.n_recs; i++)
         prefetch_record(s, i);
     for (i = 0; i < s->ring.n_recs && !r->failed; i++) {
         const gsq_record *rec = &s->ring.recs[i];
-        if (i + GSQ_PREFETCH_AHEAD < s->ring.n_recs)
+        if (prefetch && i + GSQ_PREFETCH_AHEAD < s->ring.n_recs)
             prefetch_record(s, i + GSQ_PREFETCH_AHEAD);
         if (data_clock && !rec->ts_unreadable &&
             (!r->data_seen || rec->arrival_usec > r->data_usec)) {

@@ -88,40 +88,6 @@ static int is_ipv6_ext(uint8_t nh)
     return nh == 0 || nh == 43 || nh == 44 || nh == 60 || nh == 51;
 }
 
-static void decode_l4(gsq_pkt_info *pi, const uint8_t *p, uint32_t off)
-{
-    uint32_t caplen = pi->caplen, need;
-    switch (pi->ip_proto) {
-    case 6: need = 20; break;
-    case 17: need = 8; break;
-    case 1: need = pi->ip_version == 4 ? 4 : 0; break;
-    case 58: need = pi->ip_version == 6 ? 4 : 0; break;
-    default: need = 0; break;
-    }
-    if (need == 0 || off > caplen || caplen - off < need || off > pi->l3_end ||
-        pi->l3_end - off < need)
-        return;
-    pi->l4_off = (int32_t)off;
-    if (pi->ip_proto == 6) {
-        uint32_t doff = (uint32_t)(p[off + 12] >> 4) * 4u;
-        uint32_t ip_payload; /* bytes after the IP header(s), per the headers */
-        if (doff < 20)
-            doff = 20;
-        ip_payload = pi->ip_len > pi->l3_hdr_len ? pi->ip_len - pi->l3_hdr_len : 0;
-        pi->tcp_data_len = ip_payload > doff ? ip_payload - doff : 0;
-        pi->payload_off = off + doff;
-        pi->payload_end = pi->l3_end;
-    } else if (pi->ip_proto == 17) {
-        uint32_t ulen = rd16(p + off + 4);
-        pi->payload_off = off + 8;
-        pi->payload_end = pi->l3_end;
-        if (ulen >= 8 && off + ulen < pi->payload_end)
-            pi->payload_end = off + ulen;
-    }
-    if (pi->payload_off > pi->payload_end)
-        pi->payload_off = pi->payload_end;
-}
-
 static void decode_ipv4(gsq_pkt_info *pi, const uint8_t *p, uint32_t off)
 {
     uint32_t caplen = pi->caplen, ihl, tot;
@@ -141,7 +107,7 @@ static void decode_ipv4(gsq_pkt_info *pi, const uint8_t *p, uint32_t off)
         return;
     if (off + ihl > caplen)
         return;
-    decode_l4(pi, p, off + ihl);
+    gsq_pkt__decode_l4(pi, p, off + ihl);
 }
 
 static void decode_ipv6(gsq_pkt_info *pi, const uint8_t *p, uint32_t off)
@@ -194,7 +160,7 @@ static void decode_ipv6(gsq_pkt_info *pi, const uint8_t *p, uint32_t off)
     pi->l3_hdr_len = cur - off;
     if (pi->ip6_frag_off != 0)
         return;
-    decode_l4(pi, p, cur);
+    gsq_pkt__decode_l4(pi, p, cur);
 }
 
 static void decode_l3(gsq_pkt_info *pi, const uint8_t *p, uint32_t off, uint16_t type)

@@ -10,6 +10,8 @@ program printing one line per failed CHECK and "N passed, M failed"
     test_arrow_replay.c   the Arrow source's replay in time: where a read is
                           cut at a time limit (sources/arrow_source.c, which
                           the test includes for its static functions)
+    test_pkt_decode_fast.c  the inline Ethernet/IPv4 decoder against the
+                          general one, byte for byte (sources/gsq_pkt_decode.h)
 """
 import re
 import shutil
@@ -21,7 +23,8 @@ from test_runtime import CFLAGS, OWN, build, sh  # noqa: F401 (build: the fixtur
 
 HERE = Path(__file__).resolve().parent
 # test program -> the runtime sources it includes itself (not linked)
-UNITS = {"test_late_rows.c": (), "test_options.c": (), "test_arrow_replay.c": ("arrow_source.c",)}
+UNITS = {"test_late_rows.c": (), "test_options.c": (), "test_arrow_replay.c": ("arrow_source.c",),
+         "test_pkt_decode_fast.c": ()}
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed")
 
