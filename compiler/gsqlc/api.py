@@ -160,6 +160,7 @@ class CompiledQuerySet:
             csv_separator: str = ",", csv_strict: bool = False, stall_intervals: int = 3,
             trace: Optional[PathLike] = None, batch_rows: int = 65536,
             strings: str = "str", ip_format: str = "text", columnar: str = "auto",
+            prefilter: str = "on",
             threads: Optional[int] = None, max_groups: Optional[int] = None,
             progress: bool = False) -> Union[Run, SplitRun]:
         """Run over `sources` ({interface: URI | Arrow data | list of those for
@@ -191,6 +192,10 @@ class CompiledQuerySet:
         columnar: 'auto' runs the LFTAs over Arrow data a chunk of columns at
         a time (when none reads the clock); 'off' forces the row path (the
         same results: for comparisons and benchmarks).
+        prefilter: 'on' evaluates the cheap predicates of the LFTAs reading
+        an interface once per record and runs each LFTA only on the records
+        they let through; 'off' gives every LFTA every record (the same
+        results).
         threads: how many threads run the LFTAs over Arrow data held in
         memory (a Table, RecordBatch or DataFrame): each thread reads a
         contiguous slice of the rows with tables of its own, the HFTAs merge
@@ -230,7 +235,8 @@ class CompiledQuerySet:
                                        csv_separator=csv_separator, csv_strict=csv_strict,
                                        stall_intervals=stall_intervals,
                                        trace=os.fspath(trace) if trace else None,
-                                       columnar=columnar, max_groups=max_groups))
+                                       columnar=columnar, prefilter=prefilter,
+                                       max_groups=max_groups))
         qs = self.compiled.queryset
         prep = session.prepare(qs.summary, request)
         library = self.compiled.library

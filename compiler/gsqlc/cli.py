@@ -137,6 +137,11 @@ def make_parser() -> argparse.ArgumentParser:
                    help="auto: LFTAs over CSV records (files, Arrow data) run a chunk of "
                         "columns at a time when none reads the clock; off: a record at a "
                         "time (the same results)")
+    r.add_argument("--prefilter", choices=("on", "off"), default="on",
+                   help="on: the cheap predicates of the queries reading an interface are "
+                        "evaluated once per record, and each query runs only on the records "
+                        "they let through; off: every query sees every record (the same "
+                        "results)")
     r.add_argument("--pcap-reader", choices=["mmap", "libpcap"],
                    help="how pcap:PATH files are read: mmap (default: memory-mapped, zero "
                         "copy; libpcap for pipes and formats it does not take) or libpcap")
@@ -332,7 +337,8 @@ def _run_request(args: argparse.Namespace) -> session.RunRequest:
                                    csv_separator=args.csv_separator, csv_strict=args.csv_strict,
                                    stall_intervals=args.stall_intervals, trace=args.trace,
                                    batch=args.batch, columnar=args.columnar,
-                                   pcap_reader=args.pcap_reader, max_groups=args.max_groups,
+                                   prefilter=args.prefilter, pcap_reader=args.pcap_reader,
+                                   max_groups=args.max_groups,
                                    report="losses" if args.quiet else "all"))
 
 

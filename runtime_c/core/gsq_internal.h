@@ -231,6 +231,21 @@ struct gsq_source {
     uint32_t n_lftas;
     int clock_readers;    /* some LFTA of it reads the clock (!ignores_clock) */
     gsq_ring ring;
+    /* the prefilter (run/loop.c, gsq_prefilter_def): NULL, or the one of
+     * the interface of its first LFTA that has one (record batches only,
+     * option prefilter); pf_node[b] is the LFTA of bit b bound here (NULL:
+     * none), pf_always the LFTAs given every record (no bit here); the
+     * buffers hold a batch's want bits, drop marks and class statistics
+     * (ring.max_recs entries; classes_size bytes); pf_skipped counts the
+     * (record, LFTA) pairs the prefilter kept from an LFTA. */
+    const gsq_prefilter_def *pf;
+    gsq_node *pf_node[64];
+    gsq_node **pf_always;
+    uint32_t n_pf_always;
+    uint64_t *pf_want;
+    uint8_t *pf_dropped;
+    void *pf_classes;
+    uint64_t pf_skipped;
     int at_eof;
     int ended;            /* at_eof seen by the run loop: its LFTAs ended */
     uint64_t records_read;    /* rows (csv, non-blank) or packets */
@@ -508,6 +523,7 @@ struct gsq_run {
                                  * interruption, heartbeat timeouts) */
     gsqlc_buffer_pool *buffer_pool; /* NULL, or a reference: the Arrow sinks' buffers */
     int columnar;               /* option columnar: 1 auto (default), 0 off */
+    int prefilter;              /* option prefilter: 1 on (default), 0 off */
     /* the instruction sets the runtime's CPU-specific kernels may use
      * (column_compress.h's GSQ_COMPRESS_* bits): those
      * GSQLC_DISABLE_CPU_FEATURES does not name (avx512, avx2) at gsqlc_create */

@@ -315,6 +315,41 @@ typedef struct gsq_csv_field {
     const char *name;  /* the PROTOCOL field's name, or NULL */
 } gsq_csv_field;
 
+/* The prefilter of an interface (TigonSQL's prefilter; generated as
+ * prefilter.c): the cheap predicates of the LFTAs reading the interface,
+ * each evaluated once per record, and which LFTA may want the record.
+ * run() over a batch of n records: want[i] gets bit b when the LFTA of bit
+ * b (gsq_lfta_prefilter.bit) may do anything with record i beyond its
+ * admission; a clear bit means the LFTA would admit the record (or not)
+ * and then reject it by its predicates, counting nothing.  dropped (NULL
+ * or n bytes) marks records no LFTA is given (a generated heartbeat's
+ * drops): their bits are clear and they count in no class.  classes
+ * (classes_size bytes) gets, per admission class (the LFTAs of one
+ * PROTOCOL following the same temporal fields), the batch's records the
+ * class admits and their temporal fields' least and largest values. */
+typedef struct gsq_prefilter_def {
+    const char *iface;
+    uint32_t n_bits;
+    size_t classes_size;
+    void (*run)(const gsq_record *recs, uint32_t n, const uint8_t *dropped, uint64_t *want,
+                void *classes);
+} gsq_prefilter_def;
+
+/* An LFTA's place in its interface's prefilter.  Before a batch the run
+ * loop asks clean(): 1 when every record of the batch its class admits is
+ * also admitted by the LFTA's heartbeat state (none below a promise), so
+ * that a record it rejects changes only the largest value seen; 0 and the
+ * LFTA gets every record of the batch.  After a clean batch, skipped()
+ * applies what the n_skipped records it was not given would have done:
+ * the class's largest values seen, the records offered. */
+typedef struct gsq_lfta_prefilter {
+    const gsq_prefilter_def *prefilter;
+    uint32_t bit;
+    uint32_t class_off;   /* its class's statistics at classes + class_off */
+    int (*clean)(const void *state, const void *cls);
+    void (*skipped)(void *state, const void *cls, uint32_t n_skipped);
+} gsq_lfta_prefilter;
+
 typedef struct gsq_lfta_def {
     const char *name;     /* node name, e.g. "_lfta_flows" */
     const char *iface;    /* interface or interface-set name bound by --source */
@@ -381,6 +416,8 @@ typedef struct gsq_lfta_def {
      * under the data clock the run loop then moves the clock once per batch
      * instead of before every record (0: it may read it). */
     int ignores_clock;
+    /* May be NULL: its place in its interface's prefilter (above). */
+    const gsq_lfta_prefilter *prefilter;
 } gsq_lfta_def;
 
 typedef struct gsq_hfta_def {

@@ -98,12 +98,117 @@ static void batch_clock(gsq_run *r, const gsq_ring *ring)
         }
 }
 
+/* The data clock's step for record rec of a source whose LFTAs read it. */
+static inline void record_clock(gsq_run *r, const gsq_record *rec)
+{
+    if (!rec->ts_unreadable && (!r->data_seen || rec->arrival_usec > r->data_usec)) {
+        if (!r->data_seen)
+            r->data_first_usec = rec->arrival_usec;
+        r->data_usec = rec->arrival_usec;
+        r->data_seen = 1;
+    }
+}
+
+/* run_batch through the source's prefilter (gsq_prefilter_def): a
+ * generated heartbeat's drops are taken first (a record's only effect
+ * before the LFTAs read it, and independent of them), then the prefilter
+ * gives each record the bits of the LFTAs that may want it.  An LFTA whose
+ * class is not clean for the batch (a record below its promise) is given
+ * every record, as without a prefilter; the others only their bits', and
+ * after the batch what the rest would have done (skipped()).  The LFTAs
+ * that want a record take it in bit order: each has its own state and
+ * queue, so their order within a record changes nothing. */
+static void run_batch_prefiltered(gsq_run *r, gsq_source *s)
+{
+    const gsq_prefilter_def *pf = s->pf;
+    uint32_t n = s->ring.n_recs, i, j, b;
+    const gsq_record *recs = s->ring.recs;
+    int data_clock = r->clock_mode == GSQ_CLOCK_DATA && s->has_ts && s->clock_readers;
+    int any_dropped = 0, prefetch = 0;
+    uint64_t bits = 0, unclean = 0;
+    uint32_t calls[64];
+    if (r->clock_mode == GSQ_CLOCK_DATA && s->has_ts && !s->clock_readers)
+        batch_clock(r, &s->ring);
+    if (s->tg)
+        for (i = 0; i < n; i++) {
+            s->pf_dropped[i] = (uint8_t)(!recs[i].ts_unreadable &&
+                                         gsq_tg_arrive(s->tg, recs[i].app_usec));
+            any_dropped |= s->pf_dropped[i];
+        }
+    pf->run(recs, n, any_dropped ? s->pf_dropped : NULL, s->pf_want, s->pf_classes);
+    for (b = 0; b < 64; b++) {
+        gsq_node *nd = s->pf_node[b];
+        if (!nd)
+            continue;
+        const gsq_lfta_prefilter *p = nd->lfta->prefilter;
+        bits |= (uint64_t)1 << b;
+        calls[b] = 0;
+        prefetch |= nd->lfta->prefetch != NULL;
+        if (!p->clean(nd->state, (const char *)s->pf_classes + p->class_off))
+            unclean |= (uint64_t)1 << b;
+    }
+    for (j = 0; j < s->n_pf_always; j++)
+        prefetch |= s->pf_always[j]->lfta->prefetch != NULL;
+    for (i = 0; i < n && !r->failed; i++) {
+        const gsq_record *rec = &recs[i];
+        uint64_t m;
+        if (prefetch && i + GSQ_PREFETCH_AHEAD < n) {
+            uint32_t k = i + GSQ_PREFETCH_AHEAD;
+            if (!any_dropped || !s->pf_dropped[k]) {
+                for (m = (s->pf_want[k] | unclean) & bits; m; m &= m - 1) {
+                    gsq_node *nd = s->pf_node[__builtin_ctzll(m)];
+                    if (nd->lfta->prefetch)
+                        nd->lfta->prefetch(nd->state, nd, &recs[k]);
+                }
+                for (j = 0; j < s->n_pf_always; j++) {
+                    gsq_node *nd = s->pf_always[j];
+                    if (nd->lfta->prefetch)
+                        nd->lfta->prefetch(nd->state, nd, &recs[k]);
+                }
+            }
+        }
+        if (data_clock)
+            record_clock(r, rec);
+        if (any_dropped && s->pf_dropped[i])
+            continue;
+        for (m = (s->pf_want[i] | unclean) & bits; m && !r->failed; m &= m - 1) {
+            b = (uint32_t)__builtin_ctzll(m);
+            calls[b]++;
+            s->pf_node[b]->lfta->accept(s->pf_node[b]->state, s->pf_node[b], rec);
+        }
+        for (j = 0; j < s->n_pf_always && !r->failed; j++) {
+            gsq_node *nd = s->pf_always[j];
+            nd->lfta->accept(nd->state, nd, rec);
+        }
+    }
+    if (!r->failed) {
+        uint64_t m;
+        uint32_t given = 0; /* records the LFTAs were offered: all but the drops */
+        for (i = 0; i < n; i++)
+            given += !(any_dropped && s->pf_dropped[i]);
+        for (m = bits & ~unclean; m; m &= m - 1) {
+            gsq_node *nd;
+            const gsq_lfta_prefilter *p;
+            b = (uint32_t)__builtin_ctzll(m);
+            nd = s->pf_node[b];
+            p = nd->lfta->prefilter;
+            s->pf_skipped += given - calls[b];
+            p->skipped(nd->state, (const char *)s->pf_classes + p->class_off, given - calls[b]);
+        }
+    }
+    gsq_ring_release(&s->ring);
+}
+
 /* The data clock follows the arrival instants of the records of sources
  * with timestamps (an unreadable one advances nothing): record by record
  * when an LFTA of the source reads it, else once for the batch. */
 static void run_batch(gsq_run *r, gsq_source *s)
 {
     uint32_t i, j;
+    if (s->pf) {
+        run_batch_prefiltered(r, s);
+        return;
+    }
     int data_clock = r->clock_mode == GSQ_CLOCK_DATA && s->has_ts && s->clock_readers;
     gsq_tg_stream *tg = s->tg;
     int prefetch = 0;
@@ -117,13 +222,8 @@ static void run_batch(gsq_run *r, gsq_source *s)
         const gsq_record *rec = &s->ring.recs[i];
         if (prefetch && i + GSQ_PREFETCH_AHEAD < s->ring.n_recs)
             prefetch_record(s, i + GSQ_PREFETCH_AHEAD);
-        if (data_clock && !rec->ts_unreadable &&
-            (!r->data_seen || rec->arrival_usec > r->data_usec)) {
-            if (!r->data_seen)
-                r->data_first_usec = rec->arrival_usec;
-            r->data_usec = rec->arrival_usec;
-            r->data_seen = 1;
-        }
+        if (data_clock)
+            record_clock(r, rec);
         /* below a heartbeat already issued: dropped and counted (seed 002) */
         if (tg && !rec->ts_unreadable && gsq_tg_arrive(tg, rec->app_usec))
             continue;

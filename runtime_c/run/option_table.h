@@ -38,7 +38,7 @@
  * empty before its setter runs; WORDS and VALUES have as many items, and
  * EXPECTS of a WORDS option lists its words ("a, b or c").  The order is
  * the one the "unknown option" error lists the names in (tests assert it),
- * not sorted: the table is scanned (30 entries, each option set once).
+ * not sorted: the table is scanned (31 entries, each option set once).
  */
 GSQ_OPTION("csv_separator", CHAR, FIELD(csv_sep), NO_RANGE, NO_WORDS, NO_VALUES,
            set_csv_separator, "one character",
@@ -59,6 +59,10 @@ GSQ_OPTION("batch", UINT, FIELD(batch), RANGE(1, 1048576), NO_WORDS, NO_VALUES, 
 GSQ_OPTION("columnar", WORDS, FIELD(columnar), NO_RANGE, WORDS("auto", "off"), VALUES(1, 0),
            set_words, "auto or off",
            "auto (default): LFTAs read CSV records a column batch at a time where they can.")
+GSQ_OPTION("prefilter", WORDS, FIELD(prefilter), NO_RANGE, WORDS("on", "off"), VALUES(1, 0),
+           set_words, "on or off",
+           "on (default): the cheap predicates of the LFTAs reading an interface are evaluated "
+           "once per record, and an LFTA runs only on the records they let through.")
 GSQ_OPTION("heartbeat_interval", SECONDS, FIELD(hb_interval_usec),
            RANGE(1, 1000000000000000), NO_WORDS, NO_VALUES, set_heartbeat_interval,
            "a number of seconds (e.g. 1 or 0.5), or 0 or off to disable heartbeats",

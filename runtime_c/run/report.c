@@ -111,6 +111,8 @@ void gsq_build_stats(gsq_run *r)
         gsq_buf_printf(b, ",\"truncated\":%s", s->truncated ? "true" : "false");
         kv_str(b, "failure", s->failure, 1);
         gsq_buf_printf(b, ",\"columnar\":%s", s->columnar ? "true" : "false");
+        gsq_buf_printf(b, ",\"prefilter\":%s", s->pf ? "true" : "false");
+        kv_u64(b, "prefilter_skipped", s->pf_skipped, 1);
         kv_u64(b, "ring_high_water_bytes", s->ring.high_water, 1);
         source_time_stats(b, s);
         if (s->ops->stats)

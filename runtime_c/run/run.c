@@ -46,6 +46,7 @@ GSQ_EXPORT gsq_run *gsqlc_create(void)
     r->clock_mode = GSQ_CLOCK_AUTO;
     r->batch = 512;
     r->columnar = 1;
+    r->prefilter = 1;
     r->cpu_kernels = (cpu_feature_disabled("avx512") ? 0 : GSQ_COMPRESS_AVX512)
                      | (cpu_feature_disabled("avx2") ? 0 : GSQ_COMPRESS_AVX2);
     r->hb_interval_usec = 1000000u;

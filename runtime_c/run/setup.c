@@ -107,6 +107,35 @@ static int lftas_read_cols(const gsq_source *s)
     return s->n_lftas > 0;
 }
 
+/* The prefilter of s (gsq_prefilter_def): the one its first LFTA with a
+ * place in a prefilter names; that prefilter's LFTAs bound here get their
+ * bits, every other LFTA is given every record (pf_always).  0, or -1 out
+ * of memory; s->pf stays NULL when no LFTA of s has a prefilter. */
+static int prefilter_setup(gsq_source *s)
+{
+    uint32_t j;
+    for (j = 0; j < s->n_lftas && !s->pf; j++)
+        if (s->lftas[j]->lfta->prefilter)
+            s->pf = s->lftas[j]->lfta->prefilter->prefilter;
+    if (!s->pf)
+        return 0;
+    s->pf_always = calloc(s->n_lftas, sizeof *s->pf_always);
+    s->pf_want = calloc(s->ring.max_recs ? s->ring.max_recs : 1u, sizeof *s->pf_want);
+    s->pf_dropped = calloc(s->ring.max_recs ? s->ring.max_recs : 1u, 1);
+    s->pf_classes = calloc(1, s->pf->classes_size ? s->pf->classes_size : 1u);
+    if (!s->pf_always || !s->pf_want || !s->pf_dropped || !s->pf_classes)
+        return -1;
+    for (j = 0; j < s->n_lftas; j++) {
+        gsq_node *n = s->lftas[j];
+        const gsq_lfta_prefilter *p = n->lfta->prefilter;
+        if (p && p->prefilter == s->pf && p->bit < 64 && !s->pf_node[p->bit])
+            s->pf_node[p->bit] = n;
+        else
+            s->pf_always[s->n_pf_always++] = n;
+    }
+    return 0;
+}
+
 static int open_sources(gsq_run *r)
 {
     uint32_t i;
@@ -118,6 +147,10 @@ static int open_sources(gsq_run *r)
             return -1;
         }
         s->columnar = r->columnar && s->ops->lfta_kind == GSQ_SRC_CSV && lftas_read_cols(s);
+        if (!s->columnar && r->prefilter && prefilter_setup(s) != 0) {
+            gsq_run_fail(r, "out of memory");
+            return -1;
+        }
         if (gsq_source_time_setup(r, s) != 0 || s->ops->open(r, s) != 0)
             return -1;
         streaming = s->ops->streaming && s->ops->streaming(s);

@@ -97,6 +97,10 @@ GSQ_EXPORT void gsqlc_destroy(gsq_run *r)
     for (i = 0; i < r->n_sources; i++) {
         free(r->sources[i].lftas);
         free(r->sources[i].failure);
+        free(r->sources[i].pf_always);
+        free(r->sources[i].pf_want);
+        free(r->sources[i].pf_dropped);
+        free(r->sources[i].pf_classes);
     }
     free(r->sources);
     if (r->streams)

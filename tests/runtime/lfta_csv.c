@@ -85,6 +85,7 @@ const gsq_lfta_def lfta_csv_all = {
     0, 0, 0,
     NULL, /* accept_cols: records only */
     0,    /* ignores_clock: it may read the clock */
+    NULL, /* prefilter: none */
 };
 
 /* ---- csv_alt: SELECT pos3 (as string), pos2 (as ullong) ----------------- */
@@ -111,4 +112,5 @@ const gsq_lfta_def lfta_csv_alt = {
     2, csv_alt_fields, 0, NULL, csv_alt_accept, NULL, NULL, NULL, NULL, NULL, 0, 0, 0,
     NULL, /* accept_cols: records only */
     0,    /* ignores_clock: it may read the clock */
+    NULL, /* prefilter: none */
 };

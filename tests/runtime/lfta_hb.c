@@ -119,6 +119,7 @@ const gsq_lfta_def lfta_hb_a = {
     sizeof(hb_state), hb_a_init, hb_a_accept, NULL, NULL, hb_a_heartbeat, NULL, NULL, 0, 0, 0,
     NULL, /* accept_cols: records only */
     0,    /* ignores_clock: it may read the clock */
+    NULL, /* prefilter: none */
 };
 
 const gsq_lfta_def lfta_hb_b = {
@@ -126,4 +127,5 @@ const gsq_lfta_def lfta_hb_b = {
     sizeof(hb_state), hb_b_init, hb_b_accept, NULL, NULL, hb_b_heartbeat, NULL, NULL, 0, 0, 0,
     NULL, /* accept_cols: records only */
     0,    /* ignores_clock: it may read the clock */
+    NULL, /* prefilter: none */
 };

@@ -124,6 +124,7 @@ static const gsq_lfta_def lfta_pkt_all = {
     sizeof(pkt_state), NULL, pkt_accept, NULL, NULL, NULL, NULL, NULL, 0, 0, 0,
     NULL, /* accept_cols: records only */
     0,    /* ignores_clock: it may read the clock */
+    NULL, /* prefilter: none */
 };
 
 static const gsq_column pkt_cols[] = {

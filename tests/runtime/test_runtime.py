@@ -1001,7 +1001,8 @@ def test_heartbeat_option_errors(build, tmp_path):
         "max_groups must be a positive integer, got ''",
         "ip_format must be text or int, got 'hex'",
         "unknown option 'bogus' (known: csv_separator, csv_strict, clock, batch, "
-        "columnar, heartbeat_interval, max_skew:NAME, out_of_order:NAME, latency:NAME, skew:FROM:TO, "
+        "columnar, prefilter, heartbeat_interval, max_skew:NAME, out_of_order:NAME, latency:NAME, "
+        "skew:FROM:TO, "
         "hb_estimate, hb_level, hb_horizon, hb_window, hb_alpha, hb_timeout, time_unit:NAME, "
         "arrival:NAME, stall_intervals, max_groups, ip_format, report, trace, arrow_heartbeats, "
         "final_heartbeat, arrow_flush, pcap_reader, pcap_range:NAME, prop:NAME:PROPERTY, recording:NAME)",

@@ -71,6 +71,10 @@ def generate(plan: Plan, runner_sets: Sequence[tuple[str, str]] = (),
     if gen.user:
         files["gsqlc_udf.h"] = gen.user.header()
         gs.user_symbols = gen.user.symbols()
+    for fname, text in gen.prefilters.files(gen).items():
+        files[fname] = text
+        if fname.endswith(".c"):
+            gs.lftas.append(fname)
     files["queryset.c"] = render_queryset(gen)
     files["runner_sets.c"] = render_runner_sets(gen, runner_sets)
     add_user_sources(gs, udf)

@@ -9,11 +9,12 @@ lay the code out.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import jinja2
 import jinja2.bccache
@@ -27,6 +28,9 @@ from ..semantics.types import Temporal, Type
 from .cescape import c_comment, c_identifier, c_string
 from .cexpr import CEmitter, EmitContext, field_member
 from .user_code import UserCode
+
+if TYPE_CHECKING:
+    from .prefilter_gen import PrefilterSet
 
 # Template data: names to plain values (strings, lists of them, flags).
 TemplateData = dict[str, Any]
@@ -110,6 +114,12 @@ class GenContext:
                 k += 1
             used.add(ident)
             self.idents[n.name] = ident
+
+    @functools.cached_property
+    def prefilters(self) -> "PrefilterSet":
+        """The plan's prefilters (prefilter_gen.py)."""
+        from .prefilter_gen import PrefilterSet
+        return PrefilterSet(self)
 
     def tup(self, stream: str) -> str:
         """The C struct of a stream's tuples."""

@@ -22,7 +22,7 @@ from .gen_shared import (
     output_assignments,
     param_inits,
 )
-from .lfta_heartbeat import HB_TYPE, LftaHeartbeat, lfta_heartbeat
+from .lfta_heartbeat import HB_TYPE, LftaHeartbeat, heartbeat_exprs, lfta_heartbeat
 from .lfta_reads import COL_RAW, RAW_CTYPE, LftaReads, field_var, fields_of
 
 _UNSIGNED = {Type.USHORT, Type.UINT, Type.ULLONG, Type.IP}
@@ -132,9 +132,7 @@ def lfta_parts(gen: GenContext, n: LftaNode) -> LftaParts:
     # Heartbeats (seed 000 4.3-4.5): the temporal fields behind the
     # temporal output are unpacked and saved before the predicate, so a
     # rejected record still advances time.
-    hb_exprs = ([e for i, (_, e) in enumerate(n.group_by) if i in n.epoch_indices]
-                if isinstance(n, LftaAggregate) else
-                [e for col, (_, e) in zip(n.output.columns, n.select) if col.temporal.is_temporal])
+    hb_exprs = heartbeat_exprs(n)
     hb = lfta_heartbeat(n.name, proto, hb_exprs, reads)
     # Over columns read as they are, a selection whose predicates and
     # outputs are plain arithmetic (nothing to fail, count or call)
@@ -188,6 +186,7 @@ def lfta_parts(gen: GenContext, n: LftaNode) -> LftaParts:
         "branchless": branchless,
         "raw_cols": [(j, RAW_CTYPE[code]) for j, (_, code, _) in enumerate(csv_fields)],
         "set_merge": _set_merge(gen, n, fn),
+        "prefilter": gen.prefilters.lfta_hooks(n, fn, fn + "_state"),
         "hb_record_time": int(hb.record_time and bool(hb.body)),
         "time_pos": tf.csv_pos if tf else 0,
         "time_type": (tf.csv_type or tf.type).code if tf else "0",

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..frontend import ast
+from ..planner.nodes import LftaAggregate, LftaNode, LftaSelect
 from ..semantics.schema import Field, Protocol
 from ..semantics.types import Temporal
 from .cescape import c_identifier
@@ -51,6 +52,15 @@ class LftaHeartbeat:
         if not self.body:
             return "0"
         return " && ".join(f"st->hb_{c_identifier(nm)}.promised" for nm in self.fields)
+
+
+def heartbeat_exprs(n: LftaNode) -> list[ast.Expr]:
+    """The expressions behind n's temporal output, which its heartbeat
+    follows: an aggregation's epoch keys, a selection's temporal columns."""
+    if isinstance(n, LftaAggregate):
+        return [e for i, (_, e) in enumerate(n.group_by) if i in n.epoch_indices]
+    assert isinstance(n, LftaSelect)
+    return [e for col, (_, e) in zip(n.output.columns, n.select) if col.temporal.is_temporal]
 
 
 def heartbeat_fields(proto: Protocol, hb_exprs: list[ast.Expr]) -> list[str]:

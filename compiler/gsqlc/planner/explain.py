@@ -20,6 +20,7 @@ from .nodes import (
     describe_expr,
 )
 from .plan import Plan
+from .prefilter import explain_lines as prefilter_explain_lines
 
 
 def _reads(n: PlanNode) -> str:
@@ -193,6 +194,7 @@ def explain_text(plan: Plan) -> str:
     for n in plan.nodes:
         out.extend(_node_lines(n))
         out.append("")
+    out.extend(prefilter_explain_lines(plan))
     out.append("outputs: " + ", ".join(leaves(plan.queries)))
     return "\n".join(out).rstrip() + "\n"
 

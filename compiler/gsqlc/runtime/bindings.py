@@ -32,7 +32,7 @@ def run_options(*, clock: str = "auto", heartbeat_interval: Union[str, float] = 
                 csv_separator: str = ",", csv_strict: bool = False,
                 stall_intervals: int = 3, trace: Optional[str] = None,
                 batch: Optional[int] = None, columnar: str = "auto",
-                pcap_reader: Optional[str] = None,
+                prefilter: str = "on", pcap_reader: Optional[str] = None,
                 max_groups: Optional[int] = None, report: str = "all") -> dict[str, str]:
     """Validated runtime options (the CLI's flags and run()'s keywords),
     checked against the runtime's own table of options (option_table).
@@ -41,10 +41,13 @@ def run_options(*, clock: str = "auto", heartbeat_interval: Union[str, float] = 
     max_groups: the groups an HFTA aggregation may hold open at once
     (default: what half of the machine's memory holds); past it the run
     fails naming the query, rather than running out of memory.
+    prefilter: 'on' (the runtime's default) or 'off', every LFTA given
+    every record (the same results: for comparisons and benchmarks).
     report: 'all', or 'losses' for a report of lost or suspect input and
     warnings only (the CLI's --quiet)."""
     given = {"report": report, "batch": batch, "heartbeat_interval": heartbeat_interval,
              "csv_separator": csv_separator, "clock": clock, "columnar": columnar,
+             "prefilter": prefilter,
              "stall_intervals": stall_intervals, "max_groups": max_groups,
              "pcap_reader": pcap_reader, "trace": trace or None,
              "csv_strict": "1" if csv_strict else None}
@@ -56,10 +59,11 @@ def run_options(*, clock: str = "auto", heartbeat_interval: Union[str, float] = 
     opts = {k: text[k] for k in ("csv_separator", "heartbeat_interval", "stall_intervals")}
     # clock and columnar auto are the runtime's defaults (the clock: the
     # runtime decides, the data clock for a replay)
-    for k in ("clock", "max_groups", "trace", "csv_strict", "batch", "columnar", "pcap_reader",
-              "report"):
+    for k in ("clock", "max_groups", "trace", "csv_strict", "batch", "columnar", "prefilter",
+              "pcap_reader", "report"):
         if k in text and not (k in ("clock", "columnar") and text[k] == "auto"
-                              or k == "report" and text[k] == "all"):
+                              or k == "report" and text[k] == "all"
+                              or k == "prefilter" and text[k] == "on"):
             opts[k] = text[k]
     return opts
 

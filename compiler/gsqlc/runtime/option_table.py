@@ -267,6 +267,7 @@ FACES = {
                           _one_character),
     "clock": Face("clock", "--clock", {INVALID: " {value}: expected {expects}"}),
     "columnar": Face("columnar", "--columnar", {INVALID: " must be {expects}, got {value!r}"}),
+    "prefilter": Face("prefilter", "--prefilter", {INVALID: " must be {expects}, got {value!r}"}),
     "stall_intervals": Face("the stall intervals", "--stall-intervals",
                             {INVALID: " must be an integer of at least {low}, got {value}",
                              RANGE: " must be an integer from {low} to {high}, got {value}"},

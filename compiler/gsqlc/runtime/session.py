@@ -58,6 +58,7 @@ class RunOptions:
     trace: Optional[str] = None
     batch: Optional[int] = None
     columnar: str = "auto"
+    prefilter: str = "on"
     pcap_reader: Optional[str] = None
     max_groups: Optional[int] = None
     report: str = "all"        # 'losses': only lost or suspect input and warnings
@@ -66,7 +67,7 @@ class RunOptions:
         return run_options(clock=self.clock, heartbeat_interval=self.heartbeat_interval,
                            csv_separator=self.csv_separator, csv_strict=self.csv_strict,
                            stall_intervals=self.stall_intervals, trace=self.trace,
-                           batch=self.batch, columnar=self.columnar,
+                           batch=self.batch, columnar=self.columnar, prefilter=self.prefilter,
                            pcap_reader=self.pcap_reader, max_groups=self.max_groups,
                            report=self.report)
 
