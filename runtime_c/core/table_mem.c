@@ -9,8 +9,12 @@
  * groups then also faults in a page per 2 MiB rather than per 4 KiB (on a
  * 524,288-group aggregation the HFTA's tables took 31,000 faults a run
  * with 4 KiB pages).  Where the kernel declines (THP off) they are
- * ordinary memory.  Smaller ones are aligned on a cache line.  Ownership:
- * the caller owns the block and frees it with gsq_table_free.
+ * ordinary memory.  A new large block is anonymous memory mapped for it:
+ * the kernel hands its pages out zeroed as they are first touched, so
+ * gsq_table_alloc does not zero it again, and a table no record reaches
+ * (a selective query's, among many over one stream) costs no page at all.
+ * Smaller ones are aligned on a cache line.  Ownership: the caller owns the
+ * block and frees it with gsq_table_free.
  *
  * The block cache.  A large block freed is kept for the next large table
  * of this library (the query set's own copy of the runtime) instead of
@@ -26,9 +30,10 @@
  * gsq_table_reserve's caller initialises it anyway.
  *
  * Invariants (all under cache.lock, as tables are made and freed on every
- * run's threads): live[0..n_live) lists the large blocks handed out and
- * not yet freed, with their sizes (a block not listed -- the list could
- * not grow -- is freed to the C allocator); held[0..n_held) lists freed
+ * run's threads): live[0..n_live) lists every large block handed out and
+ * not yet freed, with its size (a large block is mapped, and unmapped with
+ * that size: one the list could not take is unmapped at once, and the
+ * request fails as out of memory); held[0..n_held) lists freed
  * blocks kept, held_bytes is the sum of their sizes and never exceeds
  * max_bytes; a block is in at most one list.  A request for n bytes takes
  * the smallest held block of n to 2n bytes.  max_bytes is
@@ -75,6 +80,39 @@ static struct {
     uint64_t held_bytes;
     uint64_t reused, fresh;   /* large requests served from held / new */
 } cache = {PTHREAD_MUTEX_INITIALIZER, 0, 0, NULL, 0, 0, {{NULL, 0}}, 0, 0, 0, 0};
+
+/* The mapping of a large block of `bytes`: whole huge pages. */
+static size_t large_len(size_t bytes)
+{
+    return (bytes + GSQ_TABLE_HUGE_BYTES - 1) & ~(GSQ_TABLE_HUGE_BYTES - 1);
+}
+
+/* A new large block, on a GSQ_TABLE_HUGE_BYTES boundary (more is mapped
+ * and the ends cut off), its pages zeroed on first touch; NULL: none. */
+static void *large_map(size_t bytes)
+{
+    size_t len = large_len(bytes), lead;
+    uint8_t *m;
+    if (len < bytes || len + GSQ_TABLE_HUGE_BYTES < len)
+        return NULL;
+    m = mmap(NULL, len + GSQ_TABLE_HUGE_BYTES, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    lead = (GSQ_TABLE_HUGE_BYTES - (uintptr_t)m % GSQ_TABLE_HUGE_BYTES) % GSQ_TABLE_HUGE_BYTES;
+    if (lead)
+        munmap(m, lead);
+    munmap(m + lead + len, GSQ_TABLE_HUGE_BYTES - lead);
+#ifdef MADV_HUGEPAGE
+    (void)madvise(m + lead, len, MADV_HUGEPAGE); /* a hint: failure leaves 4 KiB pages */
+#endif
+    return m + lead;
+}
+
+static void large_unmap(void *p, size_t bytes)
+{
+    munmap(p, large_len(bytes));
+}
 
 /* cache.lock held. */
 static void cache_configure(void)
@@ -159,14 +197,14 @@ static int cache_give(void *p)
         while (cache.n_held &&
                (cache.n_held == GSQ_TABLE_CACHE_BLOCKS || cache.held_bytes + blk.bytes > cache.max_bytes)) {
             cache.held_bytes -= cache.held[0].bytes;
-            free(cache.held[0].p);
+            large_unmap(cache.held[0].p, cache.held[0].bytes);
             memmove(cache.held, cache.held + 1, --cache.n_held * sizeof cache.held[0]);
         }
         if (blk.bytes <= cache.max_bytes) {
             cache.held[cache.n_held++] = blk;
             cache.held_bytes += blk.bytes;
         } else {
-            free(blk.p);
+            large_unmap(blk.p, blk.bytes);
         }
         break;
     }
@@ -183,34 +221,47 @@ static size_t table_bytes(size_t n, size_t size)
     return n * size != 0 ? n * size : 1;
 }
 
-void *gsq_table_reserve(size_t n, size_t size)
+/* gsq_table_reserve; *zeroed set when the block is known to be zeroes
+ * (a new large one). */
+static void *table_get(size_t n, size_t size, int *zeroed)
 {
     size_t bytes = table_bytes(n, size);
     void *p = NULL;
+    int listed;
+    *zeroed = 0;
     if (!bytes)
         return NULL;
-    if (bytes >= GSQ_TABLE_HUGE_BYTES && (p = cache_take(bytes)) != NULL)
-        return p;
-    /* line-aligned at least: slots of a power-of-two size up to a line then
-     * never straddle two lines (GSQ_AGG_SLOT_ALIGN) */
-    if (posix_memalign(&p, bytes < GSQ_TABLE_HUGE_BYTES ? GSQ_CACHE_LINE : GSQ_TABLE_HUGE_BYTES,
-                       bytes) != 0)
-        return NULL;
-    if (bytes >= GSQ_TABLE_HUGE_BYTES) {
-#ifdef MADV_HUGEPAGE
-        (void)madvise(p, bytes, MADV_HUGEPAGE); /* a hint: failure leaves 4 KiB pages */
-#endif
-        pthread_mutex_lock(&cache.lock);
-        (void)cache_track(p, bytes); /* unlisted, it is simply freed later */
-        pthread_mutex_unlock(&cache.lock);
+    if (bytes < GSQ_TABLE_HUGE_BYTES) {
+        /* line-aligned at least: slots of a power-of-two size up to a line
+         * then never straddle two lines (GSQ_AGG_SLOT_ALIGN) */
+        return posix_memalign(&p, GSQ_CACHE_LINE, bytes) == 0 ? p : NULL;
     }
+    if ((p = cache_take(bytes)) != NULL)
+        return p;
+    if ((p = large_map(bytes)) == NULL)
+        return NULL;
+    pthread_mutex_lock(&cache.lock);
+    listed = cache_track(p, bytes);
+    pthread_mutex_unlock(&cache.lock);
+    if (!listed) { /* its size would be lost: no way to unmap it later */
+        large_unmap(p, bytes);
+        return NULL;
+    }
+    *zeroed = 1;
     return p;
+}
+
+void *gsq_table_reserve(size_t n, size_t size)
+{
+    int zeroed;
+    return table_get(n, size, &zeroed);
 }
 
 void *gsq_table_alloc(size_t n, size_t size)
 {
-    void *p = gsq_table_reserve(n, size);
-    if (p)
+    int zeroed;
+    void *p = table_get(n, size, &zeroed);
+    if (p && !zeroed)
         memset(p, 0, table_bytes(n, size));
     return p;
 }
@@ -235,7 +286,7 @@ GSQ_EXPORT void gsqlc_table_cache_trim(void)
 {
     pthread_mutex_lock(&cache.lock);
     for (size_t i = 0; i < cache.n_held; i++)
-        free(cache.held[i].p);
+        large_unmap(cache.held[i].p, cache.held[i].bytes);
     cache.n_held = 0;
     cache.held_bytes = 0;
     pthread_mutex_unlock(&cache.lock);

@@ -70,6 +70,8 @@ class PrefilterSet:
             ht, sfx = HB_TYPE[f.type.c_type], _ident(name)
             clean.append(f"if (c->n && st->hb_{sfx}.promised && c->lo_{sfx} < st->hb_{sfx}.bound) "
                          "return 0;")
+            if f.type.c_type == "double":   # a NaN orders with nothing: give it every record
+                clean.append(f"if (c->nan_{sfx}) return 0;")
             seen.append(f"if (c->n) gsq_hb_{ht}_see(&st->hb_{sfx}, c->hi_{sfx});")
         if isinstance(n, LftaAggregate):
             seen.append("st->table.n_offered += n_skipped; /* weighs the table's growth */")
@@ -130,6 +132,8 @@ def _prefilter_data(i: int, pf: Prefilter, classes: list[_Class]) -> TemplateDat
             v, sfx = field_var(nm), _ident(nm)
             stats.append(f"if (!cl->n || {v} < cl->lo_{sfx}) cl->lo_{sfx} = {v};")
             stats.append(f"if (!cl->n || {v} > cl->hi_{sfx}) cl->hi_{sfx} = {v};")
+            if proto.fields[nm].type.c_type == "double":
+                stats.append(f"if ({v} != {v}) cl->nan_{sfx} = 1;")
         field_reads = [f"do {{ {reads.read_step(nm, 'break;')} a_{_ident(nm)} = 1; }} while (0);"
                        for nm in pred_fields if not proto.fields[nm].required]
         avail = {nm: ("1" if proto.fields[nm].required else f"a_{_ident(nm)}")
