@@ -21,11 +21,15 @@ from ..planner.nodes import LftaAggregate, LftaNode
 from ..planner.prefilter import Prefilter, plan_prefilters
 from ..semantics.bound import FieldRef
 from ..semantics.schema import Protocol
+from ..semantics.types import Type
 from .cescape import c_comment, c_string
 from .cexpr import CEmitter, EmitContext
 from .gen_shared import GenContext, TemplateData
 from .lfta_heartbeat import HB_TYPE, heartbeat_exprs, lfta_heartbeat
 from .lfta_reads import LftaReads, field_var, fields_of
+
+_SCALAR = {Type.BOOL, Type.USHORT, Type.UINT, Type.INT, Type.ULLONG, Type.LLONG, Type.FLOAT,
+           Type.IP}
 
 
 @dataclass(frozen=True)
@@ -121,7 +125,10 @@ def _prefilter_data(i: int, pf: Prefilter, classes: list[_Class]) -> TemplateDat
             nm for p in preds for nm in fields_of(pf.predicates[p].expr)))
         required = [nm for nm, f in proto.fields.items() if f.required]
         names = list(dict.fromkeys(required + list(c.hb_fields) + pred_fields))
-        decls = [f"{proto.fields[nm].type.c_type} {field_var(nm)} = 0;" for nm in names]
+        # scalars start at 0 (a predicate may read one its record lacks);
+        # the others (strings, IPv6) are only ever written
+        decls = [f"{proto.fields[nm].type.c_type} {field_var(nm)}"
+                 + (" = 0;" if proto.fields[nm].type in _SCALAR else ";") for nm in names]
         admit = [reads.read_step(nm, "break;") for nm in required]
         hb_reads = [f"do {{ {reads.read_step(nm, 'break;')} a_{_ident(nm)} = 1; }} while (0);"
                     for nm in c.hb_fields if not proto.fields[nm].required]
