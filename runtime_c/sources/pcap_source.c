@@ -381,10 +381,9 @@ static int mm_read_batch(gsq_source *s, pcap_reader *pr)
         rec->kind = GSQ_SRC_PCAP;
         rec->len = pk.caplen;
         rec->data = pk.data;
-        rec->pkt = (gsq_pkt_info){.ts_usec = pk.ts_usec, .wire_len = pk.wire_len};
         rec->app_usec = rec->arrival_usec = pk.ts_usec;
         pr->past_time_end += pk.ts_usec >= GSQ_PKT_TIME_END_USEC;
-        gsq_pkt_decode_fast(&rec->pkt, pk.linktype, pk.data, pk.caplen);
+        gsq_pkt_decode_fast(&rec->pkt, pk.ts_usec, pk.wire_len, pk.linktype, pk.data, pk.caplen);
         vused += ALIGN8(pk.caplen ? pk.caplen : 1u);
         s->records_read++;
         s->bytes_read += pk.caplen;

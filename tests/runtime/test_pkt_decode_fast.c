@@ -1,6 +1,7 @@
 /* Unit tests of the inline packet decoder (runtime_c/sources/gsq_pkt_decode.h,
- * gsq_pkt_decode_fast) against the general one (sources/pkt_decode.c,
- * gsq_pkt_decode): for Ethernet / IPv4 frames of every transport, with the
+ * gsq_pkt_decode_fast, over a gsq_pkt_info full of old bytes) against the
+ * general one (sources/pkt_decode.c, gsq_pkt_decode, over a zeroed one):
+ * for Ethernet / IPv4 frames of every transport, with the
  * header fields the fast path tests set to each value that leaves it
  * (tags, other ethertypes and versions, short IHL, fragments, total length
  * 0 or past the capture, options, every capture length down to 0), other
@@ -37,9 +38,9 @@ static void compare(int linktype, const uint8_t *p, uint32_t caplen, uint32_t wi
     memset(&general, 0, sizeof general);
     general.ts_usec = 1700000000000000ull;
     general.wire_len = wire_len;
-    fast = general;
+    memset(&fast, 0xA5, sizeof fast); /* whatever the record held before */
     gsq_pkt_decode(&general, linktype, p, caplen);
-    gsq_pkt_decode_fast(&fast, linktype, p, caplen);
+    gsq_pkt_decode_fast(&fast, general.ts_usec, wire_len, linktype, p, caplen);
     int same = memcmp(&general, &fast, sizeof fast) == 0;
     if (!same && mismatches++ < 5)
         printf("mismatch: linktype %d caplen %u proto %u ihl %u\n", linktype, caplen,
