@@ -15,6 +15,9 @@ a `gsqlc run` process writing its rows to --scratch:
     one          ports1.gsql
     sixteen      ports16.gsql (the prefilter on: the default)
     sixteen_off  ports16.gsql --prefilter off (every LFTA given every packet)
+    sixteen_rare, sixteen_rare_off
+                 ports16_rare.gsql: the first query's port and fifteen the
+                 generator never draws (what the prefilter itself costs)
 
 and each over a capture with no packet (`*_empty`: start-up, the query set
 already built).  A configuration's work is its median less its start-up's
@@ -36,7 +39,9 @@ import baselines  # noqa: E402
 from run_bench import ENV, QUERIES, empty_capture, ensure_data, load_average  # noqa: E402
 
 CONFIGS = {"one": ("ports1", []), "sixteen": ("ports16", []),
-           "sixteen_off": ("ports16", ["--prefilter", "off"])}
+           "sixteen_off": ("ports16", ["--prefilter", "off"]),
+           "sixteen_rare": ("ports16_rare", []),
+           "sixteen_rare_off": ("ports16_rare", ["--prefilter", "off"])}
 
 
 def ports(query: str) -> list[int]:
@@ -80,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     pcap = ensure_data(a.data, a.packets, a.groups)
     empty = empty_capture(a.scratch)
     refs = {q: reference(pcap.with_suffix(".parquet"), q, a.scratch / f"ref_{q}.txt")
-            for q in ("ports1", "ports16")}
+            for q in ("ports1", "ports16", "ports16_rare")}
     runs = [c for c in CONFIGS] + [c + "_empty" for c in CONFIGS]
     for c in CONFIGS:   # build (or find) the query sets; untimed
         run(c, empty, a.scratch / "warm.txt")
