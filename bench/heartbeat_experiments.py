@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The experiments of seed 000 section 7, on generated captures replayed with
+"""The experiments of Johnson et al. 2005, section 7, on generated captures replayed with
 the data clock (so they run in seconds).
 
     python bench/heartbeat_experiments.py [--pps 100000] [--seconds 120] [--out bench/results_heartbeats]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Seed 004 section 7's joint punctuation, measured: the paper's Q3 -- a band
+"""Li et al. 2008, section 7's joint punctuation, measured: the paper's Q3 -- a band
 join of two links (S1.ts within [S0.ts, S0.ts + band]) feeding a count per
 (S0.ts, S1.ts) at 1 s granularity -- run three ways over the same CSV data:
 
@@ -106,7 +106,7 @@ def main(argv=None) -> int:
     import platform
     where = (f"Measured {datetime.date.today()} at {_git('rev-parse', '--short', 'HEAD')}; "
              f"{os.cpu_count()} cores, Python {platform.python_version()}.")
-    md = ["## Joint punctuation (seed 004 section 7): Q3", "", where, "",
+    md = ["## Joint punctuation (Li et al. 2008, section 7): Q3", "", where, "",
           f"Q3 over one capture read as two links ({args.seconds} s at {args.pps} pkt/s, "
           f"{args.sources:,} source addresses as join keys; link A {args.skew} s behind), "
           f"band {args.band} s, {res['joint']['join_rows']:,} join rows, a count per (t0, t1) "

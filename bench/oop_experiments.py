@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Seed 004 section 8.1's Gigascope experiments (G1, G2, G3) for gsqlc's
+"""Li et al. 2008, section 8.1's Gigascope experiments (G1, G2, G3) for gsqlc's
 out-of-order processing (OOP) against in-order processing (IOP), on generated
 captures replayed with the data clock.
 
@@ -770,7 +770,7 @@ def provenance() -> str:
 
 
 def _title() -> list[str]:
-    return ["# Out-of-order processing: seed 004's Gigascope experiments (G1, G2, G3)", "",
+    return ["# Out-of-order processing: Li et al.'s (2008) Gigascope experiments (G1, G2, G3)", "",
             "Written by `python bench/oop_experiments.py all` (or one experiment: its section "
             "is replaced, the others kept); each section says what it was measured on. "
             "Absolute times and RSS vary with the load of the (shared) machine.", ""]

@@ -34,7 +34,7 @@ u_i uniform in [0, 0.9), which never decreases.
 
 `generate_delayed()` writes two such links into one capture in order of
 arrival, the second `delay` seconds behind the first (its sources in
-11.0.0.0/8): the disorder a union of a late link sees (seed 004, Figure 1).
+11.0.0.0/8): the disorder a union of a late link sees (Li et al. 2008, Figure 1).
 """
 from __future__ import annotations
 
@@ -447,7 +447,7 @@ def generate_arrivals(out, n: int, n_groups: int = 4096, *, delays, pps: float =
     packets' timestamps (numpy float seconds since `start`) returning the
     delay of each -- e.g. an occasional spike.  A packet stamped t arrives
     at t + delay; ties keep link order.  For the heartbeat generator's tests
-    and experiments (seed 002): a link's records trail the capture's
+    and experiments (Srivastava & Widom 2004): a link's records trail the capture's
     largest timestamp by its delay (and by the jumps of a varying delay).
     Holds every packet in memory: meant for up to a few million."""
     kw = dict(pps=pps, payload=False, payload_frac=0.0, tcp=0.7, udp=0.25, icmp=0.05,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Seed 002's heartbeat generation (Srivastava & Widom, "Flexible time
+"""Srivastava & Widom's heartbeat generation ("Flexible time
 management in data stream systems") measured in gsqlc: issue 11's
 experiments, on generated captures replayed with the data clock.
 
@@ -191,7 +191,7 @@ def window(work: Path, pps: int, seconds: int) -> tuple[str, dict]:
         a.grid(True, alpha=0.3)
         a.legend()
     _save(fig, plt, "window",
-          "adaptive estimator (seed 002 Figure 4): drops and lag against W and alpha")
+          "adaptive estimator (Srivastava & Widom 2004 Figure 4): drops and lag against W and alpha")
     return "\n".join(lines), res
 
 
@@ -241,7 +241,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     OUT.mkdir(exist_ok=True)
     names = list(EXPERIMENTS) if args.which == "all" else [args.which]
-    md = [f"# Heartbeat generation (seed 002): {', '.join(names)}", "",
+    md = [f"# Heartbeat generation (Srivastava & Widom 2004): {', '.join(names)}", "",
           f"{datetime.date.today()}, {platform.processor() or platform.machine()}, "
           f"{args.pps} packets/s per link, {args.seconds} s; "
           f"`python bench/time_management.py {args.which} --pps {args.pps} "

@@ -26,7 +26,7 @@
 //   time_type left_time_of(const void *tup, uint32_t len) const;
 //   time_type right_time_of(const void *tup, uint32_t len) const;
 //       The time of any tuple of R / S: heartbeats and rejected data tuples
-//       (whose time still advances their input, seed 000 4.3).
+//       (whose time still advances their input, Johnson et al. 2005, 4.3).
 //   time_type window_back() const;  // N - 1 (clamped to the type's range)
 //   void emit(gsq_node *node, const void *s, uint32_t len);
 //       The output row of an S tuple that passed the filter.

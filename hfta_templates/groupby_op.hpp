@@ -4,7 +4,7 @@
 // Behaviour.  The groups of each open epoch live in an open_hash_map.  With
 // max_disorder K (a functor member, default 1: in-order input) up to K epochs
 // are open at once, so input disordered by up to K epochs loses nothing
-// (Tigon's max_hfta_disorder; seed 004 5.2 and A.2.2).  The open epochs are
+// (Tigon's max_hfta_disorder; Li et al. 2008, 5.2 and A.2.2).  The open epochs are
 // kept sorted, oldest first; each table is allocated by its first group (an
 // epoch may be open with no groups).  A data tuple of epoch e:
 //   - e open: it folds into e's group (the newest epoch is checked first, so
@@ -34,7 +34,7 @@
 // (allocated_slots()).  When every input has ended: the flushing table, then
 // the open epochs oldest first, then GSQ_EOF.
 //
-// Promised input (seed 002: heartbeats generated from declared time bounds).
+// Promised input (Srivastava & Widom 2004: heartbeats generated from declared time bounds).
 // When the run keeps the input's heartbeats as promises -- no data tuple
 // after a heartbeat h is of an epoch before h's, the run dropping (and
 // counting per source) the records that would break one before they get
@@ -145,7 +145,7 @@
 // Input tuples are valid only during a call; the template copies the key into
 // its table, the functor copies anything else it keeps into the state.
 //
-// Heartbeats (seed 000 4.4 / 5.3, seed 004 5.1).  On a GSQ_HEARTBEAT on any
+// Heartbeats (Johnson et al. 2005, 4.4 / 5.3, Li et al. 2008, 5.1).  On a GSQ_HEARTBEAT on any
 // input:
 //   1. like a data tuple it advances the slow flush by one group (whether or
 //      not the functor knows heartbeats: a stalled input still drains);
@@ -187,7 +187,7 @@
 // A heartbeat without bytes (tup == NULL) only does step 1 and step 3.
 // Data tuples never trigger a heartbeat.
 //
-// Joint punctuation (seed 004 section 7).  The epoch is made by the temporal
+// Joint punctuation (Li et al. 2008, section 7).  The epoch is made by the temporal
 // group-by keys over one temporal input column (the generator picks the
 // first one's); a temporal key over another column -- the other input's time
 // in an aggregation over a band join -- is an ordinary key, its groups held
@@ -937,7 +937,7 @@ private:
     }
 
     F functor_;
-    // The input's heartbeats are promises the run keeps (seed 002: generated
+    // The input's heartbeats are promises the run keeps (Srivastava & Widom 2004: generated
     // from declared time bounds, through merges; gsq_input_heartbeats_strict):
     // epochs close on heartbeats and at the end only, as many open as the
     // input's data opens (ring_).  Initialised after functor_.

@@ -1,6 +1,6 @@
 // join_op.hpp -- gsq::join_op<F>: two-input equi-join with a temporal
 // predicate (GSQL INNER_JOIN | LEFT_OUTER_JOIN | RIGHT_OUTER_JOIN |
-// OUTER_JOIN, seed 000 5.5 and 7.2).
+// OUTER_JOIN, Johnson et al. 2005, 5.5 and 7.2).
 //
 // Functor interface (F), generated:
 //
@@ -128,7 +128,7 @@
 // (or a heartbeat already promised more), so accepting it could silently
 // lose matches or emit a row below a heartbeat.
 //
-// Disordered inputs (F::left_ordered / F::right_ordered false; seed 004 5.3,
+// Disordered inputs (F::left_ordered / F::right_ordered false; Li et al. 2008, 5.3,
 // OOP-Join, Figure 4).  For an input fed, say, by an OOP union that passes
 // tuples on as they arrive with heartbeats that are the least of its
 // inputs' progress:
@@ -188,12 +188,12 @@
 // bounds the missing side's column of a band join's outer row (it is empty);
 // the compiler declares such a column not temporal.  Equality join:
 // hl = hr = min(p_L, p_R) and the oldest stored entries of preserved sides
-// (seed 000 5.5's MIN(RMIN, SMIN); Figure 4's min(b_0, b_1)).  Data tuples
+// (Johnson et al. 2005, 5.5's MIN(RMIN, SMIN); Figure 4's min(b_0, b_1)).  Data tuples
 // and the EOF of one input purge but emit no heartbeat.  A heartbeat without
 // bytes (tup == NULL) is ignored, and so is a joint heartbeat
 // (GSQ_JOINT_HEARTBEAT) on an input: it moves no progress.
 //
-// Joint punctuation (seed 004 7; only when F has emit_joint_heartbeat).  With
+// Joint punctuation (Li et al. 2008, 7; only when F has emit_joint_heartbeat).  With
 //   J_L = min(p_L, [left preserved]  oldest stored left time)
 //   J_R = min(p_R, [right preserved] oldest stored right time)
 // (an ended input's p is +infinity: the type's max, as is a J without a
@@ -208,7 +208,7 @@
 // last emitted, when either component rose (strictly).  A consumer grouping
 // on both times may close the group (a, b) once a < jl and b < jr.  Unlike
 // hl and hr, J does not lose the band: on a band join it leads the
-// individual bounds by up to the band (seed 004 Figure 8: punctuation (2,1)
+// individual bounds by up to the band (Li et al. 2008 Figure 8: punctuation (2,1)
 // comes before (*,1)).
 //
 // End of stream: the EOF of an input makes its progress infinite, which
@@ -219,7 +219,7 @@
 // stats(): entries and bytes per side (current, peak), peak of both sides
 // together, matches, unmatched rows, late and filtered tuples, heartbeats
 // (in, out) and joint heartbeats out.
-// Bytes are packed tuple bytes held (what the join experiment of seed 000
+// Bytes are packed tuple bytes held (what the join experiment of Johnson et al. 2005
 // 7.2 watches); the per-entry overhead (key copy, index, a disordered side's
 // heap item and free pool slots) is not counted.  A disordered side's pool
 // is freed when the side empties and compacted when fewer than 1/8 of its

@@ -1,7 +1,7 @@
 // merge_op.hpp -- gsq::merge_op<F>: order-preserving union of N streams of one
 // layout on a temporal merge field (GSQL `MERGE R.t : S.t [SLACK n] FROM ...`,
-// seed 000 5.4 and 7.1), or with F::ordered == false the out-of-order union
-// that passes tuples on at once and carries order in heartbeats (seed 004
+// Johnson et al. 2005, 5.4 and 7.1), or with F::ordered == false the out-of-order union
+// that passes tuples on at once and carries order in heartbeats (Li et al. 2008
 // 5.4).  Tuples pass through unchanged (gsq_emit_raw).
 //
 // Functor interface (F), generated:
@@ -71,7 +71,7 @@
 // the EOF of a single input release tuples but emit no heartbeat.
 //
 // Generated heartbeats.  When the run generates heartbeats from declared
-// time bounds (gsq_heartbeats_generated: seed 002), an input's data may
+// time bounds (gsq_heartbeats_generated: Srivastava & Widom 2004), an input's data may
 // trail its largest value by the declared bound, so data says nothing of
 // progress: progress_j = hb_j and lb_j = max(hb_j, released_max - slack).
 //
@@ -81,7 +81,7 @@
 // punctuation): it bounds two columns together, which the merge field alone
 // cannot carry on, and it never moves progress.
 //
-// Unordered union (F::ordered == false; seed 004 5.4 and A.2.1, the OOP
+// Unordered union (F::ordered == false; Li et al. 2008, 5.4 and A.2.1, the OOP
 // union).  No buffer: every data tuple passes straight through
 // (gsq_emit_raw) as it arrives, so the output is ordered only up to the
 // inputs' skew, and heartbeats carry the order.  data_i, hb_i and progress_i
@@ -98,7 +98,7 @@
 //
 // stats(): buffered tuples and bytes (current and peak), released, late,
 // heartbeats in and out.  Bytes are the packed tuple bytes held (fixed struct
-// + string tail), the memory the heartbeat experiment (seed 000 7.1) watches.
+// + string tail), the memory the heartbeat experiment (Johnson et al. 2005, 7.1) watches.
 #ifndef GSQ_MERGE_OP_HPP
 #define GSQ_MERGE_OP_HPP
 

@@ -1,5 +1,5 @@
 // running_op.hpp -- gsq::running_op<F>: a running aggregation (GSQL's
-// CLOSING_WHEN; Tigon SQL User Manual 6.2.12, seed 003): groups whose state
+// CLOSING_WHEN; Tigon SQL User Manual 6.2.12, TigonSQL's architecture): groups whose state
 // lives across epochs.
 //
 // Behaviour.  The input arrives in order of its epochs (the planner makes
@@ -21,7 +21,7 @@
 // heartbeat is the current epoch.  At the end of the input the current
 // epoch's groups are emitted (none carried), then GSQ_EOF.
 //
-// Promised input (seed 002; groupby_op.hpp's "Promised input"): when the
+// Promised input (Srivastava & Widom 2004; groupby_op.hpp's "Promised input"): when the
 // run keeps the input's heartbeats as promises (gsq_input_heartbeats_strict:
 // heartbeats generated from declared time bounds, from an LFTA or through
 // merges), the input may be disordered by as much as the declared bounds

@@ -16,7 +16,7 @@
 //       A temporal update tuple (GSQ_HEARTBEAT) on the input, valid only
 //       during the call: only its temporal columns are meaningful.  Computes
 //       the output's temporal columns from them (the select expressions'
-//       temporal inference, seed 000 5.2) and emits its own temporal update
+//       temporal inference, Johnson et al. 2005, 5.2) and emits its own temporal update
 //       with gsq_emit(node, GSQ_HEARTBEAT, ...).  WHERE is not evaluated.
 //       Detected at compile time; a functor without it drops heartbeats.
 //       A heartbeat without bytes (tup == NULL) carries nothing and is

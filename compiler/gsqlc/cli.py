@@ -118,14 +118,14 @@ def make_parser() -> argparse.ArgumentParser:
                         "(a float column holds units with a fraction)")
     r.add_argument("--latency", action="append", default=[], metavar="NAME=SECONDS",
                    help="wall-clock seconds from emission to arrival on interface NAME: its "
-                        "generated heartbeats wait this long (seed 002 L_i)")
+                        "generated heartbeats wait this long (Srivastava & Widom 2004 L_i)")
     r.add_argument("--skew", action="append", default=[], metavar="A:B=AFTER,BOUND",
-                   help="skew bound of interface A on B (seed 002 B_ab = (t_ab, delta_ab)): "
+                   help="skew bound of interface A on B (Srivastava & Widom 2004 B_ab = (t_ab, delta_ab)): "
                         "AFTER wall-clock seconds after A's record stamped T arrived, B's "
                         "records are stamped >= T - BOUND, so B's heartbeats advance from A's")
     r.add_argument("--heartbeat-timeout", metavar="SECONDS",
                    help="when every input pauses this long, every interface's heartbeat "
-                        "moves to the largest timestamp seen (seed 002 section 3.4)")
+                        "moves to the largest timestamp seen (Srivastava & Widom 2004, section 3.4)")
     r.add_argument("--heartbeats", action="append", default=[], metavar="KEY=VALUE",
                    help="heartbeat generator setting, as in the interfaces file's [heartbeats]: "
                         "estimate=given|max|adaptive, horizon=S, window=N, alpha=A, "

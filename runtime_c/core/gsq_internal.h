@@ -325,7 +325,7 @@ typedef struct gsq_progress_pub {
     _Atomic uint64_t watermark_usec;
 } gsq_progress_pub;
 
-/* A stall event (seed 000 6.1): a source that delivered no record, or an
+/* A stall event (Johnson et al. 2005, 6.1): a source that delivered no record, or an
  * LFTA that emitted no tuple, for stall_intervals heartbeat intervals, and
  * its recovery.  Exactly one of source/node is set; both point into the
  * run's arrays (valid until gsqlc_destroy). */
@@ -348,7 +348,7 @@ typedef struct gsq_hop {
     uint64_t clock_usec;      /* the run's clock */
 } gsq_hop;
 
-/* A heartbeat emitted by an LFTA (seed 000 6.2), pending until the drain
+/* A heartbeat emitted by an LFTA (Johnson et al. 2005, 6.2), pending until the drain
  * that delivers it.  Invariant: run->traces[0..n_traces) are in id order;
  * delivered ones have been (or are being) dispatched. */
 typedef struct gsq_trace {
@@ -358,7 +358,7 @@ typedef struct gsq_trace {
     int clock_known;
     uint64_t emitted_usec;    /* CLOCK_MONOTONIC */
     uint64_t clock_usec;
-    /* the origin's source, when its heartbeats are generated (seed 002):
+    /* the origin's source, when its heartbeats are generated (Srivastava & Widom 2004):
      * the generated heartbeat and the largest timestamp arrived then */
     const char *source;
     int data_known;
@@ -373,7 +373,7 @@ typedef struct gsq_set_member {
     char *member;
 } gsq_set_member;
 
-/* ---- heartbeat generation: types (seed 002; core/heartbeat_gen.c) ----- */
+/* ---- heartbeat generation: types (Srivastava & Widom 2004; core/heartbeat_gen.c) ----- */
 
 /* One skew bound pair (t, delta), microseconds: once a record stamped tau
  * arrived on stream i at wall instant c, every record arriving on stream j
@@ -384,7 +384,7 @@ typedef struct gsq_bound_pair {
 } gsq_bound_pair;
 
 /* A skew bound set.  Invariant: p[0..n) sorted by t ascending with delta
- * strictly descending -- no pair is redundant (seed 002 footnote 1: none
+ * strictly descending -- no pair is redundant (Srivastava & Widom 2004 footnote 1: none
  * has both a t and a delta no smaller than another pair's); n <= cap <=
  * GSQ_MAX_BOUND_PAIRS (a pair that would not fit is dropped: a weaker
  * guarantee, never a wrong one).  p is owned. */
@@ -458,7 +458,7 @@ typedef struct gsq_time_gen {
     gsq_tg_stream *st;
     gsq_bound_set *bstar;
     uint32_t pairs_declared, pairs_closure; /* B's pairs; B*'s beyond them */
-    int timeout_needed;           /* seed 002 theorem 3.3 */
+    int timeout_needed;           /* Srivastava & Widom 2004 theorem 3.3 */
     uint64_t quantum_usec;        /* wall-clock unit of `pending` */
     uint32_t cap;
     uint64_t base_q;              /* pending covers [base_q, base_q + cap) */
@@ -587,7 +587,7 @@ struct gsq_run {
     gsq_event *events;
     uint32_t n_events, cap_events;
     uint64_t events_dropped;
-    gsq_time_gen tg;            /* heartbeat generation (seed 002) */
+    gsq_time_gen tg;            /* heartbeat generation (Srivastava & Widom 2004) */
     /* traces */
     int trace_fd;               /* -1 when closed */
     gsq_buf trace_out;
@@ -602,7 +602,7 @@ struct gsq_run {
     gsq_buf report;
 };
 
-/* ---- heartbeat generation (seed 002; core/heartbeat_gen.c) ------------- */
+/* ---- heartbeat generation (Srivastava & Widom 2004; core/heartbeat_gen.c) ------------- */
 
 /* Set up the generator from the run's options once the sources are open
  * (0, or -1 with the run failed); release it. */

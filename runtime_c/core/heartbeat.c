@@ -1,6 +1,6 @@
 /*
  * heartbeat.c -- the heartbeat timer, stall detection and heartbeat traces
- * (seed 000 sections 4 and 6).
+ * (Johnson et al. 2005 sections 4 and 6).
  *
  * Timer.  The first time the run's clock is known (at the start for the
  * wall and fixed clocks, at the first timestamp for the data clock) the
@@ -17,7 +17,7 @@
  * the end of input fires one more tick (gsq_hb_final), before the LFTAs'
  * finish(), whatever the clock.
  *
- * Stalls (seed 000 6.1), checked at every tick.  A source that is not at
+ * Stalls (Johnson et al. 2005, 6.1), checked at every tick.  A source that is not at
  * its end and delivered no record while the clock advanced stall_intervals
  * intervals is stalled; an LFTA whose source is not at its end and that
  * emitted nothing (data or heartbeat) as long likewise.  Progress is
@@ -25,9 +25,9 @@
  * `pushed` count), so "last seen" is the clock at that observation.  Each
  * change is an event (kept up to GSQ_MAX_EVENTS) for the report and stats.
  *
- * Traces (seed 000 6.2), with option trace.  Every heartbeat an LFTA emits
+ * Traces (Johnson et al. 2005, 6.2), with option trace.  Every heartbeat an LFTA emits
  * gets the next trace id and an origin (LFTA, CLOCK_MONOTONIC time, run
- * clock; for a source with generated heartbeats, seed 002, also the
+ * clock; for a source with generated heartbeats, Srivastava & Widom 2004, also the
  * source, its generated heartbeat and its largest timestamp then).  The
  * drain dispatches it with run->cur_trace set, and every HFTA that
  * receives a heartbeat meanwhile -- the LFTA's, or one an HFTA emitted

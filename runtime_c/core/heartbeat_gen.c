@@ -1,5 +1,5 @@
 /*
- * heartbeat_gen.c -- heartbeat generation from time bounds (seed 002,
+ * heartbeat_gen.c -- heartbeat generation from time bounds (Srivastava & Widom 2004,
  * Srivastava & Widom, "Flexible time management in data stream systems").
  *
  * The streams are the run's sources with record timestamps.  Each record's
@@ -560,7 +560,7 @@ int gsq_heartbeats_generated(gsq_node *node)
  * A stream "keeps promises" when each of its heartbeats h says that no later
  * data tuple of the stream is below h in h's temporal columns, because the
  * run drops (and counts) whatever would break it before it gets there:
- *   - an LFTA instance whose source's heartbeats are generated (seed 002)
+ *   - an LFTA instance whose source's heartbeats are generated (Srivastava & Widom 2004)
  *     and whose heartbeat follows only the record's own timestamp
  *     (hb_record_time; for a CSV source its time column): records below a
  *     promise are dropped at the input;

@@ -115,7 +115,7 @@ void gsq_emit_masked(gsq_node *node, const void *const *cols, uint32_t first,
  * under the other clocks), so the row sees what it would as a record. */
 void gsq_cols_row_clock(gsq_node *node, const struct gsq_cols *cols, uint32_t i);
 
-/* The time bound an idle source can promise from the clock (seed 000 4.5).
+/* The time bound an idle source can promise from the clock (Johnson et al. 2005, 4.5).
  * For an LFTA whose interface has a maximum skew (option max_skew:NAME) and
  * while the run's clock is known: *out = clock in microseconds - skew
  * (0 if the skew is larger) and the result is 0.  Otherwise (no skew for the
@@ -126,7 +126,7 @@ void gsq_cols_row_clock(gsq_node *node, const struct gsq_cols *cols, uint32_t i)
 int gsq_clock_bound_usec(gsq_node *node, uint64_t *out);
 
 /* The out-of-order bound of an LFTA's interface (option out_of_order:NAME;
- * seed 002, B_ii): no record trails the largest timestamp read before it by
+ * Srivastava & Widom 2004, B_ii): no record trails the largest timestamp read before it by
  * more than *out microseconds.  Result 0 and *out set when the option is
  * set for the interface, else nonzero (*out untouched).  The LFTA's
  * heartbeat then promises only (largest timestamp seen - bound), and a
@@ -134,7 +134,7 @@ int gsq_clock_bound_usec(gsq_node *node, uint64_t *out);
  * GSQ_CNT_SKEW_DROPPED. */
 int gsq_out_of_order_usec(gsq_node *node, uint64_t *out);
 
-/* Generated heartbeats (seed 002; core/heartbeat_gen.c).  When the run
+/* Generated heartbeats (Srivastava & Widom 2004; core/heartbeat_gen.c).  When the run
  * generates heartbeats for the LFTA's source (time bounds declared: skew,
  * latency, out_of_order of a source with record timestamps, an estimator,
  * a timeout), the heartbeat it may promise now, in microseconds of the
@@ -401,7 +401,7 @@ typedef struct gsq_lfta_def {
     int time_type;
     /* Nonzero when every field its heartbeat follows is the record's own
      * timestamp (a packet's, or the CSV time column): under generated
-     * heartbeats (seed 002) its heartbeats are then kept promises, and an
+     * heartbeats (Srivastava & Widom 2004) its heartbeats are then kept promises, and an
      * HFTA reading it may take them as closing every older epoch
      * (gsq_input_heartbeats_strict). */
     int hb_record_time;
@@ -722,7 +722,7 @@ GSQ_EXPORT int gsqlc_cancel(gsq_run *r);
  *                   records have timestamps, in seconds of the records' time
  *                   (microsecond resolution): a source's is the heartbeat
  *                   it was issued when heartbeats are generated for it
- *                   (seed 002), else the latest timestamp of the batches
+ *                   (Srivastava & Widom 2004), else the latest timestamp of the batches
  *                   it read (a running maximum); the lowest over the
  *                   sources still reading, the highest once all ended.
  *                   has_watermark 0: none yet (no source with timestamps,

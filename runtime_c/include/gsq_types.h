@@ -66,7 +66,7 @@ enum gsq_tuple_kind {
     GSQ_DATA = 0,      /* an ordinary tuple */
     GSQ_HEARTBEAT = 1, /* temporal update: temporal columns set, others ignored */
     GSQ_EOF = 2,       /* end of stream: no tuple bytes (tup may be NULL, len 0) */
-    /* joint punctuation (seed 004 s.7): a temporal update on two columns
+    /* joint punctuation (Li et al. 2008 s.7): a temporal update on two columns
      * together -- no later tuple has BOTH its left-time columns below the
      * values given AND its right-time columns below theirs; other fields
      * ignored.  Routed between operators like GSQ_HEARTBEAT, never handed to

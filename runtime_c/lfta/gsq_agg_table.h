@@ -13,7 +13,7 @@
  * with accumulators holding the record's contribution (what a new group
  * starts from; folding g into a slot counts the record).
  *
- * Out-of-order processing (seed 004, sections 5.2 and 6): up to max_epochs
+ * Out-of-order processing (Li et al. 2008, sections 5.2 and 6): up to max_epochs
  * (N, Tigon's max_lfta_disorder) epochs are open at once, so a record of a
  * slightly older epoch is still counted, and the groups of an epoch that
  * closes leave the table as `flush` says: IMMEDIATE (all at once), SLOW
@@ -66,7 +66,7 @@
  *  - A heartbeat (gsq_agg_heartbeat) is progress: an epoch hb newer than
  *    every open one opens (with no groups), closing the oldest if N were
  *    open.  A promise (`promise`: every later record is at or after hb,
- *    e.g. generated heartbeats, seed 002) also closes every open epoch
+ *    e.g. generated heartbeats, Srivastava & Widom 2004) also closes every open epoch
  *    older than hb's and ejects its groups and the closed epoch's pending
  *    ones at once (they are complete), and is sent on as hb itself.
  *    Before any record it is sent on unchanged and changes nothing.

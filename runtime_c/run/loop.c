@@ -224,7 +224,7 @@ static void run_batch(gsq_run *r, gsq_source *s)
             prefetch_record(s, i + GSQ_PREFETCH_AHEAD);
         if (data_clock)
             record_clock(r, rec);
-        /* below a heartbeat already issued: dropped and counted (seed 002) */
+        /* below a heartbeat already issued: dropped and counted (Srivastava & Widom 2004) */
         if (tg && !rec->ts_unreadable && gsq_tg_arrive(tg, rec->app_usec))
             continue;
         for (j = 0; j < s->n_lftas && !r->failed; j++) {

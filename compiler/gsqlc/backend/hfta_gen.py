@@ -244,7 +244,7 @@ def _epochs(gen: GenContext, em: CEmitter, n: HftaAggregate, ident: str) -> Temp
             hb_assigns.append(f"t.{field_member(col.name)} = {hem.as_type(e, col.type)};")
         elif col.type.is_numeric:
             hb_assigns.append(no_bound(col))
-    # Joint punctuation (seed 004 section 7): the temporal keys over the
+    # Joint punctuation (Li et al. 2008, section 7): the temporal keys over the
     # join's left and right times, evaluated on its joint punctuation.
     joint: list[dict[str, object]] = []
     for side, idx in (("l", n.joint_left), ("r", n.joint_right)):

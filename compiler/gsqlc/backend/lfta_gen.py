@@ -129,7 +129,7 @@ def lfta_parts(gen: GenContext, n: LftaNode) -> LftaParts:
     for name, f in proto.fields.items():
         if f.required:
             reads.unpack(name)
-    # Heartbeats (seed 000 4.3-4.5): the temporal fields behind the
+    # Heartbeats (Johnson et al. 2005, 4.3-4.5): the temporal fields behind the
     # temporal output are unpacked and saved before the predicate, so a
     # rejected record still advances time.
     hb_exprs = heartbeat_exprs(n)

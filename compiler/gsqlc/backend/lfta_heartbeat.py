@@ -1,4 +1,4 @@
-"""The shape of an LFTA's heartbeats (seed 000 4.3-4.5, seed 002): which
+"""The shape of an LFTA's heartbeats (Johnson et al. 2005, 4.3-4.5, Srivastava & Widom 2004): which
 temporal input fields its heartbeat follows, and for each the calls of
 runtime_c/lfta/gsq_lfta_heartbeat.h (the algorithm: admission, the largest
 value seen, the clock's bound, inference, generated promises) with the
@@ -118,7 +118,7 @@ def _field_body(hb: LftaHeartbeat, node_name: str, proto: Protocol, name: str) -
     hb.unit_nsec = hb.unit_nsec or (clock_unit is None and f.source == "csv")
     frac = clock_unit is None and ct == "double"   # a float column: units with a fraction
     # A field of the record's own timestamp follows the run's generated
-    # heartbeat (seed 002) when there is one: it promises that (in its unit,
+    # heartbeat (Srivastava & Widom 2004) when there is one: it promises that (in its unit,
     # rounded down) and reports the promise back, so the runtime drops what
     # arrives below it.  (A CSV source's record time is its time column.)
     from_record = (f.accessor is not None and f.accessor.lower() in _RECORD_TIME) \
@@ -132,7 +132,7 @@ def _field_body(hb: LftaHeartbeat, node_name: str, proto: Protocol, name: str) -
         hb.body.append(f"if (gen == 0) {{ {var} = gsq_hb_{ht}_promise({state}, {conv}); "
                        f"gsq_heartbeat_promised(node, {back}); }} else {{")
     # Otherwise the heartbeat infers max(largest value seen - the
-    # out-of-order bound (seed 002, B_ii; rounded up to the field's unit),
+    # out-of-order bound (Srivastava & Widom 2004, B_ii; rounded up to the field's unit),
     # the clock less the skew, earlier promises).
     if clock_unit is not None:
         hb.body.append(f"if (have_bound) gsq_hb_{ht}_clock({state}, "

@@ -98,7 +98,7 @@ def _epochs(k: int) -> str:
 
 
 def _order_line(n: PlanNode) -> str:
-    """How the operator treats the order of its input (seed 004)."""
+    """How the operator treats the order of its input (Li et al. 2008)."""
     if isinstance(n, LftaAggregate):
         return (f"    order:    {_epochs(n.disorder)} (older ones pass on to the HFTA); "
                 f"{n.flush} flush")
@@ -119,7 +119,7 @@ def _order_line(n: PlanNode) -> str:
         return ("    order:    out of order: its readers are order-agnostic, tuples pass straight "
                 "through and the heartbeat is the least of the inputs' progress")
     if isinstance(n, HftaJoin):
-        joint = ("; it emits joint punctuation on both inputs' times together (seed 004 "
+        joint = ("; it emits joint punctuation on both inputs' times together (Li et al. 2008, "
                  "section 7)" if n.joint_punctuation else "")
         if isinstance(n, HftaFilterJoin) or all(n.inputs_ordered):
             return "    order:    in order: each input in order of its temporal column" + joint

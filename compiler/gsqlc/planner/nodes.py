@@ -110,7 +110,7 @@ class LftaNode(PlanNode):
     select: tuple[Named, ...] = ()
     # the merge of this LFTA's instances over an interface set preserves
     # order (False: its consumers are order-agnostic, it passes tuples
-    # straight through -- seed 004's OOP union)
+    # straight through -- Li et al.'s (2008) OOP union)
     set_merge_ordered: bool = True
 
     @property
@@ -169,7 +169,7 @@ class HftaAggregate(_Grouped, HftaNode):
     # its input's heartbeats are promises (an HFTA's output): a heartbeat
     # closes every older epoch; from an LFTA they only report progress
     strict_heartbeats: bool = False
-    # joint punctuation from a band join (seed 004 section 7): the temporal
+    # joint punctuation from a band join (Li et al. 2008, section 7): the temporal
     # group-by keys over the join's left time and over its right time; a
     # group below a joint punctuation on both leaves before its epoch closes
     joint_left: tuple[int, ...] = ()
@@ -199,7 +199,7 @@ class SamplingPlan:
 class HftaMerge(HftaNode):
     """Union of its inputs on a temporal column: order-preserving, or (when
     every consumer is order-agnostic) passing tuples straight through and
-    forwarding the least of its inputs' progress (seed 004's OOP union)."""
+    forwarding the least of its inputs' progress (Li et al.'s (2008) OOP union)."""
     kind: ClassVar[str] = "merge"
     merge: MergeInfo
     ordered: bool = True
@@ -214,7 +214,7 @@ class HftaJoin(HftaNode):
     # each input arrives in order of its temporal column; an input that does
     # not (an OOP union) advances the join only by its heartbeats
     inputs_ordered: tuple[bool, bool] = (True, True)
-    # emit joint punctuation (seed 004 7, join_op.hpp "Joint punctuation"):
+    # emit joint punctuation (Li et al. 2008, 7, join_op.hpp "Joint punctuation"):
     # GSQ_JOINT_HEARTBEAT tuples bounding the left and right time columns
     # together, for a reader that groups on both
     joint_punctuation: bool = False

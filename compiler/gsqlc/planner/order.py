@@ -2,7 +2,7 @@
 whether its readers need it in order of its temporal columns, and what each
 node may then do out of order -- merges that pass tuples through as they
 come, aggregations that keep more epochs open behind a band join, joins'
-joint punctuation for the aggregations that read them (seed 004).
+joint punctuation for the aggregations that read them (Li et al. 2008).
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def requires_order(n: PlanNode, needs_order: dict[str, bool]) -> bool:
     if isinstance(n, HftaFilterJoin):
         return True
     if isinstance(n, HftaJoin):
-        # seed 004 5.3: a join purges by its inputs' heartbeats and takes
+        # Li et al. 2008, 5.3: a join purges by its inputs' heartbeats and takes
         # them out of order -- its output then is out of order too
         return needs_order[n.name]
     return True
@@ -178,7 +178,7 @@ def _with_joint_punctuation(n: HftaAggregate, earlier: list[PlanNode],
                             any_order: bool) -> HftaAggregate:
     """An aggregation reading a join directly whose temporal group-by keys
     cover both the join's left time and its right time (each key over one of
-    them) uses the join's joint punctuation (seed 004 section 7); the join
+    them) uses the join's joint punctuation (Li et al. 2008, section 7); the join
     (in `earlier`, replaced there) then emits it.  any_order: no reader needs
     the aggregation's output in order, so covered groups may leave from any
     open epoch."""

@@ -4,7 +4,7 @@ that a face can check its options without loading the planner.
 """
 from __future__ import annotations
 
-# Epochs of the temporal group-by an aggregation keeps open at once (seed 004,
+# Epochs of the temporal group-by an aggregation keeps open at once (Li et al. 2008,
 # Tigon's max_lfta_disorder / max_hfta_disorder and their defaults): 1 is
 # in-order processing, more lets tuples that arrive up to that many epochs
 # behind the newest still count.

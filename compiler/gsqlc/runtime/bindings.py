@@ -252,7 +252,7 @@ def time_options(ifaces: Interfaces, bindings: Bindings) -> dict[str, str]:
     """The runtime's time options for the bound interfaces: max_skew,
     out_of_order, latency, time_unit and arrival (the arrival column resolved
     to POS:TYPE through the PROTOCOLs of the queries reading the interface)
-    per interface, skew:A:B (seed 002 B_ab), the interface properties a
+    per interface, skew:A:B (Srivastava & Widom 2004 B_ab), the interface properties a
     query reads as @KEY (prop:IFACE:KEY) and the heartbeat generator's hb_*
     settings (runtime_c/core/heartbeat_gen.c)."""
     uris = dict(bindings.sources)

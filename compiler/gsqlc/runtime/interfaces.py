@@ -21,7 +21,7 @@ and the library do not depend on it (bindings.resolve_bindings returns the
 memberships, runner.run_library calls gsqlc_add_set_member; the runtime runs
 the LFTA's instances and its generated set merge, run/sets.c).
 
-Time bounds (seed 002, Srivastava & Widom, "Flexible time management in data
+Time bounds (Srivastava & Widom, "Flexible time management in data
 stream systems"; issue 11).  An interface's table may also give
 
     [interface.a]
@@ -44,7 +44,7 @@ heartbeat generator's settings:
     after = 1.0           # t_ab, wall-clock seconds
     bound = 5.0           # delta_ab, application-time seconds
 
-(or several [[skew.a.b]] tables: a set of pairs, seed 002 section 3.1 -- e.g.
+(or several [[skew.a.b]] tables: a set of pairs, Srivastava & Widom 2004, section 3.1 -- e.g.
 a loose bound at once and a tight one later; a pair given again on the
 command line is added to the set)
     [heartbeats]
@@ -65,7 +65,7 @@ They become the runtime's options (bindings.time_options): out_of_order:NAME,
 latency:NAME, skew:A:B ("after,bound;after,bound"), hb_estimate, hb_horizon,
 hb_window, hb_alpha, hb_timeout and hb_level (the [heartbeats] key `level`,
 "operator" or "query"), for the heartbeat generator (runtime_c/core/
-heartbeat_gen.c, seed 002), with time_unit:NAME and arrival:NAME below.
+heartbeat_gen.c, Srivastava & Widom 2004), with time_unit:NAME and arrival:NAME below.
 
 Record timestamps of CSV (and Arrow) interfaces.  A CSV interface's records
 carry timestamps when its time column is known: the temporal field the
@@ -108,7 +108,7 @@ class Heartbeats:
     window: Optional[int] = None
     alpha: Optional[float] = None
     timeout: Optional[float] = None
-    level: str = "operator"   # "query": one heartbeat for every source (seed 002 7.1)
+    level: str = "operator"   # "query": one heartbeat for every source (Srivastava & Widom 2004, 7.1)
 
 
 def _properties(where: str, props: object) -> dict[str, str]:
@@ -135,7 +135,7 @@ class Interfaces:
     # where arrival and time_unit were given (for errors), by interface
     arrival_where: dict[str, str] = field(default_factory=dict)
     time_unit_where: dict[str, Where] = field(default_factory=dict)
-    # (a, b) -> the set of (after, bound) pairs (seed 002 3.1: usually one),
+    # (a, b) -> the set of (after, bound) pairs (Srivastava & Widom 2004, 3.1: usually one),
     # and where it was given (for errors)
     skew_bounds: dict[tuple[str, str], list[tuple[float, float]]] = field(default_factory=dict)
     skew_where: dict[tuple[str, str], str] = field(default_factory=dict)

@@ -1,5 +1,5 @@
 """`gsqlc trace FILE [--plot out.png]`: per-operator queueing delay of the
-heartbeats a run traced (`gsqlc run --trace FILE`, seed 000 section 6.2).
+heartbeats a run traced (`gsqlc run --trace FILE`, Johnson et al. 2005, section 6.2).
 
 Each line of FILE is one heartbeat's path:
     {"trace": 7, "origin": "_fta_flows", "emitted_usec": T0,
@@ -8,7 +8,7 @@ The delay of a hop is its arrival time less the previous hop's (the
 origin's emission for the first hop): the time the heartbeat spent queued
 before that operator.
 
-When the run generates heartbeats from time bounds (seed 002), a line also
+When the run generates heartbeats from time bounds (Srivastava & Widom 2004), a line also
 has the origin's "source", its generated "heartbeat_usec" and "data_usec",
 the largest timestamp that had arrived on it: `read` gathers them per
 source, the summary reports each source's heartbeat lag and the plot draws
