@@ -191,3 +191,13 @@ def test_sanitized_runner_gives_the_same_rows(gsqlc, capture, tmp_path):
                      "--param", "port=443", "--prefilter", "off")
         assert want.returncode == 0, want.err
         assert r.stdout == want.out and r.stdout.count("\n") > 10, query
+
+
+def test_interface_set_members_each_prefiltered(gsqlc, capture):
+    """An interface set of two members: each member's source has the
+    prefilter of the set's LFTAs, and rows and counters are those without."""
+    pcap, q = capture
+    _, on, _ = _same_with_and_without(gsqlc, q, "--source", f"default=pcap:{pcap}",
+                                      "--source", f"default=pcap:{pcap}")
+    assert len(on["sources"]) == 2
+    assert all(s["prefilter"] and s["prefilter_skipped"] > 0 for s in on["sources"])
