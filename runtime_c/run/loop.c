@@ -124,7 +124,8 @@ static void run_batch_prefiltered(gsq_run *r, gsq_source *s)
     uint32_t n = s->ring.n_recs, i, j, b;
     const gsq_record *recs = s->ring.recs;
     int data_clock = r->clock_mode == GSQ_CLOCK_DATA && s->has_ts && s->clock_readers;
-    int any_dropped = 0, prefetch = 0;
+    uint32_t n_dropped = 0;
+    int prefetch = 0;
     uint64_t bits = 0, unclean = 0;
     uint32_t calls[64];
     if (r->clock_mode == GSQ_CLOCK_DATA && s->has_ts && !s->clock_readers)
@@ -133,9 +134,9 @@ static void run_batch_prefiltered(gsq_run *r, gsq_source *s)
         for (i = 0; i < n; i++) {
             s->pf_dropped[i] = (uint8_t)(!recs[i].ts_unreadable &&
                                          gsq_tg_arrive(s->tg, recs[i].app_usec));
-            any_dropped |= s->pf_dropped[i];
+            n_dropped += s->pf_dropped[i];
         }
-    pf->run(recs, n, any_dropped ? s->pf_dropped : NULL, s->pf_want, s->pf_classes);
+    pf->run(recs, n, n_dropped ? s->pf_dropped : NULL, s->pf_want, s->pf_classes);
     for (b = 0; b < 64; b++) {
         gsq_node *nd = s->pf_node[b];
         if (!nd)
@@ -154,7 +155,7 @@ static void run_batch_prefiltered(gsq_run *r, gsq_source *s)
         uint64_t m;
         if (prefetch && i + GSQ_PREFETCH_AHEAD < n) {
             uint32_t k = i + GSQ_PREFETCH_AHEAD;
-            if (!any_dropped || !s->pf_dropped[k]) {
+            if (!n_dropped || !s->pf_dropped[k]) {
                 for (m = (s->pf_want[k] | unclean) & bits; m; m &= m - 1) {
                     gsq_node *nd = s->pf_node[__builtin_ctzll(m)];
                     if (nd->lfta->prefetch)
@@ -169,7 +170,7 @@ static void run_batch_prefiltered(gsq_run *r, gsq_source *s)
         }
         if (data_clock)
             record_clock(r, rec);
-        if (any_dropped && s->pf_dropped[i])
+        if (n_dropped && s->pf_dropped[i])
             continue;
         for (m = (s->pf_want[i] | unclean) & bits; m && !r->failed; m &= m - 1) {
             b = (uint32_t)__builtin_ctzll(m);
@@ -183,9 +184,7 @@ static void run_batch_prefiltered(gsq_run *r, gsq_source *s)
     }
     if (!r->failed) {
         uint64_t m;
-        uint32_t given = 0; /* records the LFTAs were offered: all but the drops */
-        for (i = 0; i < n; i++)
-            given += !(any_dropped && s->pf_dropped[i]);
+        uint32_t given = n - n_dropped; /* records the LFTAs were offered */
         for (m = bits & ~unclean; m; m &= m - 1) {
             gsq_node *nd;
             const gsq_lfta_prefilter *p;

@@ -18,18 +18,14 @@ from typing import Optional
 
 from ..frontend import ast
 from ..planner.nodes import LftaAggregate, LftaNode
-from ..planner.prefilter import Prefilter, plan_prefilters
+from ..planner.prefilter import CHEAP_TYPES, Prefilter, plan_prefilters
 from ..semantics.bound import FieldRef
 from ..semantics.schema import Protocol
-from ..semantics.types import Type
-from .cescape import c_comment, c_string
+from .cescape import c_comment, c_identifier, c_string
 from .cexpr import CEmitter, EmitContext
 from .gen_shared import GenContext, TemplateData
 from .lfta_heartbeat import HB_TYPE, heartbeat_exprs, lfta_heartbeat
 from .lfta_reads import LftaReads, field_var, fields_of
-
-_SCALAR = {Type.BOOL, Type.USHORT, Type.UINT, Type.INT, Type.ULLONG, Type.LLONG, Type.FLOAT,
-           Type.IP}
 
 
 @dataclass(frozen=True)
@@ -71,7 +67,7 @@ class PrefilterSet:
         clean, seen = [], []
         for name in c.hb_fields:
             f = c.protocol.fields[name]
-            ht, sfx = HB_TYPE[f.type.c_type], _ident(name)
+            ht, sfx = HB_TYPE[f.type.c_type], c_identifier(name)
             clean.append(f"if (c->n && st->hb_{sfx}.promised && c->lo_{sfx} < st->hb_{sfx}.bound) "
                          "return 0;")
             if f.type.c_type == "double":   # a NaN orders with nothing: give it every record
@@ -89,15 +85,19 @@ class PrefilterSet:
         """prefilter.h and prefilter.c (none when the plan has no prefilter)."""
         if not self.prefilters:
             return {}
-        pfs = [_prefilter_data(i, pf, self.classes[i]) for i, pf in enumerate(self.prefilters)]
+        pfs = [_prefilter_data(i, pf, self.classes[i],
+                               [self.place[m.lfta.name][2] for m in pf.members])
+               for i, pf in enumerate(self.prefilters)]
         data = {"prefilters": pfs,
                 "pcap": any(c.protocol.source_kind == "pcap" for cs in self.classes for c in cs)}
         return {"prefilter.h": gen.render("prefilter.h.j2", data),
                 "prefilter.c": gen.render("prefilter.c.j2", data)}
 
 
-def _ident(name: str) -> str:
-    return field_var(name)[2:]
+def _avail_read(reads: LftaReads, name: str) -> str:
+    """Field `name` read into its variable, a_<name> set when the record
+    has it."""
+    return f"do {{ {reads.read_step(name, 'break;')} a_{c_identifier(name)} = 1; }} while (0);"
 
 
 def _emitter(prefix: str) -> CEmitter:
@@ -112,14 +112,15 @@ def _emitter(prefix: str) -> CEmitter:
     return CEmitter(EmitContext(resolve, no_param, cxx=False, const_prefix=prefix))
 
 
-def _prefilter_data(i: int, pf: Prefilter, classes: list[_Class]) -> TemplateData:
+def _prefilter_data(i: int, pf: Prefilter, classes: list[_Class],
+                    class_of: list[int]) -> TemplateData:
+    """The template data of prefilter i; class_of[b]: member b's class."""
     em = _emitter(f"pf_{i}_k")
     out_classes = []
     for k, c in enumerate(classes):
         proto = c.protocol
         reads = LftaReads(proto)
-        members = [m for m in pf.members
-                   if _Class(m.lfta.protocol, _hb_fields(m.lfta)) == c]
+        members = [m for m in pf.members if class_of[m.bit] == k]
         preds = sorted({p for m in members for p in m.signature})
         pred_fields = list(dict.fromkeys(
             nm for p in preds for nm in fields_of(pf.predicates[p].expr)))
@@ -128,22 +129,21 @@ def _prefilter_data(i: int, pf: Prefilter, classes: list[_Class]) -> TemplateDat
         # scalars start at 0 (a predicate may read one its record lacks);
         # the others (strings, IPv6) are only ever written
         decls = [f"{proto.fields[nm].type.c_type} {field_var(nm)}"
-                 + (" = 0;" if proto.fields[nm].type in _SCALAR else ";") for nm in names]
+                 + (" = 0;" if proto.fields[nm].type in CHEAP_TYPES else ";") for nm in names]
         admit = [reads.read_step(nm, "break;") for nm in required]
-        hb_reads = [f"do {{ {reads.read_step(nm, 'break;')} a_{_ident(nm)} = 1; }} while (0);"
-                    for nm in c.hb_fields if not proto.fields[nm].required]
-        hb_missing = " || ".join(f"!a_{_ident(nm)}" for nm in c.hb_fields
+        hb_reads = [_avail_read(reads, nm) for nm in c.hb_fields if not proto.fields[nm].required]
+        hb_missing = " || ".join(f"!a_{c_identifier(nm)}" for nm in c.hb_fields
                                  if not proto.fields[nm].required)
         stats = []
         for nm in c.hb_fields:
-            v, sfx = field_var(nm), _ident(nm)
+            v, sfx = field_var(nm), c_identifier(nm)
             stats.append(f"if (!cl->n || {v} < cl->lo_{sfx}) cl->lo_{sfx} = {v};")
             stats.append(f"if (!cl->n || {v} > cl->hi_{sfx}) cl->hi_{sfx} = {v};")
             if proto.fields[nm].type.c_type == "double":
                 stats.append(f"if ({v} != {v}) cl->nan_{sfx} = 1;")
-        field_reads = [f"do {{ {reads.read_step(nm, 'break;')} a_{_ident(nm)} = 1; }} while (0);"
-                       for nm in pred_fields if not proto.fields[nm].required]
-        avail = {nm: ("1" if proto.fields[nm].required else f"a_{_ident(nm)}")
+        field_reads = [_avail_read(reads, nm) for nm in pred_fields
+                       if not proto.fields[nm].required]
+        avail = {nm: ("1" if proto.fields[nm].required else f"a_{c_identifier(nm)}")
                  for nm in pred_fields}
         evals = []
         for p in preds:
@@ -162,9 +162,9 @@ def _prefilter_data(i: int, pf: Prefilter, classes: list[_Class]) -> TemplateDat
         out_classes.append({
             "k": k, "comment": c_comment(f"class {k}: PROTOCOL {proto.name}" + (
                 f", following {', '.join(c.hb_fields)}" if c.hb_fields else "")),
-            "hb": [(_ident(nm), proto.fields[nm].type.c_type) for nm in c.hb_fields],
+            "hb": [(c_identifier(nm), proto.fields[nm].type.c_type) for nm in c.hb_fields],
             "decls": decls, "admit": admit,
-            "flags": [f"uint8_t a_{_ident(nm)} = 0;" for nm in names
+            "flags": [f"uint8_t a_{c_identifier(nm)} = 0;" for nm in names
                       if not proto.fields[nm].required],
             "hb_reads": hb_reads, "hb_missing": hb_missing,
             "all_bits": " | ".join(f"((uint64_t)1 << {m.bit})" for m in members),

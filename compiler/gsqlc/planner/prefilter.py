@@ -36,7 +36,8 @@ from .plan import Plan
 MAX_MEMBERS = 64
 # the field sources a prefilter reads: a packet's headers, a CSV column
 _RECORD_SOURCES = ("pcap", "csv")
-_CHEAP_TYPES = {Type.BOOL, Type.USHORT, Type.UINT, Type.INT, Type.ULLONG, Type.LLONG,
+# the types of the fields a prefilter reads (scalars: cheap to read and compare)
+CHEAP_TYPES = {Type.BOOL, Type.USHORT, Type.UINT, Type.INT, Type.ULLONG, Type.LLONG,
                 Type.FLOAT, Type.IP}
 
 
@@ -71,7 +72,7 @@ def prefilterable(e: ast.Expr, proto: Protocol) -> bool:
     for x in walk(e):
         if isinstance(x, FieldRef):
             f = proto.fields.get(x.name)
-            if f is None or f.source not in _RECORD_SOURCES or f.type not in _CHEAP_TYPES:
+            if f is None or f.source not in _RECORD_SOURCES or f.type not in CHEAP_TYPES:
                 return False
         elif isinstance(x, ast.Literal):
             if x.kind in ("string", "ipv6"):
