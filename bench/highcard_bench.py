@@ -42,6 +42,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "compiler"))
 
+sys.path.insert(0, str(HERE))
+
+from run_bench import print_round, publish, rotated  # noqa: E402
+
 QUERY = HERE / "queries" / "highcard.gsql"
 SCHEMA = HERE / "queries" / "packets_columns.txt"
 SQL = ("SELECT time // 60 AS tb, srcIP, destIP, count(*) AS n, sum(len) AS bytes "
@@ -128,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     per_epoch = check.execute("SELECT count(*) / count(DISTINCT tb) FROM ref").fetchall()[0][0]
     times: dict[str, list[float]] = {e: [] for e in engines}
     for r in range(a.rounds):
-        for e in engines[r % len(engines):] + engines[:r % len(engines)]:
+        for e in rotated(engines, r):
             gc.collect()
             dt, res = run_engine(e, table, qs)
             got = answer_digest(check, res)
@@ -136,8 +140,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise SystemExit(f"ANSWER MISMATCH: {e}: {got} != {want}")
             times[e].append(dt)
             del res
-        print(f"  round {r + 1}: " + "  ".join(f"{e} {times[e][-1]:.3f}" for e in engines),
-              file=sys.stderr, flush=True)
+        print_round(r, times)
     med = {e: statistics.median(v) for e, v in times.items()}
     base = med.get("duckdb1")
     lines = [f"{a.rows:,} rows, {a.epochs} epochs, {a.dist} pairs "
@@ -149,10 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     for e in engines:
         ratio = f"{base / med[e]:.2f}x" if base else ""
         lines.append(f"| {e} | {med[e]:.3f} | {min(times[e]):.3f}-{max(times[e]):.3f} | {ratio} |")
-    text = "\n".join(lines)
-    print(text)
-    if a.markdown:
-        a.markdown.write_text(text + "\n")
+    publish(lines, a.markdown)
     return 0
 
 

@@ -36,7 +36,16 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import baselines  # noqa: E402
-from run_bench import ENV, QUERIES, empty_capture, ensure_data, load_average  # noqa: E402
+from run_bench import (  # noqa: E402
+    ENV,
+    QUERIES,
+    empty_capture,
+    ensure_data,
+    load_average,
+    print_round,
+    publish,
+    rotated,
+)
 
 CONFIGS = {"one": ("ports1", []), "sixteen": ("ports16", []),
            "sixteen_off": ("ports16", ["--prefilter", "off"]),
@@ -92,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     times: dict[str, list[float]] = {c: [] for c in runs}
     load = [load_average()]
     for r in range(a.rounds):
-        for c in runs[r % len(runs):] + runs[:r % len(runs)]:
+        for c in rotated(runs, r):
             base = c.removesuffix("_empty")
             out = a.scratch / f"{c}.txt"
             times[c].append(run(base, empty if c.endswith("_empty") else pcap, out))
@@ -103,8 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise SystemExit(f"ANSWER MISMATCH: {c}: {got} != {want} (kept: {out})")
             out.unlink()
         load.append(load_average())
-        print(f"  round {r + 1}: " + "  ".join(f"{c} {times[c][-1]:.3f}" for c in runs),
-              file=sys.stderr, flush=True)
+        print_round(r, times)
     med = {c: statistics.median(v) for c, v in times.items()}
     work = {c: med[c] - med[c + "_empty"] for c in CONFIGS}
     lines = [f"{a.packets:,} packets, {a.groups:,} pairs, {a.rounds} rounds; load {load[0]} .. "
@@ -115,10 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         t = times[c]
         lines.append(f"| {c} | {med[c]:.3f} | {min(t):.3f}-{max(t):.3f} | "
                      f"{med[c + '_empty']:.3f} | {work[c]:.3f} | {work[c] / work['one']:.2f} |")
-    text = "\n".join(lines)
-    print(text)
-    if a.markdown:
-        a.markdown.write_text(text + "\n")
+    publish(lines, a.markdown)
     return 0
 
 

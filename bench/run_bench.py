@@ -159,6 +159,26 @@ def check(engine: str, query: str, out: Path, ref: dict, ref_text: Path) -> None
     out.unlink()
 
 
+def rotated(names: list[str], r: int) -> list[str]:
+    """Round r's order: names rotated by r, so that a drift of the machine
+    reaches every one alike."""
+    return names[r % len(names):] + names[:r % len(names)]
+
+
+def print_round(r: int, times: dict[str, list[float]]) -> None:
+    """Round r's last time of each name, on stderr."""
+    print(f"  round {r + 1}: " + "  ".join(f"{e} {t[-1]:.3f}" for e, t in times.items()),
+          file=sys.stderr, flush=True)
+
+
+def publish(lines: list[str], markdown: Path | None) -> None:
+    """A benchmark's table printed, and written to `markdown` when given."""
+    text = "\n".join(lines)
+    print(text)
+    if markdown:
+        markdown.write_text(text + "\n")
+
+
 def load_average() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
@@ -178,16 +198,14 @@ def bench_query(query: str, pcap: Path, engines: list[str], rounds: int, scratch
     rss: dict[str, float] = {e: 0.0 for e in engines}
     load = [load_average()]
     for r in range(rounds):
-        order = engines[r % len(engines):] + engines[:r % len(engines)]
-        for e in order:
+        for e in rotated(engines, r):
             out = scratch / f"{e}_{query}.txt"
             dt, mb = run_engine(e, query, pcap, empty, out)
             check(e, query, out, ref, ref_text)
             times[e].append(dt)
             rss[e] = max(rss[e], mb)
         load.append(load_average())
-        print(f"  round {r + 1}: " + "  ".join(f"{e} {times[e][-1]:.3f}" for e in engines),
-              file=sys.stderr, flush=True)
+        print_round(r, times)
     ref_text.unlink()
     return {"query": query, "pcap": str(pcap), "reference": ref, "times": times,
             "peak_rss_mb": rss, "load": load}

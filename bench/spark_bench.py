@@ -69,6 +69,10 @@ import numpy as np
 import pandas as pd
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from run_bench import rotated  # noqa: E402
+
 QUERY = HERE / "queries" / "spark_q2.gsql"
 SCHEMA = HERE / "queries" / "packets_columns.txt"
 SITE_QUERY = HERE / "queries" / "spark_q3.gsql"
@@ -227,7 +231,7 @@ def rounds(path: Path, source: str, variants: list[str], n: int) -> dict:
     times: dict[str, list[float]] = {v: [] for v in variants}
     first: tuple[int, str] | None = None
     for r in range(n + 1):
-        order = variants[r % len(variants):] + variants[:r % len(variants)]
+        order = rotated(variants, r)
         seen, took = {}, {}
         for v in order:
             # A new DataFrame each run: collecting the same one again reuses
