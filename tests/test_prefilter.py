@@ -201,3 +201,22 @@ def test_interface_set_members_each_prefiltered(gsqlc, capture):
                                       "--source", f"default=pcap:{pcap}")
     assert len(on["sources"]) == 2
     assert all(s["prefilter"] and s["prefilter_skipped"] > 0 for s in on["sources"])
+
+
+def test_python_api_prefilter_keyword(capture):
+    """CompiledQuerySet.run(prefilter=...): the same batches on and off; a
+    value other than on/off refused, naming the setting."""
+    import pyarrow as pa
+
+    import gsqlc
+    pcap, q = capture
+    qs = gsqlc.compile([q])
+    got = {}
+    for pf in ("on", "off"):
+        run = qs.run({"default": f"pcap:{pcap}"}, output="web", params={"port": 443},
+                     prefilter=pf)
+        got[pf] = pa.Table.from_batches(list(run))
+    assert got["on"].num_rows > 10 and got["on"].equals(got["off"])
+    with pytest.raises(gsqlc.errors.SettingError, match="prefilter must be on or off"):
+        qs.run({"default": f"pcap:{pcap}"}, output="web", params={"port": 443},
+               prefilter="maybe")
