@@ -1,26 +1,42 @@
 // hash_table.hpp -- the open-addressing hash map behind the HFTA operators.
 //
-// Linear probing over a power-of-two array of slots kept in one std::vector,
-// grown by doubling when the load would pass 0.7.  Each slot stores the
-// (mixed) hash of its key: lookups compare hashes before calling Eq, and
-// growth never re-hashes keys (strings are hashed once per insert).
+// Linear probing over a power-of-two number of slots, grown by doubling
+// when the load would pass 0.7.  A slot is two parts in two arrays: its
+// (mixed) hash in hashes_, its key and value in entries_.  A probe walks the
+// dense hash array (eight slots a cache line) and touches an entry only
+// where the hashes match, so finding a key -- or the free slot a new key
+// takes, the common case when most groups are new -- costs about one miss
+// in each array, both of which prefetch() starts loading.  Growth never
+// re-hashes keys (strings are hashed once per insert).
+//
+// Invariants: hashes_[i] == 0 exactly when slot i is free, and entries_[i]
+// holds a constructed entry exactly when it is not (a free slot's entry is
+// raw memory: a map costs nothing per free slot beyond its 8 hash bytes
+// being zeroed).  Every key sits in the probe run that starts at its home
+// slot (hash & (capacity - 1)) with no free slot before it; erasing shifts
+// later members of the run back, so there are no tombstones.  size_ counts
+// the used slots and stays at or below 0.7 of the capacity.
 //
 // Iteration is in slot order and also available by index
 // (capacity / occupied / key_at / value_at / next_occupied), so a slow flush
 // can stop after one group and resume at the next slot later.  The order is a
 // pure function of the inserted keys and their insertion order.
 //
-// Requirements: Key and Value are default-constructible and move-assignable
-// (empty slots hold default-constructed objects; for std::string and plain
-// aggregate states that costs no allocation).  A map is copyable (when Key
-// and Value are) and movable; a moved-from map is empty and without storage,
-// and may be used again.
+// Requirements: Key and Value are move-constructible and move-assignable,
+// Value value-initialisable (a new key's value starts as Value{}).  A map is
+// copyable (when Key and Value are) and movable; a moved-from map is empty
+// and without storage, and may be used again.  Both arrays come from
+// gsq_table_reserve: one of GSQ_TABLE_HUGE_BYTES or more is mapped on huge
+// pages where the kernel allows (a map growing to millions of groups faults
+// a page in per 2 MiB, not per 4 KiB, and misses the TLB less), and a run's
+// freed large arrays are kept for the next table of their size.
 #ifndef GSQ_HASH_TABLE_HPP
 #define GSQ_HASH_TABLE_HPP
 
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <new>
@@ -28,44 +44,10 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 #include "gsq_runtime.h" // gsq_table_reserve, gsq_table_free
 
 namespace gsq {
-
-// The allocator of a map's slot array: an array of GSQ_TABLE_HUGE_BYTES or
-// more comes from gsq_table_reserve (on huge pages where the kernel allows:
-// a map growing to millions of groups faults a page in per 2 MiB, not per
-// 4 KiB, and misses the TLB less), a smaller one from std::allocator.
-template <class T>
-struct slot_allocator {
-    using value_type = T;
-    slot_allocator() = default;
-    template <class U>
-    slot_allocator(const slot_allocator<U> &) noexcept
-    {
-    }
-    static bool large(size_t n) noexcept { return n >= GSQ_TABLE_HUGE_BYTES / sizeof(T); }
-    T *allocate(size_t n)
-    {
-        if (!large(n))
-            return std::allocator<T>().allocate(n);
-        void *p = gsq_table_reserve(n, sizeof(T));
-        if (!p)
-            throw std::bad_alloc();
-        return static_cast<T *>(p);
-    }
-    void deallocate(T *p, size_t n) noexcept
-    {
-        if (large(n))
-            gsq_table_free(p);
-        else
-            std::allocator<T>().deallocate(p, n);
-    }
-    friend bool operator==(const slot_allocator &, const slot_allocator &) noexcept { return true; }
-    friend bool operator!=(const slot_allocator &, const slot_allocator &) noexcept { return false; }
-};
 
 // Murmur3's 64-bit finalizer: every input bit affects every output bit, so
 // identity-like user hashes (std::hash<int>, k % 8) still spread over the low
@@ -94,10 +76,9 @@ inline uint64_t hash_bytes(const void *p, size_t n) noexcept
 
 template <class Key, class Value, class Hash = std::hash<Key>, class Eq = std::equal_to<Key>>
 class open_hash_map {
-    struct slot {
-        uint64_t hash = 0; // 0 marks an empty slot; stored hashes are never 0
-        Key key{};
-        Value value{};
+    struct slot_entry {
+        Key key;
+        Value value;
     };
 
 public:
@@ -116,39 +97,59 @@ public:
         reserve(expected_size);
     }
 
-    open_hash_map(const open_hash_map &) = default;
-    open_hash_map &operator=(const open_hash_map &) = default;
+    open_hash_map(const open_hash_map &other) : hash_(other.hash_), eq_(other.eq_)
+    {
+        if (other.cap_ == 0)
+            return;
+        allocate(other.cap_);
+        for (size_t i = 0; i < cap_; ++i) {
+            if (other.hashes_[i]) {
+                ::new (static_cast<void *>(entries_ + i)) slot_entry(other.entries_[i]);
+                hashes_[i] = other.hashes_[i];
+                ++size_;
+            }
+        }
+    }
+    open_hash_map &operator=(const open_hash_map &other)
+    {
+        if (this != &other) {
+            open_hash_map copy(other);
+            swap(copy);
+        }
+        return *this;
+    }
 
-    // A moved-from map is empty and usable: no slots and size 0 (the
-    // defaulted moves would leave it with the old size and no slots, so
-    // find() on it would read out of bounds).
+    // A moved-from map is empty and usable: no slots and size 0.
     open_hash_map(open_hash_map &&other) noexcept(
         std::is_nothrow_move_constructible_v<Hash> && std::is_nothrow_move_constructible_v<Eq>)
-        : slots_(std::move(other.slots_)), size_(other.size_), hash_(std::move(other.hash_)),
-          eq_(std::move(other.eq_))
+        : hashes_(other.hashes_), entries_(other.entries_), cap_(other.cap_), size_(other.size_),
+          hash_(std::move(other.hash_)), eq_(std::move(other.eq_))
     {
-        other.release();
+        other.forget();
     }
     open_hash_map &operator=(open_hash_map &&other) noexcept(
         std::is_nothrow_move_assignable_v<Hash> && std::is_nothrow_move_assignable_v<Eq>)
     {
         if (this != &other) {
-            slots_ = std::move(other.slots_);
+            release();
+            hashes_ = other.hashes_;
+            entries_ = other.entries_;
+            cap_ = other.cap_;
             size_ = other.size_;
             hash_ = std::move(other.hash_);
             eq_ = std::move(other.eq_);
-            other.release();
+            other.forget();
         }
         return *this;
     }
-    ~open_hash_map() = default;
+    ~open_hash_map() { release(); }
 
     size_t size() const noexcept { return size_; }
     bool empty() const noexcept { return size_ == 0; }
     // Number of slots (0 or a power of two).
-    size_t capacity() const noexcept { return slots_.size(); }
+    size_t capacity() const noexcept { return cap_; }
 
-    // Returns the value of `key`, inserting a default-constructed one first if
+    // Returns the value of `key`, inserting a value-initialised one first if
     // absent; `.second` is true when it was inserted.  The reference stays
     // valid until the next insert or erase.
     std::pair<Value &, bool> find_or_insert(const Key &key) { return insert_impl(key, hash_of(key)); }
@@ -160,7 +161,7 @@ public:
     // The same, h being hash_of(key) (computed ahead, e.g. for a prefetch).
     std::pair<Value &, bool> find_or_insert(const Key &key, uint64_t h) { return insert_impl(key, h); }
 
-    // The hash the map files `key` under (never 0: 0 marks an empty slot);
+    // The hash the map files `key` under (never 0: 0 marks a free slot);
     // the same in every map of this type, whatever its size.
     uint64_t hash_of(const Key &key) const
     {
@@ -172,8 +173,8 @@ public:
     {
         if (size_ == 0)
             return nullptr;
-        slot &s = slots_[probe(key, hash_of(key))];
-        return s.hash ? &s.value : nullptr;
+        const size_t i = probe(key, hash_of(key));
+        return hashes_[i] ? &entries_[i].value : nullptr;
     }
     const Value *find(const Key &key) const { return const_cast<open_hash_map *>(this)->find(key); }
 
@@ -181,16 +182,17 @@ public:
     // given some keys ahead, so that a table larger than the cache costs
     // overlapping misses rather than one stall per key.
     void prefetch(const Key &key) const noexcept { prefetch_hash(hash_of(key)); }
-    // The same for the key whose hash_of is h.
+    // The same for the key whose hash_of is h: its home slot's hash and entry.
     void prefetch_hash(uint64_t h) const noexcept
     {
-        if (slots_.empty())
+        if (cap_ == 0)
             return;
-        const slot *s = &slots_[h & mask()];
-        __builtin_prefetch(s);
+        const size_t i = h & mask();
+        __builtin_prefetch(hashes_ + i);
+        __builtin_prefetch(entries_ + i, 1);
         // GCC counts a prefetch as no effect and would drop a caller that
         // only prefetches as pure; this keeps it.
-        __asm__ __volatile__("" : : "r"(s));
+        __asm__ __volatile__("" : : "r"(hashes_ + i));
     }
     bool contains(const Key &key) const { return find(key) != nullptr; }
 
@@ -201,7 +203,7 @@ public:
         if (size_ == 0)
             return false;
         const size_t at = probe(key, hash_of(key));
-        if (!slots_[at].hash)
+        if (!hashes_[at])
             return false;
         erase_at(at);
         return true;
@@ -215,10 +217,10 @@ public:
     size_t erase_if(Pred &&pred, OnErase &&on_erase)
     {
         size_t n = 0;
-        for (size_t i = 0; i < slots_.size() && size_ != 0;) {
-            slot &s = slots_[i];
-            if (s.hash && pred(static_cast<const Key &>(s.key), static_cast<const Value &>(s.value))) {
-                on_erase(static_cast<const Key &>(s.key), s.value);
+        for (size_t i = 0; i < cap_ && size_ != 0;) {
+            slot_entry &e = entries_[i];
+            if (hashes_[i] && pred(static_cast<const Key &>(e.key), static_cast<const Value &>(e.value))) {
+                on_erase(static_cast<const Key &>(e.key), e.value);
                 erase_at(i); // a later member of the run may move into i: look again
                 ++n;
             } else {
@@ -228,74 +230,55 @@ public:
         return n;
     }
 
-private:
-    void erase_at(size_t hole)
-    {
-        const size_t m = mask();
-        for (size_t j = (hole + 1) & m; slots_[j].hash; j = (j + 1) & m) {
-            const size_t home = slots_[j].hash & m;
-            // The entry at j may move into the hole only if its home slot is
-            // not cyclically inside (hole, j]; otherwise it would become
-            // unreachable from home.
-            const bool home_in_between =
-                hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
-            if (!home_in_between) {
-                slots_[hole] = std::move(slots_[j]);
-                hole = j;
-            }
-        }
-        slots_[hole] = slot{}; // also frees what the key/value owned
-        --size_;
-    }
-
-public:
-
     // ---- index access (slot order; stable while the map is not modified) --
-    bool occupied(size_t i) const noexcept { return slots_[i].hash != 0; }
+    bool occupied(size_t i) const noexcept { return hashes_[i] != 0; }
     const Key &key_at(size_t i) const noexcept
     {
         assert(occupied(i));
-        return slots_[i].key;
+        return entries_[i].key;
     }
     Value &value_at(size_t i) noexcept
     {
         assert(occupied(i));
-        return slots_[i].value;
+        return entries_[i].value;
     }
     const Value &value_at(size_t i) const noexcept
     {
         assert(occupied(i));
-        return slots_[i].value;
+        return entries_[i].value;
     }
     // First occupied slot index >= i, or capacity() if there is none.
     size_t next_occupied(size_t i) const noexcept
     {
-        while (i < slots_.size() && !slots_[i].hash)
+        while (i < cap_ && !hashes_[i])
             ++i;
         return i;
     }
 
-    // Removes every entry and keeps the slot array (for reuse at equal size).
-    void clear()
+    // Removes every entry and keeps the slots (for reuse at equal size).
+    void clear() noexcept
     {
         if (size_ == 0)
             return;
-        for (slot &s : slots_)
-            if (s.hash)
-                s = slot{};
+        destroy_entries();
+        std::memset(hashes_, 0, cap_ * sizeof *hashes_);
         size_ = 0;
     }
 
-    // Removes every entry and frees the slot array.
+    // Removes every entry and frees the slots.
     void release() noexcept
     {
-        std::vector<slot, slot_allocator<slot>>().swap(slots_);
-        size_ = 0;
+        if (cap_ == 0)
+            return;
+        destroy_entries();
+        gsq_table_free(hashes_);
+        gsq_table_free(entries_);
+        forget();
     }
 
-    // Re-allocates the slot array at the smallest capacity that holds the
-    // current entries (frees it when empty).  For maps that shrink a lot
-    // (a join's index after a purge); O(capacity).
+    // Re-allocates the slots at the smallest capacity that holds the current
+    // entries (frees them when empty).  For maps that shrink a lot (a join's
+    // index after a purge); O(capacity).
     void shrink_to_fit()
     {
         if (size_ == 0) {
@@ -305,7 +288,7 @@ public:
         size_t cap = min_capacity;
         while (over_max_load(size_, cap))
             cap *= 2;
-        if (cap < slots_.size())
+        if (cap < cap_)
             rehash(cap);
     }
 
@@ -314,17 +297,19 @@ public:
     {
         if (n == 0)
             return; // an empty map stays unallocated
-        size_t cap = slots_.empty() ? min_capacity : slots_.size();
+        size_t cap = cap_ == 0 ? min_capacity : cap_;
         while (over_max_load(n, cap))
             cap *= 2;
-        if (cap != slots_.size())
+        if (cap != cap_)
             rehash(cap);
     }
 
     void swap(open_hash_map &other) noexcept
     {
         using std::swap;
-        swap(slots_, other.slots_);
+        swap(hashes_, other.hashes_);
+        swap(entries_, other.entries_);
+        swap(cap_, other.cap_);
         swap(size_, other.size_);
         swap(hash_, other.hash_);
         swap(eq_, other.eq_);
@@ -345,7 +330,7 @@ public:
         };
 
         basic_iterator(map_ptr map, size_t index) : map_(map), index_(map->next_occupied(index)) {}
-        entry operator*() const { return entry{map_->slots_[index_].key, map_->slots_[index_].value}; }
+        entry operator*() const { return entry{map_->entries_[index_].key, map_->entries_[index_].value}; }
         basic_iterator &operator++()
         {
             index_ = map_->next_occupied(index_ + 1);
@@ -363,22 +348,24 @@ public:
     using const_iterator = basic_iterator<true>;
 
     iterator begin() { return iterator(this, 0); }
-    iterator end() { return iterator(this, slots_.size()); }
+    iterator end() { return iterator(this, cap_); }
     const_iterator begin() const { return const_iterator(this, 0); }
-    const_iterator end() const { return const_iterator(this, slots_.size()); }
+    const_iterator end() const { return const_iterator(this, cap_); }
 
 private:
+    static_assert(alignof(slot_entry) <= 64, "an entry's alignment exceeds what gsq_table_reserve gives");
+
     static bool over_max_load(size_t n, size_t cap) noexcept { return n * 10 > cap * 7; }
 
-    size_t mask() const noexcept { return slots_.size() - 1; }
+    size_t mask() const noexcept { return cap_ - 1; }
 
-    // The slot holding `key`, or the empty slot where it would go.  Needs a
-    // non-empty slot array with at least one empty slot (the load bound).
+    // The slot holding `key`, or the free slot where it would go.  Needs
+    // slots, at least one of them free (the load bound).
     size_t probe(const Key &key, uint64_t h) const
     {
         const size_t m = mask();
         size_t i = h & m;
-        while (slots_[i].hash && !(slots_[i].hash == h && eq_(slots_[i].key, key)))
+        while (hashes_[i] && !(hashes_[i] == h && eq_(entries_[i].key, key)))
             i = (i + 1) & m;
         return i;
     }
@@ -386,38 +373,100 @@ private:
     template <class K>
     std::pair<Value &, bool> insert_impl(K &&key, uint64_t h)
     {
-        if (slots_.empty())
+        if (cap_ == 0)
             rehash(min_capacity);
         size_t i = probe(key, h);
-        if (slots_[i].hash)
-            return {slots_[i].value, false};
-        if (over_max_load(size_ + 1, slots_.size())) {
-            rehash(slots_.size() * 2);
+        if (hashes_[i])
+            return {entries_[i].value, false};
+        if (over_max_load(size_ + 1, cap_)) {
+            rehash(cap_ * 2);
             i = probe(key, h);
         }
-        slot &s = slots_[i];
-        s.key = std::forward<K>(key);
-        s.hash = h;
+        ::new (static_cast<void *>(entries_ + i)) slot_entry{Key(std::forward<K>(key)), Value{}};
+        hashes_[i] = h;
         ++size_;
-        return {s.value, true};
+        return {entries_[i].value, true};
     }
 
-    void rehash(size_t new_capacity)
+    void erase_at(size_t hole)
     {
-        std::vector<slot, slot_allocator<slot>> old(new_capacity);
-        old.swap(slots_);
         const size_t m = mask();
-        for (slot &s : old) {
-            if (!s.hash)
-                continue;
-            size_t i = s.hash & m;
-            while (slots_[i].hash)
-                i = (i + 1) & m;
-            slots_[i] = std::move(s);
+        for (size_t j = (hole + 1) & m; hashes_[j]; j = (j + 1) & m) {
+            const size_t home = hashes_[j] & m;
+            // The entry at j may move into the hole only if its home slot is
+            // not cyclically inside (hole, j]; otherwise it would become
+            // unreachable from home.
+            const bool home_in_between =
+                hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+            if (!home_in_between) {
+                entries_[hole] = std::move(entries_[j]);
+                hashes_[hole] = hashes_[j];
+                hole = j;
+            }
+        }
+        entries_[hole].~slot_entry(); // also frees what the key/value owned
+        hashes_[hole] = 0;
+        --size_;
+    }
+
+    // Slots for cap entries, all free (cap_ 0 before: no storage held).
+    void allocate(size_t cap)
+    {
+        uint64_t *hashes = static_cast<uint64_t *>(gsq_table_reserve(cap, sizeof(uint64_t)));
+        slot_entry *entries = static_cast<slot_entry *>(gsq_table_reserve(cap, sizeof(slot_entry)));
+        if (!hashes || !entries) {
+            gsq_table_free(hashes);
+            gsq_table_free(entries);
+            throw std::bad_alloc();
+        }
+        std::memset(hashes, 0, cap * sizeof *hashes);
+        hashes_ = hashes;
+        entries_ = entries;
+        cap_ = cap;
+        size_ = 0;
+    }
+
+    void destroy_entries() noexcept
+    {
+        if constexpr (!std::is_trivially_destructible_v<slot_entry>) {
+            for (size_t i = 0; i < cap_; ++i)
+                if (hashes_[i])
+                    entries_[i].~slot_entry();
         }
     }
 
-    std::vector<slot, slot_allocator<slot>> slots_;
+    // The map without its storage (which another map took, or was freed).
+    void forget() noexcept
+    {
+        hashes_ = nullptr;
+        entries_ = nullptr;
+        cap_ = 0;
+        size_ = 0;
+    }
+
+    // Moves every entry into new_capacity slots (a failed allocation leaves
+    // the map as it was).
+    void rehash(size_t new_capacity)
+    {
+        open_hash_map grown(0, hash_, eq_);
+        grown.allocate(new_capacity);
+        const size_t m = grown.mask();
+        for (size_t j = 0; j < cap_; ++j) {
+            if (!hashes_[j])
+                continue;
+            size_t i = hashes_[j] & m;
+            while (grown.hashes_[i])
+                i = (i + 1) & m;
+            ::new (static_cast<void *>(grown.entries_ + i)) slot_entry(std::move(entries_[j]));
+            grown.hashes_[i] = hashes_[j];
+            ++grown.size_;
+        }
+        swap(grown); // grown: the old slots, destroyed and freed with it
+    }
+
+    uint64_t *hashes_ = nullptr;   // cap_ hashes; 0: the slot is free
+    slot_entry *entries_ = nullptr; // cap_ entries, constructed where used
+    size_t cap_ = 0;
     size_t size_ = 0;
     Hash hash_{};
     Eq eq_{};
