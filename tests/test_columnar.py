@@ -207,7 +207,7 @@ def test_the_default_lfta_table_grows_while_collisions_eject_many_groups(q2):
     })
     fixed = gsqlc.compile([BENCH / "spark_q2.gsql"], schema=BENCH / "packets_columns.txt",
                           lfta_table_size=262_144)
-    assert "growing to 64 MiB on collisions" in q2.explain()
+    assert "growing to 64 MiB while ejected groups come back" in q2.explain()
     # the bound the planner states is the runtime's
     header = (REPO / "runtime_c" / "lfta" / "gsq_agg_table.h").read_text()
     bound = re.search(r"#define GSQ_AGG_GROW_BYTES \(\(size_t\)(\d+) << 20\)", header)

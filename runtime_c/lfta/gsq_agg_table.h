@@ -81,12 +81,16 @@
  *  - n_slots (the table's, starting at the shape's) and n_slots / ways are
  *    powers of two, ways is 1..16 and a power of two; the bucket of hash h
  *    starts at slot (h & (n_slots / ways - 1)) * ways.
- *  - Growth (a shape with `hash`, grow on): once collisions have ejected
- *    n_slots / 4 groups since growth was last weighed, and more than one
- *    record in GSQ_AGG_GROW_RATE of those offered meanwhile (n_offered,
- *    which the generated code counts) ejected a group, it doubles, up to
- *    max_slots (the slots GSQ_AGG_GROW_BYTES holds; never fewer than the
- *    shape's).  A closed epoch's pending groups are ejected first (as a
+ *  - Growth (a shape with `hash`, grow on): each group a collision ejects
+ *    goes into a HyperLogLog sketch (`ejected`, cleared when the table
+ *    grows).  Once collisions have ejected n_slots / 4 groups since growth
+ *    was last weighed, the table doubles if more than one record in
+ *    GSQ_AGG_GROW_RATE of those offered meanwhile (n_offered, which the
+ *    generated code counts) ejected a group and the collisions since it
+ *    last grew number at least GSQ_AGG_GROW_RETURNS / 10 times the groups
+ *    the sketch counts -- groups leave and come back, so a larger table
+ *    would keep them -- up to max_slots (the slots GSQ_AGG_GROW_BYTES holds;
+ *    never fewer than the shape's).  A closed epoch's pending groups are ejected first (as a
  *    flush); every other group moves from bucket b to bucket b or
  *    b + n_slots / ways of the doubled table (the next bit of its hash), in
  *    its order, so no bucket overflows and nothing else changes: a bigger
@@ -119,6 +123,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "gsq_ops.h"     /* gsq_hash_mix */
 #include "gsq_runtime.h" /* gsq_table_alloc, gsq_table_free */
 
 #if defined(__GNUC__)
@@ -189,10 +194,20 @@ typedef struct gsq_agg_shape {
 #define GSQ_AGG_SLOT_ALIGN(n) \
     ((n) <= 8u ? 8 : (n) <= 16u ? 16 : (n) <= 32u ? 32 : (n) <= 64u ? 64 : 8)
 
-/* A table grows while more than one record in this many ejects a group:
- * below that its partials cost the HFTA less than a larger table's cache
- * misses cost every record. */
+/* A table grows while more than one record in GSQ_AGG_GROW_RATE ejects a
+ * group (below that its partials cost the HFTA less than a larger table's
+ * cache misses cost every record) and its collisions eject each group they
+ * eject GSQ_AGG_GROW_RETURNS / 10 times or more, on average: its groups
+ * come back after leaving (a larger table would keep them).  Groups that
+ * leave once each (most seen once or twice an epoch, however many of them)
+ * are not worth a larger table. */
 #define GSQ_AGG_GROW_RATE 10u
+#define GSQ_AGG_GROW_RETURNS 12u
+
+/* Registers of the sketch of ejected groups (a power of two): a relative
+ * error of about 1.04 / sqrt(GSQ_AGG_HLL_REGS), 2 % here. */
+#define GSQ_AGG_HLL_BITS 11u
+#define GSQ_AGG_HLL_REGS (1u << GSQ_AGG_HLL_BITS)
 
 /* The most bytes a growing table's slots take. */
 #define GSQ_AGG_GROW_BYTES ((size_t)64 << 20)
@@ -203,10 +218,14 @@ typedef struct gsq_agg_table {
     uint32_t n_slots;       /* group slots now (the shape's, or grown) */
     uint32_t max_slots;     /* what it may grow to (n_slots: it does not) */
     uint64_t grow_at;       /* n_collisions at which growth is next weighed */
+    uint64_t grown_at;      /* n_collisions when the table last grew (or 0) */
     uint64_t n_offered;     /* records offered (the generated code counts them) */
     uint64_t window_offered; /* n_offered when growth was last weighed (or
                                 the table last grew): n_slots / 4 collisions
                                 ago when it is weighed next, at grow_at */
+    /* growing: a HyperLogLog sketch of the groups collisions ejected since
+     * the table last grew (how many distinct ones) */
+    uint8_t ejected[GSQ_AGG_HLL_REGS];
     unsigned char *newest;  /* the newest open epoch's slot; NULL before any */
     uint32_t n_used;        /* used slots: groups not yet ejected */
     uint32_t n_pending;     /* used slots holding groups of the closed epoch */
@@ -550,16 +569,66 @@ static inline void gsq_agg_grow(gsq_agg_table *t, const gsq_agg_shape *sh, void 
     if (t->newest)
         t->newest = gsq_agg_epoch_of(t, sh, t->newest_tag);
     t->grow_at = n < t->max_slots ? t->n_collisions + n / 4u : UINT64_MAX;
+    t->grown_at = t->n_collisions;
     t->window_offered = t->n_offered;
+    memset(t->ejected, 0, sizeof t->ejected);
+}
+
+/* ln x for x >= 1 (2 atanh((y - 1) / (y + 1)) of its mantissa y in [1, 2),
+ * within 1e-9): the sketch's estimate needs no libm. */
+static inline double gsq_agg_ln(double x)
+{
+    double k = 0.0, y, y2, p, sum = 0.0;
+    while (x >= 2.0) {
+        x *= 0.5;
+        k += 1.0;
+    }
+    y = (x - 1.0) / (x + 1.0);
+    y2 = y * y;
+    p = y;
+    for (int i = 1; i < 24; i += 2) {
+        sum += p / i;
+        p *= y2;
+    }
+    return 2.0 * sum + k * 0.69314718055994531;
+}
+
+/* The groups the sketch has seen: HyperLogLog's estimate, by linear
+ * counting while it is small. */
+static inline uint64_t gsq_agg_ejected_groups(const gsq_agg_table *t)
+{
+    const double m = GSQ_AGG_HLL_REGS;
+    double inv = 0.0, est; /* inv: sum of 2^-register */
+    uint32_t zeros = 0;
+    for (uint32_t i = 0; i < GSQ_AGG_HLL_REGS; i++) {
+        inv += 1.0 / (double)((uint64_t)1 << (t->ejected[i] < 63u ? t->ejected[i] : 63u));
+        zeros += t->ejected[i] == 0;
+    }
+    est = 0.7213 / (1.0 + 1.079 / m) * m * m / inv; /* alpha_m m^2 / sum */
+    if (est <= 2.5 * m && zeros)
+        est = m * gsq_agg_ln(m / zeros);
+    return (uint64_t)est;
+}
+
+/* An ejected group (its hash h) into the sketch. */
+static inline void gsq_agg_sketch_ejected(gsq_agg_table *t, uint64_t h)
+{
+    uint64_t x = gsq_hash_mix(h);
+    uint32_t i = (uint32_t)(x >> (64u - GSQ_AGG_HLL_BITS));
+    uint8_t rank = (uint8_t)(__builtin_clzll(x << GSQ_AGG_HLL_BITS | 1u) + 1u);
+    if (rank > t->ejected[i])
+        t->ejected[i] = rank;
 }
 
 /* Collisions have ejected n_slots / 4 groups since growth was last weighed
- * (n_collisions reached grow_at): the table doubles when they came from more
- * than one record in GSQ_AGG_GROW_RATE offered meanwhile, else it waits as
- * many again. */
+ * (n_collisions reached grow_at): the table doubles when they came from
+ * more than one record in GSQ_AGG_GROW_RATE offered meanwhile and the
+ * collisions since it last grew number GSQ_AGG_GROW_RETURNS / 10 times the
+ * groups they ejected (the sketch), else it waits as many again. */
 static inline void gsq_agg_weigh_growth(gsq_agg_table *t, const gsq_agg_shape *sh, void *ctx)
 {
-    if ((uint64_t)(t->n_slots / 4u) * GSQ_AGG_GROW_RATE < t->n_offered - t->window_offered) {
+    if ((uint64_t)(t->n_slots / 4u) * GSQ_AGG_GROW_RATE < t->n_offered - t->window_offered ||
+        (t->n_collisions - t->grown_at) * 10u < gsq_agg_ejected_groups(t) * GSQ_AGG_GROW_RETURNS) {
         t->grow_at = t->n_collisions + t->n_slots / 4u;
         t->window_offered = t->n_offered;
         return;
@@ -586,6 +655,7 @@ GSQ_AGG_HOT void gsq_agg_accept(gsq_agg_table *t, const gsq_agg_shape *sh, const
             gsq_agg_eject_slot(t, sh, s, ctx);
         return;
     }
+
     if (sh->flush != GSQ_AGG_FLUSH_IMMEDIATE && t->n_pending &&
         (p = gsq_agg_pending_in(t, sh, h)) != NULL) {
         s = p; /* a closed epoch's group gives up its slot */
@@ -594,6 +664,8 @@ GSQ_AGG_HOT void gsq_agg_accept(gsq_agg_table *t, const gsq_agg_shape *sh, const
         t->n_met++;
         t->n_pending--;
     } else if (found == GSQ_AGG_FULL) {
+        if (t->grow_at != UINT64_MAX)
+            gsq_agg_sketch_ejected(t, sh->hash(s));
         sh->out(ctx, s, GSQ_AGG_EJECT_COLLISION);
         t->n_collisions++;
         t->count[s[0]]--;

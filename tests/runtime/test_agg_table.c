@@ -822,28 +822,29 @@ static void test_unlink(void)
  * it; heartbeats sent while groups are in the table never go down. */
 #define R_EPS 512u
 #define R_KEYS 200u
-/* Growth is weighed each n_slots / 4 collisions: a table whose records
- * eject a group rarely (one in 20) keeps its size, however many collisions
- * add up; one where most records eject doubles. */
-static void test_growth_weighs_the_ejection_rate(void)
+/* Growth is weighed each n_slots / 4 collisions: a table whose collisions
+ * eject each group once (4,000 keys seen once each) keeps its size, however
+ * many collisions add up; one whose ejected groups come back (two keys
+ * sharing a slot, each ejected over and over) doubles. */
+static void test_growth_weighs_returning_groups(void)
 {
-    for (int often = 0; often <= 1; often++) {
+    for (int back = 0; back <= 1; back++) {
         gsq_agg_shape sh = shape_of(64, 1);
         gsq_agg_table t;
         event_log lg = {0};
         sh.hash = t_hash;
         sh.grow = 1;
         table_new(&t, &sh);
-        /* keys 1 and 2 share slot 0 of every size (their hashes are 0 and
-         * 1 << 40): each switch between them ejects one; key 3 (hash 5)
-         * never collides */
         for (uint32_t r = 0; r < 4000; r++) {
-            int hot = often || r % 20 == 0;
-            uint32_t key = hot ? 1u + (r / (often ? 1u : 20u)) % 2u : 3u;
-            put(&t, &sh, 0, key, 1, key == 3u ? 5u : key == 2u ? (uint64_t)1 << 40 : 0u, &lg);
+            /* back: keys 1 and 2, hashes 0 and 1 << 40 (slot 0 of every
+             * size), switching each record; else key r, hash splitmix(r) */
+            uint64_t x = r;
+            uint32_t key = back ? 1u + r % 2u : r;
+            uint64_t h = back ? (key == 2u ? (uint64_t)1 << 40 : 0u) : splitmix(&x);
+            put(&t, &sh, 0, key, 1, h, &lg);
         }
         CHECK(t.n_collisions >= 64u); /* weighed several times over */
-        if (often)
+        if (back)
             CHECK(t.n_grown > 0 && t.n_slots > 64u);
         else
             CHECK(t.n_grown == 0 && t.n_slots == 64u);
@@ -879,9 +880,12 @@ static void test_random_oop(uint32_t n_slots, uint32_t ways, uint32_t n, enum gs
     memset(out_cnt, 0, sizeof out_cnt);
     memset(out_sum, 0, sizeof out_sum);
     table_new(&t, &sh);
+    /* with growth on, long epochs: a group's records come back after a
+     * collision ejected it, and the table grows */
+    const uint64_t rec_below = grow ? 985u : 900u;
     for (int op = 0; op < 3000 && front < R_EPS - 8; op++) {
         uint64_t dice = splitmix(&x) % 1000;
-        if (dice < 900) {
+        if (dice < rec_below) {
             /* mostly the front epoch, some up to n + 1 behind */
             uint32_t back = dice < 700 ? 0 : (uint32_t)(splitmix(&x) % (n + 2));
             uint32_t e = front >= back ? front - back : 0;
@@ -890,9 +894,9 @@ static void test_random_oop(uint32_t n_slots, uint32_t ways, uint32_t n, enum gs
             put(&t, &sh, e, key, v, oop_hash(e, key), &lg);
             in_cnt[e][key]++;
             in_sum[e][key] += v;
-        } else if (dice < 960) {
+        } else if (dice < rec_below + (grow ? 5u : 60u)) {
             front += 1 + (uint32_t)(dice % 2);
-        } else if (dice < 995) {
+        } else if (dice < (grow ? 998u : 995u)) {
             uint32_t hbv = front - 2 + (uint32_t)(dice % 5);
             hb_known = t.newest != NULL; /* else: before any record */
             heartbeat(&t, &sh, hbv, &lg);
@@ -982,7 +986,7 @@ int main(void)
     test_slow_flush();
     test_lazy_flush();
     test_unlink();
-    test_growth_weighs_the_ejection_rate();
+    test_growth_weighs_returning_groups();
     for (size_t i = 0; i < N_WAYS; i++) {
         test_interleave(WAYS[i]);
         for (uint32_t n = 1; n <= 4; n++)

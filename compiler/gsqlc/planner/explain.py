@@ -41,7 +41,8 @@ def _operator(n: PlanNode) -> str:
         return "C LFTA, selection"
     if isinstance(n, LftaAggregate):
         shape = "direct-mapped" if n.table_ways == 1 else f"{n.table_ways}-way set-associative"
-        grows = f", growing to {LFTA_TABLE_GROW_MIB} MiB on collisions" if n.table_grows else ""
+        grows = (f", growing to {LFTA_TABLE_GROW_MIB} MiB while ejected groups come back"
+                 if n.table_grows else "")
         return f"C LFTA, {shape} sub-aggregate table of {n.table_size} slots{grows}"
     if isinstance(n, HftaAggregate):
         if n.closing is not None:

@@ -130,7 +130,8 @@ class LftaSelect(LftaNode):
 class LftaAggregate(_Grouped, LftaNode):
     """A sub-aggregate in a table of table_size slots, table_ways of which a
     group may occupy (1: direct-mapped); emits partials.  table_grows: the
-    table doubles at run time while records often eject a group (gsq_agg_table.h, Growth)."""
+    table doubles at run time while records often eject groups that come back
+    (gsq_agg_table.h, Growth)."""
     kind: ClassVar[str] = "aggregate"
     group_by: tuple[Named, ...] = ()
     accums: tuple[Accum, ...] = ()

@@ -318,7 +318,8 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
                              params=q.params, disorder=lfta_disorder, flush=lfta_flush,
                              note="sub-aggregate in a hash table"
                                   + (f" that doubles (to {LFTA_TABLE_GROW_MIB} MiB) while "
-                                     "records often eject a group" if grow else " of fixed size")
+                                     "records often eject groups that come back" if grow
+                                     else " of fixed size")
                                   + "; a collision ejects a resident group as a partial")
         hgb: list[Named] = [(n, FieldRef(0, n, info=ExprInfo(e.info.type, e.info.temporal)))
                             for n, e in gb]
