@@ -7,12 +7,15 @@ rows rejected as malformed); runs that cannot be split so run on one thread
 and say why."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pyarrow as pa
 import pytest
 
 import gsqlc
 from conftest import REPO
+from gsqlc.errors import SetupError
 
 SALES_SCHEMA = REPO / "examples" / "csv" / "schema.txt"
 QUERIES = {
@@ -114,6 +117,82 @@ def test_split_run_equals_one_thread(qs, late, bad):
     assert r3.report == r1.report        # counts added, malformed rows numbered as one input
 
 
+@pytest.mark.parametrize("threads", [2, 3])
+def test_an_aggregation_in_order_runs_in_hash_partitions(qs, threads):
+    """One aggregation over rows in time order: each thread runs the whole
+    query over every row, counting the groups of one hash partition of the
+    keys (option partition); together they give one thread's groups, in its
+    epoch order, and its statistics and report."""
+    t = sales(90_000)
+    one, r1 = run(qs, t, 1, ["stats_per_minute"])
+    many, rn = run(qs, t, threads, ["stats_per_minute"])
+    info = rn.stats["threads"]
+    assert info["how"] == "partitions" and info["used"] == threads and info["slices"] == {}
+    a, b = one["stats_per_minute"], many["stats_per_minute"]
+    assert a.num_rows > 100 and sort(b).equals(sort(a))
+    tb = b.column("tb").to_numpy()
+    assert (tb[1:] >= tb[:-1]).all()      # epoch order, as one thread gives it
+    s1, sn = r1.stats, rn.stats
+    assert sn["sources"][0]["rows_read"] == s1["sources"][0]["rows_read"] == t.num_rows
+    assert sn["tuples_written"] == s1["tuples_written"] == a.num_rows
+    # each partition counted its own groups: the LFTA's partials and the
+    # HFTA's groups add up to one run's
+    lfta = [x for x in sn["streams"] if x["name"] == "_fta_stats_per_minute"][0]["tuples"]
+    assert lfta == [x for x in s1["streams"] if x["name"] == "_fta_stats_per_minute"][0]["tuples"]
+    assert rn.report == r1.report
+    # table() and collect() take the same way
+    assert sort(qs.table({"default": t}, "stats_per_minute", threads=threads)).equals(
+        sort(qs.table({"default": t}, "stats_per_minute", threads=1)))
+
+
+@pytest.mark.parametrize("case,how", [
+    ("late rows", "slices"),             # a partition could judge lateness otherwise
+    ("two outputs", "slices"),
+    ("an HFTA over an HFTA", "slices"),  # its groups are not the LFTA's
+])
+def test_hash_partitions_only_where_they_give_one_runs_answer(qs, case, how):
+    t = sales(60_000, late=0.002 if case == "late rows" else 0.0)
+    outs = {"late rows": ["per_minute"], "two outputs": ["per_minute", "stats_per_minute"],
+            "an HFTA over an HFTA": ["busiest"]}[case]
+    one, _ = run(qs, t, 1, outs)
+    many, r = run(qs, t, 2, outs)
+    assert r.stats["threads"]["how"] == how
+    for q in outs:
+        assert sort(many[q]).equals(sort(one[q])), q
+
+
+def test_the_partition_option_is_checked(qs):
+    from gsqlc.runtime import runner
+    for bad in ("x", "3/3", "0/0", "1/5000", "-1/2", "1/"):
+        with pytest.raises(SetupError,
+                           match=re.escape(f"partition must be K/N (0 <= K < N <= 4096), "
+                                           f"got '{bad}'")):
+            runner.run_library(qs.library, [], [], {"partition": bad}, {},
+                               arrow_sources={"default": sales(100).to_reader()},
+                               arrow_sinks=[("per_minute", lambda s, b: True)])
+    # the partitions of 3 hold every group once between them
+    t = sales(30_000)
+    parts = []
+    for k in range(3):
+        got: list = []
+        res = runner.run_library(qs.library, [], [], {"partition": f"{k}/3"}, {},
+                                 arrow_sources={"default": t.to_reader()},
+                                 arrow_sinks=[("stats_per_minute",
+                                               lambda s, b: got.append(b) or True)])
+        assert res.status == 0, res.error
+        parts.append(pa.Table.from_batches(got))
+    assert all(p.num_rows for p in parts)
+    whole = qs.table({"default": t}, "stats_per_minute", threads=1, strings="bytes",
+                     ip_format="int")
+    assert sort(pa.concat_tables(parts)).equals(sort(whole.cast(parts[0].schema)))
+    # per_minute groups by a string: its LFTA passes records on, and cannot split
+    res = runner.run_library(qs.library, [], [], {"partition": "0/2"}, {},
+                             arrow_sources={"default": t.to_reader()},
+                             arrow_sinks=[("per_minute", lambda s, b: True)])
+    assert res.status != 0 and "option partition: LFTA _fta_per_minute is not an aggregation" \
+        in res.error, res.error
+
+
 def test_slices_start_at_clean_boundaries(qs):
     """Where rows arrive out of order, a slice of an LFTA aggregation's
     input starts only where no earlier row is newer than a later one."""
@@ -199,7 +278,7 @@ def test_leaving_early_ends_every_run(qs, output):
             break
     assert r.stats == {}                  # ended early: no statistics, and no thread left
     assert not [x for x in threading.enumerate()
-                if x.name.startswith("gsqlc-slice") or x.name == "gsqlc-run"]
+                if x.name.startswith(("gsqlc-slice", "gsqlc-part")) or x.name == "gsqlc-run"]
 
 
 def test_a_failing_slice_fails_the_run_as_one_thread_does(qs):

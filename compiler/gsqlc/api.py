@@ -12,7 +12,7 @@ as Arrow C streams (the runtime reads their buffers in place) and each
 output batch comes back through the Arrow C data interface.  Compiling is
 the pipeline's (pipeline.compile_queries); a run is prepared by
 runtime.session, as the CLI's `gsqlc run` and Spark's are, and is a
-runtime.run.Run (or a runtime.parallel.SplitRun over threads).
+runtime.run.Run (or a runtime.parallel.SplitRun or PartitionRun over threads).
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from .runtime.run import ArrowOutput, Run
 from .runtime.session import check_bound_interfaces, time_bounds
 
 if TYPE_CHECKING:   # a run over threads; the module is loaded only for one
-    from .runtime.parallel import SplitRun
+    from .runtime.parallel import PartitionRun, SplitRun
 
 __all__ = ["compile", "CompiledQuerySet", "Run", "time_bounds", "check_bound_interfaces"]
 
@@ -162,7 +162,7 @@ class CompiledQuerySet:
             strings: str = "str", ip_format: str = "text", columnar: str = "auto",
             prefilter: str = "on",
             threads: Optional[int] = None, max_groups: Optional[int] = None,
-            progress: bool = False) -> Union[Run, SplitRun]:
+            progress: bool = False) -> Union[Run, SplitRun, PartitionRun]:
         """Run over `sources` ({interface: URI | Arrow data | list of those for
         an interface set}); iterate the result for pyarrow RecordBatches of
         `output` (a query name; default: the only output query).  With a list

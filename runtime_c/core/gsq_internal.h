@@ -64,6 +64,8 @@ struct gsq_node {
     uint32_t def_index;
     int n_inputs;                 /* HFTA: inputs */
     gsq_node *merge;              /* LFTA over a set: the set merge it feeds */
+    uint8_t partitioned;          /* LFTA: counts only its partition's groups
+                                   * (it asked gsq_partition) */
     int merge_input;
     int out_stream;
     void *state;
@@ -524,6 +526,8 @@ struct gsq_run {
     gsqlc_buffer_pool *buffer_pool; /* NULL, or a reference: the Arrow sinks' buffers */
     int columnar;               /* option columnar: 1 auto (default), 0 off */
     int prefilter;              /* option prefilter: 1 on (default), 0 off */
+    uint32_t part_k, part_n;    /* option partition K/N: the groups an LFTA
+                                 * aggregation counts (part_n 0: all) */
     /* the instruction sets the runtime's CPU-specific kernels may use
      * (column_compress.h's GSQ_COMPRESS_* bits): those
      * GSQLC_DISABLE_CPU_FEATURES does not name (avx512, avx2) at gsqlc_create */

@@ -61,6 +61,13 @@ int gsq_node_failed(gsq_node *node)
     return node->run->failed;
 }
 
+uint32_t gsq_partition(gsq_node *node, uint32_t *n)
+{
+    node->partitioned = 1;
+    *n = node->run->part_n > 1 ? node->run->part_n : 0u;
+    return node->run->part_k;
+}
+
 uint64_t gsq_node_max_groups(gsq_node *node, size_t bytes_per_group, int *given)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);

@@ -75,6 +75,14 @@ static inline uint64_t gsq_hash_mix(uint64_t h)
     return h;
 }
 
+/* The hash partition of N (N > 0) a group of LFTA key hash h is in (option
+ * partition): h mixed again, so that it owes nothing to the bits that pick
+ * the group's table slot (32-bit key hashes have no high bits). */
+static inline uint32_t gsq_part_of(uint64_t h, uint32_t n)
+{
+    return (uint32_t)(((gsq_hash_mix(h) >> 32) * (uint64_t)n) >> 32);
+}
+
 /* One key column into a running group hash: a multiply per column, cheap
  * enough for the per-row aggregation loop.  Not well mixed on its own: the
  * caller finishes with gsq_hash_mix (the LFTA key hash does; HFTA tables mix

@@ -87,6 +87,13 @@ void gsq_node_fail(gsq_node *node, const char *fmt, ...)
  * failure stops the whole run). */
 int gsq_node_failed(gsq_node *node);
 
+/* The run's hash partition (option partition K/N): K, and *n = N, or 0 when
+ * the run counts every group.  An LFTA aggregation asks at init and then
+ * counts only the groups whose key hash h has gsq_part_of(h, N) == K
+ * (gsq_ops.h); a run with the option fails when an LFTA did not ask. */
+uint32_t gsq_partition(gsq_node *node, uint32_t *n);
+
+
 /* The run's clock in seconds (wall: time(NULL); fixed:T: T; data: the
  * largest source timestamp seen so far, or wall time for sources without
  * timestamps).  Used by get_system_time and the function of that name. */

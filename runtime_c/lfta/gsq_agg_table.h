@@ -601,7 +601,9 @@ static inline uint64_t gsq_agg_ejected_groups(const gsq_agg_table *t)
     double inv = 0.0, est; /* inv: sum of 2^-register */
     uint32_t zeros = 0;
     for (uint32_t i = 0; i < GSQ_AGG_HLL_REGS; i++) {
-        inv += 1.0 / (double)((uint64_t)1 << (t->ejected[i] < 63u ? t->ejected[i] : 63u));
+        /* 2^-r built from its exponent bits (no division: 2048 a weighing) */
+        union { uint64_t u; double d; } p2 = {(uint64_t)(1023u - t->ejected[i]) << 52};
+        inv += p2.d;
         zeros += t->ejected[i] == 0;
     }
     est = 0.7213 / (1.0 + 1.079 / m) * m * m / inv; /* alpha_m m^2 / sum */

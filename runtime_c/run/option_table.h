@@ -135,6 +135,10 @@ GSQ_OPTION("arrow_flush", BOOL, FIELD(arrow_flush), NO_RANGE, NO_WORDS, NO_VALUE
 GSQ_OPTION("pcap_reader", WORDS, FIELD(pcap_reader), NO_RANGE, WORDS("mmap", "libpcap"),
            VALUES(GSQ_PCAP_READER_MMAP, GSQ_PCAP_READER_LIBPCAP), set_words, "mmap or libpcap",
            "How pcap:PATH files are read: memory-mapped (default) or through libpcap.")
+GSQ_OPTION("partition", FORM, NO_FIELD, NO_RANGE, NO_WORDS, NO_VALUES, set_partition,
+           "K/N (0 <= K < N <= 4096)",
+           "LFTA aggregations count only the groups of hash partition K of N: N runs over the "
+           "same input, one for each K, hold every group once between them.")
 GSQ_OPTION("pcap_range:NAME", FORM, NO_FIELD, NO_RANGE, NO_WORDS, NO_VALUES, set_pcap_range,
            "START:END (byte offsets, START <= END)",
            "Read only the records of interface NAME's classic pcap file between these offsets.")

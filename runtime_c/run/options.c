@@ -316,6 +316,20 @@ const gsq_iface_time *gsq_iface_settings(const gsq_run *r, const char *iface)
 
 /* pcap_range:NAME = START:END, byte offsets of record boundaries of a
  * classic pcap file (gsqlc_pcap_cuts gives them; checked at open) */
+/* partition = K/N: the LFTA aggregations' groups of hash partition K of N
+ * (gsq_partition). */
+static int set_partition(gsq_run *r, const gsq_option *o, const char *arg, const char *value)
+{
+    const char *slash = strchr(value, '/');
+    uint64_t k, n;
+    if (!slash || slash == value || gsq_parse_ullong(value, (size_t)(slash - value), &k) != 0 ||
+        gsq_parse_ullong(slash + 1, strlen(slash + 1), &n) != 0 || n < 1 || n > 4096 || k >= n)
+        return refuse(r, o, arg, value);
+    r->part_k = (uint32_t)k;
+    r->part_n = (uint32_t)n;
+    return 0;
+}
+
 static int set_pcap_range(gsq_run *r, const gsq_option *o, const char *iface, const char *value)
 {
     const char *colon = strchr(value, ':');

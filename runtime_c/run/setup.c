@@ -317,6 +317,13 @@ static int create_nodes(gsq_run *r)
                     gsq_node_fail(n, "initialization failed");
                 return -1;
             }
+            if (r->part_n > 1 && !n->partitioned) {
+                /* its output would be every partition's, in each run */
+                gsq_run_fail(r, "option partition: LFTA %s is not an aggregation whose groups "
+                                "hash partitions can split; run it without the option",
+                             n->lfta->name);
+                return -1;
+            }
             n->live = 1;
         } else {
             n->state = n->hfta->create(n);

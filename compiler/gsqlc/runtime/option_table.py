@@ -210,7 +210,7 @@ RULES = {"set_bool": _bool, "set_recording": _bool, "set_words": _words,
          "set_seconds": _seconds, "set_max_skew": _seconds, "set_out_of_order": _seconds,
          "set_latency": _seconds, "set_heartbeat_interval": _heartbeat, "set_real": _real,
          "set_csv_separator": _csv_separator, "set_trace": _text}
-FORMS = {"set_skew_decl", "set_arrival", "set_pcap_range", "set_prop"}
+FORMS = {"set_skew_decl", "set_arrival", "set_pcap_range", "set_prop", "set_partition"}
 
 
 def refusal(option: RunOption, value: str) -> Optional[str]:

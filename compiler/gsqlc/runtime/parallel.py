@@ -324,6 +324,213 @@ class SplitRun(ResultConversions):
             self.report = pat.sub(lambda m: m.group(1) + str(src["records_read"]), self.report)
 
 
+class PartitionRun(ResultConversions):
+    """A run over split.used hash partitions: run k is the whole run over
+    every source (each reads all the rows), its LFTA aggregations counting
+    only the groups of partition k (option partition k/used), on a thread
+    of its own.  Its groups are its own, each counted as one run counts it
+    (split_plan._partitions says when), so the outputs together are one
+    run's.  The one output query's batches are merged as they come, in the
+    order of its temporal columns (temporal: their names, and whether each
+    increases), as one run gives them: each partition's output is in that
+    order, so rows of an epoch go out once every partition has passed it
+    (within an epoch, partition by partition)."""
+
+    def __init__(self, library: Any, split: Split, outputs: list[str],
+                 temporal: Sequence[tuple[str, bool]], options: Mapping[str, str],
+                 params: Mapping[str, str], batch_rows: int, strings: str, pairs: bool,
+                 set_members: Sequence[tuple[str, str]] = (), ip_format: str = "text",
+                 progress: Optional[ProgressOptions] = None) -> None:
+        self.library = library
+        self.split = split
+        self.outputs = outputs
+        self.stats: dict[str, Any] = {}
+        self.report: str = ""
+        self._temporal = list(temporal)
+        self._options = dict(options)
+        self._params = dict(params)
+        self._batch_rows = batch_rows
+        self._strings = strings
+        self._pairs = pairs
+        self._set_members = list(set_members)
+        self._ip_format = ip_format
+        self._progress = progress
+        self._results: dict[int, runner.RunResult] = {}
+        self._errors: list[BaseException] = []
+        self._queues: list[queue.Queue[Any]] = []
+        self._handles: list[runner.RunHandle] = []
+        self._threads: list[threading.Thread] = []
+        self._started = False
+
+    def _part(self, k: int, ready: Callable[[], None]) -> None:
+        q = self._queues[k]
+
+        def deliver(stream: str, batch: Any) -> bool:
+            q.put(batch)
+            return True
+        try:
+            arrow = {iface: t[0].to_reader() for iface, t in self.split.slices.items()}
+            options = {**self._options, "partition": f"{k}/{self.split.used}"}
+            res = runner.run_library(self.library, [], [], options, self._params,
+                                     arrow_sources=arrow,
+                                     arrow_sinks=[(s, deliver) for s in self.outputs],
+                                     batch_rows=self._batch_rows, cancel=self._handles[k],
+                                     set_members=self._set_members, ready=ready)
+            self._results[k] = res
+            if res.status != 0:
+                raise RunError(res.error + (("\n" + res.report) if res.report else ""))
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer
+            self._errors.append(e)
+            for h in self._handles:
+                h.cancel()
+        finally:
+            q.put(_DONE)
+
+    def _start(self) -> None:
+        n = self.split.used
+        self._queues = [queue.Queue() for _ in range(n)]
+        self._handles = [runner.RunHandle() for _ in range(n)]
+        together = threading.Barrier(n)
+
+        def ready() -> None:
+            try:
+                together.wait()
+            except threading.BrokenBarrierError:
+                pass    # a partition failed to set up: the run ends with its error
+
+        def work(k: int) -> None:
+            try:
+                self._part(k, ready)
+            finally:
+                if k not in self._results:
+                    together.abort()
+        self._threads = [threading.Thread(target=work, args=(k,), name=f"gsqlc-part-{k}",
+                                          daemon=True) for k in range(n)]
+        for t in self._threads:
+            t.start()
+
+    def _merged(self) -> Iterator[Any]:
+        """The partitions' batches merged (see the class), as they come."""
+        import heapq
+        import math
+        n = self.split.used
+        width = len(self._temporal)
+        low, high = (-math.inf,) * width, (math.inf,) * width
+        frontier: list[tuple[Any, ...]] = [low] * n    # no later row of k is below
+        held: list[tuple[tuple[Any, ...], int, int, Any]] = []   # a heap
+        seq = 0
+        while True:
+            waiting = [k for k in range(n) if frontier[k] != high]
+            if not waiting:
+                break
+            k = min(waiting, key=lambda j: frontier[j])   # the one holding the rest back
+            b = self._queues[k].get()
+            if b is _DONE:
+                frontier[k] = high
+            elif b.num_rows:
+                for key, piece in epoch_runs(b, self._temporal):
+                    heapq.heappush(held, (key, k, seq, piece))
+                    seq += 1
+                    frontier[k] = key
+            bound = min(frontier)
+            while held and held[0][0] < bound:
+                yield heapq.heappop(held)[3]
+        while held:
+            yield heapq.heappop(held)[3]
+        if self._errors:
+            raise self._errors[0]
+
+    def __iter__(self) -> Iterator[Any]:
+        if self._started:
+            raise RuntimeError("a Run can be iterated once; call run() again")
+        self._started = True
+        from .arrow_types import finish_batch
+        self._start()
+        line = progress.line(self._progress, self.progress_handles,
+                             total_rows=self.input_rows_total(), total_bytes=None).start()
+        left_early = False
+        stream = self.outputs[0]
+        try:
+            for b in self._merged():
+                b = finish_batch(b, self._strings, self._ip_format)
+                yield (stream, b) if self._pairs else b
+        except GeneratorExit:
+            left_early = True   # as one thread's run: no statistics
+            raise
+        finally:
+            for h in self._handles:
+                h.cancel()
+            for t in self._threads:
+                t.join()
+            line.close()
+            if not self._errors and not left_early:
+                self._finish()
+        if self._errors:
+            raise self._errors[0]
+
+    def collect(self) -> list[Any]:
+        """The whole run's output, as the iteration gives it."""
+        return list(self)
+
+    def progress_handles(self) -> tuple[list[runner.RunHandle], list[runner.RunHandle]]:
+        """(the partitions' runs, the same: each delivers output)."""
+        return list(self._handles), list(self._handles)
+
+    def input_bytes_total(self) -> Optional[int]:
+        return None
+
+    def input_rows_total(self) -> Optional[int]:
+        """The rows the partitions read together (each reads them all)."""
+        rows: int = sum(t[0].num_rows for t in self.split.slices.values())
+        return rows * self.split.used
+
+    def cancel(self) -> None:
+        """End the run as at end of input (see api.Run.cancel)."""
+        for h in self._handles:
+            h.cancel()
+
+    def _finish(self) -> None:
+        parts = [self._results[k] for k in sorted(self._results)]
+        self.stats = merge_stats([("", r.stats) for r in parts], None, self.split.info())
+        if parts:
+            # every partition read every row: the sources' figures are one run's
+            first = parts[0].stats
+            self.stats["sources"] = copy.deepcopy(first.get("sources", []))
+            for k in _PER_SOURCE:
+                if k in first:
+                    self.stats[k] = first[k]
+        self.report = merge_reports(
+            [r.report if k == 0 else "".join(
+                line for line in r.report.splitlines(keepends=True)
+                if not line.startswith(_SOURCE_LINES)) for k, r in enumerate(parts)])
+
+
+def epoch_runs(b: Any, temporal: Sequence[tuple[str, bool]]) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """The runs of rows of batch b with equal temporal columns (temporal:
+    name, increasing), in order: (their sort key, the slice of b)."""
+    if not temporal:
+        yield (), b
+        return
+    import numpy as np
+    cols = [b.column(name).to_numpy() for name, _ in temporal]
+    change = np.zeros(b.num_rows, dtype=bool)
+    change[0] = True
+    for c in cols:
+        change[1:] |= c[1:] != c[:-1]
+    starts = np.flatnonzero(change).tolist()
+    for x, y in zip(starts, starts[1:] + [b.num_rows]):
+        key = tuple(c[x].item() if inc else -c[x].item() for c, (_, inc) in zip(cols, temporal))
+        yield key, b.slice(x, y - x)
+
+
+# top-level figures of a run that count its input, not its groups: one
+# partition's (each read the whole input)
+_PER_SOURCE = ("heartbeat_ticks", "heartbeat_ticks_skipped", "data_clock_usec",
+               "data_clock_first_usec", "stall_intervals")
+# report lines of the sources (each partition's are alike): the first's
+_SOURCE_LINES = ("gsqlc: arrow:", "gsqlc: pcap:", "gsqlc: csv:")
+
+
 # ------------------------------------------------------------ stats and reports
 
 

@@ -41,7 +41,7 @@ from .run import ArrowOutput, Output, Run, RunInputs, TextOutput
 from .split import AUTO_MIN_BYTES, Split, machine_threads
 
 if TYPE_CHECKING:
-    from .parallel import SplitRun
+    from .parallel import PartitionRun, SplitRun
 
 
 @record(frozen=True)
@@ -307,9 +307,12 @@ def decide_split(prep: PreparedRun, library: Any, plan_of: Callable[[], Any],
 
 def start(prep: PreparedRun, library: Any, output: Output, split: Split,
           plan_of: Callable[[], Any], progress: Optional[ProgressOptions] = None
-          ) -> Union[Run, "SplitRun"]:
-    """The run: on one thread, or over split.used threads whose LFTAs feed
-    one HFTA run (runtime.parallel)."""
+          ) -> Union[Run, "SplitRun", "PartitionRun"]:
+    """The run: on one thread, over split.used threads whose LFTAs feed one
+    HFTA run, or over split.used hash partitions (runtime.parallel)."""
+    if split.partitions and not isinstance(output, ArrowOutput):
+        split = Split(split.requested, reason=("text output is written by one run (hash "
+                                               "partitions give Arrow batches)"))
     readers = {iface: as_record_batch_reader(d, iface) for iface, d in prep.data.items()}
     options = {**prep.options,
                **(output.runtime_options() if isinstance(output, TextOutput) else {})}
@@ -321,10 +324,18 @@ def start(prep: PreparedRun, library: Any, output: Output, split: Split,
         return Run(library, inputs, output, extra_stats={"threads": split.info()},
                    progress=progress)
     from ..planner.nodes import HftaNode
+    from ..semantics.types import Temporal
     from . import parallel
     from .split_plan import lfta_streams
     plan = plan_of()
     names = prep.outputs
+    if split.partitions and isinstance(output, ArrowOutput):
+        temporal = [(c.name, c.temporal == Temporal.INCREASING)
+                    for c in plan.node(names[0]).output.columns if c.temporal.is_temporal]
+        return parallel.PartitionRun(library, split, list(names), temporal, options, prep.params,
+                                     output.batch_rows, output.strings, output.pairs,
+                                     prep.bindings.members, ip_format=output.ip_format,
+                                     progress=progress)
     make_final = None
     # text is written by a run of its own, also of LFTA outputs; Arrow
     # batches of LFTAs come from the slices' runs

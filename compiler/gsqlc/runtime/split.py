@@ -44,16 +44,23 @@ def _size(piece: Any) -> int:
 @record
 class Split:
     """How a run is split.  used == 1 (and reason set) when it is not:
-    slices[iface] are then empty.  Otherwise slices[iface] are `used`
-    contiguous pieces of interface iface's data: pyarrow Tables, with
-    offsets[iface] their first rows, or FileSlices of its capture file."""
+    slices[iface] are then empty.  Otherwise, with partitions, the run is
+    `used` runs over the whole of every interface's data (slices[iface]
+    its one pyarrow Table), run k counting the groups of hash partition k
+    (option partition); else slices[iface] are `used` contiguous pieces of
+    interface iface's data: pyarrow Tables, with offsets[iface] their first
+    rows, or FileSlices of its capture file."""
     requested: int
     used: int = 1
     reason: str = ""
     slices: dict[str, list[Any]] = field(default_factory=dict)
     offsets: dict[str, list[int]] = field(default_factory=dict)
+    partitions: bool = False
 
     def info(self) -> dict[str, Any]:
         return {"requested": self.requested, "used": self.used,
                 "reason": self.reason or None,
-                "slices": {i: [_size(t) for t in s] for i, s in self.slices.items()}}
+                "how": None if self.used <= 1 else "partitions" if self.partitions
+                else "slices",
+                "slices": {} if self.partitions else
+                {i: [_size(t) for t in s] for i, s in self.slices.items()}}

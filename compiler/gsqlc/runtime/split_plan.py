@@ -222,6 +222,8 @@ def plan_split(plan: Plan, arrow: Mapping[str, Any], readers: Mapping[str, Seque
                                      f"({f.name}) a capture is not cut by")
                         return sp
     tables = {iface: in_memory_table(obj) for iface, obj in arrow.items()}
+    if not files and _partitions(sp, plan, outputs, nodes, tables, readers, threads):
+        return sp
     sizes = {iface: os.path.getsize(uri.partition(":")[2]) for iface, uri in files.items()}
     if threads is not None:
         used = min([want, *(t.num_rows for t in tables.values())])
@@ -264,6 +266,62 @@ def plan_split(plan: Plan, arrow: Mapping[str, Any], readers: Mapping[str, Seque
             del s[used:], o[used:]
     sp.used = used
     return sp
+
+
+def _partitions(sp: Split, plan: Plan, outputs: Sequence[str], nodes: Sequence[PlanNode],
+                tables: Mapping[str, Any], readers: Mapping[str, Sequence[str]],
+                threads: Optional[int]) -> bool:
+    """Split the run into hash partitions (into sp) when it can: every
+    output an aggregation merging the partials of one LFTA aggregation
+    (its groups then fall apart by their keys' hash), over tables held in
+    memory whose temporal columns are in order (no record late: each
+    partition's run counts each of its groups as one run counts it).  The
+    partitions share no work but reading the rows, and the HFTAs run in
+    each, not once after slices."""
+    from ..planner.nodes import HftaAggregate, LftaAggregate
+    from ..semantics.types import Temporal
+    by_name = {n.name: n for n in nodes}
+    if len(outputs) != 1:
+        return False        # the partitions' outputs are merged one query at a time
+    for name in outputs:
+        n = by_name[name]
+        lfta = by_name.get(n.inputs[0]) if len(n.inputs) == 1 else None
+        if not (isinstance(n, HftaAggregate) and n.closing is None and n.sampling is None
+                and isinstance(lfta, LftaAggregate) and lfta.query is n.query):
+            return False    # not the two halves of one aggregation
+    if len(nodes) != 2 * len(outputs):
+        return False       # something else is needed: partitions by key do not hold for it
+    rows = min(t.num_rows for t in tables.values())
+    used = sp.requested if threads is not None else min(sp.requested, rows // AUTO_MIN_ROWS)
+    if used <= 1:
+        return False
+    for iface, t in tables.items():
+        for n in nodes:
+            if not (isinstance(n, LftaAggregate) and n.name in readers.get(iface, ())):
+                continue
+            for f in n.protocol.fields.values():
+                if f.temporal not in (Temporal.INCREASING, Temporal.DECREASING):
+                    continue
+                c = _column(t, f.name)
+                if c is not None and not _in_order(c, f.temporal == Temporal.INCREASING):
+                    return False
+    sp.partitions = True
+    sp.used = used
+    sp.slices = {iface: [t] for iface, t in tables.items()}
+    sp.offsets = {iface: [0] for iface in tables}
+    return True
+
+
+def _in_order(col: Any, increasing: bool) -> bool:
+    """Whether a column has no nulls and never goes back."""
+    import numpy as np
+    if col.null_count:
+        return False
+    v = col.to_numpy(zero_copy_only=False)
+    if len(v) < 2:
+        return True
+    d = v[1:] >= v[:-1] if increasing else v[1:] <= v[:-1]
+    return bool(np.all(d))
 
 
 def _cut_table(sp: Split, iface: str, t: Any, nodes: Sequence[PlanNode], readers: Mapping[str, Sequence[str]],
