@@ -1005,7 +1005,8 @@ def test_heartbeat_option_errors(build, tmp_path):
         "skew:FROM:TO, "
         "hb_estimate, hb_level, hb_horizon, hb_window, hb_alpha, hb_timeout, time_unit:NAME, "
         "arrival:NAME, stall_intervals, max_groups, ip_format, report, trace, arrow_heartbeats, "
-        "final_heartbeat, arrow_flush, pcap_reader, partition, pcap_range:NAME, prop:NAME:PROPERTY, recording:NAME)",
+        "final_heartbeat, arrow_flush, pcap_reader, partition, pcap_range:NAME, "
+        "prop:NAME:PROPERTY, recording:NAME)",
         "option 'prop:x': expected prop:INTERFACE:PROPERTY",
     ]
 
