@@ -6,7 +6,7 @@ checked.
 
     python bench/highcard_bench.py [--rows N] [--epochs E] [--dist zipf|uniform]
                                    [--groups G] [--zipf-s S] [--rounds R]
-                                   [--engines E,...] [--markdown FILE]
+                                   [--engines E,...] [--markdown FILE] [--memory]
 
 The table: N rows (default 10 M) over E one-minute epochs (default 5),
 `time` increasing; each row's (srcIP, destIP) pair drawn from G pair ids
@@ -29,6 +29,12 @@ engine's (above 1: faster than DuckDB on one thread).
 Verification, every run: the result's row count and the sum of DuckDB's
 hash of each (tb, srcIP, destIP, n, bytes) row, against DuckDB's answer on
 one thread computed before the rounds.
+
+--memory: instead of the rounds, each engine runs once in a process of its
+own (the same table built first) and the table prints the memory the run
+took at its peak beyond the process's memory before it (Linux: VmHWM after
+the run, the peak reset with /proc/self/clear_refs, less VmRSS before), in
+MB and in bytes a group of the result.
 """
 from __future__ import annotations
 
@@ -108,6 +114,46 @@ def run_engine(engine: str, table, qs):
     return time.perf_counter() - t0, res
 
 
+def _status_kb(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def peak_memory(engine: str, a: argparse.Namespace) -> tuple[int, int]:
+    """In this process: the table built, the peak reset, one run of engine:
+    (bytes the run took at its peak beyond what the process held before,
+    groups of the result)."""
+    import gsqlc
+    table = make_table(a.rows, a.epochs, a.dist, a.groups, a.zipf_s)
+    qs = gsqlc.compile([QUERY], schema=SCHEMA)
+    gc.collect()
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")                      # VmHWM := VmRSS
+    before = _status_kb("VmRSS")
+    _, res = run_engine(engine, table, qs)
+    return (_status_kb("VmHWM") - before) * 1024, res.num_rows
+
+
+def memory_table(a: argparse.Namespace, engines: list[str]) -> list[str]:
+    """--memory: each engine in a process of its own (peak_memory)."""
+    import json
+    import subprocess
+    lines = ["| engine | peak MB beyond the table | bytes a group |", "| --- | ---: | ---: |"]
+    for e in engines:
+        code = ("import json, sys, argparse; sys.path.insert(0, %r); import highcard_bench as hb; "
+                "print(json.dumps(hb.peak_memory(%r, argparse.Namespace(**%r))))"
+                % (str(HERE), e, vars(a)))
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True).stdout
+        peak, groups = json.loads(out.strip().splitlines()[-1])
+        lines.append(f"| {e} | {peak / 1e6:,.0f} | {peak / groups:,.0f} |")
+        print(lines[-1], flush=True)
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=10_000_000)
@@ -118,11 +164,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--engines", default=",".join(ENGINES))
     ap.add_argument("--markdown", type=Path)
+    ap.add_argument("--memory", action="store_true",
+                    help="each engine's peak memory, in a process of its own, not its time")
     a = ap.parse_args(argv)
     import duckdb
 
     import gsqlc
     engines = a.engines.split(",")
+    if a.memory:
+        head = (f"{a.rows:,} rows, {a.epochs} epochs, {a.dist} pairs ({a.groups:,} ids): "
+                "peak memory of one run, each engine in a process of its own")
+        publish([head, "", *memory_table(argparse.Namespace(**{k: v for k, v in vars(a).items()
+                                                              if k != "markdown"}), engines)],
+                a.markdown)
+        return 0
     table = make_table(a.rows, a.epochs, a.dist, a.groups, a.zipf_s)
     qs = gsqlc.compile([QUERY], schema=SCHEMA)
     check = duckdb.connect()
