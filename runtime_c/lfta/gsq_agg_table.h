@@ -88,14 +88,16 @@
  *    GSQ_AGG_GROW_RATE of those offered meanwhile (n_offered, which the
  *    generated code counts) ejected a group and the collisions since it
  *    last grew number at least GSQ_AGG_GROW_RETURNS / 10 times the groups
- *    the sketch counts -- groups leave and come back, so a larger table
- *    would keep them -- up to max_slots (the slots GSQ_AGG_GROW_BYTES holds;
- *    never fewer than the shape's).  A closed epoch's pending groups are ejected first (as a
- *    flush); every other group moves from bucket b to bucket b or
- *    b + n_slots / ways of the doubled table (the next bit of its hash), in
- *    its order, so no bucket overflows and nothing else changes: a bigger
- *    table only ejects fewer partials.  Memory that cannot be had leaves
- *    the table as it was, at its size for good.
+ *    the sketch counts (GSQ_AGG_GROW_RETURNS_LARGE / 10 to grow past
+ *    GSQ_AGG_GROW_LARGE_BYTES) -- groups leave and come back, so a larger
+ *    table would keep them -- up to max_slots (the slots GSQ_AGG_GROW_BYTES
+ *    holds; never fewer than the shape's).  A closed epoch's pending
+ *    groups are ejected first (as a flush); every other group moves from
+ *    bucket b to bucket b or b + n_slots / ways of the doubled table (the
+ *    next bit of its hash), in its order, so no bucket overflows and
+ *    nothing else changes: a bigger table only ejects fewer partials.
+ *    Memory that cannot be had leaves the table as it was, at its size for
+ *    good.
  *  - A slot's first byte is 0 when it is free, else the tag of its group's
  *    epoch (open, or the closed one).  n_used counts the used slots,
  *    count[tag] the groups of each open epoch, n_pending those of the
@@ -203,6 +205,12 @@ typedef struct gsq_agg_shape {
  * are not worth a larger table. */
 #define GSQ_AGG_GROW_RATE 10u
 #define GSQ_AGG_GROW_RETURNS 12u
+/* ... and 14 (1.4 times) to grow past this many bytes, where every record
+ * of a larger table costs more (uniform pairs seen ~4 times an epoch:
+ * 0.52 s at 32 MiB, 0.56-0.59 s at 64 MiB; pairs seen ~10 times: 1.07-1.13
+ * -> 1.00-1.02 s) */
+#define GSQ_AGG_GROW_RETURNS_LARGE 14u
+#define GSQ_AGG_GROW_LARGE_BYTES ((size_t)32 << 20)
 
 /* Registers of the sketch of ejected groups (a power of two): a relative
  * error of about 1.04 / sqrt(GSQ_AGG_HLL_REGS), 2 % here. */
@@ -629,8 +637,11 @@ static inline void gsq_agg_sketch_ejected(gsq_agg_table *t, uint64_t h)
  * groups they ejected (the sketch), else it waits as many again. */
 static inline void gsq_agg_weigh_growth(gsq_agg_table *t, const gsq_agg_shape *sh, void *ctx)
 {
+    uint64_t returns = (size_t)t->n_slots * 2u * sh->slot_size > GSQ_AGG_GROW_LARGE_BYTES
+                           ? GSQ_AGG_GROW_RETURNS_LARGE
+                           : GSQ_AGG_GROW_RETURNS;
     if ((uint64_t)(t->n_slots / 4u) * GSQ_AGG_GROW_RATE < t->n_offered - t->window_offered ||
-        (t->n_collisions - t->grown_at) * 10u < gsq_agg_ejected_groups(t) * GSQ_AGG_GROW_RETURNS) {
+        (t->n_collisions - t->grown_at) * 10u < gsq_agg_ejected_groups(t) * returns) {
         t->grow_at = t->n_collisions + t->n_slots / 4u;
         t->window_offered = t->n_offered;
         return;
