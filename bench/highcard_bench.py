@@ -7,6 +7,7 @@ checked.
     python bench/highcard_bench.py [--rows N] [--epochs E] [--dist zipf|uniform]
                                    [--groups G] [--zipf-s S] [--rounds R]
                                    [--engines E,...] [--markdown FILE] [--memory]
+                                   [--aggregates count_sum|minmax]
 
 The table: N rows (default 10 M) over E one-minute epochs (default 5),
 `time` increasing; each row's (srcIP, destIP) pair drawn from G pair ids
@@ -18,7 +19,8 @@ Query (bench/queries/highcard.gsql):
     SELECT tb, srcIP, destIP, count(*) as n, sum(len) as bytes
     FROM PKTS GROUP BY time/60 as tb, srcIP, destIP
 
-and the same in SQL for DuckDB and in Polars' API.  Engines (each run in
+(--aggregates minmax: also min(len) as lo, max(len) as hi,
+bench/queries/highcard_minmax.gsql) and the same in SQL for DuckDB and in Polars' API.  Engines (each run in
 this process, the table built once; the time is the query alone, the result
 materialised as Arrow): gsqlc1 / gsqlc2 (`CompiledQuerySet.table`, threads
 1 / 2), duckdb1 / duckdb (threads 1 / all), polars (all cores).  Each round
@@ -27,7 +29,7 @@ the median, min and max and DuckDB-on-one-thread's median over the
 engine's (above 1: faster than DuckDB on one thread).
 
 Verification, every run: the result's row count and the sum of DuckDB's
-hash of each (tb, srcIP, destIP, n, bytes) row, against DuckDB's answer on
+hash of each (tb, srcIP, destIP, n, bytes[, lo, hi]) row, against DuckDB's answer on
 one thread computed before the rounds.
 
 --memory: instead of the rounds, each engine runs once in a process of its
@@ -56,6 +58,16 @@ QUERY = HERE / "queries" / "highcard.gsql"
 SCHEMA = HERE / "queries" / "packets_columns.txt"
 SQL = ("SELECT time // 60 AS tb, srcIP, destIP, count(*) AS n, sum(len) AS bytes "
        "FROM pk GROUP BY 1, 2, 3")
+# --aggregates: the aggregates each group computes, the same in every engine
+# (GSQL query file, DuckDB's SQL, Polars' aggregations, result columns)
+AGGREGATES = {
+    "count_sum": (QUERY, SQL, [("n", "len"), ("bytes", "sum")], ["n", "bytes"]),
+    "minmax": (HERE / "queries" / "highcard_minmax.gsql",
+               "SELECT time // 60 AS tb, srcIP, destIP, count(*) AS n, sum(len) AS bytes, "
+               "min(len) AS lo, max(len) AS hi FROM pk GROUP BY 1, 2, 3",
+               [("n", "len"), ("bytes", "sum"), ("lo", "min"), ("hi", "max")],
+               ["n", "bytes", "lo", "hi"]),
+}
 ENGINES = ["gsqlc1", "gsqlc2", "duckdb1", "duckdb", "polars"]
 
 
@@ -82,17 +94,18 @@ def make_table(rows: int, epochs: int, dist: str, groups: int, zipf_s: float, se
                      "len": length})
 
 
-def answer_digest(con, result) -> tuple[int, int]:
+def answer_digest(con, result, cols=("n", "bytes")) -> tuple[int, int]:
     con.register("res", result)
-    rows = con.execute("SELECT count(*), sum(hash(tb::BIGINT, srcIP::BIGINT, destIP::BIGINT, "
-                       "n::BIGINT, bytes::BIGINT)::HUGEINT) FROM res").fetchall()
+    values = ", ".join(f"{c}::BIGINT" for c in ("tb", "srcIP", "destIP", *cols))
+    rows = con.execute(f"SELECT count(*), sum(hash({values})::HUGEINT) FROM res").fetchall()
     con.unregister("res")
     n, h = rows[0]
     return int(n), int(h or 0)
 
 
-def run_engine(engine: str, table, qs):
+def run_engine(engine: str, table, qs, aggregates: str = "count_sum"):
     import duckdb
+    _, sql, pl_aggs, _ = AGGREGATES[aggregates]
     t0 = time.perf_counter()
     if engine.startswith("gsqlc"):
         res = qs.table({"pkts": table}, threads=1 if engine == "gsqlc1" else 2,
@@ -102,15 +115,16 @@ def run_engine(engine: str, table, qs):
         if engine == "duckdb1":
             con.execute("SET threads = 1")
         con.register("pk", table)
-        rel = con.sql(SQL)
+        rel = con.sql(sql)
         res = (getattr(rel, "to_arrow_table", None) or rel.arrow)()
         con.close()
     else:
         import polars as pl
+        aggs = [pl.len().alias(name) if how == "len" else
+                getattr(pl.col("len"), how)().alias(name) for name, how in pl_aggs]
         res = (pl.from_arrow(table).lazy()
                .group_by((pl.col("time") // 60).alias("tb"), "srcIP", "destIP")
-               .agg(pl.len().alias("n"), pl.col("len").sum().alias("bytes"))
-               .collect().to_arrow())
+               .agg(*aggs).collect().to_arrow())
     return time.perf_counter() - t0, res
 
 
@@ -164,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--engines", default=",".join(ENGINES))
     ap.add_argument("--markdown", type=Path)
+    ap.add_argument("--aggregates", choices=sorted(AGGREGATES), default="count_sum",
+                    help="count(*) and sum(len), or those and min(len), max(len)")
     ap.add_argument("--memory", action="store_true",
                     help="each engine's peak memory, in a process of its own, not its time")
     a = ap.parse_args(argv)
@@ -178,19 +194,20 @@ def main(argv: list[str] | None = None) -> int:
                                                               if k != "markdown"}), engines)],
                 a.markdown)
         return 0
+    query, _, _, cols = AGGREGATES[a.aggregates]
     table = make_table(a.rows, a.epochs, a.dist, a.groups, a.zipf_s)
-    qs = gsqlc.compile([QUERY], schema=SCHEMA)
+    qs = gsqlc.compile([query], schema=SCHEMA)
     check = duckdb.connect()
-    _, ref = run_engine("duckdb1", table, qs)
-    want = answer_digest(check, ref)
+    _, ref = run_engine("duckdb1", table, qs, a.aggregates)
+    want = answer_digest(check, ref, cols)
     check.register("ref", ref)
     per_epoch = check.execute("SELECT count(*) / count(DISTINCT tb) FROM ref").fetchall()[0][0]
     times: dict[str, list[float]] = {e: [] for e in engines}
     for r in range(a.rounds):
         for e in rotated(engines, r):
             gc.collect()
-            dt, res = run_engine(e, table, qs)
-            got = answer_digest(check, res)
+            dt, res = run_engine(e, table, qs, a.aggregates)
+            got = answer_digest(check, res, cols)
             if got != want:
                 raise SystemExit(f"ANSWER MISMATCH: {e}: {got} != {want}")
             times[e].append(dt)
@@ -198,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
         print_round(r, times)
     med = {e: statistics.median(v) for e, v in times.items()}
     base = med.get("duckdb1")
-    lines = [f"{a.rows:,} rows, {a.epochs} epochs, {a.dist} pairs "
+    lines = [f"{a.rows:,} rows, {a.epochs} epochs, {a.dist} pairs, "
+             f"{', '.join(['count', *cols[1:]])} "
              f"({'s = ' + str(a.zipf_s) + ', ' if a.dist == 'zipf' else ''}{a.groups:,} ids): "
              f"{want[0]:,} groups, {per_epoch:,.0f} per epoch; {a.rounds} interleaved rounds; "
              "every answer equal to DuckDB's", "",
