@@ -473,16 +473,17 @@ class PartitionRun(ResultConversions):
         return list(self)
 
     def progress_handles(self) -> tuple[list[runner.RunHandle], list[runner.RunHandle]]:
-        """(the partitions' runs, the same: each delivers output)."""
-        return list(self._handles), list(self._handles)
+        """(the first partition's run: each reads every row, at about the same
+        pace; every partition's run: each delivers output)."""
+        return list(self._handles[:1]), list(self._handles)
 
     def input_bytes_total(self) -> Optional[int]:
         return None
 
     def input_rows_total(self) -> Optional[int]:
-        """The rows the partitions read together (each reads them all)."""
+        """The input's rows (each partition reads them all)."""
         rows: int = sum(t[0].num_rows for t in self.split.slices.values())
-        return rows * self.split.used
+        return rows
 
     def cancel(self) -> None:
         """End the run as at end of input (see api.Run.cancel)."""
