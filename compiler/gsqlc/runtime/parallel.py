@@ -202,51 +202,38 @@ class SplitRun(ResultConversions):
         if self._started:
             raise RuntimeError("a Run can be iterated once; call run() again")
         self._started = True
-        from .arrow_types import finish_batch
         self._start()
-        line = self._progress_line().start()
-        left_early = False
+        # also when the HFTA run failed (e.g. its output closed) the
+        # statistics are kept: the counters say what was processed
+        yield from serve(self, self._items(), self._progress_line().start())
+
+    def _items(self) -> Iterator[Any]:
+        """The output: the slices' batches, or the HFTA run's."""
+        from .arrow_types import finish_batch
+        if self._make_final is None:
+            for k in range(self.split.used):
+                for iface, streams in self._lfta.items():
+                    for s, _ in streams:
+                        if s not in self.outputs:
+                            continue
+                        for b in self._batches_of(s, k):
+                            b = finish_batch(b, self._strings, self._ip_format)
+                            yield (s, b) if self._pairs else b
+            return
+        self._final = self._make_final(
+            {s: self._reader(s, sch) for ss in self._lfta.values() for s, sch in ss})
+        final = iter(self._final)
         try:
-            if self._make_final is None:
-                for k in range(self.split.used):
-                    for iface, streams in self._lfta.items():
-                        for s, _ in streams:
-                            if s not in self.outputs:
-                                continue
-                            for b in self._batches_of(s, k):
-                                b = finish_batch(b, self._strings, self._ip_format)
-                                yield (s, b) if self._pairs else b
-            else:
-                self._final = self._make_final(
-                    {s: self._reader(s, sch) for ss in self._lfta.values() for s, sch in ss})
-                final = iter(self._final)
-                try:
-                    for item in final:
-                        yield item
-                except RunError:
-                    if self._errors:
-                        raise self._errors[0] from None
-                    raise
-                finally:
-                    # slices first: the HFTA run may be waiting for their rows
-                    for h in self._handles:
-                        h.cancel()
-                    final.close()
-        except GeneratorExit:
-            left_early = True   # as one thread's run: no statistics
+            yield from final
+        except RunError:
+            if self._errors:
+                raise self._errors[0] from None
             raise
         finally:
+            # slices first: the HFTA run may be waiting for their rows
             for h in self._handles:
                 h.cancel()
-            for t in self._threads:
-                t.join()
-            line.close()
-            if not self._errors and not left_early:
-                # also when the HFTA run failed (e.g. its output closed):
-                # the counters say what was processed
-                self._finish()
-        if self._errors:
-            raise self._errors[0]
+            final.close()
 
     def collect(self) -> list[Any]:
         """The whole run's output, as the iteration would give it.  With no
@@ -322,6 +309,30 @@ class SplitRun(ResultConversions):
             pat = re.compile(r"^(gsqlc: arrow:" + re.escape(src["iface"]) + r": \d+ of )\d+",
                              re.M)
             self.report = pat.sub(lambda m: m.group(1) + str(src["records_read"]), self.report)
+
+
+def serve(run: Any, items: Iterator[Any], line: Any) -> Iterator[Any]:
+    """A threaded run's output (SplitRun, PartitionRun: their _handles,
+    _threads, _errors and _finish): items as they come; however it ends, the
+    runs cancelled and joined and the progress line closed; the statistics
+    unless the consumer left early (as one thread's run: none); a run's
+    error raised."""
+    left_early = False
+    try:
+        yield from items
+    except GeneratorExit:
+        left_early = True
+        raise
+    finally:
+        for h in run._handles:
+            h.cancel()
+        for t in run._threads:
+            t.join()
+        line.close()
+        if not run._errors and not left_early:
+            run._finish()
+    if run._errors:
+        raise run._errors[0]
 
 
 class PartitionRun(ResultConversions):
@@ -444,29 +455,17 @@ class PartitionRun(ResultConversions):
         if self._started:
             raise RuntimeError("a Run can be iterated once; call run() again")
         self._started = True
-        from .arrow_types import finish_batch
         self._start()
         line = progress.line(self._progress, self.progress_handles,
                              total_rows=self.input_rows_total(), total_bytes=None).start()
-        left_early = False
+        yield from serve(self, self._items(), line)
+
+    def _items(self) -> Iterator[Any]:
+        from .arrow_types import finish_batch
         stream = self.outputs[0]
-        try:
-            for b in self._merged():
-                b = finish_batch(b, self._strings, self._ip_format)
-                yield (stream, b) if self._pairs else b
-        except GeneratorExit:
-            left_early = True   # as one thread's run: no statistics
-            raise
-        finally:
-            for h in self._handles:
-                h.cancel()
-            for t in self._threads:
-                t.join()
-            line.close()
-            if not self._errors and not left_early:
-                self._finish()
-        if self._errors:
-            raise self._errors[0]
+        for b in self._merged():
+            b = finish_batch(b, self._strings, self._ip_format)
+            yield (stream, b) if self._pairs else b
 
     def collect(self) -> list[Any]:
         """The whole run's output, as the iteration gives it."""
