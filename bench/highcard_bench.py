@@ -142,12 +142,12 @@ def peak_memory(engine: str, a: argparse.Namespace) -> tuple[int, int]:
     groups of the result)."""
     import gsqlc
     table = make_table(a.rows, a.epochs, a.dist, a.groups, a.zipf_s)
-    qs = gsqlc.compile([QUERY], schema=SCHEMA)
+    qs = gsqlc.compile([AGGREGATES[a.aggregates][0]], schema=SCHEMA)
     gc.collect()
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")                      # VmHWM := VmRSS
     before = _status_kb("VmRSS")
-    _, res = run_engine(engine, table, qs)
+    _, res = run_engine(engine, table, qs, a.aggregates)
     return (_status_kb("VmHWM") - before) * 1024, res.num_rows
 
 

@@ -102,12 +102,17 @@ public:
         if (other.cap_ == 0)
             return;
         allocate(other.cap_);
-        for (size_t i = 0; i < cap_; ++i) {
-            if (other.hashes_[i]) {
-                ::new (static_cast<void *>(entries_ + i)) slot_entry(other.entries_[i]);
-                hashes_[i] = other.hashes_[i];
-                ++size_;
+        try {
+            for (size_t i = 0; i < cap_; ++i) {
+                if (other.hashes_[i]) {
+                    ::new (static_cast<void *>(entries_ + i)) slot_entry(other.entries_[i]);
+                    hashes_[i] = other.hashes_[i];
+                    ++size_;
+                }
             }
+        } catch (...) { // a copy threw: no destructor runs for a half-made map
+            release();
+            throw;
         }
     }
     open_hash_map &operator=(const open_hash_map &other)

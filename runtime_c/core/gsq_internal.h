@@ -64,9 +64,9 @@ struct gsq_node {
     uint32_t def_index;
     int n_inputs;                 /* HFTA: inputs */
     gsq_node *merge;              /* LFTA over a set: the set merge it feeds */
+    int merge_input;
     uint8_t partitioned;          /* LFTA: counts only its partition's groups
                                    * (it asked gsq_partition) */
-    int merge_input;
     int out_stream;
     void *state;
     int needed;                   /* some sink depends on it: it runs */

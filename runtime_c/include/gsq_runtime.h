@@ -93,7 +93,6 @@ int gsq_node_failed(gsq_node *node);
  * (gsq_ops.h); a run with the option fails when an LFTA did not ask. */
 uint32_t gsq_partition(gsq_node *node, uint32_t *n);
 
-
 /* The run's clock in seconds (wall: time(NULL); fixed:T: T; data: the
  * largest source timestamp seen so far, or wall time for sources without
  * timestamps).  Used by get_system_time and the function of that name. */

@@ -288,9 +288,10 @@ static inline void gsq_agg_init(gsq_agg_table *t, const gsq_agg_shape *sh, void 
 
 /* n runs share the machine's cache and memory (hash partitions, option
  * partition): the table grows to 1/n of the bytes one run's may take, and
- * asks more of its growth past 1/n of GSQ_AGG_GROW_LARGE_BYTES (two
- * partitions on two cores, each growing as one run would: Zipf 0.30-0.33 s,
- * ~512,800 groups an epoch 0.38-0.39 s; at a fixed 8 MiB 0.24 s and 0.31 s). */
+ * asks more of its growth past 1/n of GSQ_AGG_GROW_LARGE_BYTES.  Each of
+ * them holds 1/n of the groups, and growing as one run's would (to 32 and
+ * 64 MiB on two cores) cost every record: ~512,800 groups an epoch on two
+ * threads took 0.38-0.51 s, with the tables shared 0.34-0.35 s. */
 static inline void gsq_agg_share(gsq_agg_table *t, const gsq_agg_shape *sh, uint32_t n)
 {
     if (n < 2u)
@@ -687,7 +688,6 @@ GSQ_AGG_HOT void gsq_agg_accept(gsq_agg_table *t, const gsq_agg_shape *sh, const
             gsq_agg_eject_slot(t, sh, s, ctx);
         return;
     }
-
     if (sh->flush != GSQ_AGG_FLUSH_IMMEDIATE && t->n_pending &&
         (p = gsq_agg_pending_in(t, sh, h)) != NULL) {
         s = p; /* a closed epoch's group gives up its slot */

@@ -314,8 +314,6 @@ const gsq_iface_time *gsq_iface_settings(const gsq_run *r, const char *iface)
     return NULL;
 }
 
-/* pcap_range:NAME = START:END, byte offsets of record boundaries of a
- * classic pcap file (gsqlc_pcap_cuts gives them; checked at open) */
 /* partition = K/N: the LFTA aggregations' groups of hash partition K of N
  * (gsq_partition). */
 static int set_partition(gsq_run *r, const gsq_option *o, const char *arg, const char *value)
@@ -330,6 +328,8 @@ static int set_partition(gsq_run *r, const gsq_option *o, const char *arg, const
     return 0;
 }
 
+/* pcap_range:NAME = START:END, byte offsets of record boundaries of a
+ * classic pcap file (gsqlc_pcap_cuts gives them; checked at open) */
 static int set_pcap_range(gsq_run *r, const gsq_option *o, const char *iface, const char *value)
 {
     const char *colon = strchr(value, ':');

@@ -448,8 +448,6 @@ class PartitionRun(ResultConversions):
                 yield heapq.heappop(held)[3]
         while held:
             yield heapq.heappop(held)[3]
-        if self._errors:
-            raise self._errors[0]
 
     def __iter__(self) -> Iterator[Any]:
         if self._started:
@@ -461,6 +459,7 @@ class PartitionRun(ResultConversions):
         yield from serve(self, self._items(), line)
 
     def _items(self) -> Iterator[Any]:
+        """The output: the partitions' batches merged."""
         from .arrow_types import finish_batch
         stream = self.outputs[0]
         for b in self._merged():

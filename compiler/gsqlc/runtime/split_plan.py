@@ -279,32 +279,23 @@ def _partitions(sp: Split, plan: Plan, outputs: Sequence[str], nodes: Sequence[P
     partitions share no work but reading the rows, and the HFTAs run in
     each, not once after slices."""
     from ..planner.nodes import HftaAggregate, LftaAggregate
-    from ..semantics.types import Temporal
+    if len(outputs) != 1 or len(nodes) != 2:
+        return False    # the partitions' outputs are merged one query at a time, and
+                        # nothing but the aggregation's two halves may be needed
     by_name = {n.name: n for n in nodes}
-    if len(outputs) != 1:
-        return False        # the partitions' outputs are merged one query at a time
-    for name in outputs:
-        n = by_name[name]
-        lfta = by_name.get(n.inputs[0]) if len(n.inputs) == 1 else None
-        if not (isinstance(n, HftaAggregate) and n.closing is None and n.sampling is None
-                and isinstance(lfta, LftaAggregate) and lfta.query is n.query):
-            return False    # not the two halves of one aggregation
-    if len(nodes) != 2 * len(outputs):
-        return False       # something else is needed: partitions by key do not hold for it
+    n = by_name[outputs[0]]
+    lfta = by_name.get(n.inputs[0]) if len(n.inputs) == 1 else None
+    if not (isinstance(n, HftaAggregate) and n.closing is None and n.sampling is None
+            and isinstance(lfta, LftaAggregate) and lfta.query is n.query):
+        return False    # not the two halves of one aggregation
     rows = min(t.num_rows for t in tables.values())
     used = sp.requested if threads is not None else min(sp.requested, rows // AUTO_MIN_ROWS)
     if used <= 1:
         return False
     for iface, t in tables.items():
-        for n in nodes:
-            if not (isinstance(n, LftaAggregate) and n.name in readers.get(iface, ())):
-                continue
-            for f in n.protocol.fields.values():
-                if f.temporal not in (Temporal.INCREASING, Temporal.DECREASING):
-                    continue
-                c = _column(t, f.name)
-                if c is not None and not _in_order(c, f.temporal == Temporal.INCREASING):
-                    return False
+        if not all(_in_order(c, increasing)
+                   for c, increasing in _temporal_columns(t, iface, nodes, readers)):
+            return False
     sp.partitions = True
     sp.used = used
     sp.slices = {iface: [t] for iface, t in tables.items()}
@@ -324,10 +315,11 @@ def _in_order(col: Any, increasing: bool) -> bool:
     return bool(np.all(d))
 
 
-def _cut_table(sp: Split, iface: str, t: Any, nodes: Sequence[PlanNode], readers: Mapping[str, Sequence[str]],
-               used: int) -> str:
-    """Cut Arrow table t of interface iface into up to `used` slices at
-    clean boundaries (into sp); a reason when it cannot be cut."""
+def _temporal_columns(t: Any, iface: str, nodes: Sequence[PlanNode],
+                      readers: Mapping[str, Sequence[str]]) -> list[tuple[Any, bool]]:
+    """The columns of Arrow table t (interface iface) that the LFTA
+    aggregations among `nodes` reading it take as temporal fields, with
+    whether each increases."""
     from ..planner.nodes import LftaAggregate
     from ..semantics.types import Temporal
     cols: list[tuple[Any, bool]] = []
@@ -338,6 +330,14 @@ def _cut_table(sp: Split, iface: str, t: Any, nodes: Sequence[PlanNode], readers
                     c = _column(t, f.name)
                     if c is not None:
                         cols.append((c, f.temporal == Temporal.INCREASING))
+    return cols
+
+
+def _cut_table(sp: Split, iface: str, t: Any, nodes: Sequence[PlanNode], readers: Mapping[str, Sequence[str]],
+               used: int) -> str:
+    """Cut Arrow table t of interface iface into up to `used` slices at
+    clean boundaries (into sp); a reason when it cannot be cut."""
+    cols = _temporal_columns(t, iface, nodes, readers)
     if any(c.null_count for c, _ in cols):
         return f"source {iface or 'default'}: a temporal column has nulls"
     cuts = [0]
