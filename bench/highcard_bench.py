@@ -7,7 +7,7 @@ checked.
     python bench/highcard_bench.py [--rows N] [--epochs E] [--dist zipf|uniform]
                                    [--groups G] [--zipf-s S] [--rounds R]
                                    [--engines E,...] [--markdown FILE] [--memory]
-                                   [--aggregates count_sum|minmax]
+                                   [--aggregates count_sum|minmax|distinct]
 
 The table: N rows (default 10 M) over E one-minute epochs (default 5),
 `time` increasing; each row's (srcIP, destIP) pair drawn from G pair ids
@@ -20,7 +20,10 @@ Query (bench/queries/highcard.gsql):
     FROM PKTS GROUP BY time/60 as tb, srcIP, destIP
 
 (--aggregates minmax: also min(len) as lo, max(len) as hi,
-bench/queries/highcard_minmax.gsql) and the same in SQL for DuckDB and in Polars' API.  Engines (each run in
+bench/queries/highcard_minmax.gsql; --aggregates distinct: per minute,
+count(*) and approx_count_distinct(destIP), the distinct pairs estimated,
+bench/queries/highcard_distinct.gsql) and the same in SQL for DuckDB and in
+Polars' API.  Engines (each run in
 this process, the table built once; the time is the query alone, the result
 materialised as Arrow): gsqlc1 / gsqlc2 (`CompiledQuerySet.table`, threads
 1 / 2), duckdb1 / duckdb (threads 1 / all), polars (all cores).  Each round
@@ -30,7 +33,9 @@ engine's (above 1: faster than DuckDB on one thread).
 
 Verification, every run: the result's row count and the sum of DuckDB's
 hash of each (tb, srcIP, destIP, n, bytes[, lo, hi]) row, against DuckDB's answer on
-one thread computed before the rounds.
+one thread computed before the rounds; an estimate (distinct) within 3 of
+its engine's stated standard errors of DuckDB's exact count(DISTINCT), the
+counts equal.
 
 --memory: instead of the rounds, each engine runs once in a process of its
 own (the same table built first) and the table prints the memory the run
@@ -45,6 +50,7 @@ import gc
 import statistics
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -56,17 +62,46 @@ from run_bench import print_round, publish, rotated  # noqa: E402
 
 QUERY = HERE / "queries" / "highcard.gsql"
 SCHEMA = HERE / "queries" / "packets_columns.txt"
-SQL = ("SELECT time // 60 AS tb, srcIP, destIP, count(*) AS n, sum(len) AS bytes "
-       "FROM pk GROUP BY 1, 2, 3")
-# --aggregates: the aggregates each group computes, the same in every engine
-# (GSQL query file, DuckDB's SQL, Polars' aggregations, result columns)
+FLOW_KEYS = ("tb", "srcIP", "destIP")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """--aggregates: what each group computes, the same in every engine."""
+    query: Path                          # the GSQL query file
+    sql: str                             # DuckDB's SQL
+    polars: list[tuple[str, str, str]]   # Polars: (result column, column, method)
+    keys: tuple[str, ...]                # the group's columns
+    cols: tuple[str, ...]                # the aggregates' columns
+    # an estimated column: the reference's exact SQL, and each engine's
+    # stated relative standard error of the estimate
+    exact_sql: str = ""
+    stated_error: dict[str, float] = field(default_factory=dict)
+
+
+_FLOWS = "FROM pk GROUP BY 1, 2, 3"
 AGGREGATES = {
-    "count_sum": (QUERY, SQL, [("n", "len"), ("bytes", "sum")], ["n", "bytes"]),
-    "minmax": (HERE / "queries" / "highcard_minmax.gsql",
-               "SELECT time // 60 AS tb, srcIP, destIP, count(*) AS n, sum(len) AS bytes, "
-               "min(len) AS lo, max(len) AS hi FROM pk GROUP BY 1, 2, 3",
-               [("n", "len"), ("bytes", "sum"), ("lo", "min"), ("hi", "max")],
-               ["n", "bytes", "lo", "hi"]),
+    "count_sum": Workload(
+        QUERY, "SELECT time // 60 AS tb, srcIP, destIP, count(*) AS n, sum(len) AS bytes "
+        + _FLOWS, [("n", "len", "len"), ("bytes", "len", "sum")], FLOW_KEYS, ("n", "bytes")),
+    "minmax": Workload(
+        HERE / "queries" / "highcard_minmax.gsql",
+        "SELECT time // 60 AS tb, srcIP, destIP, count(*) AS n, sum(len) AS bytes, "
+        "min(len) AS lo, max(len) AS hi " + _FLOWS,
+        [("n", "len", "len"), ("bytes", "len", "sum"), ("lo", "len", "min"),
+         ("hi", "len", "max")], FLOW_KEYS, ("n", "bytes", "lo", "hi")),
+    # the distinct pairs of each minute (destIP is a bijection of the pair
+    # id), estimated: HyperLogLog in every engine -- gsqlc's 1,000 registers
+    # (1.04/sqrt(1000)), DuckDB's 64 (1.04/sqrt(64); Ertl's estimator),
+    # Polars' HyperLogLog++ (precision not documented: checked as DuckDB's)
+    "distinct": Workload(
+        HERE / "queries" / "highcard_distinct.gsql",
+        "SELECT time // 60 AS tb, count(*) AS n, approx_count_distinct(destIP) AS d "
+        "FROM pk GROUP BY 1",
+        [("n", "destIP", "len"), ("d", "destIP", "approx_n_unique")], ("tb",), ("n", "d"),
+        exact_sql="SELECT time // 60 AS tb, count(*) AS n, count(DISTINCT destIP) AS d "
+                  "FROM pk GROUP BY 1",
+        stated_error={"gsqlc": 1.04 / 1000 ** 0.5, "duckdb": 1.04 / 8, "polars": 1.04 / 8}),
 }
 ENGINES = ["gsqlc1", "gsqlc2", "duckdb1", "duckdb", "polars"]
 
@@ -94,18 +129,44 @@ def make_table(rows: int, epochs: int, dist: str, groups: int, zipf_s: float, se
                      "len": length})
 
 
-def answer_digest(con, result, cols=("n", "bytes")) -> tuple[int, int]:
+def answer_digest(con, result, w: Workload) -> tuple[int, int]:
+    """An exact answer's rows and the sum of DuckDB's hash of each."""
     con.register("res", result)
-    values = ", ".join(f"{c}::BIGINT" for c in ("tb", "srcIP", "destIP", *cols))
+    values = ", ".join(f"{c}::BIGINT" for c in (*w.keys, *w.cols))
     rows = con.execute(f"SELECT count(*), sum(hash({values})::HUGEINT) FROM res").fetchall()
     con.unregister("res")
     n, h = rows[0]
     return int(n), int(h or 0)
 
 
+def estimate_errors(con, result, exact, w: Workload, engine: str) -> float:
+    """An estimating workload's answer against the exact one: every exact
+    column equal, every estimate within 3 of the engine's stated standard
+    errors (SystemExit if not); the largest relative error."""
+    con.register("res", result)
+    con.register("exact", exact)
+    keys = " AND ".join(f"r.{k} = x.{k}" for k in w.keys)
+    est, *exact_cols = w.cols[::-1]
+    rows = con.execute(
+        f"SELECT count(*), count(r.{w.keys[0]}), "
+        + "".join(f"sum((r.{c} IS DISTINCT FROM x.{c})::INT), " for c in exact_cols)
+        + f"max(abs(r.{est} - x.{est}) / x.{est}) FROM exact x LEFT JOIN res r ON {keys}"
+    ).fetchall()[0]
+    con.unregister("res")
+    con.unregister("exact")
+    n, matched, *wrong, worst = rows
+    bound = 3 * w.stated_error[engine.rstrip("12")]
+    if n != len(result) or matched != n or any(wrong) or worst > bound:
+        raise SystemExit(f"ANSWER MISMATCH: {engine}: groups {len(result)}/{matched} of {n}, "
+                         f"exact columns wrong {wrong}, estimate off by {worst:.1%} "
+                         f"(3 standard errors: {bound:.1%})")
+    return float(worst)
+
+
 def run_engine(engine: str, table, qs, aggregates: str = "count_sum"):
     import duckdb
-    _, sql, pl_aggs, _ = AGGREGATES[aggregates]
+    w = AGGREGATES[aggregates]
+    sql = w.sql
     t0 = time.perf_counter()
     if engine.startswith("gsqlc"):
         res = qs.table({"pkts": table}, threads=1 if engine == "gsqlc1" else 2,
@@ -121,9 +182,9 @@ def run_engine(engine: str, table, qs, aggregates: str = "count_sum"):
     else:
         import polars as pl
         aggs = [pl.len().alias(name) if how == "len" else
-                getattr(pl.col("len"), how)().alias(name) for name, how in pl_aggs]
+                getattr(pl.col(col), how)().alias(name) for name, col, how in w.polars]
         res = (pl.from_arrow(table).lazy()
-               .group_by((pl.col("time") // 60).alias("tb"), "srcIP", "destIP")
+               .group_by((pl.col("time") // 60).alias("tb"), *w.keys[1:])
                .agg(*aggs).collect().to_arrow())
     return time.perf_counter() - t0, res
 
@@ -142,7 +203,7 @@ def peak_memory(engine: str, a: argparse.Namespace) -> tuple[int, int]:
     groups of the result)."""
     import gsqlc
     table = make_table(a.rows, a.epochs, a.dist, a.groups, a.zipf_s)
-    qs = gsqlc.compile([AGGREGATES[a.aggregates][0]], schema=SCHEMA)
+    qs = gsqlc.compile([AGGREGATES[a.aggregates].query], schema=SCHEMA)
     gc.collect()
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")                      # VmHWM := VmRSS
@@ -179,7 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--engines", default=",".join(ENGINES))
     ap.add_argument("--markdown", type=Path)
     ap.add_argument("--aggregates", choices=sorted(AGGREGATES), default="count_sum",
-                    help="count(*) and sum(len), or those and min(len), max(len)")
+                    help="count(*) and sum(len); those and min(len), max(len); or "
+                         "(distinct) count(*) and the distinct pairs a minute, estimated")
     ap.add_argument("--memory", action="store_true",
                     help="each engine's peak memory, in a process of its own, not its time")
     a = ap.parse_args(argv)
@@ -194,37 +256,55 @@ def main(argv: list[str] | None = None) -> int:
                                                               if k != "markdown"}), engines)],
                 a.markdown)
         return 0
-    query, _, _, cols = AGGREGATES[a.aggregates]
+    w = AGGREGATES[a.aggregates]
     table = make_table(a.rows, a.epochs, a.dist, a.groups, a.zipf_s)
-    qs = gsqlc.compile([query], schema=SCHEMA)
+    qs = gsqlc.compile([w.query], schema=SCHEMA)
     check = duckdb.connect()
-    _, ref = run_engine("duckdb1", table, qs, a.aggregates)
-    want = answer_digest(check, ref, cols)
+    if w.exact_sql:
+        check.register("pk", table)
+        rel = check.sql(w.exact_sql)
+        ref = (getattr(rel, "to_arrow_table", None) or rel.arrow)()
+        check.unregister("pk")
+    else:
+        _, ref = run_engine("duckdb1", table, qs, a.aggregates)
+        want = answer_digest(check, ref, w)
     check.register("ref", ref)
-    per_epoch = check.execute("SELECT count(*) / count(DISTINCT tb) FROM ref").fetchall()[0][0]
+    groups, per_epoch = check.execute(
+        f"SELECT count(*), {'max(d)' if w.exact_sql else 'count(*) / count(DISTINCT tb)'} "
+        "FROM ref").fetchall()[0]
+    check.unregister("ref")
     times: dict[str, list[float]] = {e: [] for e in engines}
+    worst: dict[str, float] = {e: 0.0 for e in engines}
     for r in range(a.rounds):
         for e in rotated(engines, r):
             gc.collect()
             dt, res = run_engine(e, table, qs, a.aggregates)
-            got = answer_digest(check, res, cols)
-            if got != want:
+            if w.exact_sql:
+                worst[e] = max(worst[e], estimate_errors(check, res, ref, w, e))
+            elif (got := answer_digest(check, res, w)) != want:
                 raise SystemExit(f"ANSWER MISMATCH: {e}: {got} != {want}")
             times[e].append(dt)
             del res
         print_round(r, times)
     med = {e: statistics.median(v) for e, v in times.items()}
     base = med.get("duckdb1")
+    zipf = f"s = {a.zipf_s}, " if a.dist == "zipf" else ""
+    if w.exact_sql:
+        what = (f"{groups:,} groups (minutes), up to {per_epoch:,} distinct pairs a minute; "
+                f"{a.rounds} interleaved rounds; counts equal to DuckDB's exact ones, every "
+                "estimate within 3 of its engine's stated standard errors")
+    else:
+        what = (f"{groups:,} groups, {per_epoch:,.0f} per epoch; {a.rounds} interleaved "
+                "rounds; every answer equal to DuckDB's")
     lines = [f"{a.rows:,} rows, {a.epochs} epochs, {a.dist} pairs, "
-             f"{', '.join(['count', *cols[1:]])} "
-             f"({'s = ' + str(a.zipf_s) + ', ' if a.dist == 'zipf' else ''}{a.groups:,} ids): "
-             f"{want[0]:,} groups, {per_epoch:,.0f} per epoch; {a.rounds} interleaved rounds; "
-             "every answer equal to DuckDB's", "",
-             "| engine | median s | min-max s | DuckDB 1 thread / engine |",
-             "| --- | ---: | ---: | ---: |"]
+             f"{', '.join(['count', *w.cols[1:]])} ({zipf}{a.groups:,} ids): {what}", "",
+             "| engine | median s | min-max s | DuckDB 1 thread / engine |"
+             + (" largest error |" if w.exact_sql else ""),
+             "| --- | ---: | ---: | ---: |" + (" ---: |" if w.exact_sql else "")]
     for e in engines:
         ratio = f"{base / med[e]:.2f}x" if base else ""
-        lines.append(f"| {e} | {med[e]:.3f} | {min(times[e]):.3f}-{max(times[e]):.3f} | {ratio} |")
+        lines.append(f"| {e} | {med[e]:.3f} | {min(times[e]):.3f}-{max(times[e]):.3f} | {ratio} |"
+                     + (f" {worst[e]:.2%} |" if w.exact_sql else ""))
     publish(lines, a.markdown)
     return 0
 

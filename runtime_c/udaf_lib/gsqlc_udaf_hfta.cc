@@ -589,48 +589,55 @@ GSQ_LIB gs_int64_t extr_running_sum_max(vstring *v)
 }
 
 // ---------------------------------------------------------------- approx_count_distinct
-// HyperLogLog: 1000 one-byte registers (the 1000-byte scratchpad).  A
-// string's 64-bit hash picks a register with its high 32 bits (multiply and
-// shift: uniform over 0..999) and the low 32 bits give the rank (1 + leading
-// zeros); a register keeps its largest rank.  Standard error 1.04/sqrt(1000).
+// HyperLogLog: GSQ_HLL_M one-byte registers (gsqlc_udaf_lib.h), the
+// 1000-byte scratchpad.  Strings hash their bytes, integers their value.
+// Standard error 1.04/sqrt(1000).  Split over integers: each LFTA partial
+// is a sketch, merged here by the larger register.
 
 namespace {
-const unsigned HLL_M = 1000;
+const unsigned HLL_M = GSQ_HLL_M;
 
-void hll_add(gs_sp_t b, const vstring *v)
-{
-    gs_uint64_t h = gsq_lib_hash(bytes(v), v->length);
-    unsigned j = (unsigned)(((h >> 32) * HLL_M) >> 32);
-    gs_uint32_t w = (gs_uint32_t)h;
-    unsigned char rank = (unsigned char)(w ? __builtin_clz(w) + 1 : 33);
-    unsigned char *reg = (unsigned char *)b;
-    if (rank > reg[j])
-        reg[j] = rank;
-}
+unsigned char *registers(gs_sp_t b) { return reinterpret_cast<unsigned char *>(b); }
+void hll_add(gs_sp_t b, const vstring *v) { gsq_hll_add(registers(b), gsq_lib_hash(bytes(v), v->length)); }
+void hll_add(gs_sp_t b, gs_int64_t v) { gsq_hll_add(registers(b), gsq_lib_hash_int((gs_uint64_t)v)); }
+void hll_add(gs_sp_t b, gs_uint64_t v) { gsq_hll_add(registers(b), gsq_lib_hash_int(v)); }
 }  // namespace
 
+#define GSQ_HLL_UPDATES(NAME)                                                                  \
+    GSQ_LIB void NAME##_HFTA_AGGR_UPDATE_(gs_sp_t b, vstring *v) { hll_add(b, v); }            \
+    GSQ_LIB void NAME##_HFTA_AGGR_UPDATE_(gs_sp_t b, gs_uint32_t v) { hll_add(b, (gs_uint64_t)v); } \
+    GSQ_LIB void NAME##_HFTA_AGGR_UPDATE_(gs_sp_t b, gs_int32_t v) { hll_add(b, (gs_int64_t)v); } \
+    GSQ_LIB void NAME##_HFTA_AGGR_UPDATE_(gs_sp_t b, gs_uint64_t v) { hll_add(b, v); }         \
+    GSQ_LIB void NAME##_HFTA_AGGR_UPDATE_(gs_sp_t b, gs_int64_t v) { hll_add(b, v); }          \
+    GSQ_LIB void NAME##_HFTA_AGGR_OUTPUT_(vstring *r, gs_sp_t b) { shallow(r, b, HLL_M); }     \
+    GSQ_LIB void NAME##_HFTA_AGGR_DESTROY_(gs_sp_t b) { (void)b; }
+
 GSQ_LIB void approx_count_distinct_udaf_HFTA_AGGR_INIT_(gs_sp_t b) { std::memset(b, 0, HLL_M); }
-GSQ_LIB void approx_count_distinct_udaf_HFTA_AGGR_UPDATE_(gs_sp_t b, vstring *v) { hll_add(b, v); }
-GSQ_LIB void approx_count_distinct_udaf_HFTA_AGGR_OUTPUT_(vstring *r, gs_sp_t b)
-{
-    shallow(r, b, HLL_M);
-}
-GSQ_LIB void approx_count_distinct_udaf_HFTA_AGGR_DESTROY_(gs_sp_t b) { (void)b; }
+GSQ_HLL_UPDATES(approx_count_distinct_udaf)
 
 GSQ_LIB void running_approx_count_distinct_udaf_HFTA_AGGR_INIT_(gs_sp_t b)
 {
     std::memset(b, 0, HLL_M);
 }
 GSQ_LIB void running_approx_count_distinct_udaf_HFTA_AGGR_REINIT_(gs_sp_t b) { (void)b; }
-GSQ_LIB void running_approx_count_distinct_udaf_HFTA_AGGR_UPDATE_(gs_sp_t b, vstring *v)
+GSQ_HLL_UPDATES(running_approx_count_distinct_udaf)
+
+// over LFTA partials (sketches): the larger register wins
+GSQ_LIB void approx_count_distinct_hfta_HFTA_AGGR_INIT_(gs_sp_t b) { std::memset(b, 0, HLL_M); }
+GSQ_LIB void approx_count_distinct_hfta_HFTA_AGGR_UPDATE_(gs_sp_t b, vstring *v)
 {
-    hll_add(b, v);
+    if (v->length != (gs_int32_t)HLL_M)
+        return;
+    const unsigned char *p = reinterpret_cast<const unsigned char *>(bytes(v));
+    unsigned char *reg = registers(b);
+    for (unsigned j = 0; j < HLL_M; j++)
+        reg[j] = p[j] > reg[j] ? p[j] : reg[j];
 }
-GSQ_LIB void running_approx_count_distinct_udaf_HFTA_AGGR_OUTPUT_(vstring *r, gs_sp_t b)
+GSQ_LIB void approx_count_distinct_hfta_HFTA_AGGR_OUTPUT_(vstring *r, gs_sp_t b)
 {
     shallow(r, b, HLL_M);
 }
-GSQ_LIB void running_approx_count_distinct_udaf_HFTA_AGGR_DESTROY_(gs_sp_t b) { (void)b; }
+GSQ_LIB void approx_count_distinct_hfta_HFTA_AGGR_DESTROY_(gs_sp_t b) { (void)b; }
 
 GSQ_LIB gs_float_t extr_approx_count_distinct(vstring *v)
 {

@@ -66,6 +66,28 @@ GSQ_COUNT_DIFF(count_diff_lfta_i, gs_int32_t)
 GSQ_COUNT_DIFF(count_diff_lfta_ul, gs_uint64_t)
 GSQ_COUNT_DIFF(count_diff_lfta_l, gs_int64_t)
 
+/* ---- approx_count_distinct: the sketch (gsqlc_udaf_lib.h), sent whole */
+
+#define GSQ_APPROX_DISTINCT(NAME, T)                                                  \
+    GSQ_LIB void NAME##_LFTA_AGGR_INIT_(gs_sp_t b) { memset(b, 0, GSQ_HLL_M); }        \
+    GSQ_LIB void NAME##_LFTA_AGGR_UPDATE_(gs_sp_t b, T v)                             \
+    {                                                                                 \
+        gsq_hll_add((unsigned char *)b, gsq_lib_hash_int((gs_uint64_t)(gs_int64_t)v)); \
+    }                                                                                 \
+    GSQ_LIB gs_retval_t NAME##_LFTA_AGGR_FLUSHME_(gs_sp_t b) { (void)b; return 0; }   \
+    GSQ_LIB void NAME##_LFTA_AGGR_OUTPUT_(struct gs_string *r, gs_sp_t b)             \
+    {                                                                                 \
+        r->length = GSQ_HLL_M;                                                        \
+        r->data = b;                                                                  \
+        r->owner = 0;                                                                 \
+    }                                                                                 \
+    GSQ_LIB void NAME##_LFTA_AGGR_DESTROY_(gs_sp_t b) { (void)b; }
+
+GSQ_APPROX_DISTINCT(approx_count_distinct_lfta_ui, gs_uint32_t)
+GSQ_APPROX_DISTINCT(approx_count_distinct_lfta_i, gs_int32_t)
+GSQ_APPROX_DISTINCT(approx_count_distinct_lfta_ul, gs_uint64_t)
+GSQ_APPROX_DISTINCT(approx_count_distinct_lfta_l, gs_int64_t)
+
 /* ---- avg_udaf: {sum i64, count u32} */
 
 GSQ_LIB void avg_udaf_lfta_LFTA_AGGR_INIT_(gs_sp_t b) { memset(b, 0, GSQ_AVG_BYTES); }

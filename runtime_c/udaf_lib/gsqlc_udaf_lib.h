@@ -43,4 +43,34 @@ static inline gs_uint64_t gsq_lib_hash(const void *p, gs_int32_t len)
     return h;
 }
 
+/* approx_count_distinct: a HyperLogLog sketch of GSQ_HLL_M one-byte
+ * registers -- the scratchpad, the LFTA partial and the HFTA state alike.  A
+ * value's 64-bit hash picks a register with its high 32 bits (multiply and
+ * shift: uniform over 0..GSQ_HLL_M-1); its low 32 bits give the rank (1 +
+ * leading zeros, 33 for none set); a register keeps its largest rank, so
+ * sketches merge by the larger register. */
+#define GSQ_HLL_M 1000
+
+static inline void gsq_hll_add(unsigned char *reg, gs_uint64_t h)
+{
+    unsigned j = (unsigned)(((h >> 32) * GSQ_HLL_M) >> 32);
+    gs_uint32_t w = (gs_uint32_t)h;
+    unsigned char rank = (unsigned char)(w ? __builtin_clz(w) + 1 : 33);
+    if (rank > reg[j])
+        reg[j] = rank;
+}
+
+/* an integer's hash for the sketch: widened to 64 bits (signed values
+ * sign-extended, so int 5 and ullong 5 are one value), then the 64-bit
+ * finalizer that gsq_lib_hash ends with */
+static inline gs_uint64_t gsq_lib_hash_int(gs_uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
+
 #endif
