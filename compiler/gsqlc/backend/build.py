@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import os
 import shutil
 import subprocess
+import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
@@ -67,12 +69,22 @@ def _run(cmd: list[str], cwd: Path) -> str:
     return p.stdout
 
 
+def build_tool(name: str) -> Optional[str]:
+    """A build tool (cmake, ninja) installed beside this interpreter -- the
+    pip packages gsqlc depends on, found in a virtual environment that is
+    not activated -- or else on PATH."""
+    here = Path(sysconfig.get_path("scripts")) / name
+    if here.is_file() and os.access(here, os.X_OK):
+        return str(here)
+    return shutil.which(name)
+
+
 def cmake_build(source_dir: Path, build_dir: Path, sanitize: bool = False,
                 werror: bool = False, jobs: int = 2,
                 runtime_lib: Optional[Path] = None) -> str:
     """Configure and build a CMake project (a generated query set, or the
     runtime archive); returns the build log."""
-    cmake = shutil.which("cmake")
+    cmake = build_tool("cmake")
     if cmake is None:
         raise BuildError("cmake is not installed (pip install cmake, or apt-get install cmake)")
     cfg = [cmake, "-S", str(source_dir), "-B", str(build_dir),
@@ -81,8 +93,9 @@ def cmake_build(source_dir: Path, build_dir: Path, sanitize: bool = False,
            f"-DGSQLC_RUNTIME_LIB={runtime_lib or ''}",
            f"-DGSQLC_SANITIZE={'ON' if sanitize else 'OFF'}",
            f"-DGSQLC_WERROR={'ON' if werror else 'OFF'}"]
-    if shutil.which("ninja") and not (build_dir / "CMakeCache.txt").exists():
-        cfg += ["-G", "Ninja"]
+    ninja = build_tool("ninja")
+    if ninja and not (build_dir / "CMakeCache.txt").exists():
+        cfg += ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}"]
     log = _run(cfg, source_dir)
     log += _run([cmake, "--build", str(build_dir), "-j", str(jobs)], source_dir)
     return log
