@@ -32,7 +32,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "compile": ".api", "CompiledQuerySet": ".api", "Run": ".api",
     "GsqlcError": ".errors", "QueryError": ".errors", "UsageError": ".errors",
-    "RunError": ".errors", "InternalError": ".errors",
+    "RunError": ".errors", "InternalError": ".errors", "ToolchainError": ".errors",
     "read_pcap": ".runtime.packets", "PACKET_TABLE_SCHEMA": ".runtime.packets",
 }
 

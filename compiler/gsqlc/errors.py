@@ -10,6 +10,7 @@
         GdatError              a gdat:PATH source that is not a GDAT file gsqlc reads
         SparkQueryError        a query or its sources do not suit a Spark run
       RunError                 a run-time failure reported by the library (exit 1)
+      ToolchainError           the machine lacks what a build needs: a compiler, cmake (exit 1)
       InternalError            a bug in gsqlc (exit 1, "internal error")
         BuildError             the generated code failed to build
 
@@ -159,6 +160,11 @@ class SparkQueryError(UsageError):
 
 class RunError(GsqlcError):
     """A run-time failure reported by the library (exit status 1)."""
+
+
+class ToolchainError(GsqlcError):
+    """The machine lacks what building a query set needs (a C and C++
+    compiler, cmake): exit status 1, the message says what to install."""
 
 
 class InternalError(GsqlcError):

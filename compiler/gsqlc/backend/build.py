@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from ..errors import BuildError
+from ..errors import BuildError, ToolchainError
 from ..resources import cache_root, resource_dir
 from .build_cache import LIB_NAME as LIB_NAME
 from .build_cache import RUNNER_NAME as RUNNER_NAME
@@ -79,6 +79,76 @@ def build_tool(name: str) -> Optional[str]:
     return shutil.which(name)
 
 
+NO_COMPILER = (
+    "no C and C++ compiler found: gsqlc compiles each query set to native code. Install "
+    "gcc and g++ (Debian, Ubuntu: apt-get install gcc g++; Fedora: dnf install gcc gcc-c++), "
+    "or the compiler the ziglang package ships: pip install 'gsqlc[toolchain]'")
+
+
+def _zig_wrappers() -> Optional[dict[str, str]]:
+    """Scripts running the ziglang package's compiler as cc, c++, ar and
+    ranlib (CMake takes a compiler as one program), written once into the
+    cache; None without the package."""
+    import importlib.util
+    spec = importlib.util.find_spec("ziglang")
+    if spec is None or spec.origin is None:
+        return None
+    zig = Path(spec.origin).parent / "zig"
+    if not zig.is_file():
+        return None
+    out = cache_root() / "zig-toolchain"
+    out.mkdir(parents=True, exist_ok=True)
+    tools = {}
+    for name, verb in (("cc", "cc"), ("c++", "c++"), ("ar", "ar"), ("ranlib", "ranlib")):
+        script = out / f"zig-{name}"
+        text = f'#!/bin/sh\nexec "{zig}" {verb} "$@"\n'
+        if not script.is_file() or script.read_text() != text:
+            tmp = script.with_suffix(".tmp")
+            tmp.write_text(text)
+            tmp.chmod(0o755)
+            tmp.replace(script)
+        tools[name] = str(script)
+    return tools
+
+
+def compiler_args() -> list[str]:
+    """CMake arguments choosing the compilers: none where a C and a C++
+    compiler are at hand (CC/CXX or PATH: CMake's own choice), else the
+    ziglang package's (gsqlc[toolchain]); ToolchainError where there is neither."""
+    def have(env: str, *names: str) -> bool:
+        return bool(os.environ.get(env)) or any(shutil.which(n) for n in names)
+    if have("CC", "cc", "gcc", "clang") and have("CXX", "c++", "g++", "clang++"):
+        return []
+    zig = _zig_wrappers()
+    if zig is None:
+        raise ToolchainError(NO_COMPILER)
+    return [f"-DCMAKE_C_COMPILER={zig['cc']}", f"-DCMAKE_CXX_COMPILER={zig['c++']}",
+            f"-DCMAKE_AR={zig['ar']}", f"-DCMAKE_RANLIB={zig['ranlib']}"]
+
+
+def bundled_pcap() -> Optional[tuple[Path, Path]]:
+    """libpcap as a wheel of gsqlc bundles it -- its headers
+    (gsqlc/vendor/pcap/include) and auditwheel's copy of the library
+    (gsqlc.libs/libpcap-*.so*) -- or None (a source tree, or a wheel not
+    repaired: the system's libpcap-dev)."""
+    pkg = Path(__file__).resolve().parent.parent
+    include = pkg / "vendor" / "pcap" / "include"
+    libs = sorted((pkg.parent / "gsqlc.libs").glob("libpcap*.so*"))
+    if (include / "pcap.h").is_file() and libs:
+        return include, libs[0]
+    return None
+
+
+def toolchain_args() -> list[str]:
+    """The CMake arguments choosing the toolchain: the compilers, and the
+    bundled libpcap where there is one (the same copy gsqlc._native loaded)."""
+    args = compiler_args()
+    pcap = bundled_pcap()
+    if pcap is not None:
+        args += [f"-DPCAP_INCLUDE_DIR={pcap[0]}", f"-DPCAP_LIBRARY={pcap[1]}"]
+    return args
+
+
 def cmake_build(source_dir: Path, build_dir: Path, sanitize: bool = False,
                 werror: bool = False, jobs: int = 2,
                 runtime_lib: Optional[Path] = None) -> str:
@@ -86,17 +156,24 @@ def cmake_build(source_dir: Path, build_dir: Path, sanitize: bool = False,
     runtime archive); returns the build log."""
     cmake = build_tool("cmake")
     if cmake is None:
-        raise BuildError("cmake is not installed (pip install cmake, or apt-get install cmake)")
+        raise ToolchainError("cmake is not installed (pip install cmake, or apt-get install cmake)")
     cfg = [cmake, "-S", str(source_dir), "-B", str(build_dir),
            f"-DGSQLC_RUNTIME_DIR={resource_dir('runtime_c')}",
            f"-DGSQLC_HFTA_DIR={resource_dir('hfta_templates')}",
            f"-DGSQLC_RUNTIME_LIB={runtime_lib or ''}",
            f"-DGSQLC_SANITIZE={'ON' if sanitize else 'OFF'}",
-           f"-DGSQLC_WERROR={'ON' if werror else 'OFF'}"]
+           f"-DGSQLC_WERROR={'ON' if werror else 'OFF'}", *toolchain_args()]
     ninja = build_tool("ninja")
     if ninja and not (build_dir / "CMakeCache.txt").exists():
         cfg += ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}"]
-    log = _run(cfg, source_dir)
+    try:
+        log = _run(cfg, source_dir)
+    except BuildError as e:
+        if "libpcap not found" in str(e):
+            raise ToolchainError("libpcap's headers and library were not found: install "
+                                 "libpcap-dev (Debian, Ubuntu) or libpcap-devel (Fedora), "
+                                 "or gsqlc's wheel, which bundles libpcap") from e
+        raise
     log += _run([cmake, "--build", str(build_dir), "-j", str(jobs)], source_dir)
     return log
 
@@ -109,6 +186,8 @@ def runtime_archive(sanitize: bool, werror: Optional[bool] = None) -> Path:
     h = hashlib.sha256()
     _tree_digest(h, resource_dir("runtime_c"))
     h.update(f"sanitize={sanitize};werror={werror}".encode())
+    # another toolchain (the compilers, a bundled libpcap) builds another runtime
+    h.update(";".join(toolchain_args()).encode())
     root = cache_root() / f"runtime-{h.hexdigest()[:24]}"
     root.mkdir(parents=True, exist_ok=True)
     lib = root / "build" / "libgsqlc_runtime.a"

@@ -186,6 +186,13 @@ def runner_unit_command(tc: Toolchain, src: Path, obj: Path) -> list[str]:
             *tc.compile_options, "-o", str(obj), "-c", str(src)]
 
 
+def _pcap_rpath(tc: Toolchain) -> list[str]:
+    """The run-time search path of libpcap's folder: a copy a wheel bundles
+    (gsqlc.libs/) is found where the system's would not be."""
+    folder = Path(tc.pcap_library).parent
+    return [f"-Wl,-rpath,{folder}"] if folder.is_absolute() else []
+
+
 def library_link_command(tc: Toolchain, lib: Path, objs: Sequence[Path], runtime: Path,
                          no_undefined: bool = False) -> list[str]:
     """no_undefined: a symbol nothing defines fails the link (a user function
@@ -193,12 +200,14 @@ def library_link_command(tc: Toolchain, lib: Path, objs: Sequence[Path], runtime
     return [tc.cxx_compiler, "-fPIC", *tc.cxx_flags, *tc.shared_linker_flags, "-shared",
             *tc.link_options, *(["-Wl,--no-undefined"] if no_undefined else []),
             f"-Wl,-soname,{lib.name}", "-o", str(lib), *map(str, objs),
-            "-Wl,--whole-archive", str(runtime), "-Wl,--no-whole-archive", tc.pcap_library]
+            "-Wl,--whole-archive", str(runtime), "-Wl,--no-whole-archive", tc.pcap_library,
+            *_pcap_rpath(tc)]
 
 
 def runner_link_command(tc: Toolchain, exe: Path, objs: Sequence[Path], lib: Path) -> list[str]:
     return [tc.c_compiler, *tc.c_flags, *tc.exe_linker_flags, *tc.link_options,
-            *map(str, objs), "-o", str(exe), f"-Wl,-rpath,$ORIGIN:{lib.parent}", str(lib)]
+            *map(str, objs), "-o", str(exe), f"-Wl,-rpath,$ORIGIN:{lib.parent}", str(lib),
+            *_pcap_rpath(tc)]
 
 
 # ------------------------------------------------------------ running them
