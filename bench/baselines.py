@@ -133,7 +133,7 @@ def run_gsqlc_arrow(table, query, keep=False, qs=None, columnar="auto", threads=
     qs = qs or compile_gsqlc_arrow(query)
     t0 = time.perf_counter()
     # ip_format="int": the addresses as the other engines return them (uint32),
-    # not as text (gsqlc's default; README "IP values have one form everywhere")
+    # not as text (gsqlc's default; docs/io.md, "IP addresses")
     res = qs.table({"pkts": table}, columnar=columnar, threads=threads, ip_format="int")
     dt = time.perf_counter() - t0
     return dt, res.num_rows, (res if keep else None)

@@ -7,10 +7,10 @@ the expected answer over the two ground-truth tables `pa` and `pb`. Rows are
 compared as multisets (floats to 6 decimals, IPs as dotted quads), as in
 tests/test_differential.py.
 
-Outer joins follow gsqlc's key-fill rule (README, "Joins, merges, interface
-sets and heartbeats"): on an unmatched row the columns equated by the join
-predicate take the present side's value; the absent side's other columns are
-empty strings and zeros (a missing count prints as 0).
+Outer joins follow gsqlc's key-fill rule (docs/language.md, "Joins"): on an
+unmatched row the columns equated by the join predicate take the present
+side's value; the absent side's other columns are empty strings and zeros (a
+missing count prints as 0).
 """
 from __future__ import annotations
 

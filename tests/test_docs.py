@@ -172,6 +172,13 @@ def test_examples_are_found():
     assert any(e.path.name == "README.md" for e in CHECKED)
 
 
+def test_readme_python_tour_is_the_example():
+    """The README's Python tour is docs/examples/quickstart.py verbatim, so the
+    shell example after it (which runs that file) checks its output."""
+    code = (REPO / "docs" / "examples" / "quickstart.py").read_text(encoding="utf-8")
+    assert f"```python\n{code}```" in (REPO / "README.md").read_text(encoding="utf-8")
+
+
 @pytest.fixture(scope="module")
 def shell_env(tmp_path_factory) -> dict:
     """The environment of the examples: `gsqlc` and `python` are this

@@ -1,5 +1,5 @@
-"""The bundled examples run as the README shows, and their answers equal an
-independent reference computed from the same capture."""
+"""The bundled examples run as the README and the tutorial show, and their
+answers equal an independent reference computed from the same capture."""
 from __future__ import annotations
 
 import re

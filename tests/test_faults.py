@@ -1,9 +1,9 @@
 """Faults around a run, as a user meets them: output to a full disk, an
 output pipe its reader closes, an input file deleted while it is read, a
 live interface that goes away, a Python consumer that stops reading.  Each
-ends in a clear message and the documented exit status (README: 0 ok, 1
-run-time failure, 141 the output's reader went away), never a hang, and the
-counters say what was processed."""
+ends in a clear message and the documented exit status (docs/cli.md, "Exit
+status": 0 ok, 1 run-time failure, 141 the output's reader went away), never
+a hang, and the counters say what was processed."""
 from __future__ import annotations
 
 import gc

@@ -6,7 +6,7 @@ current_bucket), declared in compiler/gsqlc/data/gsqlc_aggregates.def and
 defined in runtime_c/udaf_lib/gsqlc_sampling_hfta.cc -- no --functions, no
 --udf.  Each query is checked against a Python simulation of the Tigon SQL
 User Manual's algorithm (section 14.1) run through the sampling query's
-evaluation process (README, "Sampling queries"): exactly where the result
+evaluation process (docs/language.md, "Sampling queries"): exactly where the result
 does not depend on the order groups are visited in, statistically (sample
 size, estimated sums) where it does; the lossy counting against its
 guarantees; and one run under ASan/UBSan."""

@@ -1,4 +1,4 @@
-"""The limits gsqlc states (README "Limits") are enforced with a clear
+"""The limits gsqlc states (docs/limits.md, "Limits") are enforced with a clear
 message, not a crash: the groups an HFTA aggregation holds open
 (max_groups), a tuple's size, a string literal far larger than any query
 needs."""

@@ -2,7 +2,7 @@
 // GS-lite's functions (compiler/gsqlc/data/gsqlc_aggregates.def), in Tigon's
 // convention for them: `T f(void *state, int curr_num_samples, args...)` and a
 // STATE's _sfun_state_clean_init_/dirty_init_/final_init_/destroy_.  They run
-// in an HFTA's sampling query, a state block per supergroup (see the README,
+// in an HFTA's sampling query, a state block per supergroup (see docs/language.md,
 // "Sampling queries").
 //
 //   smart_sampling_state (fstring100): dynamic subset-sum sampling, as the

@@ -187,7 +187,7 @@ def check_join_without_regexes(aq: AnalyzedQuery, j: JoinInfo) -> None:
 
 
 def _analyze_filter_join(aq: AnalyzedQuery) -> JoinInfo:
-    """FILTER_JOIN(R.col, N) ... FROM R, S (README, "Filter join"): a windowed
+    """FILTER_JOIN(R.col, N) ... FROM R, S (docs/language.md, "FILTER_JOIN"): a windowed
     semi-join.  R, the first source, fills a filter keyed on the WHERE's
     equalities between the inputs; an S tuple passes when an R tuple of equal
     keys had R.col in [s_t - N + 1, s_t], s_t being the expression of S that
