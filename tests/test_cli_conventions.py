@@ -74,6 +74,33 @@ def test_version():
     assert p.stdout.strip() == f"gsqlc {version('gsqlc')}"
 
 
+def test_version_has_one_source(tmp_path):
+    """pyproject.toml holds no version of its own: the build backend reads
+    gsqlc.__version__, so what a wheel's metadata says (`pip show gsqlc`)
+    and what `gsqlc --version` prints cannot differ."""
+    import tomllib
+    meta = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert "version" not in meta["project"] and "version" in meta["project"]["dynamic"]
+    assert meta["tool"]["scikit-build"]["metadata"]["version"] == {
+        "provider": "scikit_build_core.metadata.regex", "input": "compiler/gsqlc/__init__.py"}
+    pytest.importorskip("scikit_build_core")
+    p = subprocess.run([sys.executable, "-c", "import sys\n"
+                        "from scikit_build_core.build import prepare_metadata_for_build_wheel as m\n"
+                        "print(m(sys.argv[1]))", str(tmp_path)],
+                       cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    info = tmp_path / p.stdout.split()[-1]
+    lines = (info / "METADATA").read_text().splitlines()
+    assert f"Version: {gsqlc.__version__}" in lines
+    assert "License: Apache-2.0" in lines
+    assert "Classifier: License :: OSI Approved :: Apache Software License" in lines
+    assert any(x.startswith("Project-URL: Repository, https://") for x in lines)
+    # the license's text goes with the wheel
+    assert (info / "licenses" / "LICENSE").read_text() == (REPO / "LICENSE").read_text()
+    assert "Apache License\n                           Version 2.0, January 2004" in \
+        (REPO / "LICENSE").read_text()
+
+
 def test_query_errors_are_coloured_on_a_terminal_only(bad_query):
     args = ["explain", bad_query]
     rc, tty = run_on_tty(args, env_with())
