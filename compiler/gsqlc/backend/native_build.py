@@ -47,7 +47,7 @@ from typing import Mapping, Optional, Sequence
 
 from ..errors import BuildError
 from ..resources import cache_root, resource_dir
-from .build_cache import mark_done, verified
+from .build_cache import mark_done, tell_first_build, verified
 from .gen_shared import MERGE_TYPES
 from .udf_build import is_library_source
 from .user_sources import CXX_SUFFIXES
@@ -284,6 +284,7 @@ def shared_folder(tc: Toolchain) -> Shared:
             return Shared(main_obj, merges, header)
         if verified(root, main_obj, *merges):
             return Shared(main_obj, merges, None)
+        tell_first_build()
         (root / "done").unlink(missing_ok=True)
         gch.unlink(missing_ok=True)
         main_src = resource_dir("runtime_c") / "tools" / "gsqlc_run_main.c"
