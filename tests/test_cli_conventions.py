@@ -74,6 +74,68 @@ def test_version():
     assert p.stdout.strip() == f"gsqlc {version('gsqlc')}"
 
 
+def test_version_has_one_source(tmp_path):
+    """pyproject.toml holds no version of its own: the build backend reads
+    gsqlc.__version__, so what a wheel's metadata says (`pip show gsqlc`)
+    and what `gsqlc --version` prints cannot differ."""
+    import tomllib
+    meta = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert "version" not in meta["project"] and "version" in meta["project"]["dynamic"]
+    assert meta["tool"]["scikit-build"]["metadata"]["version"] == {
+        "provider": "scikit_build_core.metadata.regex", "input": "compiler/gsqlc/__init__.py"}
+    pytest.importorskip("scikit_build_core")
+    p = subprocess.run([sys.executable, "-c", "import sys\n"
+                        "from scikit_build_core.build import prepare_metadata_for_build_wheel as m\n"
+                        "print(m(sys.argv[1]))", str(tmp_path)],
+                       cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    info = tmp_path / p.stdout.split()[-1]
+    lines = (info / "METADATA").read_text().splitlines()
+    assert f"Version: {gsqlc.__version__}" in lines
+    assert "License: Apache-2.0" in lines
+    assert "Classifier: License :: OSI Approved :: Apache Software License" in lines
+    assert any(x.startswith("Project-URL: Repository, https://") for x in lines)
+    # the license's text goes with the wheel
+    assert (info / "licenses" / "LICENSE").read_text() == (REPO / "LICENSE").read_text()
+    assert "Apache License\n                           Version 2.0, January 2004" in \
+        (REPO / "LICENSE").read_text()
+
+
+def test_first_build_message_on_a_terminal_only(monkeypatch):
+    """The one-time build of the runtime says so once, on a terminal."""
+    import io
+
+    from gsqlc.backend import build_cache
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+    monkeypatch.setattr(build_cache, "_first_build_told", False)
+    piped, tty = io.StringIO(), Terminal()
+    assert not build_cache.tell_first_build(piped) and piped.getvalue() == ""
+    assert build_cache.tell_first_build(tty)
+    assert not build_cache.tell_first_build(tty)    # once a process
+    assert tty.getvalue() == build_cache.FIRST_BUILD_MESSAGE + "\n"
+    assert build_cache.FIRST_BUILD_MESSAGE == "gsqlc: building the runtime once (about 15 s)..."
+
+
+def test_first_build_message_through_the_command(tmp_path):
+    """gsqlc compile --build into an empty cache: the line comes first on a
+    terminal, and not at all through a pipe.  (cmake is kept off PATH, so
+    the build stops at once, after the line.)"""
+    q = tmp_path / "q.gsql"
+    q.write_text("SELECT time, len FROM IPV4\n")
+    args = ["compile", q, "-o", tmp_path / "out", "--build"]
+    env = env_with(GSQLC_CACHE_DIR=str(tmp_path / "cache"), PATH=str(tmp_path / "nothing"),
+                   NO_COLOR="1")
+    rc, tty = run_on_tty(args, env)
+    assert rc != 0 and "cmake is not installed" in tty, tty
+    assert tty.splitlines()[0] == "gsqlc: building the runtime once (about 15 s)...", tty
+    rc, piped = run_piped(args, env)
+    assert rc != 0 and "cmake is not installed" in piped
+    assert "building the runtime" not in piped
+
+
 def test_query_errors_are_coloured_on_a_terminal_only(bad_query):
     args = ["explain", bad_query]
     rc, tty = run_on_tty(args, env_with())

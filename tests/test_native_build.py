@@ -106,7 +106,7 @@ def test_the_units_compile_as_the_generated_cmake_project_compiles_them(generate
     want = _cmake_commands(bdir)
     units = [*gen.lftas, *gen.hftas, "queryset.c"]
     ours = {u: _normal(nb.unit_command(tc, src / u, bdir / "x.o"), bdir) for u in units}
-    ours["runner_sets.c"] = _normal(nb.runner_unit_command(tc, src / "runner_sets.c",
+    ours["runner_defaults.c"] = _normal(nb.runner_unit_command(tc, src / "runner_defaults.c",
                                                            bdir / "x.o"), bdir)
     main = resource_dir("runtime_c") / "tools" / "gsqlc_run_main.c"
     ours["gsqlc_run_main.c"] = _normal(nb.runner_unit_command(tc, main, bdir / "x.o"), bdir)

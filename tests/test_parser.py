@@ -663,6 +663,36 @@ def test_error_missing_semicolon_between_queries():
     assert "';'" in err.message
 
 
+@pytest.mark.parametrize("src, rule, where, caret", [
+    # ORDER taken as the table's alias: the error shows at BY
+    ("select time from T\norder by time", "order-by", (2, 1), "^~~~~~~~"),
+    ("select time from T t ORDER BY time", "order-by", (1, 22), "^~~~~~~~"),
+    ("select a from T where a > 1 Order By a", "order-by", (1, 29), "^~~~~~~~"),
+    ("select tb, count(*) from T group by time/60 as tb\nORDER BY tb", "order-by", (2, 1),
+     "^~~~~~~~"),
+    ("select a from T limit 10", "limit", (1, 17), "^~~~~~~~"),
+    ("select a from T where a > 1 LIMIT $n", "limit", (1, 29), "^~~~~~~~"),
+])
+def test_order_by_and_limit_say_what_a_stream_has_instead(src, rule, where, caret):
+    err = syntax_error(src)
+    assert (err.rule, (err.span.line, err.span.column)) == (rule, where)
+    assert str(err).splitlines()[-1].strip() == caret
+    if rule == "order-by":
+        assert err.message.startswith("GSQL has no ORDER BY: a stream never ends")
+        assert "temporal GROUP BY" in err.message and "| sort" in err.message
+    else:
+        assert err.message.startswith("GSQL has no LIMIT: a stream never ends")
+        assert "| head -n 10" in err.message and "HAVING" in err.message
+
+
+def test_order_and_limit_stay_names_elsewhere():
+    # a field or alias named order or limit is no clause
+    parse_query_file("ok.gsql", "select order, limit from T")
+    parse_query_file("ok.gsql", "select a from T limit")
+    err = syntax_error("select order from T x y")
+    assert err.rule == "syntax"
+
+
 def test_error_expected_list_short():
     err = syntax_error("select a from T where a = 1 )")
     items = err.message.split("expected one of: ")[1].split(", ")

@@ -180,10 +180,13 @@ class CompiledQuerySet:
         and the wall clock when one is a live feed (a reader or iterator);
         'wall', 'data' or 'fixed:SECONDS' force one.
         Time bounds (as in the interfaces file):
-        out_of_order= {interface: seconds} (B_ii: its heartbeats promise the
-        largest timestamp read less this); latency= {interface: seconds}
-        (L_i); skew= {(a, b): (after, bound)} (B_ab); heartbeat_timeout=
-        seconds; heartbeats= {"estimate": "given" | "max" | "adaptive",
+        out_of_order= {interface: seconds} (a record trails the largest
+        timestamp read before it by at most this: its heartbeats promise
+        that timestamp less this); latency= {interface: seconds} (the most
+        wall-clock seconds from a record's emission to its arrival);
+        skew= {(a, b): (after, bound)} (after wall-clock seconds past a
+        record of a stamped T, b's records are stamped at least T - bound);
+        heartbeat_timeout= seconds; heartbeats= {"estimate": "given" | "max" | "adaptive",
         "horizon": s, "window": n, "alpha": a, "level": "operator" |
         "query"} (the file's [heartbeats]).  time_unit= {interface: 's' |
         'ms' | 'us' | 'ns'}: the unit of a CSV (or Arrow) interface's time

@@ -22,6 +22,7 @@ from .runtime.bindings import URI_SCHEMES, normalize_uri
 from .runtime.interfaces import DEFAULT_IFACE, Interfaces, TimeBounds
 from .runtime.interfaces import build as build_interfaces
 from .runtime.run import TextOutput, run_to_end
+from .runtime.run_flags import add_run_flags
 from .terminal import (
     COLOR_MODES,
     color_mode_of,
@@ -83,68 +84,14 @@ def make_parser() -> argparse.ArgumentParser:
                    help="build with AddressSanitizer and UndefinedBehaviorSanitizer")
     c.add_argument("--werror", action="store_true", help="treat C/C++ warnings as errors")
 
-    r = sub.add_parser("run", help="compile (cached), build and run")
+    r = sub.add_parser("run", help="compile (cached), build and run",
+                       description="Compile the queries (cached), build them and run them. "
+                       "The options that concern running are those of the stand-alone runner "
+                       "gsqlc-run too (gsqlc compile --build).")
     _common(r)
-    r.add_argument("--source", action="append", default=[], metavar="NAME=URI",
-                   help="bind interface NAME to csv:PATH, csv:-, csvtcp:HOST:PORT, gdat:PATH, "
-                        "pcap:PATH or pcap-live:IFACE")
-    r.add_argument("--output", action="append", default=[], metavar="QUERY",
-                   help="query whose output stream to print (default: every query no other reads)")
-    r.add_argument("--output-file", metavar="PATH", help="write the output here instead of stdout")
-    r.add_argument("--format", choices=["pipe", "csv", "jsonl", "gdat"], default="pipe",
-                   help="pipe (Tigon's '|' lines), csv, jsonl, or gdat (Tigon's binary GDAT "
-                        "file: give --output-file)")
-    r.add_argument("--ip-format", choices=["text", "int"], default="text",
-                   help="IP and IPV6 values as text (10.0.0.1; eight groups of four hex digits) "
-                        "or as unsigned integers (32- and 128-bit, decimal)")
-    r.add_argument("--clock", default="auto", metavar="auto|wall|data|fixed:T",
-                   help="the run's clock: auto (the default) follows the records' own time "
-                        "when every source is a recording (files, in-memory tables) and the "
-                        "wall clock when one is live; wall, data or fixed:SECONDS force one")
-    r.add_argument("--heartbeat-interval", default="1", metavar="SECONDS|off",
-                   help="seconds of the run's clock between temporal updates (heartbeats); "
-                        "off disables them")
-    r.add_argument("--max-skew", action="append", default=[], metavar="NAME=SECONDS",
-                   help="maximum skew of interface NAME's timestamps behind the clock: an idle "
-                        "interface's time advances from the clock less this; later tuples are "
-                        "discarded and counted")
-    r.add_argument("--out-of-order", action="append", default=[], metavar="NAME=SECONDS",
-                   help="a record of interface NAME never trails the largest timestamp read "
-                        "before it by more than this (application time): its heartbeats "
-                        "promise only that largest timestamp less this; later records are "
-                        "discarded and counted")
-    r.add_argument("--time-unit", action="append", default=[], metavar="NAME=UNIT",
-                   help="unit of CSV interface NAME's time column: s (default), ms, us or ns "
-                        "(a float column holds units with a fraction)")
-    r.add_argument("--latency", action="append", default=[], metavar="NAME=SECONDS",
-                   help="wall-clock seconds from emission to arrival on interface NAME: its "
-                        "generated heartbeats wait this long (Srivastava & Widom 2004 L_i)")
-    r.add_argument("--skew", action="append", default=[], metavar="A:B=AFTER,BOUND",
-                   help="skew bound of interface A on B (Srivastava & Widom 2004 B_ab = (t_ab, delta_ab)): "
-                        "AFTER wall-clock seconds after A's record stamped T arrived, B's "
-                        "records are stamped >= T - BOUND, so B's heartbeats advance from A's")
-    r.add_argument("--heartbeat-timeout", metavar="SECONDS",
-                   help="when every input pauses this long, every interface's heartbeat "
-                        "moves to the largest timestamp seen (Srivastava & Widom 2004, section 3.4)")
-    r.add_argument("--heartbeats", action="append", default=[], metavar="KEY=VALUE",
-                   help="heartbeat generator setting, as in the interfaces file's [heartbeats]: "
-                        "estimate=given|max|adaptive, horizon=S, window=N, alpha=A, "
-                        "level=operator|query")
-    r.add_argument("--batch", type=int, metavar="N",
-                   help="records read per batch (default 512): heartbeats, generated ones "
-                        "included, are brought up to date between batches")
-    r.add_argument("--columnar", choices=("auto", "off"), default="auto",
-                   help="auto: LFTAs over CSV records (files, Arrow data) run a chunk of "
-                        "columns at a time when none reads the clock; off: a record at a "
-                        "time (the same results)")
-    r.add_argument("--prefilter", choices=("on", "off"), default="on",
-                   help="on: the cheap predicates of the queries reading an interface are "
-                        "evaluated once per record, and each query runs only on the records "
-                        "they let through; off: every query sees every record (the same "
-                        "results)")
-    r.add_argument("--pcap-reader", choices=["mmap", "libpcap"],
-                   help="how pcap:PATH files are read: mmap (default: memory-mapped, zero "
-                        "copy; libpcap for pipes and formats it does not take) or libpcap")
+    shown = r.add_mutually_exclusive_group()
+    # the options that concern running: one table with gsqlc-run's
+    add_run_flags(r, groups={"--quiet": shown})
     r.add_argument("--threads", type=_positive_int, metavar="N",
                    help="threads to run on (default: the machine's cores when it has 3 or "
                         "more, each given at least 16 MiB of capture; else 1): a classic pcap "
@@ -152,28 +99,10 @@ def make_parser() -> argparse.ArgumentParser:
                         "each read by its LFTAs on a thread of its own, the HFTAs merging "
                         "them; the results equal one thread's.  Other sources, and runs the "
                         "cut cannot keep equal, use one thread (--stats says why)")
-    r.add_argument("--stall-intervals", type=int, default=3, metavar="N",
-                   help="report a source or LFTA silent for N heartbeat intervals as stalled")
-    r.add_argument("--max-groups", type=_positive_int, metavar="N",
-                   help="the groups an HFTA aggregation may hold open at once; past it the "
-                        "run fails naming the query (default: what half of the machine's "
-                        "memory holds)")
-    r.add_argument("--trace", metavar="FILE",
-                   help="write every heartbeat's path through the operators as JSON lines")
-    r.add_argument("--csv-separator", default=",", metavar="C")
-    r.add_argument("--csv-strict", action="store_true",
-                   help="reject CSV rows holding a value that is not valid for its type")
-    r.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
-    r.add_argument("--stats", action="store_true", help="print run counters as JSON on stderr")
-    shown = r.add_mutually_exclusive_group()
     shown.add_argument("--progress", action="store_true",
                        help="draw the live progress line on stderr even when it is not a "
                             "terminal (default: only on a terminal, TERM not dumb, the output "
                             "not going to that terminal)")
-    shown.add_argument("--quiet", "-q", action="store_true",
-                       help="no progress line, and no informational report lines at the end "
-                            "(interruption, stalls, heartbeat timeouts); warnings, errors and "
-                            "--stats are still written")
     r.add_argument("--sanitize", action="store_true",
                    help="build with AddressSanitizer and UndefinedBehaviorSanitizer")
 
@@ -325,7 +254,13 @@ def _show_progress(args: argparse.Namespace) -> bool:
 
 
 def _run_request(args: argparse.Namespace) -> session.RunRequest:
-    """The run `gsqlc run`'s flags ask for."""
+    """The run `gsqlc run`'s flags ask for (a flag not given: the session's
+    default)."""
+    given = {"clock": args.clock, "heartbeat_interval": args.heartbeat_interval,
+             "csv_separator": args.csv_separator, "stall_intervals": args.stall_intervals,
+             "trace": args.trace, "batch": args.batch, "columnar": args.columnar,
+             "prefilter": args.prefilter, "pcap_reader": args.pcap_reader,
+             "max_groups": args.max_groups}
     return session.RunRequest(
         sources=[(n, normalize_uri(u)) for n, u in (_source_binding(s) for s in args.source)],
         interfaces_file=args.interfaces,
@@ -333,12 +268,8 @@ def _run_request(args: argparse.Namespace) -> session.RunRequest:
         bounds=_time_bounds(args),
         params=dict(_split_binding(p, "--param") for p in args.param),
         output=args.output or None, all_outputs=True,
-        options=session.RunOptions(clock=args.clock, heartbeat_interval=args.heartbeat_interval,
-                                   csv_separator=args.csv_separator, csv_strict=args.csv_strict,
-                                   stall_intervals=args.stall_intervals, trace=args.trace,
-                                   batch=args.batch, columnar=args.columnar,
-                                   prefilter=args.prefilter, pcap_reader=args.pcap_reader,
-                                   max_groups=args.max_groups,
+        options=session.RunOptions(**{k: v for k, v in given.items() if v is not None},
+                                   csv_strict=args.csv_strict,
                                    report="losses" if args.quiet else "all"))
 
 
@@ -357,7 +288,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         summary = hit.summary
     # the bindings are checked before anything is built
     prep = session.bind(summary, settled)
-    if args.format == "gdat" and len(prep.outputs) > 1:
+    fmt = args.format or "pipe"
+    if fmt == "gdat" and len(prep.outputs) > 1:
         raise UsageError(f"--format gdat writes one query's output (a GDAT file has one "
                          f"schema), but {len(prep.outputs)} are chosen "
                          f"({', '.join(prep.outputs)}): name one with --output")
@@ -374,8 +306,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     split = session.decide_split(prep, library, plan, args.threads, captures_need_cores=True)
     shown = (progress.ProgressOptions(colour=use_color(sys.stderr, color_mode_of(args)))
              if _show_progress(args) else None)
-    output = TextOutput([(q, args.format, args.output_file) for q in prep.outputs],
-                        args.ip_format)
+    output = TextOutput([(q, fmt, args.output_file) for q in prep.outputs],
+                        args.ip_format or "text")
     result = run_to_end(session.start(prep, library, output, split, plan, shown))
     report = result.report
     if report:

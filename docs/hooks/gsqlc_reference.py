@@ -384,16 +384,33 @@ def render_packet_schema() -> str:
 def render_run_options() -> str:
     """The runtime's options, one row per entry of its table
     (runtime_c/run/option_table.h, read by gsqlc.runtime.option_table):
-    the key, what a value must be, what it does, and the `gsqlc run` flag
-    that sets it, where one does."""
-    from gsqlc.runtime import option_table
+    the key, what a value must be, what it does, and the flag of `gsqlc
+    run` and gsqlc-run that sets it, where one does (their one table of
+    flags, runtime_c/tools/run_flags.h, read by gsqlc.runtime.run_flags)."""
+    from gsqlc.runtime import option_table, run_flags
     rows = []
     for o in option_table.options().values():
-        face = option_table.FACES.get(o.name)
-        rows.append([_code(o.name), _e(o.expects), _e(o.doc), _code(face.flag) if face else ""])
+        rows.append([_code(o.name), _e(o.expects), _e(o.doc),
+                     ", ".join(_code(f) for f in _flags_setting(run_flags.flags(), o))])
     if not rows:
         raise ValueError("the runtime's option table has no GSQ_OPTION the docs hook could read")
-    return _table(["Option", "Value", "What it does", "gsqlc run"], rows, "gsqlc-run-options")
+    return _table(["Option", "Value", "What it does", "Flag"], rows, "gsqlc-run-options")
+
+
+def _flags_setting(flags, option) -> list[str]:
+    """How the shared flags set `option`: --batch N, --csv-strict,
+    --max-skew NAME=SECONDS, --heartbeats estimate=VALUE (not --option,
+    which sets any)."""
+    out = []
+    for f in flags:
+        if not f.both:
+            continue
+        if f.action in ("OPTION", "SWITCH") and f.key == option.name:
+            out.append(f.name if f.action == "SWITCH" else f"{f.name} {f.metavar or '|'.join(f.choices)}")
+        elif f.action == "KEYED" and f.key and option.name.startswith(f.key):
+            rest = option.name[len(f.key):]
+            out.append(f"{f.name} {f.metavar}" if ":" in option.name else f"{f.name} {rest}=VALUE")
+    return out
 
 
 RENDERERS = {

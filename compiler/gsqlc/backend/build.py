@@ -27,7 +27,7 @@ from ..errors import BuildError, ToolchainError
 from ..resources import cache_root, resource_dir
 from .build_cache import LIB_NAME as LIB_NAME
 from .build_cache import RUNNER_NAME as RUNNER_NAME
-from .build_cache import mark_done, verified
+from .build_cache import mark_done, tell_first_build, verified
 from .build_cache import werror_default as werror_default
 
 if TYPE_CHECKING:   # a cached run checks its build without loading code generation
@@ -194,6 +194,7 @@ def runtime_archive(sanitize: bool, werror: Optional[bool] = None) -> Path:
     with open(root / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not verified(root, lib):
+            tell_first_build()
             lib.unlink(missing_ok=True)
             log = cmake_build(resource_dir("runtime_c"), root / "build", sanitize, werror)
             (root / "build.log").write_text(log)

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from pathlib import Path
-from typing import Optional
+from typing import Optional, TextIO
 
 from ..resources import cache_root
 
@@ -29,6 +30,36 @@ def werror_default(werror: Optional[bool] = None) -> bool:
     GSQLC_WERROR is set (to anything but "" or "0"): the test suite sets it so
     that every build treats warnings as errors."""
     return bool(werror) or os.environ.get("GSQLC_WERROR", "") not in ("", "0")
+
+
+# What a terminal user is told before the one-time build of the runtime
+# (build.runtime_archive, then native_build.shared_folder: about 15 s of a
+# 2-core machine, and nothing else said meanwhile)
+FIRST_BUILD_MESSAGE = "gsqlc: building the runtime once (about 15 s)..."
+_first_build_told = False
+
+
+def tell_first_build(stream: Optional[TextIO] = None) -> bool:
+    """Say FIRST_BUILD_MESSAGE on `stream` (stderr) when it is a terminal,
+    once a process however many parts of the runtime are built; whether it
+    was said now.  A pipe, a file or a notebook's stream is told nothing:
+    the line is for a person waiting at a terminal, not for a log."""
+    global _first_build_told
+    out = sys.stderr if stream is None else stream
+    if _first_build_told:
+        return False
+    try:
+        tty = out.isatty()
+    except (AttributeError, ValueError):   # a stream without one, or closed
+        tty = False
+    if not tty:
+        return False
+    _first_build_told = True
+    try:
+        print(FIRST_BUILD_MESSAGE, file=out, flush=True)
+    except OSError:
+        pass
+    return True
 
 
 # A product larger than this (the precompiled header, 40 MB) is known by

@@ -31,7 +31,7 @@ from .hfta_gen import render_hfta_aggregate, render_hfta_merge, render_hfta_sele
 from .hfta_join_gen import render_hfta_filter_join, render_hfta_join
 from .lfta_aggregate_gen import render_lfta_aggregate
 from .lfta_gen import render_lfta_select
-from .queryset_gen import render_cmake, render_queryset, render_runner_sets, render_streams_h
+from .queryset_gen import render_cmake, render_queryset, render_runner_defaults, render_streams_h
 from .user_sources import add_library_sources, add_user_sources
 
 __all__ = ["GeneratedSet", "generate"]
@@ -76,7 +76,7 @@ def generate(plan: Plan, runner_sets: Sequence[tuple[str, str]] = (),
         if fname.endswith(".c"):
             gs.lftas.append(fname)
     files["queryset.c"] = render_queryset(gen)
-    files["runner_sets.c"] = render_runner_sets(gen, runner_sets)
+    files["runner_defaults.c"] = render_runner_defaults(gen, runner_sets)
     add_user_sources(gs, udf)
     add_library_sources(gs, gen.user)
     files["CMakeLists.txt"] = render_cmake(gen, gs)

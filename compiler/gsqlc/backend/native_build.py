@@ -17,7 +17,7 @@ shared-KEY folder (shared_folder):
                        a C++ unit's compile.  Units take it with -include;
                        their code is the same (a header the compiler cannot
                        use is read as text).
-  gsqlc_run_main.o     the stand-alone runner's main (the runner_sets.c of
+  gsqlc_run_main.o     the stand-alone runner's main (the runner_defaults.c of
                        a set is its only own part)
   merge_any_TAG.o      the merges (gsq_merge.h: MERGE queries and the merge
                        of an LFTA's instances over an interface set), one
@@ -47,7 +47,7 @@ from typing import Mapping, Optional, Sequence
 
 from ..errors import BuildError
 from ..resources import cache_root, resource_dir
-from .build_cache import mark_done, verified
+from .build_cache import mark_done, tell_first_build, verified
 from .gen_shared import MERGE_TYPES
 from .udf_build import is_library_source
 from .user_sources import CXX_SUFFIXES
@@ -293,6 +293,7 @@ def shared_folder(tc: Toolchain) -> Shared:
             return Shared(main_obj, merges, header)
         if verified(root, main_obj, *merges):
             return Shared(main_obj, merges, None)
+        tell_first_build()
         (root / "done").unlink(missing_ok=True)
         gch.unlink(missing_ok=True)
         main_src = resource_dir("runtime_c") / "tools" / "gsqlc_run_main.c"
@@ -355,7 +356,7 @@ def build_set(src: Path, bdir: Path, lftas: Sequence[str], hftas: Sequence[str],
     # finish decides when the link starts
     order = sorted(units, key=lambda p: (p.suffix != ".cpp", -size[p]))
     objs = {u: objdir / f"{u.name}.o" for u in units}
-    sets_src, sets_obj = src / "runner_sets.c", objdir / "runner_sets.c.o"
+    sets_src, sets_obj = src / "runner_defaults.c", objdir / "runner_defaults.c.o"
     compiles = [unit_command(tc, u, objs[u], shared.pch, src) for u in order]
     udf_objs = [objdir / f"{name}.o" for name, _ in udfs]
     compiles += [udf_unit_command(tc, src / name, o, Path(folder))

@@ -1,7 +1,8 @@
 """The query set's own files: the tuple structs of every stream
 (streams.h), the table of streams, LFTAs and HFTAs the runtime loads
-(queryset.c), the runner's default interface sets (runner_sets.c) and the
-CMake project building the library."""
+(queryset.c), what the stand-alone runner decides by default
+(runner_defaults.c: interface sets, outputs) and the CMake project building
+the library."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -9,6 +10,7 @@ from typing import Sequence
 from ..planner.nodes import LftaAggregate, LftaNode, PlanNode
 from ..semantics.bound import AccumRef
 from ..semantics.model import StreamDef
+from ..semantics.resolve import leaves
 from ..semantics.types import Type
 from .cescape import c_comment, c_string
 from .cexpr import field_member
@@ -67,9 +69,15 @@ def render_queryset(gen: GenContext) -> str:
     return gen.render("queryset.c.j2", {"streams": streams, "lftas": lftas, "hftas": hftas})
 
 
-def render_runner_sets(gen: GenContext, runner_sets: Sequence[tuple[str, str]]) -> str:
-    return gen.render("runner_sets.c.j2",
-                      {"sets": [(c_string(s), c_string(m)) for s, m in runner_sets]})
+def render_runner_defaults(gen: GenContext, runner_sets: Sequence[tuple[str, str]]) -> str:
+    """The runner's defaults: the --interfaces file's sets, the queries no
+    other reads (its outputs without --output), and whether a query reads
+    the default interface (as `gsqlc run` decides them: runtime.session)."""
+    return gen.render("runner_defaults.c.j2", {
+        "sets": [(c_string(s), c_string(m)) for s, m in runner_sets],
+        "outputs": [c_string(q) for q in leaves(gen.plan.queries)],
+        "reads_default": int(any(isinstance(n, LftaNode) and not n.iface
+                                 for n in gen.plan.nodes))})
 
 
 def render_cmake(gen: GenContext, gs: GeneratedSet) -> str:

@@ -1,6 +1,8 @@
 """Lark's parse errors -> located QueryErrors ('syntax') that say what was
 found and what was expected instead, in the user's terms (`GROUP BY`,
-`expression`, `operator`), with a keyword hint for a misspelt word.
+`expression`, `operator`), with a keyword hint for a misspelt word.  SQL's
+ORDER BY and LIMIT, which a stream cannot have, are errors of their own
+('order-by', 'limit') that say what to write instead.
 """
 from __future__ import annotations
 
@@ -172,6 +174,59 @@ def _previous_token(parser: Lark, text: str, pos: int) -> Optional[Token]:
     return prev
 
 
+# SQL clauses a stream cannot have: the error and what to write instead
+ORDER_BY_MESSAGE = (
+    "GSQL has no ORDER BY: a stream never ends, so it cannot be sorted. A query's "
+    "output already follows its temporal attributes: a selection keeps its input's order, "
+    "an aggregation outputs each epoch of its temporal GROUP BY (e.g. time/60 AS tb) when "
+    "the epoch closes, and MERGE unites streams in the order of a temporal field; to sort "
+    "a finite output, sort it after the run (e.g. gsqlc run ... | sort)")
+LIMIT_MESSAGE = (
+    "GSQL has no LIMIT: a stream never ends, so its output has no last row to count to. "
+    "To see the first rows, end the run: gsqlc run ... | head -n 10 stops it quietly, and "
+    "leaving the loop over a run in Python cancels it; to output fewer rows, filter them "
+    "with WHERE or HAVING (e.g. HAVING count(*) > 100), or keep a bounded sample of each "
+    "window's groups with a sampling query (SUPERGROUP, CLEANING_WHEN, CLEANING_BY)")
+
+
+def _unsupported_clause(parser: Lark, path: str, text: str, tok: Token) -> Optional[QueryError]:
+    """SQL's `ORDER BY x` or `LIMIT n` where the parse failed: at the word
+    ORDER or LIMIT (after an expression), or at what follows it (the word
+    was taken as an alias: `FROM IPV4 ORDER BY len`).  None otherwise."""
+    if tok.start_pos is None:
+        return None
+    prev = _previous_token(parser, text, tok.start_pos)
+    following = _next_token(parser, text, tok)
+    for word, after in ((tok, following), (prev, tok)):
+        if word is None or after is None or word.type != "NAME":
+            continue
+        if str(word).upper() == "ORDER" and after.type == "BY":
+            return QueryError(_join_spans(path, word, after), "order-by", ORDER_BY_MESSAGE)
+        if str(word).upper() == "LIMIT" and after.type in ("NUMBER", "PARAM_REF", "DEFINE_REF"):
+            return QueryError(_join_spans(path, word, after), "limit", LIMIT_MESSAGE)
+    return None
+
+
+def _next_token(parser: Lark, text: str, tok: Token) -> Optional[Token]:
+    try:
+        for t in parser.lex(text):
+            if t.start_pos is not None and tok.start_pos is not None and \
+                    t.start_pos > tok.start_pos:
+                return t
+    except UnexpectedInput:
+        pass
+    return None
+
+
+def _join_spans(path: str, first: Token, last: Token) -> Span:
+    """From the start of `first` to the end of `last`, when they share a
+    line; else `first` alone."""
+    a, b = token_span(path, first), token_span(path, last)
+    if a.line != b.line:
+        return a
+    return Span(path, a.line, a.column, b.end_line, b.end_column)
+
+
 def syntax_error(parser: Lark, path: str, text: str, e: UnexpectedInput) -> QueryError:
     """The QueryError of `parser`'s error e on `text` (file `path`)."""
     if isinstance(e, UnexpectedCharacters):
@@ -208,6 +263,9 @@ def syntax_error(parser: Lark, path: str, text: str, e: UnexpectedInput) -> Quer
             span = token_span(path, tok)
             return QueryError(span, "syntax", "unterminated comment: '/*' "
                              "without a closing '*/'")
+        clause = _unsupported_clause(parser, path, text, tok)
+        if clause is not None:
+            return clause
         span = token_span(path, tok)
         found = _describe_token(tok)
         hint = None
