@@ -31,6 +31,9 @@ QUERIES = {
     # an HFTA over an HFTA: the stores' busiest minute per ten minutes
     "busiest": "DEFINE { query_name 'busiest'; }\n"
                "SELECT tt, max(sales) as most FROM per_minute GROUP BY minute/600 as tt\n",
+    # groups by time alone: a hash partition would hold whole epochs in turn
+    "minutes": "DEFINE { query_name 'minutes'; }\n"
+               "SELECT tb, count(*) as n, sum(qty) as q FROM SALES GROUP BY ts/60 as tb\n",
     "clocked": "DEFINE { query_name 'clocked'; }\n"
                "SELECT ts, qty, get_system_time() as now FROM SALES WHERE qty > 10\n",
 }
@@ -149,11 +152,12 @@ def test_an_aggregation_in_order_runs_in_hash_partitions(qs, threads):
     ("late rows", "slices"),             # a partition could judge lateness otherwise
     ("two outputs", "slices"),
     ("an HFTA over an HFTA", "slices"),  # its groups are not the LFTA's
+    ("groups by time alone", "slices"),  # a partition would hold whole epochs in turn
 ])
 def test_hash_partitions_only_where_they_give_one_runs_answer(qs, case, how):
     t = sales(60_000, late=0.002 if case == "late rows" else 0.0)
     outs = {"late rows": ["per_minute"], "two outputs": ["per_minute", "stats_per_minute"],
-            "an HFTA over an HFTA": ["busiest"]}[case]
+            "an HFTA over an HFTA": ["busiest"], "groups by time alone": ["minutes"]}[case]
     one, _ = run(qs, t, 1, outs)
     many, r = run(qs, t, 2, outs)
     assert r.stats["threads"]["how"] == how

@@ -288,6 +288,9 @@ def _partitions(sp: Split, plan: Plan, outputs: Sequence[str], nodes: Sequence[P
     if not (isinstance(n, HftaAggregate) and n.closing is None and n.sampling is None
             and isinstance(lfta, LftaAggregate) and lfta.query is n.query):
         return False    # not the two halves of one aggregation
+    from ..semantics.types import Temporal
+    if all(e.info.temporal is not Temporal.NONE for _, e in lfta.group_by):
+        return False    # groups by time alone: a partition would hold whole epochs in turn
     rows = min(t.num_rows for t in tables.values())
     used = sp.requested if threads is not None else min(sp.requested, rows // AUTO_MIN_ROWS)
     if used <= 1:
