@@ -87,7 +87,8 @@ def make_parser() -> argparse.ArgumentParser:
     _common(r)
     r.add_argument("--source", action="append", default=[], metavar="NAME=URI",
                    help="bind interface NAME to csv:PATH, csv:-, csvtcp:HOST:PORT, gdat:PATH, "
-                        "pcap:PATH or pcap-live:IFACE")
+                        "pcap:PATH or pcap-live:IFACE; csv:PATH?header=1 reads a header line "
+                        "and finds each field's column by its name")
     r.add_argument("--output", action="append", default=[], metavar="QUERY",
                    help="query whose output stream to print (default: every query no other reads)")
     r.add_argument("--output-file", metavar="PATH", help="write the output here instead of stdout")
@@ -163,6 +164,9 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--csv-separator", default=",", metavar="C")
     r.add_argument("--csv-strict", action="store_true",
                    help="reject CSV rows holding a value that is not valid for its type")
+    r.add_argument("--csv-header", action="store_true",
+                   help="the first line of every CSV source names its columns: each field's "
+                        "column is found by its name (per source: csv:PATH?header=1)")
     r.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
     r.add_argument("--stats", action="store_true", help="print run counters as JSON on stderr")
     shown = r.add_mutually_exclusive_group()
@@ -335,6 +339,7 @@ def _run_request(args: argparse.Namespace) -> session.RunRequest:
         output=args.output or None, all_outputs=True,
         options=session.RunOptions(clock=args.clock, heartbeat_interval=args.heartbeat_interval,
                                    csv_separator=args.csv_separator, csv_strict=args.csv_strict,
+                                   csv_header=args.csv_header,
                                    stall_intervals=args.stall_intervals, trace=args.trace,
                                    batch=args.batch, columnar=args.columnar,
                                    prefilter=args.prefilter, pcap_reader=args.pcap_reader,
