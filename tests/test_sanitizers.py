@@ -250,6 +250,43 @@ def test_time_aligned_csv_replay_under_sanitizers(gsqlc, tmp_path):
     assert len(held) == 2 and min(held) > 0, r.stderr
 
 
+def test_csv_headers_quotes_and_times_under_sanitizers(gsqlc, tmp_path):
+    """A header naming the columns in another order (option csv_header), a
+    first line of field names skipped without it, quoted fields with commas,
+    quotes and line breaks, ISO-8601 and epoch times into fields of stated
+    units, an arrival column found by its name in the header, strict
+    rejections: all sanitized (tests/test_csv_real_files.py has the same
+    through the command line and the Python API)."""
+    data = REPO / "tests" / "data" / "real_csv"
+    run = _compile(gsqlc, tmp_path / "san", data / "orders.gsql", data / "ticks.gsql",
+                   "--schema", data / "schema.txt")
+    # (the stand-alone runner binds the queries' default interface by its name)
+    r = _run(run, "--source", f"default=csv:{data / 'orders.csv'}", "--output", "orders",
+             "--option", "csv_header:default=1", "--option", "time_unit:default=ms",
+             "--option", "arrival:default=1:ullong:iso8601:ts", "--clock", "data", "--stats")
+    assert r.returncode == 0, r.stderr
+    assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
+    assert r.stdout.startswith("1772366405000|north|first, of the day|3\n"), r.stdout
+    assert r.stdout.count("\n") == 6 and '"header":"read"' in r.stderr, r.stderr
+    skipped = tmp_path / "in_order.csv"
+    skipped.write_text((data / "orders_in_order.csv").read_text() + "bad,x,y,1\n")
+    r = _run(run, "--source", f"default=csv:{skipped}", "--output", "orders", "--csv-strict",
+             "--option", "time_unit:default=ms", "--stats")
+    assert r.returncode == 0 and "Sanitizer" not in r.stderr, r.stderr
+    assert len(r.stdout.splitlines()) == 4 and "skipped as a header" in r.stderr
+    assert "field 1 'bad' is not an ISO-8601 time" in r.stderr, r.stderr
+    r = _run(run, "--source", f"default=csv:{data / 'ticks.csv'}", "--output", "ticks")
+    assert r.returncode == 0 and "Sanitizer" not in r.stderr, r.stderr
+    assert r.stdout.splitlines() == ["1772366405|1772366405250|1772359205|1",
+                                     "1772366405|1772366406000|1772323200|2"]
+    missing = tmp_path / "missing.csv"
+    missing.write_text("ts,store\n")
+    r = _run(run, "--source", f"default=csv:{missing}", "--output", "orders",
+             "--option", "csv_header:default=1")
+    assert r.returncode != 0 and "the header has no column 'note'" in r.stderr, r.stderr
+    assert "Sanitizer" not in r.stderr, r.stderr
+
+
 def test_ip_forms_under_sanitizers(gsqlc, tmp_path):
     """The IP forms (issue 17): addresses read in text and integer forms
     (CSV), printed as text and as integers (option ip_format=int, the

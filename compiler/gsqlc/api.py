@@ -157,7 +157,8 @@ class CompiledQuerySet:
             heartbeat_timeout: Optional[float] = None,
             heartbeats: Optional[Mapping[str, Any]] = None,
             time_unit: Optional[Mapping[str, str]] = None,
-            csv_separator: str = ",", csv_strict: bool = False, stall_intervals: int = 3,
+            csv_separator: str = ",", csv_strict: bool = False, csv_header: bool = False,
+            stall_intervals: int = 3,
             trace: Optional[PathLike] = None, batch_rows: int = 65536,
             strings: str = "str", ip_format: str = "text", columnar: str = "auto",
             prefilter: str = "on",
@@ -192,6 +193,11 @@ class CompiledQuerySet:
         'ms' | 'us' | 'ns'}: the unit of a CSV (or Arrow) interface's time
         column, whose values are its records' timestamps (the data clock
         under clock='data').
+        csv_header: the first line of every CSV source names its columns,
+        and each field's column is found by its name (one source:
+        'csv:PATH?header=1'; 'csv:PATH?header=0' keeps a source positional).
+        Without it, a first line naming the fields is skipped and reported
+        (.report, .stats, a warning).
         columnar: 'auto' runs the LFTAs over Arrow data a chunk of columns at
         a time (when none reads the clock); 'off' forces the row path (the
         same results: for comparisons and benchmarks).
@@ -226,6 +232,8 @@ class CompiledQuerySet:
             raise UsageError(f"batch_rows must be a positive integer, got {batch_rows!r}")
         if not isinstance(progress, bool):
             raise UsageError(f"progress must be True or False, got {progress!r}")
+        if not isinstance(csv_header, bool):
+            raise UsageError(f"csv_header must be True or False, got {csv_header!r}")
         request = session.RunRequest(
             sources=[(name, v) for name, value in (sources or {}).items()
                      for v in (value if isinstance(value, list) else [value])],
@@ -236,7 +244,7 @@ class CompiledQuerySet:
             params=dict(params or {}), output=output,
             options=session.RunOptions(clock=clock, heartbeat_interval=heartbeat_interval,
                                        csv_separator=csv_separator, csv_strict=csv_strict,
-                                       stall_intervals=stall_intervals,
+                                       csv_header=csv_header, stall_intervals=stall_intervals,
                                        trace=os.fspath(trace) if trace else None,
                                        columnar=columnar, prefilter=prefilter,
                                        max_groups=max_groups))

@@ -269,7 +269,7 @@ def _run_request(args: argparse.Namespace) -> session.RunRequest:
         params=dict(_split_binding(p, "--param") for p in args.param),
         output=args.output or None, all_outputs=True,
         options=session.RunOptions(**{k: v for k, v in given.items() if v is not None},
-                                   csv_strict=args.csv_strict,
+                                   csv_strict=args.csv_strict, csv_header=args.csv_header,
                                    report="losses" if args.quiet else "all"))
 
 

@@ -404,6 +404,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fields[i].pos = (uint32_t)i + 1;
         fields[i].type = compat[(c1 & 15) % n_compat];
         fields[i].name = (c1 & 16) ? names_uc[i] : names[i];
+        fields[i].time_format = GSQ_TF_NONE; /* a CSV text's: Arrow values are typed */
+        fields[i].time_unit_ns = 0;
         if ((h0 & 64) && !def.time_pos && fields[i].type >= GSQ_T_USHORT &&
             fields[i].type <= GSQ_T_IP) {
             def.time_pos = fields[i].pos;

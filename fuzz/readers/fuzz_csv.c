@@ -20,8 +20,12 @@
  *         ring's initial bytes, bits 5-7 the quantum's scale
  *   h[2]  bits 0-3 the number of fields the LFTA declares (0..15, each a
  *         further header byte: position (b & 7) + 1, type (b >> 3) % 10
- *         + 1: bool .. string), bit 4 columnar (the ring transposed into a
- *         chunk, core/chunk.c, after each batch)
+ *         + 1: bool .. string, time format (b >> 3) / 10: none, iso8601,
+ *         epoch_ms, epoch_us -- a number type's, in the unit of the field's
+ *         index -- and name "a" .. "h" by position), bit 4 columnar (the
+ *         ring transposed into a chunk, core/chunk.c, after each batch),
+ *         bit 7 (also the time slot's) the first line is a header naming
+ *         the columns (option csv_header)
  *   [arrival byte when h[0] bit 4: position (b & 7) + 1, type (b >> 3) % 8]
  * After each batch every record is checked against gsq_record.h (field
  * ends, string views inside the record's text) and read through the
@@ -145,9 +149,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     run.csv_strict = (data[0] >> 2) & 1;
     run.clock_mode = GSQ_CLOCK_DATA;
     for (k = 0; k < nf; k++) {
+        static const char *const names[8] = {"a", "b", "c", "d", "e", "f", "g", "h"};
+        static const int formats[4] = {GSQ_TF_NONE, GSQ_TF_ISO8601, GSQ_TF_EPOCH_MS,
+                                       GSQ_TF_EPOCH_US};
         fields[k].pos = (uint32_t)(data[3 + k] & 7) + 1;
         fields[k].type = (data[3 + k] >> 3) % 10 + 1;
-        fields[k].name = "f";
+        fields[k].name = names[fields[k].pos - 1];
+        fields[k].time_format = formats[(data[3 + k] >> 3) / 10];
+        if (fields[k].type < GSQ_T_USHORT || fields[k].type > GSQ_T_FLOAT)
+            fields[k].time_format = GSQ_TF_NONE; /* the compiler's rule */
+        fields[k].time_unit_ns = fields[k].time_format ? (uint32_t)units[k & 3] : 0;
     }
     def.name = "_lfta_fuzz";
     def.iface = "fz";
@@ -166,6 +177,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     nodes[0] = &node;
     times.iface = (char *)"fz";
     times.unit_ns = units[data[0] >> 6];
+    times.csv_header = (data[2] >> 7) & 1;
     if (data[0] & 16) {
         uint8_t b = data[3 + nf];
         times.arrival_pos = (uint32_t)(b & 7) + 1;

@@ -204,15 +204,22 @@ UNIT = {"s": 0, "ms": 1, "us": 2, "ns": 3}
 BATCH = {1: 0, 2: 1, 3: 2, 5: 3, 8: 4, 64: 5, 1000: 6, 4096: 7}
 
 
-def csv_seed(text: str | bytes, fields: list[tuple[int, str]], sep: str = ",", strict: bool = False,
+# a field's time format (fuzz_csv.c: (b >> 3) / 10; epoch_us only for bool
+# and ushort codes, as a byte holds it)
+TIME_FMT = {None: 0, "iso8601": 1, "epoch_ms": 2, "epoch_us": 3}
+
+
+def csv_seed(text: str | bytes, fields: list[tuple[int, str] | tuple[int, str, str]],
+             sep: str = ",", strict: bool = False,
              time_slot: int | None = None, arrival: tuple[int, str | None] | None = None,
              aligned: bool = False, unit: str = "s", batch: int = 5, ring: int = 1,
-             quantum: int = 1, columnar: bool = False) -> bytes:
+             quantum: int = 1, columnar: bool = False, header: bool = False) -> bytes:
     h0 = SEP[sep] | (4 if strict else 0) | (8 if time_slot is not None else 0) | \
         (16 if arrival else 0) | (32 if aligned else 0) | (UNIT[unit] << 6)
     h1 = BATCH[batch] | (ring << 3) | (quantum << 5)
-    h2 = len(fields) | (16 if columnar else 0) | ((time_slot or 0) << 5)
-    b = bytes([h0, h1, h2]) + bytes(((T[t] - 1) << 3) | (p - 1) for p, t in fields)
+    h2 = len(fields) | (16 if columnar else 0) | ((time_slot or 0) << 5) | (128 if header else 0)
+    b = bytes([h0, h1, h2]) + bytes(((T[f[1]] - 1 + 10 * TIME_FMT[f[2] if len(f) > 2 else None])
+                                     << 3) | (f[0] - 1) for f in fields)
     if arrival:
         p, t = arrival
         b += bytes([(0 if t is None else T[t]) << 3 | (p - 1)])
@@ -253,6 +260,18 @@ def csv_seeds() -> dict[str, bytes]:
                                           "nan\t1.2.3\td\n1e30\t255.255.255.255\te\n",
                                           [(1, "float"), (2, "ip"), (3, "string")], sep="\t",
                                           time_slot=0, aligned=True, unit="ns", quantum=7),
+        # a header naming the columns in another order (fields a, b, c at
+        # positions 1-3), ISO-8601 and epoch times
+        "header_iso_times.csv": csv_seed(
+            ' c ,"b", A ,x\n2026-03-01T12:00:05Z,7,"1772366405250",q\n'
+            "2026-03-01 12:00:05.250+01:00,8,1772366405251,r\n"
+            "1969-12-31T23:59:59.5,9,-1,s\nnot a time,x,1.5,t\n2026-02-29,1,2\n",
+            [(1, "ullong", "epoch_ms"), (2, "uint"), (3, "llong", "iso8601"), (3, "string")],
+            time_slot=2, header=True, aligned=True, batch=2),
+        # no header option: a first line naming the fields is skipped
+        "header_skipped.csv": csv_seed("a,b,c\n1,2026-03-01,x\n2,2026-03-02T00:00Z,y\n",
+                                       [(1, "uint"), (2, "llong", "iso8601"), (3, "string")],
+                                       strict=True, columnar=True),
     }
 
 

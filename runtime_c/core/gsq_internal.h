@@ -275,6 +275,8 @@ struct gsq_source {
     const gsq_node *time_lfta; /* the LFTA that declared time_pos */
     uint32_t arrival_pos;     /* 0: none (arrival = application time) */
     int arrival_type;
+    int arrival_format;       /* enum gsq_time_format of its text (CSV) */
+    const char *arrival_name; /* its field's name (the run's option), or NULL */
     uint64_t unit_ns;
     uint64_t last_app_usec;   /* of the last readable record (0: none yet) */
     uint64_t last_arrival_usec;
@@ -488,6 +490,10 @@ typedef struct gsq_iface_time {
     uint64_t unit_ns;         /* ns per unit: 1, 10^3, 10^6 or 10^9 */
     uint32_t arrival_pos;
     int arrival_type;         /* 0: the time column's type */
+    int arrival_format;       /* enum gsq_time_format of its text */
+    char *arrival_name;       /* its field's name (NULL: not given), owned */
+    int csv_header;           /* csv_header:NAME -- 1: a CSV source's first
+                               * record names its columns (csv_source.c) */
     int recording;            /* recording:NAME -- 1: the Arrow stream bound to
                                * it is recorded data (replayed in time), 0 or
                                * not given: a feed read as it comes */
@@ -739,10 +745,14 @@ int gsq_plan(gsq_run *r);
 /* The value cache layout of a source of CSV records (csv_layout.c).
  * Invariants after a successful build: slot[0..n) are the distinct
  * (position, type) pairs the source's LFTAs declare, sorted by position
- * then type; layout maps them (storage in maps). */
+ * then type, each with the time format of the first field declaring it
+ * (the CSV reader refuses fields that differ: csv_source.c); layout maps
+ * them (storage in maps). */
 typedef struct gsq_csv_slot {
     uint32_t pos;
     int type;
+    int time_format;          /* enum gsq_time_format: how CSV text reads */
+    uint32_t unit_ns;         /*   an instant's unit (time_format != 0) */
 } gsq_csv_slot;
 typedef struct gsq_csv_slots {
     gsq_csv_slot *slot;

@@ -274,6 +274,28 @@ int gsq_parse_ipv6(const char *p, size_t n, gsq_ipv6 *out);
 int gsq_parse_ip_value(const char *p, size_t n, uint32_t *out);
 int gsq_parse_ipv6_value(const char *p, size_t n, gsq_ipv6 *out);
 
+/* Instants written as text (core/time_text.c; a CSV field's time_format):
+ * ISO-8601 date-times (2026-03-01T12:00:05.250+01:00, 2026-03-01 12:00:05,
+ * 2026-03-01) and numbers of seconds, milliseconds, microseconds or
+ * nanoseconds since 1970-01-01T00:00:00Z. */
+enum gsq_time_format {
+    GSQ_TF_NONE = 0,   /* not an instant: a value of the field's type */
+    GSQ_TF_ISO8601 = 1,
+    GSQ_TF_EPOCH_S = 2,
+    GSQ_TF_EPOCH_MS = 3,
+    GSQ_TF_EPOCH_US = 4,
+    GSQ_TF_EPOCH_NS = 5
+};
+/* p[0..n) in `format` as an instant: *sec seconds since the epoch (negative
+ * before it) and *nsec nanoseconds (0 <= *nsec < 10^9) after them.  0, or
+ * -1 when the text is not one (both then 0). */
+int gsq_parse_instant(const char *p, size_t n, int format, int64_t *sec, uint32_t *nsec);
+/* The instant (sec, nsec) as a count of units of unit_ns nanoseconds (1,
+ * 10^3, 10^6 or 10^9), rounded down: 0, or -1 when it does not fit. */
+int gsq_instant_units(int64_t sec, uint32_t nsec, uint64_t unit_ns, int64_t *out);
+/* "iso8601", "epoch_s", "epoch_ms", "epoch_us" or "epoch_ns" (NULL: none). */
+const char *gsq_time_format_name(int format);
+
 /* ---- descriptions emitted by the compiler ------------------------------ */
 
 typedef struct gsq_column {
@@ -319,6 +341,13 @@ typedef struct gsq_csv_field {
     uint32_t pos;      /* 1-based */
     int type;          /* enum gsq_type */
     const char *name;  /* the PROTOCOL field's name, or NULL */
+    /* How a CSV file's text is read (the field's time_format and
+     * time_unit): GSQ_TF_NONE as a value of `type`, else as an instant
+     * (time_text.c) counted in units of time_unit_ns nanoseconds (1, 10^3,
+     * 10^6 or 10^9; an integer or float type).  time_unit_ns is the
+     * field's declared unit (0: none declared; seconds for an instant). */
+    int time_format;   /* enum gsq_time_format */
+    uint32_t time_unit_ns;
 } gsq_csv_field;
 
 /* The prefilter of an interface (TigonSQL's prefilter; generated as

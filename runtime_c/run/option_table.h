@@ -38,7 +38,7 @@
  * empty before its setter runs; WORDS and VALUES have as many items, and
  * EXPECTS of a WORDS option lists its words ("a, b or c").  The order is
  * the one the "unknown option" error lists the names in (tests assert it),
- * not sorted: the table is scanned (31 entries, each option set once).
+ * not sorted: the table is scanned (32 entries, each option set once).
  */
 GSQ_OPTION("csv_separator", CHAR, FIELD(csv_sep), NO_RANGE, NO_WORDS, NO_VALUES,
            set_csv_separator, "one character",
@@ -105,8 +105,13 @@ GSQ_OPTION("time_unit:NAME", WORDS, NO_FIELD, NO_RANGE, WORDS("s", "ms", "us", "
            VALUES(1000000000, 1000000, 1000, 1), set_time_unit, "s, ms, us or ns",
            "The unit of interface NAME's CSV time and arrival columns (default s).")
 GSQ_OPTION("arrival:NAME", FORM, NO_FIELD, NO_RANGE, NO_WORDS, NO_VALUES, set_arrival,
-           "a CSV position, optionally with a numeric type (e.g. 3 or 3:ullong)",
+           "a CSV position, optionally with a numeric type, time format and field name "
+           "(e.g. 3, 3:ullong or 3:ullong:iso8601:recv)",
            "The CSV column of interface NAME giving each record's arrival instant.")
+GSQ_OPTION("csv_header:NAME", BOOL, NO_FIELD, NO_RANGE, NO_WORDS, NO_VALUES, set_csv_header,
+           "0 or 1",
+           "1: the first line of interface NAME's CSV input names its columns, and each "
+           "field's column is found by its name.")
 GSQ_OPTION("stall_intervals", UINT, FIELD(stall_intervals), RANGE(1, 1000000), NO_WORDS,
            NO_VALUES, set_uint, "an integer from 1 to 1000000",
            "Heartbeat intervals of silence after which a source or LFTA is reported stalled "

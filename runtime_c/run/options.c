@@ -376,34 +376,88 @@ static int set_time_unit(gsq_run *r, const gsq_option *o, const char *iface, con
     return 0;
 }
 
-/* arrival:NAME = POS or POS:TYPE (TYPE a numeric GSQL type name) */
-static int set_arrival(gsq_run *r, const gsq_option *o, const char *iface, const char *value)
+/* A numeric GSQL type's code from its name n[0..len) (0: none). */
+static int numeric_type(const char *n, size_t len)
 {
     static const int numeric[] = {GSQ_T_USHORT, GSQ_T_UINT, GSQ_T_INT, GSQ_T_ULLONG,
                                   GSQ_T_LLONG, GSQ_T_FLOAT};
-    const char *colon = strchr(value, ':');
-    size_t n = colon ? (size_t)(colon - value) : strlen(value);
-    uint32_t pos;
-    int type = 0;
+    size_t i;
+    for (i = 0; i < sizeof numeric / sizeof numeric[0]; i++) {
+        const char *t = gsq_type_name(numeric[i]);
+        if (strlen(t) == len && strncmp(n, t, len) == 0)
+            return numeric[i];
+    }
+    return 0;
+}
+
+/* A time format's code from its name n[0..len): "none" or a
+ * gsq_time_format_name (-1: neither). */
+static int time_format_code(const char *n, size_t len)
+{
+    int f;
+    if (len == 4 && strncmp(n, "none", 4) == 0)
+        return GSQ_TF_NONE;
+    for (f = GSQ_TF_ISO8601; f <= GSQ_TF_EPOCH_NS; f++)
+        if (strlen(gsq_time_format_name(f)) == len && strncmp(n, gsq_time_format_name(f), len) == 0)
+            return f;
+    return -1;
+}
+
+/* arrival:NAME = POS, POS:TYPE (TYPE a numeric GSQL type name), or
+ * POS:TYPE:FORMAT:FIELD (FORMAT none or a time format, FIELD the name of
+ * the PROTOCOL field: a CSV header's column) */
+static int set_arrival(gsq_run *r, const gsq_option *o, const char *iface, const char *value)
+{
+    const char *part[4] = {value, NULL, NULL, NULL};
+    size_t len[4];
+    uint32_t pos, k, nparts = 1;
+    int type = 0, format = GSQ_TF_NONE;
+    char *name = NULL;
     gsq_iface_time *t;
-    if (n == 0 || gsq_parse_uint(value, n, &pos) != 0 || pos == 0 || pos > (1u << 30))
+    while (nparts < 4 && (part[nparts] = strchr(part[nparts - 1], ':')) != NULL)
+        part[nparts]++, nparts++;
+    for (k = 0; k < nparts; k++)
+        len[k] = k + 1 < nparts ? (size_t)(part[k + 1] - 1 - part[k]) : strlen(part[k]);
+    if (nparts == 3 || len[0] == 0 || gsq_parse_uint(value, len[0], &pos) != 0 || pos == 0 ||
+        pos > (1u << 30))
         goto bad;
-    if (colon) {
-        size_t i;
-        for (i = 0; i < sizeof numeric / sizeof numeric[0]; i++)
-            if (strcmp(colon + 1, gsq_type_name(numeric[i])) == 0)
-                type = numeric[i];
-        if (!type)
+    if (nparts >= 2 && !(type = numeric_type(part[1], len[1])))
+        goto bad;
+    if (nparts == 4) {
+        if ((format = time_format_code(part[2], len[2])) < 0 || len[3] == 0 ||
+            strchr(part[3], ':'))
             goto bad;
+        if (!(name = gsq_strdup(part[3])))
+            return gsq_set_error(r, "out of memory"), -1;
     }
     t = iface_time(r, iface);
-    if (!t)
+    if (!t) {
+        free(name);
         return -1;
+    }
     t->arrival_pos = pos;
     t->arrival_type = type;
+    t->arrival_format = format;
+    free(t->arrival_name);
+    t->arrival_name = name;
     return 0;
 bad:
     return refuse(r, o, iface, value);
+}
+
+/* csv_header:NAME = 0 | 1: whether the first record of the CSV input bound
+ * to NAME names its columns (the reader then finds each field's column by
+ * its name: csv_source.c). */
+static int set_csv_header(gsq_run *r, const gsq_option *o, const char *iface, const char *value)
+{
+    gsq_iface_time *t;
+    uint8_t b;
+    if (gsq_parse_bool(value, strlen(value), &b) != 0)
+        return refuse(r, o, iface, value);
+    if (!(t = iface_time(r, iface)))
+        return -1;
+    t->csv_header = b;
+    return 0;
 }
 
 /* ---- the generic setters: any option of their kind, through its FIELD */

@@ -191,12 +191,17 @@ static int copy_times(gsq_run *r)
                 return -1;
             if (!t->unit_ns)
                 t->unit_ns = set->unit_ns;
-            if (!t->arrival_pos) {
+            if (!t->arrival_pos && set->arrival_pos) {
                 t->arrival_pos = set->arrival_pos;
                 t->arrival_type = set->arrival_type;
+                t->arrival_format = set->arrival_format;
+                if (set->arrival_name && !(t->arrival_name = gsq_strdup(set->arrival_name)))
+                    return -1;
             }
             if (!t->recording)
                 t->recording = set->recording;
+            if (!t->csv_header)
+                t->csv_header = set->csv_header;
         }
     }
     return 0;

@@ -79,8 +79,10 @@ GSQ_EXPORT void gsqlc_destroy(gsq_run *r)
     }
     free(r->skew_decls);
     gsq_tg_free(r);
-    for (i = 0; i < r->n_times; i++)
+    for (i = 0; i < r->n_times; i++) {
         free(r->times[i].iface);
+        free(r->times[i].arrival_name);
+    }
     free(r->times);
     free(r->trace_path);
     gsq_hb_free(r);

@@ -10,9 +10,11 @@
 
 #include "gsq_internal.h"
 
-/* Add (pos, type) to cs->slot[0..*n) unless it is there or invalid. */
-static void add_slot(gsq_csv_slots *cs, uint32_t *n, uint32_t pos, int type, int *used,
-                     uint32_t *max_pos)
+/* Add (pos, type), read in time format fmt of unit unit_ns, to
+ * cs->slot[0..*n) unless it is there (then its first format stays) or
+ * invalid. */
+static void add_slot(gsq_csv_slots *cs, uint32_t *n, uint32_t pos, int type, int fmt,
+                     uint32_t unit_ns, int *used, uint32_t *max_pos)
 {
     uint32_t k;
     if (pos == 0 || type < GSQ_T_BOOL || type > GSQ_T_STRING)
@@ -22,6 +24,8 @@ static void add_slot(gsq_csv_slots *cs, uint32_t *n, uint32_t pos, int type, int
             return;
     cs->slot[*n].pos = pos;
     cs->slot[*n].type = type;
+    cs->slot[*n].time_format = fmt;
+    cs->slot[*n].unit_ns = fmt != GSQ_TF_NONE && !unit_ns ? 1000000000u : unit_ns;
     (*n)++;
     used[type] = 1;
     if (pos > *max_pos)
@@ -41,11 +45,16 @@ int gsq_csv_slots_build(gsq_csv_slots *cs, const gsq_source *s)
         return -1;
     for (i = 0; i < s->n_lftas; i++) {
         const gsq_lfta_def *d = s->lftas[i]->lfta;
-        for (j = 0; j < d->n_csv_fields; j++)
-            add_slot(cs, &n, d->csv_fields[j].pos, d->csv_fields[j].type, used, &max_pos);
+        for (j = 0; j < d->n_csv_fields; j++) {
+            const gsq_csv_field *f = &d->csv_fields[j];
+            add_slot(cs, &n, f->pos, f->type, f->time_format, f->time_unit_ns, used, &max_pos);
+        }
     }
-    add_slot(cs, &n, s->time_pos, s->time_type, used, &max_pos);
-    add_slot(cs, &n, s->arrival_pos, s->arrival_type, used, &max_pos);
+    /* the time column is an LFTA's field (above); an arrival column's
+     * instants are in the source's unit */
+    add_slot(cs, &n, s->time_pos, s->time_type, GSQ_TF_NONE, 0, used, &max_pos);
+    add_slot(cs, &n, s->arrival_pos, s->arrival_type, s->arrival_format,
+             (uint32_t)s->unit_ns, used, &max_pos);
     /* sort by position: the slots of one cell are adjacent */
     for (i = 1; i < n; i++) {
         gsq_csv_slot x = cs->slot[i];

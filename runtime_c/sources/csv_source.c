@@ -16,7 +16,21 @@
  *    fully valid still converts (Tigon's C semantics) and is counted as
  *    coerced (once per cell, however many LFTAs or types read it) -- or,
  *    with csv_strict, rejects the row;
- *  - a position beyond N reads as the zero value (one warning).
+ *  - a position beyond N reads as the zero value (one warning);
+ *  - a field with a time format (gsq_csv_field.time_format) reads its text
+ *    as an instant (core/time_text.c) counted in its unit; text that is no
+ *    such instant, or one its type cannot hold, is not valid (as above).
+ *
+ * Header: with option csv_header:NAME the first record names the columns;
+ * each position the LFTAs read is mapped to the column named as its
+ * PROTOCOL field (exactly, else ignoring case; blanks around a name
+ * ignored), the header fixes N, and a field whose name no column has fails
+ * the run before any row is read.  Without it, a
+ * first record whose cell at every read position is the name of a field
+ * read from the source (at that position or another), and whose every
+ * non-string read value is not valid, is a header all the same: it is
+ * skipped, not counted, and reported once with the option to use
+ * (csv_report, csv_stats).
  *
  * A pipe or terminal (csv:-) is polled before each read: when it has no
  * input the reader returns an empty batch, and the run loop waits on its
@@ -38,7 +52,10 @@
  * record, whose bytes are discarded as scanned); buf[start..scan) has been
  * scanned, ending in scanner state `st` with `seps` separators and `nls`
  * quoted line breaks seen.  When held.set, the held row is the next
- * record, before the one at `start`.
+ * record, before the one at `start`.  first_seen once the first record was
+ * taken (a header read or ruled out); col_of, when set (header), has
+ * cs.layout.max_pos + 1 entries: col_of[pos] is the 1-based column of the
+ * record that position pos of the layout reads.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -86,6 +103,12 @@ typedef struct csv_reader {
     int32_t arrival_slot;    /*   arrival columns (-1: none) */
     int peeking;             /* csv_peek: hold the next row, whatever its time */
     gsq_csv_held held;       /* set: the next record (csv_held.h) */
+    int header;              /* option csv_header: the first record names columns */
+    int first_seen;          /* the first record was taken */
+    uint32_t *col_of;        /* header: each layout position's column (above) */
+    uint64_t header_skipped; /* without the option: the line of the first
+                              * record, skipped as a header (0: none) */
+    int header_moved;        /*   and some name in it is not at its field's position */
 } csv_reader;
 
 /* ---- setup ------------------------------------------------------------ */
@@ -140,6 +163,44 @@ static int tcp_connect(gsq_run *r, const char *hostport)
     return fd;
 }
 
+/* The unit a field's slot counts an instant in (csv_layout.c: a time
+ * format without a declared unit is in seconds). */
+static uint32_t field_unit(const gsq_csv_field *f)
+{
+    return f->time_format != GSQ_TF_NONE && !f->time_unit_ns ? 1000000000u : f->time_unit_ns;
+}
+
+/* Fields of the source's LFTAs reading one (position, type) must read it
+ * alike (the value cache has one slot for it): 0, or -1 with the run
+ * failed naming two that do not. */
+static int check_formats(gsq_run *r, const gsq_source *s)
+{
+    uint32_t i, j, k, l;
+    for (i = 0; i < s->n_lftas; i++) {
+        const gsq_lfta_def *a = s->lftas[i]->lfta;
+        for (j = 0; j < a->n_csv_fields; j++) {
+            const gsq_csv_field *f = &a->csv_fields[j];
+            for (k = i; k < s->n_lftas; k++) {
+                const gsq_lfta_def *b = s->lftas[k]->lfta;
+                for (l = k == i ? j + 1 : 0; l < b->n_csv_fields; l++) {
+                    const gsq_csv_field *g = &b->csv_fields[l];
+                    if (g->pos != f->pos || g->type != f->type ||
+                        (g->time_format == f->time_format && field_unit(g) == field_unit(f)))
+                        continue;
+                    gsq_run_fail(r, "interface '%s': field %s of PROTOCOL %s and field %s of "
+                                    "PROTOCOL %s read CSV column %u as %s with different "
+                                    "time_format or time_unit properties; declare them alike",
+                                 s->iface, f->name ? f->name : "?", a->protocol,
+                                 g->name ? g->name : "?", b->protocol, (unsigned)f->pos,
+                                 gsq_type_name(f->type));
+                    return -1;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
 static int csv_open(gsq_run *r, gsq_source *s)
 {
     csv_reader *rd = calloc(1, sizeof *rd);
@@ -183,7 +244,11 @@ static int csv_open(gsq_run *r, gsq_source *s)
     }
     rd->time_slot = gsq_csv_slot_of(&rd->cs, s->time_pos, s->time_type);
     rd->arrival_slot = gsq_csv_slot_of(&rd->cs, s->arrival_pos, s->arrival_type);
-    return 0;
+    {
+        const gsq_iface_time *t = gsq_iface_settings(r, s->iface);
+        rd->header = t && t->csv_header;
+    }
+    return check_formats(r, s);
 }
 
 static void csv_close(gsq_source *s)
@@ -199,6 +264,7 @@ static void csv_close(gsq_source *s)
     gsq_buf_free(&rd->first_coerced);
     gsq_buf_free(&rd->warnings);
     gsq_csv_held_free(&rd->held);
+    free(rd->col_of);
     free(rd);
     s->impl = NULL;
 }
@@ -367,18 +433,77 @@ static void describe(csv_reader *rd, uint64_t line, const char *fmt, ...)
                    msg);
 }
 
-static void describe_value(gsq_buf *b, const char *name, uint64_t line, uint32_t pos,
-                           const char *p, size_t n, int type)
+/* Why a value was not read (convert's nonzero returns). */
+enum { CONV_TEXT = 1, CONV_RANGE = 2 };
+
+/* "path:line: field N 'x' is not a valid T" for the value p[0..n) of
+ * column `col` read as slot sl, which convert refused with `why`; a number
+ * field given an ISO-8601 time is told of time_format. */
+static void describe_value(gsq_buf *b, const char *name, uint64_t line, uint32_t col,
+                           const char *p, size_t n, const gsq_csv_slot *sl, int why)
 {
-    gsq_buf_printf(b, "%s:%llu: field %u '", name, (unsigned long long)line, (unsigned)pos);
+    int64_t sec;
+    uint32_t ns;
+    gsq_buf_printf(b, "%s:%llu: field %u '", name, (unsigned long long)line, (unsigned)col);
     gsq_buf_quote_text(b, p, n, 40);
-    gsq_buf_printf(b, "' is not a valid %s", gsq_type_name(type));
+    if (sl->time_format == GSQ_TF_NONE) {
+        gsq_buf_printf(b, "' is not a valid %s", gsq_type_name(sl->type));
+        if (sl->type != GSQ_T_STRING && gsq_parse_instant(p, n, GSQ_TF_ISO8601, &sec, &ns) == 0)
+            gsq_buf_adds(b, " (it is an ISO-8601 time: the field's property time_format "
+                            "iso8601 reads it as one)");
+    } else if (why == CONV_RANGE) {
+        gsq_buf_printf(b, "' is a time beyond the range of type %s (in %s)",
+                       gsq_type_name(sl->type), gsq_time_unit_name(sl->unit_ns));
+    } else if (sl->time_format == GSQ_TF_ISO8601) {
+        gsq_buf_adds(b, "' is not an ISO-8601 time");
+    } else {
+        gsq_buf_printf(b, "' is not a number of %s since 1970 (%s)",
+                       sl->time_format == GSQ_TF_EPOCH_S    ? "seconds"
+                       : sl->time_format == GSQ_TF_EPOCH_MS ? "milliseconds"
+                       : sl->time_format == GSQ_TF_EPOCH_US ? "microseconds"
+                                                            : "nanoseconds",
+                       gsq_time_format_name(sl->time_format));
+    }
 }
 
-static int convert(int type, const char *p, size_t n, gsq_csv_value *v)
+/* The instant p[0..n) in slot sl's time format as a value of its type in
+ * its unit: 0, CONV_TEXT (no such instant) or CONV_RANGE (the type cannot
+ * hold it); *v is 0 unless 0 is returned. */
+static int convert_time(const gsq_csv_slot *sl, const char *p, size_t n, gsq_csv_value *v)
+{
+    int64_t sec, x;
+    uint32_t ns;
+    if (gsq_parse_instant(p, n, sl->time_format, &sec, &ns) != 0)
+        return CONV_TEXT;
+    if (sl->type == GSQ_T_FLOAT) {
+        v->f = ((double)sec * 1e9 + (double)ns) / (double)sl->unit_ns;
+        return 0;
+    }
+    if (gsq_instant_units(sec, ns, sl->unit_ns, &x) != 0)
+        return CONV_RANGE;
+    switch (sl->type) {
+    case GSQ_T_USHORT: if (x < 0 || x > UINT16_MAX) return CONV_RANGE; v->u = (uint64_t)x; break;
+    case GSQ_T_UINT: if (x < 0 || x > UINT32_MAX) return CONV_RANGE; v->u = (uint64_t)x; break;
+    case GSQ_T_ULLONG: if (x < 0) return CONV_RANGE; v->u = (uint64_t)x; break;
+    case GSQ_T_INT: if (x < INT32_MIN || x > INT32_MAX) return CONV_RANGE; v->i = x; break;
+    case GSQ_T_LLONG: v->i = x; break;
+    default: return CONV_TEXT; /* the compiler allows integers and float only */
+    }
+    return 0;
+}
+
+/* Slot sl's value of the text p[0..n): 0, or nonzero (CONV_*) when it is
+ * not valid (v then holds what Tigon reads: the valid prefix, or 0). */
+static int convert(const gsq_csv_slot *sl, const char *p, size_t n, gsq_csv_value *v)
 {
     int rc = 0;
-    switch (type) {
+    if (sl->time_format != GSQ_TF_NONE) {
+        rc = convert_time(sl, p, n, v);
+        if (rc)
+            memset(v, 0, sizeof *v);
+        return rc;
+    }
+    switch (sl->type) {
     case GSQ_T_BOOL: { uint8_t x; rc = gsq_parse_bool(p, n, &x); v->u = x; break; }
     case GSQ_T_USHORT: { uint16_t x; rc = gsq_parse_ushort(p, n, &x); v->u = x; break; }
     case GSQ_T_UINT: { uint32_t x; rc = gsq_parse_uint(p, n, &x); v->u = x; break; }
@@ -390,7 +515,208 @@ static int convert(int type, const char *p, size_t n, gsq_csv_value *v)
     case GSQ_T_IPV6: rc = gsq_parse_ipv6_value(p, n, &v->v6); break;
     case GSQ_T_STRING: v->s.p = p; v->s.len = (uint32_t)n; break;
     }
-    return rc;
+    return rc ? CONV_TEXT : 0;
+}
+
+/* ---- header ----------------------------------------------------------- */
+
+/* p[0..n) less blanks around. */
+static void trim_cell(const char **p, size_t *n)
+{
+    while (*n && (**p == ' ' || **p == '\t'))
+        (*p)++, (*n)--;
+    while (*n && ((*p)[*n - 1] == ' ' || (*p)[*n - 1] == '\t'))
+        (*n)--;
+}
+
+/* Whether the text p[0..n) (trimmed) is `name`, exactly (exact) or
+ * ignoring ASCII case. */
+static int cell_is(const char *p, size_t n, const char *name, int exact)
+{
+    size_t k;
+    trim_cell(&p, &n);
+    if (strlen(name) != n)
+        return 0;
+    for (k = 0; k < n; k++) {
+        char a = p[k], b = name[k];
+        if (!exact && a >= 'A' && a <= 'Z')
+            a = (char)(a - 'A' + 'a');
+        if (!exact && b >= 'A' && b <= 'Z')
+            b = (char)(b - 'A' + 'a');
+        if (a != b)
+            return 0;
+    }
+    return 1;
+}
+
+/* The name of the field read at position pos (the first LFTA's that names
+ * one, or the arrival column's), and in *d the LFTA whose PROTOCOL has it
+ * (NULL for the arrival column); NULL when none names it. */
+static const char *name_at(const gsq_source *s, uint32_t pos, const gsq_lfta_def **d)
+{
+    uint32_t i, j;
+    for (i = 0; i < s->n_lftas; i++)
+        for (j = 0; j < s->lftas[i]->lfta->n_csv_fields; j++)
+            if (s->lftas[i]->lfta->csv_fields[j].pos == pos &&
+                s->lftas[i]->lfta->csv_fields[j].name) {
+                *d = s->lftas[i]->lfta;
+                return s->lftas[i]->lfta->csv_fields[j].name;
+            }
+    *d = NULL;
+    return pos == s->arrival_pos ? s->arrival_name : NULL;
+}
+
+/* A field read at pos whose name is not `name` (NULL: none), and its
+ * PROTOCOL in *proto. */
+static const char *other_name_at(const gsq_source *s, uint32_t pos, const char *name,
+                                 const char **proto)
+{
+    uint32_t i, j;
+    for (i = 0; i < s->n_lftas; i++)
+        for (j = 0; j < s->lftas[i]->lfta->n_csv_fields; j++) {
+            const gsq_csv_field *f = &s->lftas[i]->lfta->csv_fields[j];
+            if (f->pos == pos && f->name && strcmp(f->name, name) != 0) {
+                *proto = s->lftas[i]->lfta->protocol;
+                return f->name;
+            }
+        }
+    return NULL;
+}
+
+/* The header's columns, "a, b, c", into b. */
+static void list_cells(gsq_buf *b, const char *data, const uint32_t *ends, uint32_t nf)
+{
+    uint32_t c;
+    for (c = 1; c <= nf; c++) {
+        const char *p = data + ends[c - 1];
+        size_t n = ends[c] - ends[c - 1];
+        trim_cell(&p, &n);
+        if (c > 1)
+            gsq_buf_adds(b, ", ");
+        gsq_buf_quote_text(b, p, n, 40);
+    }
+}
+
+/* The column (1-based) of the header data/ends (nf cells) named `name`:
+ * exactly, else ignoring case; 0 when none is; -1 when two are exactly. */
+static int64_t column_named(const char *data, const uint32_t *ends, uint32_t nf,
+                            const char *name)
+{
+    uint32_t c, found = 0;
+    int exact;
+    for (exact = 1; exact >= 0 && !found; exact--)
+        for (c = 1; c <= nf; c++)
+            if (cell_is(data + ends[c - 1], ends[c] - ends[c - 1], name, exact)) {
+                if (found)
+                    return exact ? -1 : (int64_t)found; /* ignoring case: the first */
+                found = c;
+            }
+    return found;
+}
+
+/* Read the header record (nf unquoted cells at data/ends, starting at
+ * `line`): map every position of the layout to the column named as its
+ * field, and fix the field count.  0, or -1 with the run failed. */
+static int read_header(gsq_run *r, gsq_source *s, csv_reader *rd, const char *data,
+                       const uint32_t *ends, uint32_t nf, uint64_t line)
+{
+    uint32_t k, max_pos = rd->cs.layout.max_pos;
+    gsq_buf cols = {0};
+    rd->col_of = calloc((size_t)max_pos + 1, sizeof *rd->col_of);
+    if (!rd->col_of) {
+        gsq_run_fail(r, "out of memory reading %s", rd->name);
+        return -1;
+    }
+    for (k = 0; k < rd->cs.n; k++) {
+        uint32_t pos = rd->cs.slot[k].pos;
+        const gsq_lfta_def *d;
+        const char *name = name_at(s, pos, &d), *other, *oproto = "";
+        int64_t c;
+        if (rd->col_of[pos])
+            continue;
+        if (!name) {
+            gsq_run_fail(r, "%s:%llu: CSV column %u is read by a field without a name, so the "
+                            "header cannot say which column it is: rebuild the query set with "
+                            "this gsqlc", rd->name, (unsigned long long)line, (unsigned)pos);
+            return -1;
+        }
+        if ((other = other_name_at(s, pos, name, &oproto)) != NULL) { /* then d is set */
+            gsq_run_fail(r, "%s: fields %s (PROTOCOL %s) and %s (PROTOCOL %s) both read CSV "
+                            "position %u; with a header columns are found by name: give them "
+                            "one name, or different positions", rd->name, name,
+                         d ? d->protocol : "?", other, oproto, (unsigned)pos);
+            return -1;
+        }
+        c = column_named(data, ends, nf, name);
+        if (c <= 0) {
+            list_cells(&cols, data, ends, nf);
+            if (c == 0)
+                gsq_run_fail(r, "%s:%llu: the header has no column '%s' (field %s%s%s); its "
+                                "columns: %s", rd->name, (unsigned long long)line, name,
+                             name, d ? " of PROTOCOL " : ", the arrival column",
+                             d ? d->protocol : "", gsq_buf_str(&cols));
+            else
+                gsq_run_fail(r, "%s:%llu: the header names column '%s' (field %s) twice; its "
+                                "columns: %s", rd->name, (unsigned long long)line, name, name,
+                             gsq_buf_str(&cols));
+            gsq_buf_free(&cols);
+            return -1;
+        }
+        rd->col_of[pos] = (uint32_t)c;
+    }
+    rd->expected = nf;
+    return 0;
+}
+
+/* Whether cell p[0..n) is the name (ignoring case) of a field read from
+ * the source: 2 of one read at pos, 1 of one read elsewhere, else 0. */
+static int field_name_cell(const gsq_source *s, uint32_t pos, const char *p, size_t n)
+{
+    uint32_t i, j;
+    int found = 0;
+    for (i = 0; i < s->n_lftas; i++)
+        for (j = 0; j < s->lftas[i]->lfta->n_csv_fields; j++) {
+            const gsq_csv_field *f = &s->lftas[i]->lfta->csv_fields[j];
+            if (f->name && cell_is(p, n, f->name, 0)) {
+                if (f->pos == pos)
+                    return 2;
+                found = 1;
+            }
+        }
+    if (s->arrival_name && cell_is(p, n, s->arrival_name, 0))
+        return s->arrival_pos == pos ? 2 : 1;
+    return found;
+}
+
+/* Whether the first record (nf unquoted cells at data/ends), read without
+ * the header option, is a header all the same: the cell at every position
+ * read is the name of a field read from the source, and no value of a
+ * type other than string is valid.  *moved: some name is not at its
+ * field's position. */
+static int looks_like_header(const gsq_source *s, const csv_reader *rd, const char *data,
+                             const uint32_t *ends, uint32_t nf, int *moved)
+{
+    uint32_t k;
+    *moved = 0;
+    if (rd->cs.n == 0)
+        return 0;
+    for (k = 0; k < rd->cs.n; k++) {
+        const gsq_csv_slot *sl = &rd->cs.slot[k];
+        const char *p;
+        size_t n;
+        int named;
+        gsq_csv_value v;
+        if (sl->pos > nf)
+            return 0;
+        p = data + ends[sl->pos - 1];
+        n = ends[sl->pos] - ends[sl->pos - 1];
+        if (sl->type != GSQ_T_STRING && convert(sl, p, n, &v) == 0)
+            return 0;
+        if (!(named = field_name_cell(s, sl->pos, p, n)))
+            return 0;
+        *moved |= named == 1;
+    }
+    return 1;
 }
 
 static void first_row(csv_reader *rd, uint32_t nf)
@@ -450,8 +776,23 @@ static int release_held(gsq_run *r, gsq_source *s, csv_reader *rd)
     return 0;
 }
 
+/* The first record, unquoted at data/ends (nf cells, starting at `line`):
+ * a header to read (option csv_header) or one to skip.  ROW_DONE when it
+ * was one (not a record), ROW_ERR when the run failed, else -1: a row. */
+static int first_record(gsq_run *r, gsq_source *s, csv_reader *rd, const char *data,
+                        const uint32_t *ends, uint32_t nf, uint64_t line)
+{
+    rd->first_seen = 1;
+    if (rd->header)
+        return read_header(r, s, rd, data, ends, nf, line) ? ROW_ERR : ROW_DONE;
+    if (!looks_like_header(s, rd, data, ends, nf, &rd->header_moved))
+        return -1;
+    rd->header_skipped = line;
+    return ROW_DONE;
+}
+
 /* Turn the record content p[0..n) with nf fields, starting at `line`, into
- * a ring record (or a rejection). */
+ * a ring record (or a rejection, or the header). */
 static int take_row(gsq_run *r, gsq_source *s, csv_reader *rd, const char *p, size_t n,
                     uint32_t nf, uint64_t line)
 {
@@ -465,9 +806,9 @@ static int take_row(gsq_run *r, gsq_source *s, csv_reader *rd, const char *p, si
     int time_bad = 0, arrival_bad = 0;
     gsq_stamp st = {0, 0, 0};
 
-    if (rd->expected == 0)
+    if (rd->expected == 0 && !rd->header)
         first_row(rd, nf);
-    if (nf != rd->expected) {
+    if (rd->expected != 0 && nf != rd->expected) {
         s->records_read++;
         s->rows_rejected++;
         describe(rd, line, "expected %u fields, found %u", (unsigned)rd->expected, (unsigned)nf);
@@ -488,23 +829,29 @@ static int take_row(gsq_run *r, gsq_source *s, csv_reader *rd, const char *p, si
     ends = (uint32_t *)(void *)(mem + vals_sz);
     data = (char *)(mem + vals_sz + ends_sz);
     len = unescape(p, n, r->csv_sep, data, ends);
+    if (!rd->first_seen) { /* the reservation is simply not committed */
+        int rc = first_record(r, s, rd, data, ends, nf, line);
+        if (rc >= 0)
+            return rc;
+    }
 
     for (k = 0; k < rd->cs.n; k++) {
-        uint32_t pos = rd->cs.slot[k].pos;
-        int type = rd->cs.slot[k].type;
+        const gsq_csv_slot *sl = &rd->cs.slot[k];
+        uint32_t col = rd->col_of ? rd->col_of[sl->pos] : sl->pos;
         const char *fp;
         size_t fn;
+        int why;
         memset(&vals[k], 0, sizeof vals[k]);
-        if (pos > nf) { /* short row: the zero value (warned once) */
-            if (type == GSQ_T_STRING)
+        if (col > nf) { /* short row: the zero value (warned once) */
+            if (sl->type == GSQ_T_STRING)
                 vals[k].s.p = data;
             time_bad |= (int32_t)k == rd->time_slot;
             arrival_bad |= (int32_t)k == rd->arrival_slot;
             continue;
         }
-        fp = data + ends[pos - 1];
-        fn = ends[pos] - ends[pos - 1];
-        if (convert(type, fp, fn, &vals[k]) != 0) {
+        fp = data + ends[col - 1];
+        fn = ends[col] - ends[col - 1];
+        if ((why = convert(sl, fp, fn, &vals[k])) != 0) {
             time_bad |= (int32_t)k == rd->time_slot;
             arrival_bad |= (int32_t)k == rd->arrival_slot;
             if (r->csv_strict) {
@@ -513,16 +860,16 @@ static int take_row(gsq_run *r, gsq_source *s, csv_reader *rd, const char *p, si
                 if (rd->n_described < GSQ_MAX_DESCRIBED) {
                     rd->n_described++;
                     gsq_buf_adds(&rd->described, "gsqlc: ");
-                    describe_value(&rd->described, rd->name, line, pos, fp, fn, type);
+                    describe_value(&rd->described, rd->name, line, col, fp, fn, sl, why);
                     gsq_buf_addc(&rd->described, '\n');
                 }
                 return ROW_DONE; /* the reservation is simply not committed */
             }
             if (s->values_coerced + coerced == 0)
-                describe_value(&rd->first_coerced, rd->name, line, pos, fp, fn, type);
-            if (pos != last_coerced) /* a cell counts once, whatever types read it */
+                describe_value(&rd->first_coerced, rd->name, line, col, fp, fn, sl, why);
+            if (col != last_coerced) /* a cell counts once, whatever types read it */
                 coerced++;
-            last_coerced = pos;
+            last_coerced = col;
         }
     }
     if (s->has_ts)
@@ -668,11 +1015,42 @@ static int csv_peek(gsq_run *r, gsq_source *s, uint64_t *ts_usec)
     return 1;
 }
 
+/* The names of the fields read, in position order: "a, b, c". */
+static void list_fields(gsq_buf *b, const gsq_source *s, const csv_reader *rd)
+{
+    uint32_t k, last = 0;
+    for (k = 0; k < rd->cs.n; k++) {
+        const gsq_lfta_def *d;
+        const char *name;
+        if (rd->cs.slot[k].pos == last)
+            continue;
+        last = rd->cs.slot[k].pos;
+        name = name_at(s, last, &d);
+        if (b->len)
+            gsq_buf_adds(b, ", ");
+        gsq_buf_adds(b, name ? name : "?");
+    }
+}
+
 static void csv_report(const gsq_source *s, gsq_buf *out)
 {
     const csv_reader *rd = s->impl;
     if (!rd)
         return;
+    if (rd->header_skipped) {
+        gsq_buf names = {0};
+        list_fields(&names, s, rd);
+        gsq_buf_printf(out,
+                       "gsqlc: warning: %s:%llu: the first line names the fields (%s) and was "
+                       "skipped as a header%s; bind the source as %s?header=1 to read its "
+                       "header and find each field's column by its name\n",
+                       rd->name, (unsigned long long)rd->header_skipped, gsq_buf_str(&names),
+                       rd->header_moved ? ", but some are not at their fields' positions: "
+                                          "the rows were read by position"
+                                        : "",
+                       s->uri);
+        gsq_buf_free(&names);
+    }
     if (s->rows_rejected) {
         gsq_buf_printf(out, "gsqlc: %s: %llu of %llu rows rejected as malformed%s\n", rd->name,
                        (unsigned long long)s->rows_rejected,
@@ -691,7 +1069,20 @@ static void csv_report(const gsq_source *s, gsq_buf *out)
     gsq_buf_add(out, rd->warnings.p, rd->warnings.len);
 }
 
-/* stdin is read as it arrives */
+/* "header": "read" (option csv_header), "skipped" (a first line naming
+ * the fields, without it) or null. */
+static void csv_stats(const gsq_source *s, gsq_buf *out)
+{
+    const csv_reader *rd = s->impl;
+    const char *h = !rd ? NULL : rd->header ? (rd->first_seen ? "read" : NULL)
+                                 : rd->header_skipped ? "skipped" : NULL;
+    if (h)
+        gsq_buf_printf(out, ",\"header\":\"%s\"", h);
+    else
+        gsq_buf_adds(out, ",\"header\":null");
+}
+
+
 /* Standard input, or any pipe, FIFO or terminal: its rows arrive over time
  * (the sinks are flushed after every round, as for a live interface). */
 static int csv_streaming(const gsq_source *s)
@@ -721,7 +1112,7 @@ static void csv_progress(const gsq_source *s, uint64_t *pos, uint64_t *total)
     .records_key = "rows_read", .lfta_kind = GSQ_SRC_CSV, .arrival = 1,                  \
     .check_lfta = gsq_source_check_lfta, .open = csv_open, .streaming = csv_streaming,  \
     .peek = csv_peek, .read_batch = csv_read_batch, .wait_fd = csv_wait_fd,              \
-    .close = csv_close, .report = csv_report, .progress = csv_progress
+    .close = csv_close, .report = csv_report, .stats = csv_stats, .progress = csv_progress
 
 const gsq_source_ops gsq_csv_ops = {
     .name = "csv",

@@ -13,7 +13,7 @@
  * declare different columns, the first one wins: the others still read
  * their own temporal fields, but the source's clock and replay follow the
  * first one's column.  Option arrival:NAME adds an arrival column (kinds
- * with ops->arrival: CSV files).  Option time_unit:NAME gives the unit of
+ * with ops->arrival: CSV files), with its field's time format and name.  Option time_unit:NAME gives the unit of
  * both (seconds by default).  The source has timestamps when it has either
  * column; with one only, the other time equals it.
  *
@@ -84,6 +84,8 @@ int gsq_source_time_setup(gsq_run *r, gsq_source *s)
         s->arrival_type = t->arrival_type ? t->arrival_type
                           : s->time_pos   ? s->time_type
                                           : GSQ_T_FLOAT;
+        s->arrival_format = t->arrival_format;
+        s->arrival_name = t->arrival_name;
     }
     s->has_ts = s->time_pos || s->arrival_pos;
     return 0;

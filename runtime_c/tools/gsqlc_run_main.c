@@ -34,6 +34,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
 #include "gsq_runtime.h"
 
@@ -62,6 +64,7 @@ enum {
     OWN_OUTPUT_FILE,
     OWN_FORMAT,
     OWN_STATS,
+    OWN_CSV_HEADER,
     OWN_HELP
 };
 
@@ -298,6 +301,7 @@ typedef struct bindings {
     int n;
     char *sets[MAX_ARGS], *members[MAX_ARGS];
     int n_members;
+    int csv_header; /* --csv-header: every CSV source's first line names its columns */
 } bindings;
 
 static int defines_set(const bindings *b, const char *set)
@@ -330,6 +334,45 @@ static const char *member_name(const bindings *b, int i, char *buf, size_t n, in
     return buf;
 }
 
+/* A CSV source's URI options (csv:PATH?header=1, csvtcp:HOST:PORT?header=0,
+ * as compiler/gsqlc/runtime/bindings.py's uri_options reads them): the URI
+ * without them in buf, *header 1 or 0 (-1: not given).  A csv: file whose
+ * name holds the '?' is that file; other URIs have no options.  0, or 2
+ * after printing the error. */
+static int csv_uri_options(const char *uri, char *buf, size_t n, int *header)
+{
+    const char *colon = strchr(uri, ':'), *q;
+    *header = -1;
+    snprintf(buf, n, "%s", uri);
+    if (!colon || !(q = strrchr(colon, '?')))
+        return 0;
+    int csv = (size_t)(colon - uri) == 3 && strncmp(uri, "csv", 3) == 0;
+    int tcp = (size_t)(colon - uri) == 6 && strncmp(uri, "csvtcp", 6) == 0;
+    if (!csv && !tcp)
+        return 0;
+    if (csv && access(colon + 1, F_OK) == 0)
+        return 0;
+    const char *opt = q + 1;
+    if (strncmp(opt, "header=", 7) != 0) {
+        fprintf(stderr, "gsqlc-run: error: --source %s: unknown source option '%s' after '?' "
+                        "(a CSV source takes header=1)\n", uri, opt);
+        return 2;
+    }
+    const char *v = opt + 7;
+    if (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes"))
+        *header = 1;
+    else if (!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no"))
+        *header = 0;
+    else {
+        fprintf(stderr, "gsqlc-run: error: --source %s: header=%s: expected header=1 or "
+                        "header=0\n", uri, v);
+        return 2;
+    }
+    if ((size_t)(q - uri) < n)
+        buf[q - uri] = '\0';
+    return 0;
+}
+
 /* The sources and memberships of the command line, then the default sets,
  * then -- as `gsqlc run` does -- the one interface NAME bound read as the
  * default interface.  0, or 2 after printing the error. */
@@ -339,7 +382,16 @@ static int bind_all(gsq_run *r, const bindings *b)
     int i, count, names = 0;
     for (i = 0; i < b->n; i++) {
         const char *m = member_name(b, i, member, sizeof member, &count);
-        if (gsqlc_bind_source(r, m, b->uris[i]))
+        char uri[4096], key[600];
+        int header;
+        if (csv_uri_options(b->uris[i], uri, sizeof uri, &header))
+            return 2;
+        if (gsqlc_bind_source(r, m, uri))
+            goto fail;
+        if (header < 0 && b->csv_header && strncmp(uri, "csv", 3) == 0)
+            header = 1;
+        snprintf(key, sizeof key, "csv_header:%s", m);
+        if (header > 0 && gsqlc_set_option(r, key, "1"))
             goto fail;
         if (count > 1 && gsqlc_add_set_member(r, b->names[i], m))
             goto fail;
@@ -497,6 +549,9 @@ static int apply(gsq_run *r, command *c, const run_flag *f, char *value)
         return 0;
     case OWN_FORMAT:
         c->format = value;
+        return 0;
+    case OWN_CSV_HEADER:
+        c->b.csv_header = 1;
         return 0;
     case OWN_STATS:
         c->stats = 1;

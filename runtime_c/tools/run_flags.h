@@ -20,7 +20,7 @@
  *            SWITCH("key", "v")  gsqlc_set_option(key, v)
  *            KEYED("prefix")     VALUE is NAME=V: gsqlc_set_option(prefix NAME, V)
  *            OWN(WHAT)           the face's own: SOURCE, MEMBER, PARAM (NAME=V),
- *                                OUTPUT, OUTPUT_FILE, FORMAT, STATS, HELP
+ *                                OUTPUT, OUTPUT_FILE, FORMAT, STATS, CSV_HEADER, HELP
  *            A KEYED flag, and OWN(SOURCE), OWN(MEMBER), OWN(PARAM) and
  *            OWN(OUTPUT), may be given several times.
  *   FACES    BOTH: `gsqlc run` and gsqlc-run; RUNNER: gsqlc-run only
@@ -36,7 +36,8 @@ GSQ_RUN_FLAG("--source", VALUE("NAME=URI"), OWN(SOURCE), BOTH,
              "or pcap-live:IFACE (NAME=PATH: a capture or GDAT file by its first bytes, else "
              "CSV); a URI without NAME binds the default interface (FROM PROTOCOL), and when "
              "a single NAME is bound the queries reading the default interface read it; a "
-             "NAME given again makes an interface set of its sources")
+             "NAME given again makes an interface set of its sources; csv:PATH?header=1 (and csvtcp:, "
+             "csv:-) reads a header line and finds each field's column by its name")
 GSQ_RUN_FLAG("--member", VALUE("SET=IFACE"), OWN(MEMBER), RUNNER,
              "make interface IFACE (bound by its own --source) a member of interface set SET")
 GSQ_RUN_FLAG("--output", VALUE("QUERY"), OWN(OUTPUT), BOTH,
@@ -108,6 +109,9 @@ GSQ_RUN_FLAG("--csv-separator", VALUE("C"), OPTION("csv_separator"), BOTH,
              "the field separator of CSV sources (default ','; tab or \\t for a tab)")
 GSQ_RUN_FLAG("--csv-strict", NO_ARG, SWITCH("csv_strict", "1"), BOTH,
              "reject CSV rows holding a value that is not valid for its type")
+GSQ_RUN_FLAG("--csv-header", NO_ARG, OWN(CSV_HEADER), BOTH,
+             "the first line of every CSV source names its columns: each field's column is "
+             "found by its name (per source: csv:PATH?header=1, ?header=0 to exempt one)")
 GSQ_RUN_FLAG("--option", VALUE("KEY=VALUE"), KEYED(""), RUNNER,
              "set any runtime option (the options reference of gsqlc's documentation), e.g. "
              "--option hb_estimate=adaptive or --option arrival:eth0=4:ullong")

@@ -72,10 +72,11 @@ static void csv_all_accept(void *state, gsq_node *node, const gsq_record *rec)
 }
 
 static const gsq_csv_field csv_all_fields[] = {
-    {1, GSQ_T_BOOL, "b"}, {2, GSQ_T_USHORT, "us"}, {3, GSQ_T_UINT, "ui"},
-    {4, GSQ_T_INT, "i"}, {5, GSQ_T_ULLONG, "ull"}, {6, GSQ_T_LLONG, "ll"},
-    {7, GSQ_T_FLOAT, "f"}, {8, GSQ_T_IP, "ip"}, {9, GSQ_T_IPV6, "ip6"},
-    {10, GSQ_T_STRING, "s"},
+    {1, GSQ_T_BOOL, "b", GSQ_TF_NONE, 0},     {2, GSQ_T_USHORT, "us", GSQ_TF_NONE, 0},
+    {3, GSQ_T_UINT, "ui", GSQ_TF_NONE, 0},    {4, GSQ_T_INT, "i", GSQ_TF_NONE, 0},
+    {5, GSQ_T_ULLONG, "ull", GSQ_TF_NONE, 0}, {6, GSQ_T_LLONG, "ll", GSQ_TF_NONE, 0},
+    {7, GSQ_T_FLOAT, "f", GSQ_TF_NONE, 0},    {8, GSQ_T_IP, "ip", GSQ_TF_NONE, 0},
+    {9, GSQ_T_IPV6, "ip6", GSQ_TF_NONE, 0},   {10, GSQ_T_STRING, "s", GSQ_TF_NONE, 0},
 };
 
 const gsq_lfta_def lfta_csv_all = {
@@ -104,8 +105,8 @@ static void csv_alt_accept(void *state, gsq_node *node, const gsq_record *rec)
     gsq_emit(node, GSQ_DATA, &t, sizeof t, sf, 1);
 }
 
-static const gsq_csv_field csv_alt_fields[] = {{3, GSQ_T_STRING, "s3"},
-                                                {2, GSQ_T_ULLONG, "u2"}};
+static const gsq_csv_field csv_alt_fields[] = {{3, GSQ_T_STRING, "s3", GSQ_TF_NONE, 0},
+                                                {2, GSQ_T_ULLONG, "u2", GSQ_TF_NONE, 0}};
 
 const gsq_lfta_def lfta_csv_alt = {
     "csv_alt", "csv", "CSV_ALT", GSQ_SRC_CSV, ST_CSV_ALT,

@@ -12,6 +12,8 @@ program printing one line per failed CHECK and "N passed, M failed"
                           the test includes for its static functions)
     test_pkt_decode_fast.c  the inline Ethernet/IPv4 decoder against the
                           general one, byte for byte (sources/gsq_pkt_decode.h)
+    test_time_text.c      instants written as text: ISO-8601 and epoch numbers,
+                          as CSV fields' time_format reads them (core/time_text.c)
 """
 import re
 import shutil
@@ -24,7 +26,7 @@ from test_runtime import CFLAGS, OWN, build, sh  # noqa: F401 (build: the fixtur
 HERE = Path(__file__).resolve().parent
 # test program -> the runtime sources it includes itself (not linked)
 UNITS = {"test_late_rows.c": (), "test_options.c": (), "test_arrow_replay.c": ("arrow_source.c",),
-         "test_pkt_decode_fast.c": ()}
+         "test_pkt_decode_fast.c": (), "test_time_text.c": ()}
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed")
 

@@ -34,6 +34,18 @@ static int refused(gsq_run *r, const char *key, const char *value, const char *m
     return rc != 0 && e && strcmp(e, message) == 0;
 }
 
+/* refused, with an error that starts with `start` */
+static int refused_with(gsq_run *r, const char *key, const char *value, const char *start)
+{
+    int rc = gsqlc_set_option(r, key, value);
+    const char *e = gsqlc_error(r);
+    int good = rc != 0 && e && strncmp(e, start, strlen(start)) == 0;
+    if (!good)
+        printf("  %s=%s: rc %d, error '%s', expected '%s...'\n", key, value, rc, e ? e : "",
+               start);
+    return good;
+}
+
 static void test_bool(gsq_run *r)
 {
     CHECK(ok(r, "csv_strict", "1") && r->csv_strict == 1);
@@ -139,7 +151,25 @@ static void test_per_interface(gsq_run *r)
     CHECK(refused(r, "time_unit:a", "min", "time_unit:a must be s, ms, us or ns, got 'min'"));
     CHECK(refused(r, "recording:", "1", "recording needs an interface name: recording:NAME"));
     CHECK(refused(r, "arrival:a", "0", "arrival:a must be a CSV position, optionally with a "
-                                      "numeric type (e.g. 3 or 3:ullong), got '0'"));
+                                      "numeric type, time format and field name (e.g. 3, "
+                                      "3:ullong or 3:ullong:iso8601:recv), got '0'"));
+    /* with the field's time format and name; a form of three parts, an
+     * unknown format or an empty name is refused and changes nothing */
+    CHECK(ok(r, "arrival:a", "4:llong:epoch_ms:recv") && t->arrival_pos == 4 &&
+          t->arrival_type == GSQ_T_LLONG && t->arrival_format == GSQ_TF_EPOCH_MS &&
+          t->arrival_name && strcmp(t->arrival_name, "recv") == 0);
+    CHECK(ok(r, "arrival:a", "5:uint:none:r2") && t->arrival_format == GSQ_TF_NONE &&
+          strcmp(t->arrival_name, "r2") == 0);
+    CHECK(refused_with(r, "arrival:a", "5:uint:iso8601", "arrival:a must be a CSV position"));
+    CHECK(refused_with(r, "arrival:a", "5:uint:weekly:r", "arrival:a must be a CSV position"));
+    CHECK(refused_with(r, "arrival:a", "5:uint:iso8601:", "arrival:a must be a CSV position"));
+    CHECK(t->arrival_pos == 5 && strcmp(t->arrival_name, "r2") == 0);
+    CHECK(ok(r, "arrival:a", "3:ullong") && t->arrival_name == NULL);
+    /* csv_header:NAME, a boolean per interface */
+    CHECK(ok(r, "csv_header:a", "1") && t->csv_header == 1);
+    CHECK(ok(r, "csv_header:a", "false") && t->csv_header == 0);
+    CHECK(refused(r, "csv_header:a", "maybe", "csv_header:a must be 0 or 1, got 'maybe'"));
+    CHECK(refused(r, "csv_header:", "1", "csv_header needs an interface name: csv_header:NAME"));
     CHECK(refused(r, "pcap_range:a", "9:3",
                   "pcap_range:a must be START:END (byte offsets, START <= END), got '9:3'"));
     CHECK(t->unit_ns == 1000000 && t->range_end == 2400);

@@ -971,10 +971,10 @@ def test_heartbeat_option_errors(build, tmp_path):
         "arrow_flush must be 0 or 1, got 'yes'",
         "time_unit:a must be s, ms, us or ns, got 'min'",
         "time_unit needs an interface name: time_unit:NAME",
-        "arrival:a must be a CSV position, optionally with a numeric type (e.g. 3 or 3:ullong), "
-        "got '0'",
-        "arrival:a must be a CSV position, optionally with a numeric type (e.g. 3 or 3:ullong), "
-        "got '3:string'",
+        "arrival:a must be a CSV position, optionally with a numeric type, time format and "
+        "field name (e.g. 3, 3:ullong or 3:ullong:iso8601:recv), got '0'",
+        "arrival:a must be a CSV position, optionally with a numeric type, time format and "
+        "field name (e.g. 3, 3:ullong or 3:ullong:iso8601:recv), got '3:string'",
         "arrival needs an interface name: arrival:NAME",
         "latency:a must be a number of seconds >= 0 (e.g. 2 or 0.5), got '-1'",
         "skew needs two interface names: skew:FROM:TO, got 'skew:a'",
@@ -1004,7 +1004,8 @@ def test_heartbeat_option_errors(build, tmp_path):
         "columnar, prefilter, heartbeat_interval, max_skew:NAME, out_of_order:NAME, latency:NAME, "
         "skew:FROM:TO, "
         "hb_estimate, hb_level, hb_horizon, hb_window, hb_alpha, hb_timeout, time_unit:NAME, "
-        "arrival:NAME, stall_intervals, max_groups, ip_format, report, trace, arrow_heartbeats, "
+        "arrival:NAME, csv_header:NAME, stall_intervals, max_groups, ip_format, report, trace, "
+        "arrow_heartbeats, "
         "final_heartbeat, arrow_flush, pcap_reader, partition, pcap_range:NAME, "
         "prop:NAME:PROPERTY, recording:NAME)",
         "option 'prop:x': expected prop:INTERFACE:PROPERTY",

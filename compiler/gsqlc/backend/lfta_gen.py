@@ -11,6 +11,7 @@ from ..frontend import ast
 from ..planner.nodes import LftaAggregate, LftaNode, LftaSelect
 from ..semantics import catalog
 from ..semantics.bound import AccumRef, FieldRef, GroupRef, walk
+from ..semantics.schema import TIME_UNIT_NS, Field
 from ..semantics.types import Type
 from .cescape import c_comment, c_identifier, c_string
 from .cexpr import CEmitter, EmitContext, field_member
@@ -54,6 +55,15 @@ def _iface_prop_inits(ctx: EmitContext, decls: list[str], inits: list[str]) -> N
                      f"properties = {{ %s = ... }}\", gsq_iface_prop(node, \"Name\"), {lit}, "
                      f"{lit}, {lit}); return -1; }}")
         inits.append(f"  st->{var} = gsq_str_lit(v, (uint32_t)strlen(v)); }}")
+
+
+def csv_field_init(pos: int, code: str, name: str, f: Field) -> str:
+    """The initializer of a gsq_csv_field: the CSV position read, the type
+    it is read as, the field's name, and its time format and unit (enum
+    gsq_time_format; nanoseconds, 0 when not declared)."""
+    fmt = (f"GSQ_TF_{f.time_format.upper()}" if f.time_format else "GSQ_TF_NONE")
+    unit = TIME_UNIT_NS[f.time_unit] if f.time_unit else 0
+    return f"{{{pos}u, {code}, {c_string(name)}, {fmt}, {unit}u}}"
 
 
 def _set_merge(gen: GenContext, n: LftaNode, fn: str) -> Optional[str]:
@@ -171,7 +181,7 @@ def lfta_parts(gen: GenContext, n: LftaNode) -> LftaParts:
         "source_kind": "GSQ_SRC_PCAP" if proto.source_kind == "pcap" else "GSQ_SRC_CSV",
         "is_pcap": proto.source_kind == "pcap",
         "out_stream": gen.stream_index[n.name],
-        "csv_fields": [f"{{{pos}u, {code}, {c_string(fname)}}}"
+        "csv_fields": [csv_field_init(pos, code, fname, proto.fields[fname])
                        for pos, code, fname in csv_fields],
         "param_decls": p_decls, "param_init": p_init,
         "decls": reads.decls, "steps": reads.steps, "uses": reads.uses,

@@ -132,9 +132,40 @@ def _source_error(name: str, uri: str, rest: str) -> SettingError:
     return SettingError(f"source {name}={uri}", f"--source {name}={uri}", ": " + rest)
 
 
+# the options a CSV source's URI takes after a '?' (csv:PATH?header=1)
+CSV_URI_OPTIONS = ("header",)
+_CSV_TEXT_SCHEMES = ("csv", "csvtcp")
+_TRUE, _FALSE = ("1", "true", "yes"), ("0", "false", "no")
+
+
+def uri_options(name: str, uri: str) -> tuple[str, dict[str, bool]]:
+    """A source URI without its options, and the options: csv:PATH?header=1
+    (csvtcp:HOST:PORT?header=1, csv:-?header=1) is csv:PATH with
+    {"header": True}.  A csv: file whose name holds the '?' is that file;
+    any other URI has no options.  A SettingError for an option that is not
+    KEY=VALUE of CSV_URI_OPTIONS, or a value not 1/0 (true/false, yes/no)."""
+    scheme, sep, rest = uri.partition(":")
+    if not sep or scheme not in _CSV_TEXT_SCHEMES or "?" not in rest:
+        return uri, {}
+    if scheme == "csv" and os.path.exists(rest):
+        return uri, {}
+    path, _, query = rest.rpartition("?")
+    opts: dict[str, bool] = {}
+    for item in query.split("&"):
+        key, eq, value = item.partition("=")
+        if not eq or key not in CSV_URI_OPTIONS:
+            raise _source_error(name, uri, f"unknown source option '{item}' after '?' (a CSV "
+                                f"source takes header=1: {scheme}:{path}?header=1)")
+        if value.lower() not in _TRUE + _FALSE:
+            raise _source_error(name, uri, f"{key}={value}: expected {key}=1 or {key}=0")
+        opts[key] = value.lower() in _TRUE
+    return f"{scheme}:{path}", opts
+
+
 def check_uri(name: str, uri: str) -> str:
     """The source kind ('csv' or 'pcap') of a URI, or a UsageError (a
     gdat:PATH file's header is read: it must be one the runtime reads)."""
+    uri = uri_options(name, uri)[0]
     scheme, sep, rest = uri.partition(":")
     if not sep or scheme not in URI_SCHEMES or not rest:
         raise _source_error(name, uri, "expected csv:PATH, csv:-, csvtcp:HOST:PORT, "
@@ -165,8 +196,9 @@ ARROW = "arrow"   # the source kind of an in-memory Arrow source
 
 @record
 class Bindings:
-    """What a run binds: sources (interface, URI, or 'arrow' for Arrow
-    data: the members of sets included, under their own names) and set
+    """What a run binds: sources (interface, URI without its options, or
+    'arrow' for Arrow data: the members of sets included, under their own
+    names) and set
     memberships (set, member) in member order, for gsqlc_add_set_member.
     An LFTA over a set runs once per member at run time, so a compiled
     query set serves any binding."""
@@ -174,6 +206,8 @@ class Bindings:
     members: list[tuple[str, str]] = field(default_factory=list)
     # bound interface -> the LFTAs reading it (set members: each member)
     readers: dict[str, list[LftaSummary]] = field(default_factory=dict)
+    # bound interface -> its URI's header option (csv:PATH?header=1), when given
+    csv_header: dict[str, bool] = field(default_factory=dict)
 
 
 def set_members(n: LftaSummary, ifaces: Interfaces) -> tuple[str, list[str]]:
@@ -245,7 +279,22 @@ def _bind_member(n: LftaSummary, m: str, ifaces: Interfaces, arrow: set[str], ou
                   else "CSV rows (csv:PATH), GDAT records (gdat:PATH) or Arrow data")
         raise _source_error(m, uri, f"query {n.query} reads PROTOCOL "
                             f"{n.protocol.name}, whose fields come from {wanted}")
-    out.sources.append((m, uri))
+    plain, opts = uri_options(m, uri)
+    out.sources.append((m, plain))
+    if "header" in opts:
+        out.csv_header[m] = opts["header"]
+
+
+def source_options(bindings: Bindings, csv_header: bool = False) -> dict[str, str]:
+    """The runtime's per-source options: csv_header:NAME for every CSV file
+    or stream whose first line names its columns (its URI's header option,
+    else the run's csv_header)."""
+    opts = {}
+    for iface, uri in bindings.sources:
+        if uri.partition(":")[0] in _CSV_TEXT_SCHEMES and \
+                bindings.csv_header.get(iface, csv_header):
+            opts[f"csv_header:{iface}"] = "1"
+    return opts
 
 
 def time_options(ifaces: Interfaces, bindings: Bindings) -> dict[str, str]:
@@ -275,6 +324,12 @@ def time_options(ifaces: Interfaces, bindings: Bindings) -> dict[str, str]:
                             uris[iface], "time_unit", "the unit of a CSV time column; packet "
                             "timestamps are microseconds")
             opts[f"time_unit:{iface}"] = unit
+    for iface in uris:
+        declared = declared_time_unit(iface, bindings.readers.get(iface, []),
+                                      ifaces.time_unit.get(iface),
+                                      ifaces.time_unit_where.get(iface, f"time_unit {iface}"))
+        if declared is not None:
+            opts[f"time_unit:{iface}"] = declared
     for iface, column in ifaces.arrival.items():
         if iface in uris:
             opts[f"arrival:{iface}"] = arrival_column(
@@ -296,6 +351,30 @@ def time_options(ifaces: Interfaces, bindings: Bindings) -> dict[str, str]:
         if v is not None:
             opts[f"hb_{key}"] = repr(v)
     return opts
+
+
+def declared_time_unit(iface: str, readers: Sequence[LftaSummary], given: Optional[str],
+                       where: Where) -> Optional[str]:
+    """The time unit of interface `iface` that the PROTOCOLs of its readers
+    declare (their temporal CSV fields' time_unit), or None when they declare
+    none or it is the one `given` (time_unit, set at `where`); a UsageError
+    when it is not the one given, or they declare several."""
+    units = {(f.name, n.protocol.name, f.time_unit) for n in readers
+             for f in n.protocol.csv_fields if f.temporal and f.time_unit}
+    distinct = sorted({u for _, _, u in units})
+    if not distinct:
+        return None
+    named = ", ".join(f"{f} of PROTOCOL {p}: {u}" for f, p, u in sorted(units))
+    if given is not None:
+        if given not in distinct:
+            raise where_error(where, f": time_unit {given} for interface '{iface}', but the "
+                                     f"time fields read from it declare another ({named})")
+        return None
+    if len(distinct) > 1:
+        raise UsageError(f"interface '{iface}': the time fields read from it declare different "
+                         f"time units ({named}); its records' timestamps have one unit: "
+                         "declare one, or read the interface in one unit per query set")
+    return distinct[0]
 
 
 def _check_csv_time(where: Where, iface: str, uri: str, key: str, why: str) -> None:
@@ -323,7 +402,7 @@ def arrival_column(where: str, iface: str, column: str, uri: str,
             raise UsageError(f"{where}: arrival '{column}': field {column} of PROTOCOL "
                              f"{n.protocol.name} is read as {f.type}; an arrival column holds "
                              "numbers of time units")
-        return f"{f.pos}:{f.type}"
+        return f"{f.pos}:{f.type}:{f.time_format or 'none'}:{f.name}"
     protos = {n.protocol.name: n.protocol for n in readers}
     known = "; ".join(f"PROTOCOL {name} has "
                       + (", ".join(f.name for f in p.csv_fields) or "none")

@@ -205,8 +205,9 @@ def _text(o: RunOption, value: str) -> Optional[str]:
 # each setter of the table -> its rule; FORMS: setters of a form of their
 # own (interface pairs, CSV positions, byte ranges, properties) that only
 # the runtime checks, from values gsqlc builds itself (bindings.time_options)
-RULES = {"set_bool": _bool, "set_recording": _bool, "set_words": _words,
-         "set_time_unit": _words, "set_clock": _clock, "set_uint": _uint, "set_batch": _uint,
+RULES = {"set_bool": _bool, "set_recording": _bool, "set_csv_header": _bool,
+         "set_words": _words, "set_time_unit": _words, "set_clock": _clock, "set_uint": _uint,
+         "set_batch": _uint,
          "set_seconds": _seconds, "set_max_skew": _seconds, "set_out_of_order": _seconds,
          "set_latency": _seconds, "set_heartbeat_interval": _heartbeat, "set_real": _real,
          "set_csv_separator": _csv_separator, "set_trace": _text}

@@ -22,11 +22,16 @@ if TYPE_CHECKING:
 
 @record(frozen=True)
 class CsvField:
-    """A PROTOCOL field read from a CSV column (get_csv_<type>_posN)."""
+    """A PROTOCOL field read from a CSV column (get_csv_<type>_posN), with
+    its time_format and time_unit properties (None: not given) and whether
+    it is temporal (increasing or decreasing)."""
     name: str
     pos: int
     type: str        # the type the column's text is read as
     numeric: bool
+    time_format: Optional[str] = None
+    time_unit: Optional[str] = None
+    temporal: bool = False
 
 
 @record(frozen=True)
@@ -62,7 +67,9 @@ class PlanSummary:
                            "mergeable": n.mergeable,
                            "protocol": {"name": n.protocol.name,
                                         "source_kind": n.protocol.source_kind,
-                                        "csv_fields": [[f.name, f.pos, f.type, f.numeric]
+                                        "csv_fields": [[f.name, f.pos, f.type, f.numeric,
+                                                        f.time_format, f.time_unit,
+                                                        f.temporal]
                                                        for f in n.protocol.csv_fields]}}
                           for n in self.lftas]}
 
@@ -85,13 +92,17 @@ class PlanSummary:
                 raise ValueError(f"expected a boolean, got {x!r}")
             return x
 
+        def maybe_text(x: Any) -> Optional[str]:
+            return None if x is None else text(x)
+
         def protocol(p: Any) -> ProtocolSummary:
             kind = p["source_kind"]
             fields = []
-            for name, pos, typ, numeric in items(p["csv_fields"]):
+            for name, pos, typ, numeric, fmt, unit, temporal in items(p["csv_fields"]):
                 if not isinstance(pos, int) or isinstance(pos, bool):
                     raise ValueError(f"expected a column position, got {pos!r}")
-                fields.append(CsvField(text(name), pos, text(typ), flag(numeric)))
+                fields.append(CsvField(text(name), pos, text(typ), flag(numeric),
+                                       maybe_text(fmt), maybe_text(unit), flag(temporal)))
             return ProtocolSummary(text(p["name"]), None if kind is None else text(kind),
                                    tuple(fields))
 
@@ -115,7 +126,8 @@ def summarize(plan: "Plan") -> PlanSummary:
             for name, f in p.fields.items():
                 if f.source == "csv":
                     t = f.csv_type or f.type
-                    csv.append(CsvField(name, f.csv_pos, str(t), t.is_numeric))
+                    csv.append(CsvField(name, f.csv_pos, str(t), t.is_numeric, f.time_format,
+                                        f.time_unit, f.temporal.is_temporal))
             protocols[p.name] = ProtocolSummary(p.name, p.source_kind, tuple(csv))
         return protocols[p.name]
 

@@ -226,10 +226,28 @@ class Run(ResultConversions):
         assert res is not None
         self.stats, self.report = res.stats, res.report
         self.stats.update(self._extra_stats)
+        if isinstance(self._output, ArrowOutput):
+            warn_skipped_headers(self.report)
         if res.status != 0:
             # text output: the report is printed beside the error, not in it
             shown = isinstance(self._output, ArrowOutput) and res.report
             raise RunError(res.error + (("\n" + res.report) if shown else ""))
+
+
+# the report line of a CSV source's first line skipped as a header
+# (runtime_c/sources/csv_source.c, csv_report)
+_HEADER_SKIPPED = "skipped as a header"
+
+
+def warn_skipped_headers(report: str) -> None:
+    """A warning for each CSV source of a run whose first line named the
+    fields and was skipped (the report says so, with the option to use):
+    a Python caller seldom reads the report, and that line was data to
+    nobody."""
+    import warnings
+    for line in report.splitlines():
+        if _HEADER_SKIPPED in line:
+            warnings.warn(line.removeprefix("gsqlc: warning: "), UserWarning, stacklevel=4)
 
 
 def run_to_end(run: Any) -> runner.RunResult:

@@ -32,6 +32,7 @@ from .bindings import (
     outputs_of,
     resolve_bindings,
     run_options,
+    source_options,
     time_options,
 )
 from .interfaces import Interfaces, SettingWhere, TimeBounds, check_seconds, check_time_unit
@@ -49,11 +50,14 @@ class RunOptions:
     """The runtime's settings of a run, typed (the CLI's flags and run()'s
     keywords); runtime() checks them and gives the C ABI's key=value form.
     clock: 'auto' lets the runtime choose (the records' own time when every
-    source is a recording, else the wall clock)."""
+    source is a recording, else the wall clock).  csv_header: every CSV
+    file or stream's first line names its columns, unless its URI says
+    otherwise (bindings.source_options: an option per source)."""
     clock: str = "auto"
     heartbeat_interval: Union[str, float] = 1
     csv_separator: str = ","
     csv_strict: bool = False
+    csv_header: bool = False
     stall_intervals: int = 3
     trace: Optional[str] = None
     batch: Optional[int] = None
@@ -240,7 +244,8 @@ def bind(summary: PlanSummary, settled: SettledRequest) -> PreparedRun:
     bindings = resolve_bindings(summary, Interfaces(
         {k: v for k, v in ifaces.sources.items() if k not in arrow_members},
         ifaces.sets, ifaces.skews, ifaces.default), arrow_members)
-    options = {**settled.options, **time_options(ifaces, bindings)}
+    options = {**settled.options, **time_options(ifaces, bindings),
+               **source_options(bindings, req.options.csv_header)}
     outputs, pairs = choose_outputs(summary, req.output, req.all_outputs)
     data: dict[str, Any] = {}
     for iface, uri in bindings.sources:

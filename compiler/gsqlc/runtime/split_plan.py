@@ -120,8 +120,8 @@ def lfta_streams(plan: Plan, outputs: Sequence[str], readers: Mapping[str, Seque
 def options_reason(options: Mapping[str, str], has_files: bool) -> str:
     """Why a run with these options stays on one thread ("": it need not)."""
     for k, v in options.items():
-        if k.startswith("recording:"):   # a table held in memory: what is split
-            continue
+        if k.startswith(("recording:", "csv_header:")):   # a table held in memory: what
+            continue                                          # is split; a CSV file is not
         if k not in _SPLIT_OPTIONS or (k == "clock" and v == "data"):
             what = "clock=data" if k == "clock" else f"option {k}"
             return f"{what}: time bounds and the data clock keep a run on one thread"

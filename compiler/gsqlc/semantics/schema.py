@@ -8,6 +8,13 @@ A field's accessor decides where its value comes from:
   get_schemaId           GS-lite's record schema id: 0, as GS-lite's CSV
                          source sets it (gsqlc's sources carry none) (source 'constant')
   get_<name>             a packet-header accessor             (source 'pcap')
+
+A CSV field of an integer or float type may give two properties of its
+own (time_fields): `time_format F` -- its text is an instant, F one of
+TIME_FORMATS (ISO-8601 date-times, or numbers of seconds, milliseconds,
+microseconds or nanoseconds since 1970) -- and `time_unit U` -- its value
+counts U (s, ms, us or ns; seconds by default), the unit of its
+interface's time column when it is one (runtime.bindings).
 """
 from __future__ import annotations
 
@@ -65,6 +72,9 @@ class Field:
     # Set when the accessor cannot be read; raised only if a query uses the
     # protocol, so one exotic PROTOCOL does not break a whole schema file.
     problem: Optional[QueryError] = None
+    # time_format and time_unit (the module's docstring): None when not given
+    time_format: Optional[str] = None
+    time_unit: Optional[str] = None
 
 
 @dataclass
@@ -95,7 +105,8 @@ def stream_source(p: Protocol) -> Protocol:
     for i, (name, f) in enumerate(p.fields.items(), start=1):
         fields[name] = Field(name, f.type, f"get_csv_{f.type.value.lower()}_pos{i}", "csv",
                              csv_pos=i, csv_type=f.type, temporal=f.temporal,
-                             required=f.required, properties=dict(f.properties), span=f.span)
+                             required=f.required, properties=dict(f.properties), span=f.span,
+                             time_format=f.time_format, time_unit=f.time_unit)
     return Protocol(p.name, fields, "protocol", "csv" if fields else None, p.span)
 
 
@@ -104,6 +115,46 @@ def protocol_problem(p: Protocol) -> Optional[QueryError]:
         if f.problem is not None:
             return f.problem
     return None
+
+
+# a CSV field's time_format: how its text is an instant (runtime_c's
+# enum gsq_time_format, in this order from 1)
+TIME_FORMATS = ("iso8601", "epoch_s", "epoch_ms", "epoch_us", "epoch_ns")
+# a time_unit: nanoseconds per unit
+TIME_UNIT_NS = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
+
+
+def _time_property(fd: ast.FieldDecl, props: dict[str, Any], key: str,
+                   allowed: "tuple[str, ...]") -> Optional[str]:
+    """The value of time property `key` (time_format or time_unit), checked
+    against `allowed`; None when the field does not give it."""
+    v = next((val for k, val in props.items() if k.lower() == key), None)
+    if v is None:
+        return None
+    if not isinstance(v, str) or v.lower() not in allowed:
+        raise QueryError(fd.span, "schema",
+                         f"field '{fd.name}': {key} must be one of {', '.join(allowed)} "
+                         f"(got {v!r})")
+    return v.lower()
+
+
+def _time_type(t: Type) -> bool:
+    """Whether a field of type t may be a time: a number (not a bool, not
+    an address)."""
+    return (t.is_integer or t is Type.FLOAT) and t not in (Type.BOOL, Type.IP)
+
+
+def time_fields(fd: ast.FieldDecl, t: Type, props: dict[str, Any]) -> tuple[Optional[str],
+                                                                             Optional[str]]:
+    """A field's (time_format, time_unit) properties, checked: only an
+    integer or float field takes them."""
+    fmt = _time_property(fd, props, "time_format", TIME_FORMATS)
+    unit = _time_property(fd, props, "time_unit", tuple(TIME_UNIT_NS))
+    if (fmt or unit) and not _time_type(t):
+        raise QueryError(fd.span, "schema",
+                         f"field '{fd.name}' of type {t} cannot be a time: time_format and "
+                         "time_unit are for integer and float fields")
+    return fmt, unit
 
 
 def _field_from_decl(fd: ast.FieldDecl, kind: str) -> Field:
@@ -126,6 +177,7 @@ def _field_from_decl(fd: ast.FieldDecl, kind: str) -> Field:
     f = Field(fd.name, t, fd.accessor, "stream", temporal=temporal,
               required=bool(props.get("required")), properties=props,
               span=fd.span)
+    f.time_format, f.time_unit = time_fields(fd, t, props)
     if kind == "stream":
         return f
     acc = fd.accessor
@@ -145,6 +197,15 @@ def _field_from_decl(fd: ast.FieldDecl, kind: str) -> Field:
             raise QueryError(fd.span, "type-mismatch",
                             f"field '{fd.name}' is {t} but its accessor reads {ct}")
         f.source, f.csv_pos, f.csv_type = "csv", pos, ct
+        if (f.time_format or f.time_unit) and not _time_type(ct):
+            raise QueryError(fd.span, "schema",
+                             f"field '{fd.name}': its accessor reads {ct}, which cannot be a "
+                             "time (time_format and time_unit are for integer and float "
+                             "accessors)")
+    elif f.time_format or f.time_unit:
+        raise QueryError(fd.span, "schema",
+                         f"field '{fd.name}': time_format and time_unit are for fields read "
+                         f"from CSV columns (get_csv_<type>_pos<N>), not {acc}")
     elif acc.lower() == "get_system_time":
         if not t.is_integer:
             raise QueryError(fd.span, "type-mismatch",

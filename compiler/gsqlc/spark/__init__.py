@@ -30,7 +30,8 @@ library on the executors, partials packed for the shuffle), streaming.py
 (read_pcap, read_parquet, read_csv, read_stream), files_source.py (the
 streaming source of read_stream), scans.py (sources the tasks read
 themselves), catalyst.py (Spark's projections and filters in pyarrow),
-storage.py (files on any pyarrow filesystem), owned_epochs.py (the epochs
+storage.py (files on any pyarrow filesystem), csv_times.py (times written
+as text in CSV columns, read_csv's), owned_epochs.py (the epochs
 each task of a one-stage aggregation owns), types.py (Spark and Arrow
 types).  Importing gsqlc.spark loads neither pyspark nor pyarrow.
 """

@@ -80,17 +80,20 @@ class MalformedRows:
 @dataclass
 class CsvFormat:
     """How read_csv parses its files: columns `names` of Arrow `types`,
-    separated by `sep`, the first line of each file a header or not."""
+    separated by `sep`, the first line of each file a header or not.  In
+    the GSQL form, `fields` (one per name) say where each is read (its
+    position, or with a header its name) and how (a time's format)."""
     names: list[str]
     types: list[Any]
     sep: str = ","
     header: bool = False
+    fields: Optional[list[storage.CsvColumn]] = None
 
     def reader(self, fs: Any, pieces: list[storage.Piece], bad: storage.MalformedCount,
                columns: Optional[list[str]] = None) -> Any:
         """A RecordBatchReader of the pieces (columns: a subset, in order)."""
         return storage.read_csv_pieces(fs, pieces, self.names, self.types, self.sep,
-                                       self.header, bad, columns)
+                                       self.header, bad, columns, self.fields)
 
 
 @dataclass
@@ -224,7 +227,7 @@ def _read_csv_task(fs: Any, units: list[list[storage.Piece]], fmt: CsvFormat, ta
                 bad = storage.MalformedCount()
                 for rb in fmt.reader(fs, units[i], bad):
                     yield to_spark_arrow(rb, target)
-                if bad.rows:
+                if bad.rows or bad.notes:
                     malformed._add(bad.rows, bad.report() + "\n", piece=f"csv-unit-{i:09d}")
     return task
 
@@ -235,28 +238,93 @@ def _struct_type(schema: Any) -> Any:
     return T._parse_datatype_string(schema) if isinstance(schema, str) else schema
 
 
-def read_csv(spark: Any, paths: Any, schema: Any, *, sep: str = ",", header: bool = False,
-             filesystem: Any = None) -> Any:
-    """CSV files as a DataFrame of `schema` (a StructType or a DDL string such
-    as "time long, srcIP long"), parsed by Spark tasks with pyarrow.  paths:
-    as read_parquet's.  Each file is cut into byte ranges of whole lines
-    (fields hold no newline), one task per core; a row with another number
-    of fields, or a value its column's type cannot take, is counted and
-    skipped (the DataFrame's .gsqlc, a MalformedRows, and a run_query
-    result's); an empty field is null.  As a run_query source the LFTA
-    tasks parse the files themselves, and no row crosses from the JVM to
-    Python (Spark's CSV reader and that transfer cost more than gsqlc's
+def _is_gsql_schema(schema: Any, protocol: Optional[str]) -> bool:
+    """Whether read_csv's schema is a GSQL schema (files) rather than a
+    StructType or a DDL string: a path, a list of them, or protocol= given."""
+    if protocol is not None or isinstance(schema, os.PathLike):
+        return True
+    if isinstance(schema, str):
+        return os.path.isfile(schema)
+    return isinstance(schema, (list, tuple)) and bool(schema) and all(
+        isinstance(x, (str, os.PathLike)) for x in schema)
+
+
+def gsql_csv_format(schema: Any, protocol: Optional[str], sep: str,
+                    header: bool) -> tuple[Any, CsvFormat]:
+    """The Spark schema and the CsvFormat of the CSV fields of a PROTOCOL of
+    a GSQL schema (files; `protocol`: its name, or None for the only
+    PROTOCOL of CSV fields): a column per field, named as it, of the Spark
+    type run_query gives its GSQL type (IP and IPV6 as text, as the files
+    hold them), read from its position or, with a header, its name."""
+    from pyspark.sql import types as T
+
+    from ..semantics.resolve import load_schema
+    from ..semantics.schema import TIME_UNIT_NS
+    from .types import spark_type
+    files = [os.fspath(p) for p in as_list(schema)]
+    sch = load_schema(files)
+    csv = {n: p for n, p in sch.protocols.items()
+           if p.kind == "protocol" and p.source_kind == "csv"}
+    if protocol is None:
+        if len(csv) != 1:
+            raise UsageError(f"read_csv: {', '.join(files)} declares "
+                             + (f"{len(csv)} PROTOCOLs of CSV fields ({', '.join(sorted(csv))})"
+                                if csv else "no PROTOCOL of CSV fields")
+                             + ": name one with protocol=")
+        protocol = next(iter(csv))
+    p = csv.get(protocol)
+    if p is None:
+        raise UsageError(f"read_csv: no PROTOCOL {protocol} of CSV fields in "
+                         f"{', '.join(files)} (it has {', '.join(sorted(csv)) or 'none'})")
+    fields = [f for f in p.fields.values() if f.source == "csv"]
+    struct = T.StructType([T.StructField(f.name, spark_type(f.type, "str", "text"), True)
+                           for f in fields])
+    target = arrow_schema_of(struct)
+    cols = [storage.CsvColumn(f.name, target.field(f.name).type, f.csv_pos, f.time_format,
+                              TIME_UNIT_NS[f.time_unit or "s"]) for f in fields]
+    return struct, CsvFormat(list(target.names), list(target.types), sep, header, cols)
+
+
+def read_csv(spark: Any, paths: Any, schema: Any, *, protocol: Optional[str] = None,
+             sep: str = ",", header: bool = False, filesystem: Any = None) -> Any:
+    """CSV files as a DataFrame, parsed by Spark tasks with pyarrow.  schema:
+    the GSQL schema of the queries (a schema file, or several) -- the
+    columns are then the CSV fields of its PROTOCOL `protocol` (the only one
+    when None), of the types run_query reads them as, each read from its
+    accessor's position or, with header=True, from the column its name
+    names (exactly, else ignoring case; a field no column names is an
+    error), times as their time_format says -- or a StructType or a DDL
+    string such as "time long, srcIP long" of the files' columns in order.
+    paths: as read_parquet's.  Each file is cut into byte ranges of whole
+    lines, one task per core, so a quoted field may hold the separator and
+    doubled quotes but not a line break (refused, naming the file).  A row
+    with another number of fields, or a value its column's type cannot take
+    (a time that is not one), is counted and skipped (the DataFrame's
+    .gsqlc, a MalformedRows, and a run_query result's); an empty field is
+    null.  In the GSQL form without header=True, a first line naming the
+    fields is skipped and noted in that report.  As a run_query source the
+    LFTA tasks parse the files themselves, and no row crosses from the JVM
+    to Python (Spark's CSV reader and that transfer cost more than gsqlc's
     whole query)."""
     from pyspark.sql import types as T
-    schema = _struct_type(schema)
-    if not isinstance(schema, T.StructType) or not schema.fields:
-        raise UsageError("read_csv: schema must be a StructType or a DDL string of columns")
     if len(sep) != 1:
         raise UsageError(f"read_csv: sep must be one character, got {sep!r}")
+    if _is_gsql_schema(schema, protocol):
+        schema, fmt = gsql_csv_format(schema, protocol, sep, header)
+    else:
+        schema = _struct_type(schema)
+        if not isinstance(schema, T.StructType) or not schema.fields:
+            raise UsageError("read_csv: schema must be a GSQL schema file, a StructType or a "
+                             "DDL string of columns")
+        target = arrow_schema_of(schema)
+        fmt = CsvFormat(list(target.names), list(target.types), sep, header)
     fs, ps = locations(paths, filesystem, "read_csv")
     files = _listed(fs, ps, paths, "read_csv")
+    if fmt.fields is not None and header:   # the first file's header, checked here
+        with storage.open_input(fs, files[0][0]) as f:
+            storage.header_positions(fmt.fields, storage.csv_header_cells(f, f.size(), sep),
+                                     files[0][0])
     target = arrow_schema_of(schema)
-    fmt = CsvFormat(list(target.names), list(target.types), sep, header)
     units = storage.split_csv_pieces(
         storage.plan_pieces(files, spark.sparkContext.defaultParallelism), dict(files))
     malformed = MalformedRows(spark.sparkContext)

@@ -112,7 +112,8 @@ class Stage:
         """The rows the task rejected: counted, or failing the task."""
         rejected = rows_rejected(run)
         report = run.report
-        if inp.bad is not None and inp.bad.rows:
+        noted = inp.bad is not None and bool(inp.bad.notes)   # a header skipped
+        if inp.bad is not None and (inp.bad.rows or noted):
             rejected += inp.bad.rows
             report = inp.bad.report() + "\n" + report
         self._after_run(inp)
@@ -120,7 +121,7 @@ class Stage:
             raise RuntimeError(f"gsqlc: query stream {self.output}: {rejected} malformed "
                                f"row(s) in this partition (on_malformed='fail') "
                                f"{NO_RETRY_HELPS}:\n{report}")
-        if rejected and self.malformed is not None:
+        if (rejected or noted) and self.malformed is not None:
             self.malformed._add(rejected, f"gsqlc: query stream {self.output}: {report}")
         if run.report:
             print(f"gsqlc: {self.output}: {run.report}", file=sys.stderr)

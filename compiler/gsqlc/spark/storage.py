@@ -17,6 +17,7 @@ from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 from urllib.parse import unquote, urlparse
 
 from ..errors import UsageError
+from ..record import record
 
 # URI schemes pyarrow knows under another name (Hadoop's S3 connectors)
 _SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3"}
@@ -364,6 +365,25 @@ def split_csv_pieces(units: list[list[Piece]], sizes: Mapping[str, int]) -> list
     return out
 
 
+@record(frozen=True)
+class CsvColumn:
+    """A PROTOCOL field read from CSV files by read_csv's GSQL form: its
+    name, Arrow type, 1-based CSV position (its accessor's), and its
+    time_format and unit (nanoseconds) when its text is a time."""
+    name: str
+    type: Any
+    pos: int
+    time_format: Optional[str] = None
+    unit_ns: int = 1_000_000_000
+
+    @property
+    def is_text(self) -> bool:
+        """Whether every text is a value of it (a string column)."""
+        import pyarrow as pa
+        return self.time_format is None and (pa.types.is_string(self.type)
+                                             or pa.types.is_large_string(self.type))
+
+
 def _line_start_at_or_after(f: Any, pos: int, size: int) -> int:
     """The offset of the first line that starts at or after pos (size: none)."""
     if pos <= 0:
@@ -378,35 +398,101 @@ def _line_start_at_or_after(f: Any, pos: int, size: int) -> int:
     return size
 
 
-def csv_piece_bytes(f: Any, size: int, k: int, n: int) -> bytes:
-    """The lines of piece k of n of a file: those starting in its k-th
-    byte range (lines hold no newline inside a quoted field)."""
+def csv_piece_bytes(f: Any, size: int, k: int, n: int) -> tuple[int, bytes]:
+    """The lines of piece k of n of a file -- those starting in its k-th
+    byte range (no line break may be inside a quoted field:
+    refuse_quoted_line_breaks) -- and the offset of the first."""
     first = _line_start_at_or_after(f, k * size // n, size)
     end = _line_start_at_or_after(f, (k + 1) * size // n, size)
-    return bytes(f.read_at(end - first, first)) if end > first else b""
+    return first, bytes(f.read_at(end - first, first)) if end > first else b""
+
+
+def refuse_quoted_line_breaks(data: bytes, sep: str, path: str, offset: int) -> None:
+    """A UsageError when a quoted field of the lines `data` (at byte
+    `offset` of `path`) holds a line break, or is still open at their end:
+    files are cut into pieces at line breaks, which such a field would
+    split."""
+    if b'"' not in data:
+        return
+    import re
+    quoted = re.compile(rb'(?:^|(?<=' + re.escape(sep.encode()) + rb'))"(?:[^"]|"")*("?)', re.M)
+    for m in quoted.finditer(data):
+        if b"\n" in m.group(0) or not m.group(1):
+            raise UsageError(
+                f"read_csv: {path}: the quoted field at byte {offset + m.start()} holds a line "
+                "break; Spark's CSV readers cut files into pieces at line breaks and cannot "
+                "read it (gsqlc's own CSV source, csv:PATH, reads such files)")
+
+
+def csv_header_cells(f: Any, size: int, sep: str) -> list[str]:
+    """The cells of a file's first line (its header), unquoted."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    end = _line_start_at_or_after(f, 1, size)
+    line = bytes(f.read_at(end, 0)) if end else b""
+    if line.startswith(b"\xef\xbb\xbf"):
+        line = line[3:]
+    if not line.strip():
+        return []
+    t = pacsv.read_csv(pa.BufferReader(line), read_options=pacsv.ReadOptions(
+        autogenerate_column_names=True, use_threads=False),
+        parse_options=pacsv.ParseOptions(delimiter=sep),
+        convert_options=pacsv.ConvertOptions(strings_can_be_null=False,
+                                              column_types={f"f{i}": pa.string()
+                                                            for i in range(line.count(
+                                                                sep.encode()) + 1)}))
+    return [str(t.column(i)[0]) for i in range(t.num_columns)]
+
+
+def header_positions(fields: Sequence[CsvColumn], cells: Sequence[str],
+                     where: str) -> dict[str, int]:
+    """Each field's 0-based column in a header of `cells`: the cell that is
+    its name, exactly, else ignoring case (blanks around a cell ignored); a
+    UsageError naming a field that no cell names, or a name two cells give."""
+    names = [c.strip(" \t") for c in cells]
+    out = {}
+    for f in fields:
+        exact = [i for i, c in enumerate(names) if c == f.name]
+        found = exact or [i for i, c in enumerate(names) if c.lower() == f.name.lower()]
+        if len(exact) > 1:
+            raise UsageError(f"read_csv: {where}: the header names column '{f.name}' twice; "
+                             f"its columns: {', '.join(names)}")
+        if not found:
+            raise UsageError(f"read_csv: {where}: the header has no column '{f.name}' (field "
+                             f"{f.name}); its columns: {', '.join(names)}")
+        out[f.name] = found[0]
+    return out
 
 
 class MalformedCount:
-    """Rows a CSV read skipped: their count and the first reasons."""
+    """Rows a CSV read skipped: their count and the first reasons, and
+    notes of what else it skipped (a header line)."""
 
     def __init__(self) -> None:
         self.rows = 0
         self.reasons: list[str] = []
+        self.notes: list[str] = []
 
     def add(self, rows: int, reason: str) -> None:
         self.rows += rows
         if len(self.reasons) < 5:
             self.reasons.append(reason)
 
+    def note(self, text: str) -> None:
+        if text not in self.notes and len(self.notes) < 5:
+            self.notes.append(text)
+
     def merge(self, other: "MalformedCount") -> None:
         self.rows += other.rows
         self.reasons = (self.reasons + other.reasons)[:5]
+        self.notes = (self.notes + [n for n in other.notes if n not in self.notes])[:5]
 
     def report(self) -> str:
-        """What was skipped, in one line ("" when nothing)."""
-        if not self.rows:
-            return ""
-        return f"{self.rows} CSV row(s) rejected as malformed: " + "; ".join(self.reasons)
+        """What was skipped, a line each: the malformed rows, then the
+        notes ("" when nothing)."""
+        lines = [f"{self.rows} CSV row(s) rejected as malformed: " + "; ".join(self.reasons)
+                 ] if self.rows else []
+        return "\n".join(lines + self.notes)
 
 
 def _csv_table(data: bytes, names: Sequence[str], types: Sequence[Any], sep: str,
@@ -448,55 +534,174 @@ def _csv_table(data: bytes, names: Sequence[str], types: Sequence[Any], sep: str
     as_text = parse_as({c: pa.string() for c, _ in wanted})
     ok = pa.repeat(True, as_text.num_rows)
     for name, t in wanted:
-        kind = ("int" if pa.types.is_integer(t) else "float" if pa.types.is_floating(t)
-                else "bool" if pa.types.is_boolean(t) else None)
-        if kind is None:
-            continue
-        col = as_text.column(name)
-        fits = pc.or_kleene(pc.is_null(col),
-                            pc.match_substring_regex(col, _CSV_VALUE_PATTERNS[kind]))
-        if kind == "int":
-            # digits out of the type's range are no value of it either (by
-            # their float value: the last few near 2^63 count as out)
-            import numpy as np
-            info = np.iinfo(t.to_pandas_dtype())
-            num = pc.cast(pc.utf8_trim_whitespace(
-                pc.coalesce(pc.if_else(fits, col, "0"), "0")), pa.float64())
-            inside = pc.and_(pc.greater_equal(num, float(info.min) * (1 - 1e-15)),
-                             pc.less_equal(num, float(info.max) * (1 - 1e-15)))
-            fits = pc.and_kleene(fits, inside)
-        ok = pc.and_(ok, pc.fill_null(fits, False))
+        ok = pc.and_(ok, _fits(as_text.column(name), t))
     n_bad = as_text.num_rows - pc.sum(ok).as_py() if as_text.num_rows else 0
     if n_bad:
         bad.add(n_bad, f"{where}: {n_bad} row(s) with a value their column's type cannot take")
     kept = as_text.filter(ok)
-    cols = []
-    for name, t in wanted:
-        col = kept.column(name)
-        cols.append(pc.utf8_trim_whitespace(col).cast(t) if not pa.types.is_string(t) else col)
+    cols = [_typed(kept.column(name), t) for name, t in wanted]
     return pa.table(cols, names=[c for c, _ in wanted]).select(list(columns))
+
+
+def _fits(col: Any, t: Any) -> Any:
+    """Whether each text of a column of strings is a value of Arrow type t
+    (or null: an empty field), as a boolean array without nulls."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    kind = ("int" if pa.types.is_integer(t) else "float" if pa.types.is_floating(t)
+            else "bool" if pa.types.is_boolean(t) else None)
+    if kind is None:
+        return pa.repeat(True, len(col))
+    fits = pc.or_kleene(pc.is_null(col), pc.match_substring_regex(col, _CSV_VALUE_PATTERNS[kind]))
+    if kind == "int":
+        # digits out of the type's range are no value of it either (by
+        # their float value: the last few near 2^63 count as out)
+        import numpy as np
+        info = np.iinfo(t.to_pandas_dtype())
+        num = pc.cast(pc.utf8_trim_whitespace(
+            pc.coalesce(pc.if_else(fits, col, "0"), "0")), pa.float64())
+        inside = pc.and_(pc.greater_equal(num, float(info.min) * (1 - 1e-15)),
+                         pc.less_equal(num, float(info.max) * (1 - 1e-15)))
+        fits = pc.and_kleene(fits, inside)
+    return pc.fill_null(fits, False)
+
+
+def _typed(col: Any, t: Any) -> Any:
+    """A column of strings that _fits type t, as t."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    return col if pa.types.is_string(t) else pc.utf8_trim_whitespace(col).cast(t)
+
+
+def _fields_table(data: bytes, fields: Sequence[CsvColumn], at: Mapping[str, int], sep: str,
+                  skip_header: bool, detect_header: bool, where: str, bad: MalformedCount,
+                  columns: Sequence[str]) -> Any:
+    """One piece's bytes parsed into a table of `columns`, fields of
+    read_csv's GSQL form read from the 0-based file columns `at` (other
+    columns skipped; one a row lacks is null); a row with another number
+    of fields than the piece's first, or a value its field cannot take
+    (a time that is not one of its time_format), is counted in `bad` and
+    skipped.  detect_header: the piece starts a file read without a header,
+    whose first line is skipped (and noted) when it is the fields' names."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+
+    short = MalformedCount()
+
+    def skip_row(row: Any) -> str:
+        short.add(1, f"{where}: {row.text.strip()[:80]!r} has {row.actual_columns} fields, "
+                     f"not {row.expected_columns}")
+        return "skip"
+    by_name = {f.name: f for f in fields}
+    wanted = [by_name[c] for c in columns]
+    include = sorted({f"f{at[f.name]}" for f in wanted})
+    t = pacsv.read_csv(
+        pa.BufferReader(data),
+        read_options=pacsv.ReadOptions(autogenerate_column_names=True, use_threads=False,
+                                       skip_rows=1 if skip_header else 0, block_size=16 << 20),
+        parse_options=pacsv.ParseOptions(delimiter=sep, invalid_row_handler=skip_row),
+        convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in include},
+                                             include_columns=include,
+                                             include_missing_columns=True, null_values=[""],
+                                             strings_can_be_null=True))
+    bad.merge(short)
+    text = {f.name: t.column(f"f{at[f.name]}").cast(pa.string()) for f in wanted}
+    if detect_header and t.num_rows and _is_header_row(fields, wanted, text):
+        bad.note(f"{where.split(' (piece')[0]}:1: the first line names the fields "
+                 f"({', '.join(f.name for f in wanted)}) and was skipped as a header; "
+                 "read_csv(..., header=True) finds each field's column by its name")
+        text = {name: col.slice(1) for name, col in text.items()}
+    n = len(next(iter(text.values()))) if text else t.num_rows
+    ok = pa.repeat(True, n)
+    values = {}
+    for f in wanted:
+        if f.time_format is not None:
+            values[f.name], fits = _time_values(text[f.name], f)
+        else:
+            fits = _fits(text[f.name], f.type)
+        ok = pc.and_(ok, fits)
+    n_bad = n - pc.sum(ok).as_py() if n else 0
+    if n_bad:
+        bad.add(n_bad, f"{where}: {n_bad} row(s) with a value their column's type cannot take")
+    cols = [values[f.name].filter(ok) if f.name in values else _typed(text[f.name].filter(ok),
+                                                                       f.type)
+            for f in wanted]
+    return pa.table(cols, names=[f.name for f in wanted])
+
+
+def _time_values(col: Any, f: CsvColumn) -> tuple[Any, Any]:
+    """A column of time texts as field f's values (nulls kept: an empty
+    field), and which are valid or null."""
+    import pyarrow.compute as pc
+
+    from .csv_times import time_values
+    assert f.time_format is not None
+    values, ok = time_values(pc.fill_null(col, ""), f.time_format, f.unit_ns, f.type)
+    null = pc.is_null(col)
+    return pc.if_else(null, None, values), pc.or_(ok, null)
+
+
+def _is_header_row(fields: Sequence[CsvColumn], wanted: Sequence[CsvColumn],
+                   text: Mapping[str, Any]) -> bool:
+    """Whether the first row of columns `text` is a header: each column
+    read holds the name of a field (ignoring case), and no value of a
+    column other than text is valid (as the runtime's CSV reader decides)."""
+    names = {f.name.lower() for f in fields}
+    for f in wanted:
+        cell = text[f.name][0].as_py()
+        if cell is None or cell.strip(" \t").lower() not in names:
+            return False
+        if f.is_text:
+            continue
+        one = text[f.name].slice(0, 1)
+        valid = _time_values(one, f)[1] if f.time_format else _fits(one, f.type)
+        if valid[0].as_py():
+            return False
+    return True
 
 
 def read_csv_pieces(filesystem: Any, pieces: Sequence[Piece], names: Sequence[str],
                     types: Sequence[Any], sep: str = ",", header: bool = False,
                     bad: Optional[MalformedCount] = None,
-                    columns: Optional[Sequence[str]] = None) -> Any:
+                    columns: Optional[Sequence[str]] = None,
+                    fields: Optional[Sequence[CsvColumn]] = None) -> Any:
     """One RecordBatchReader over the CSV pieces (byte ranges of lines), in
     order: files of fields `names` of Arrow `types`, read as `columns` (all
     by default; the others are only counted); malformed rows skipped and
-    counted in `bad`."""
+    counted in `bad`.  With `fields` (read_csv's GSQL form, one per name)
+    each name is read from its field's position, or with a header from the
+    column its name names, and times are read in their time_format."""
     import pyarrow as pa
     columns = list(names) if columns is None else list(columns)
     type_of = dict(zip(names, types))
     schema = pa.schema([(c, type_of[c]) for c in columns])
     counter = bad if bad is not None else MalformedCount()
+    headers: dict[str, dict[str, int]] = {}    # path -> its fields' columns
+
+    def positions(f: Any, path: str, size: int) -> dict[str, int]:
+        assert fields is not None
+        if not header:
+            return {c.name: c.pos - 1 for c in fields}
+        if path not in headers:
+            headers[path] = header_positions(fields, csv_header_cells(f, size, sep), path)
+        return headers[path]
 
     def batches() -> Iterator[Any]:
         for path, k, n in pieces:
             with open_input(filesystem, path) as f:
-                data = csv_piece_bytes(f, f.size(), k, n)
-            if data:
-                t = _csv_table(data, names, types, sep, header and k == 0,
-                               f"{path} (piece {k + 1} of {n})", counter, columns)
-                yield from t.cast(schema).to_batches(max_chunksize=65536)
+                size = f.size()
+                first, data = csv_piece_bytes(f, size, k, n)
+                at = positions(f, path, size) if fields is not None and data else {}
+            if not data:
+                continue
+            refuse_quoted_line_breaks(data, sep, path, first)
+            where = f"{path} (piece {k + 1} of {n})"
+            if fields is None:
+                t = _csv_table(data, names, types, sep, header and k == 0, where, counter,
+                               columns)
+            else:
+                t = _fields_table(data, fields, at, sep, header and first == 0,
+                                  not header and first == 0, where, counter, columns)
+            yield from t.cast(schema).to_batches(max_chunksize=65536)
     return pa.RecordBatchReader.from_batches(schema, batches())
