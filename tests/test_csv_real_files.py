@@ -14,6 +14,7 @@ after the record spanning lines 4-5).
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 
@@ -89,6 +90,21 @@ def test_csv_header_flag_and_an_interfaces_file_give_the_same(gsqlc, tmp_path):
     # header=0 on the source wins over --csv-header: the header is then data
     p = _run(gsqlc, "orders.gsql", f"csv:{ORDERS}?header=0", "--csv-header")
     assert p.returncode == 0 and "field 1 'order_id' is not an ISO-8601 time" in p.err, p.err
+
+
+def test_the_stand_alone_runner_reads_a_header_alike(gsqlc, tmp_path):
+    """gsqlc-run takes ?header=1 and --csv-header as gsqlc run does."""
+    out = tmp_path / "built"
+    p = gsqlc("compile", DATA / "per_minute.gsql", "--schema", SCHEMA, "-o", out, "--build")
+    assert p.returncode == 0, p.err
+    runner = out / "build" / "gsqlc-run"
+    for args in ([f"o=csv:{ORDERS}?header=1"], [f"o=csv:{ORDERS}", "--csv-header"]):
+        r = subprocess.run([str(runner), "--source", *args], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert sorted(r.stdout.splitlines()) == PER_MINUTE
+    r = subprocess.run([str(runner), "--source", f"o=csv:{ORDERS}?header=maybe"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "header=maybe: expected header=1 or header=0" in r.stderr
 
 
 def test_a_field_missing_from_the_header_fails_the_run_naming_it(gsqlc, tmp_path):

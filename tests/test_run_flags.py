@@ -63,7 +63,7 @@ def test_every_key_is_a_runtime_option():
                 assert [o.prefix for o in opts] == [f.key], f
         elif f.action == rf.OWN:
             assert f.key in {"SOURCE", "MEMBER", "PARAM", "OUTPUT", "OUTPUT_FILE", "FORMAT",
-                             "STATS", "HELP"}, f
+                             "STATS", "CSV_HEADER", "HELP"}, f
 
 
 def test_gsqlc_run_takes_the_shared_flags_as_the_table_says():
