@@ -133,12 +133,15 @@ def _ip_checksum(tos, tot_len, ip_id, frag, ttl, proto, src, dst):
 
 
 def _chunk(rng, i0, c, *, n_groups, pps, start, payload, payload_frac,
-           mix, frag_frac, gsrc, gdst, gsport, gdport):
+           mix, frag_frac, gsrc, gdst, gsport, gdport, zipf_cdf=None, zipf_order=None):
     """Field values of packets i0 .. i0+c-1 (numpy arrays)."""
     idx = np.arange(i0, i0 + c, dtype=np.float64)
     ts = (np.floor((idx + rng.random(c) * 0.9) * (1e6 / pps))).astype(np.uint64)
     ts += np.uint64(int(start) * 1_000_000)
-    g = rng.integers(0, n_groups, c)
+    if zipf_cdf is None:
+        g = rng.integers(0, n_groups, c)
+    else:   # a pair of rank r with probability proportional to 1 / r^s
+        g = zipf_order[np.searchsorted(zipf_cdf, rng.random(c))]
     src = gsrc[g]
     dst = gdst[g]
     u = rng.random(c)
@@ -283,7 +286,7 @@ def _truth(p):
 
 def _link_chunks(n: int, n_groups: int, *, pps: float, seed: int, payload: bool,
                  payload_frac: float, tcp: float, udp: float, icmp: float, frag: float,
-                 start: int, src_net: int = 0x0A000000):
+                 start: int, src_net: int = 0x0A000000, zipf: float = 0.0):
     """The field arrays of one link's packets, CHUNK packets at a time."""
     tot = tcp + udp + icmp
     mix = (tcp / tot, udp / tot, icmp / tot)
@@ -292,13 +295,18 @@ def _link_chunks(n: int, n_groups: int, *, pps: float, seed: int, payload: bool,
     gsport = grng.integers(1024, 65536, n_groups).astype(np.uint16)
     gdport = grng.choice(np.array([80, 443, 8080, 53, 22, 25, 123, 5060], np.uint16),
                          n_groups, p=[.35, .35, .05, .1, .05, .03, .04, .03])
+    cdf = order = None
+    if zipf > 0:
+        cdf = np.cumsum(np.arange(1, n_groups + 1, dtype=np.float64) ** -zipf)
+        cdf /= cdf[-1]
+        order = grng.permutation(n_groups)     # the hot pairs are not neighbours
     for k, i0 in enumerate(range(0, n, CHUNK)):
         c = min(CHUNK, n - i0)
         rng = np.random.default_rng([seed, k])
         yield _chunk(rng, i0, c, n_groups=n_groups, pps=pps, start=start,
                      payload=payload, payload_frac=payload_frac, mix=mix,
                      frag_frac=frag, gsrc=gsrc, gdst=gdst, gsport=gsport,
-                     gdport=gdport)
+                     gdport=gdport, zipf_cdf=cdf, zipf_order=order)
 
 
 def _write(out, chunks, payload: bool, truth: bool, parquet):
@@ -340,12 +348,14 @@ def generate(out, n: int, n_groups: int = 65536, *, pps: float = 100_000,
              seed: int = 1, payload: bool = False, payload_frac: float = 0.3,
              tcp: float = 0.7, udp: float = 0.25, icmp: float = 0.05,
              frag: float = 0.005, start: int = 1_700_000_000,
-             truth: bool = True, parquet: str | None = None):
+             truth: bool = True, parquet: str | None = None, zipf: float = 0.0):
     """Write n packets to pcap file `out` (path or None for no pcap).
 
     n_groups distinct (srcIP, destIP) pairs, each packet's pair uniform among
-    them; protocol mix tcp/udp/icmp (normalised); `frag` is the fraction of
-    non-first fragments (and, separately, of first fragments with MF set).
+    them (zipf = s > 0: the pair of rank r with probability proportional to
+    1 / r^s, the ranks scattered over the pairs); protocol mix tcp/udp/icmp
+    (normalised); `frag` is the fraction of non-first fragments (and,
+    separately, of first fragments with MF set).
     Returns the ground-truth pyarrow Table (None if truth=False and no
     parquet).  When `parquet` is given the table is also written there.
     """
@@ -353,7 +363,7 @@ def generate(out, n: int, n_groups: int = 65536, *, pps: float = 100_000,
         raise ValueError("need n >= 0 and n_groups >= 1")
     chunks = _link_chunks(n, n_groups, pps=pps, seed=seed, payload=payload,
                           payload_frac=payload_frac, tcp=tcp, udp=udp, icmp=icmp,
-                          frag=frag, start=start)
+                          frag=frag, start=start, zipf=zipf)
     return _write(out, chunks, payload, truth, parquet)
 
 
@@ -502,6 +512,9 @@ def main(argv=None):
     ap.add_argument("--parquet", help="also write the ground truth here")
     ap.add_argument("--pps", type=float, default=100_000, help="packets per second")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--zipf", type=float, default=0.0, metavar="S",
+                    help="pairs drawn with probability proportional to 1 / rank^S "
+                         "(default 0: uniform)")
     ap.add_argument("--payload", action="store_true",
                     help="HTTP-like payloads on some TCP segments")
     ap.add_argument("--payload-frac", type=float, default=0.3)
@@ -521,7 +534,7 @@ def main(argv=None):
               tcp=a.tcp, udp=a.udp, icmp=a.icmp, frag=a.frag, start=a.start,
               truth=False, parquet=a.parquet)
     if a.link_delay is None:
-        generate(a.out, a.packets, a.groups, **kw)
+        generate(a.out, a.packets, a.groups, zipf=a.zipf, **kw)
     else:
         generate_delayed(a.out, a.packets, a.groups, delay=a.link_delay, **kw)
     dt = _time.perf_counter() - t0

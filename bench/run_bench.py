@@ -5,7 +5,7 @@ the cheapest single-threaded C we know) and against DuckDB and Polars in
 memory over the same generated packets, in interleaved rounds, every
 answer checked.
 
-    python bench/run_bench.py [--packets N ...] [--groups G ...] [--rounds R]
+    python bench/run_bench.py [--packets N ...] [--groups G ...] [--zipf S] [--rounds R]
                               [--engines E,...] [--markdown FILE] [--json FILE]
 
 Data (--data, default bench/data/; generated once by bench/pktgen.py at
@@ -77,14 +77,15 @@ class Mismatch(SystemExit):
     pass
 
 
-def ensure_data(data: Path, packets: int, groups: int) -> Path:
+def ensure_data(data: Path, packets: int, groups: int, zipf: float = 0.0) -> Path:
     data.mkdir(parents=True, exist_ok=True)
-    pcap = data / f"p{packets}_g{groups}.pcap"
+    pcap = data / (f"p{packets}_g{groups}" + (f"_z{zipf:g}" if zipf else "") + ".pcap")
     parquet = pcap.with_suffix(".parquet")
     if not (pcap.exists() and parquet.exists()):
         print(f"generating {pcap.name} ...", file=sys.stderr, flush=True)
         subprocess.run([sys.executable, str(HERE / "pktgen.py"), "--packets", str(packets),
-                        "--groups", str(groups), "--out", str(pcap), "--parquet", str(parquet)],
+                        "--groups", str(groups), "--out", str(pcap), "--parquet", str(parquet),
+                        "--zipf", str(zipf)],
                        check=True)
     return pcap
 
@@ -239,6 +240,9 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--packets", type=int, nargs="+", default=[20_000_000])
     ap.add_argument("--groups", type=int, nargs="+", default=[65536, 524288])
+    ap.add_argument("--zipf", type=float, default=0.0, metavar="S",
+                    help="pairs drawn with probability proportional to 1 / rank^S "
+                         "(pktgen.py --zipf; default 0: uniform)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--queries", default="q1,q2")
     ap.add_argument("--engines", default=",".join(ENGINES))
@@ -264,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
                "", *HEADER]
         notes: list[str] = []
         for query, groups in plan:
-            pcap = ensure_data(args.data, packets, groups)
+            pcap = ensure_data(args.data, packets, groups, args.zipf)
             for f in (pcap, pcap.with_suffix(".parquet")):
                 baselines.warm_cache(f)
             print(f"{query} {packets:,} packets {groups:,} groups, load {load_average()}",

@@ -49,7 +49,7 @@ median and the spread (min-max) of the R runs are printed.
 
 GSQLC_BENCH_MASTER=spark://HOST:PORT runs it on a cluster instead of local[2].
 
-    python bench/spark_bench.py [--rows 20000000] [--groups 65536] [--source parquet]
+    python bench/spark_bench.py [--rows 20000000] [--groups 65536] [--zipf S] [--source parquet]
                                 [--repeat 7] [--rounds R] [--variants gsqlc,sql,udf]
                                 [--out FILE]
 """
@@ -83,13 +83,14 @@ SITES = 16                       # the site of a source address: its rank modulo
 KEPT_SITES = 12                  # spark_q3's WHERE site < 12
 
 
-def data_path(rows: int, groups: int) -> Path:
-    p = HERE / "data" / f"p{rows}_g{groups}.parquet"
+def data_path(rows: int, groups: int, zipf: float = 0.0) -> Path:
+    p = HERE / "data" / (f"p{rows}_g{groups}" + (f"_z{zipf:g}" if zipf else "") + ".parquet")
     if not p.exists():
         p.parent.mkdir(parents=True, exist_ok=True)
         pcap = p.with_suffix(".pcap")
         subprocess.run([sys.executable, str(HERE / "pktgen.py"), "--packets", str(rows),
-                        "--groups", str(groups), "--out", str(pcap), "--parquet", str(p)],
+                        "--groups", str(groups), "--out", str(pcap), "--parquet", str(p),
+                        "--zipf", str(zipf)],
                        check=True)
     return p
 
@@ -303,6 +304,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=20_000_000)
     ap.add_argument("--groups", type=int, default=65536)
+    ap.add_argument("--zipf", type=float, default=0.0, metavar="S",
+                    help="pairs drawn with probability proportional to 1 / rank^S "
+                         "(pktgen.py --zipf; default 0: uniform)")
     ap.add_argument("--source", choices=SOURCES, default="parquet")
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--rounds", type=int, help="interleave the variants in one session, "
@@ -311,7 +315,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", help="also write the table here (overwritten)")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
-    path = data_path(a.rows, a.groups)
+    path = data_path(a.rows, a.groups, a.zipf)
     if a.one:
         print(json.dumps(one(a.one, path, a.repeat, a.source)))
         return 0
@@ -323,8 +327,8 @@ def main(argv=None) -> int:
         res = {}
         for v in variants:
             p = subprocess.run([sys.executable, __file__, "--rows", str(a.rows), "--groups",
-                                str(a.groups), "--source", a.source, "--repeat", str(a.repeat),
-                                "--one", v],
+                                str(a.groups), "--zipf", str(a.zipf), "--source", a.source,
+                                "--repeat", str(a.repeat), "--one", v],
                                stdout=subprocess.PIPE, text=True, check=True)
             res[v] = json.loads(p.stdout.strip().splitlines()[-1])
             print(f"{v:6} best {res[v]['best']:.2f} s  runs {[round(t, 2) for t in res[v]['times']]}  "

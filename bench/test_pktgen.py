@@ -90,6 +90,21 @@ def test_pcap_matches_truth(tmp_path, payload):
         assert sum((w["TCP_data"] or "").startswith("GET") for w in want) > 20
 
 
+def test_zipf_pairs(tmp_path):
+    """--zipf s: the pair of rank r drawn with probability ~ 1 / r^s; the
+    pcap still matches its truth."""
+    pcap = tmp_path / "z.pcap"
+    truth = pktgen.generate(str(pcap), 20000, 5000, seed=3, zipf=1.0)
+    assert read_pcap(pcap) == truth.to_pylist()
+    counts = sorted(collections.Counter(
+        zip(truth.column("srcIP").to_pylist(), truth.column("destIP").to_pylist())).values(),
+        reverse=True)
+    # harmonic weights over 5,000 ranks: the top pair ~1/H(5000) = 11 % of the
+    # packets, the second half; uniform would give ~4 each
+    assert 0.08 * 20000 < counts[0] < 0.14 * 20000 and 0.3 < counts[1] / counts[0] < 0.7
+    assert 2000 < len(counts) < 5000
+
+
 def test_deterministic_and_chunked(tmp_path, monkeypatch):
     a = pktgen.generate(str(tmp_path / "a.pcap"), 3000, 100, seed=9)
     b = pktgen.generate(str(tmp_path / "b.pcap"), 3000, 100, seed=9)
