@@ -186,11 +186,18 @@ def runner_unit_command(tc: Toolchain, src: Path, obj: Path) -> list[str]:
             *tc.compile_options, "-o", str(obj), "-c", str(src)]
 
 
+_SYSTEM_LIB_DIRS = (Path("/lib"), Path("/usr/lib"), Path("/lib64"), Path("/usr/lib64"))
+
+
 def _pcap_rpath(tc: Toolchain) -> list[str]:
-    """The run-time search path of libpcap's folder: a copy a wheel bundles
-    (gsqlc.libs/) is found where the system's would not be."""
+    """The run-time search path of libpcap's folder where the loader would
+    not look (a copy a wheel bundles, gsqlc.libs/), as CMake adds one for a
+    library outside the system's folders (/usr/lib and its multiarch ones)."""
     folder = Path(tc.pcap_library).parent
-    return [f"-Wl,-rpath,{folder}"] if folder.is_absolute() else []
+    if not folder.is_absolute() or folder in _SYSTEM_LIB_DIRS or \
+            folder.parent in _SYSTEM_LIB_DIRS[:2]:
+        return []
+    return [f"-Wl,-rpath,{folder}"]
 
 
 def library_link_command(tc: Toolchain, lib: Path, objs: Sequence[Path], runtime: Path,
