@@ -4,12 +4,17 @@
  * An aggregation table is read at random: one cache miss per record, and
  * with 4 KiB pages a TLB miss as well once the table outgrows what the TLB
  * maps (a few MiB).  Tables of GSQ_TABLE_HUGE_BYTES (2 MiB) or more are
- * therefore allocated on a 2 MiB boundary and marked for transparent huge
- * pages before they are first touched: a table growing to millions of
- * groups then also faults in a page per 2 MiB rather than per 4 KiB (on a
- * 524,288-group aggregation the HFTA's tables took 31,000 faults a run
- * with 4 KiB pages).  Where the kernel declines (THP off) they are
- * ordinary memory.  A new large block is anonymous memory mapped for it:
+ * therefore allocated on a 2 MiB boundary, and marked for transparent huge
+ * pages before they are first touched when the environment's
+ * GSQLC_TABLE_HUGE_PAGES is 1.  That is not the default: on a virtual
+ * machine whose host backs guest memory lazily (and takes freed 2 MiB
+ * blocks back), every huge page a run first touches is slow to fault in.
+ * Measured on a 2-core KVM guest, Q2 over 524,288 groups (20 M rows) through
+ * the Python API: a process's first run 2.14-2.33 s with huge pages,
+ * 0.86-0.88 s without; later runs of the process (the block cache below
+ * holds their memory) 0.64-0.68 s with, 0.73-0.78 s without; `gsqlc run`
+ * over the capture 1.64-3.00 s with, 1.85-1.93 s without (bench/README.md).
+ * A new large block is anonymous memory mapped for it:
  * the kernel hands its pages out zeroed as they are first touched, so
  * gsq_table_alloc does not zero it again, and a table no record reaches
  * (a selective query's, among many over one stream) costs no page at all.
@@ -71,7 +76,8 @@ typedef struct table_block {
 
 static struct {
     pthread_mutex_t lock;
-    int configured;           /* max_bytes read from the environment */
+    int configured;           /* max_bytes, huge_pages read from the environment */
+    int huge_pages;           /* GSQLC_TABLE_HUGE_PAGES=1: MADV_HUGEPAGE new blocks */
     uint64_t max_bytes;
     table_block *live;        /* handed out, not freed: n_live of cap_live */
     size_t n_live, cap_live;
@@ -79,7 +85,7 @@ static struct {
     size_t n_held;
     uint64_t held_bytes;
     uint64_t reused, fresh;   /* large requests served from held / new */
-} cache = {PTHREAD_MUTEX_INITIALIZER, 0, 0, NULL, 0, 0, {{NULL, 0}}, 0, 0, 0, 0};
+} cache = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, NULL, 0, 0, {{NULL, 0}}, 0, 0, 0, 0};
 
 /* The mapping of a large block of `bytes`: whole huge pages. */
 static size_t large_len(size_t bytes)
@@ -88,8 +94,9 @@ static size_t large_len(size_t bytes)
 }
 
 /* A new large block, on a GSQ_TABLE_HUGE_BYTES boundary (more is mapped
- * and the ends cut off), its pages zeroed on first touch; NULL: none. */
-static void *large_map(size_t bytes)
+ * and the ends cut off), its pages zeroed on first touch, marked for huge
+ * pages when `huge`; NULL: none. */
+static void *large_map(size_t bytes, int huge)
 {
     size_t len = large_len(bytes), lead;
     uint8_t *m;
@@ -104,7 +111,10 @@ static void *large_map(size_t bytes)
         munmap(m, lead);
     munmap(m + lead + len, GSQ_TABLE_HUGE_BYTES - lead);
 #ifdef MADV_HUGEPAGE
-    (void)madvise(m + lead, len, MADV_HUGEPAGE); /* a hint: failure leaves 4 KiB pages */
+    if (huge)
+        (void)madvise(m + lead, len, MADV_HUGEPAGE); /* a hint: failure leaves 4 KiB pages */
+#else
+    (void)huge;
 #endif
     return m + lead;
 }
@@ -122,6 +132,7 @@ static void cache_configure(void)
         return;
     cache.configured = 1;
     cache.max_bytes = GSQ_TABLE_CACHE_BYTES;
+    cache.huge_pages = (mb = getenv("GSQLC_TABLE_HUGE_PAGES")) != NULL && strcmp(mb, "1") == 0;
     mb = getenv("GSQLC_TABLE_CACHE_MB");
     if (mb && *mb) {
         char *end = NULL;
@@ -238,7 +249,7 @@ static void *table_get(size_t n, size_t size, int *zeroed)
     }
     if ((p = cache_take(bytes)) != NULL)
         return p;
-    if ((p = large_map(bytes)) == NULL)
+    if ((p = large_map(bytes, cache.huge_pages)) == NULL) /* configured by cache_take */
         return NULL;
     pthread_mutex_lock(&cache.lock);
     listed = cache_track(p, bytes);
