@@ -341,7 +341,8 @@ def main(argv=None) -> int:
             if a.source in SPARK_ROWS else "packets per (srcIP, destIP) per minute")
     how = (f"{n_rounds} rounds in one session, order rotated, digest checked every run"
            if n_rounds else f"result written to Spark's noop sink; best of {a.repeat}")
-    lines = [f"# Spark benchmark ({a.rows:,} rows, {a.groups:,} (srcIP, destIP) pairs, "
+    pairs = f"Zipf (s = {a.zipf:g}) over {a.groups:,}" if a.zipf else f"{a.groups:,}"
+    lines = [f"# Spark benchmark ({a.rows:,} rows, {pairs} (srcIP, destIP) pairs, "
              f"{a.source}, {master})", "", f"Query: {what}; {how}.", ""]
     lines += table_rounds(res) if n_rounds else table_best(res)
     if a.out:
