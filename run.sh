@@ -70,10 +70,8 @@ export PYSPARK_PYTHON=${PYSPARK_PYTHON:-$VPY}
 if [ "$mode" = demo ]; then
     "$VPY" -m gsqlc run examples/flows.gsql --schema examples/packet_schema.txt \
         --source eth0=pcap:examples/trace.pcap
-    if [ -t 1 ]; then
-        echo
-        echo "gsqlc is installed in $VENV: 'source $VENV/bin/activate' puts gsqlc on PATH."
-    fi
+    # on stderr: the demo's rows alone on stdout
+    echo "run.sh: gsqlc is installed in $VENV; 'source $VENV/bin/activate' puts gsqlc on PATH" >&2
     exit 0
 fi
 
