@@ -30,7 +30,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "compile": ".api", "CompiledQuerySet": ".api", "Run": ".api",
+    "compile": ".api", "sql": ".api", "CompiledQuerySet": ".api", "Run": ".api",
     "GsqlcError": ".errors", "QueryError": ".errors", "UsageError": ".errors",
     "RunError": ".errors", "InternalError": ".errors", "ToolchainError": ".errors",
     "read_pcap": ".runtime.packets", "PACKET_TABLE_SCHEMA": ".runtime.packets",

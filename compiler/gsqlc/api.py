@@ -17,6 +17,7 @@ runtime.run.Run (or a runtime.parallel.SplitRun or PartitionRun over threads).
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence, Union
 
@@ -48,6 +49,68 @@ def _as_list(x: Union[PathLike, Iterable[PathLike], None]) -> list[str]:
     if isinstance(x, (str, os.PathLike)):
         return [os.fspath(x)]
     return [os.fspath(p) for p in x]
+
+
+_QUERY_WORD = re.compile(r"\b(select|merge)\b", re.IGNORECASE)
+
+
+def is_query_text(x: Any) -> bool:
+    """Whether a str given where query files are taken is GSQL text: not an
+    existing path, with white space and a SELECT or MERGE in it (a mistyped
+    file name is still an unknown file)."""
+    return (isinstance(x, str) and not os.path.exists(x) and any(c.isspace() for c in x)
+            and _QUERY_WORD.search(x) is not None)
+
+
+def query_inputs(files: Union[PathLike, Sequence[PathLike], None], text: Optional[str] = None
+                 ) -> tuple[list[str], list[tuple[str, str]]]:
+    """The query files of `files` and `text`, and the texts among them:
+    (names, [(name, text)]), a text named <query> (<query 2>, ... after
+    the first) in errors."""
+    items: list[Any] = [files] if isinstance(files, (str, os.PathLike)) else list(files or [])
+    if text is not None:
+        if not isinstance(text, str):
+            raise UsageError(f"text= takes GSQL query text (a str), not a {type(text).__name__}")
+        items.append(_Text(text))
+    names: list[str] = []
+    texts: list[tuple[str, str]] = []
+    for x in items:
+        if isinstance(x, _Text) or is_query_text(x):
+            name = "<query>" if not texts else f"<query {len(texts) + 1}>"
+            texts.append((name, str(x)))
+            names.append(name)
+        else:
+            names.append(os.fspath(x))
+    return names, texts
+
+
+class _Text(str):
+    """Query text given as text= (never taken for a path)."""
+
+
+def stream_texts(streams: Optional[Mapping[str, Any]], temporal: Optional[Mapping[str, str]],
+                 ip: Sequence[str]) -> list[tuple[str, str]]:
+    """The schema of data at hand: <streams>, a STREAM per source
+    (semantics.from_data), temporal and ip columns found in the sources
+    that have them -- a name no source has is an error."""
+    from .semantics.from_data import arrow_schema, stream_declaration
+    if not streams:
+        if temporal or ip:
+            raise UsageError("temporal= and ip= describe the columns of streams= (or of "
+                             "gsqlc.sql's sources): give those")
+        return []
+    decls, used = [], set()
+    for name, data in streams.items():
+        cols = set(arrow_schema(data).names)
+        t = {c: o for c, o in (temporal or {}).items() if c in cols}
+        i = [c for c in ip if c in cols]
+        used |= set(t) | set(i)
+        decls.append(stream_declaration(name, data, t, i))
+    missing = [c for c in list(temporal or {}) + list(ip) if c not in used]
+    if missing:
+        raise UsageError(f"no source has a column '{missing[0]}' (sources: "
+                         f"{', '.join(streams)})")
+    return [("<streams>", "".join(decls))]
 
 
 class CompiledQuerySet:
@@ -269,8 +332,10 @@ class CompiledQuerySet:
         return self.run(sources, output, **kw).to_arrow()
 
 
-def compile(files: Union[PathLike, Sequence[PathLike]],
+def compile(files: Union[PathLike, Sequence[PathLike], None] = None,
             schema: Union[PathLike, Sequence[PathLike], None] = None, *,
+            text: Optional[str] = None, streams: Optional[Mapping[str, Any]] = None,
+            temporal: Optional[Mapping[str, str]] = None, ip: Sequence[str] = (),
             library_paths: Sequence[PathLike] = (), interfaces: Optional[PathLike] = None,
             sanitize: bool = False, lfta_table_size: Optional[int] = None,
             lfta_table_ways: Optional[int] = None, max_lfta_disorder: Optional[int] = None,
@@ -286,9 +351,22 @@ def compile(files: Union[PathLike, Sequence[PathLike]],
 
     Args:
         files: one query file or several; a query reads another by its
-            query_name across all of them.
+            query_name across all of them.  A str that names no file and
+            holds white space and a SELECT or MERGE is query text itself.
         schema (PathLike | Sequence[PathLike] | None): schema file(s) with
-            PROTOCOL and STREAM declarations (default: gsqlc's packet schema).
+            PROTOCOL and STREAM declarations (default: gsqlc's packet
+            schema, unless streams= gives the schema).
+        text: GSQL query text (one query or several, separated by ';'),
+            named <query> in errors.
+        streams: a schema from data at hand: name -> a pyarrow Table,
+            RecordBatch, RecordBatchReader or Schema, or a pandas or
+            Polars DataFrame; each is a STREAM of that name whose fields
+            are its columns (integers by width and sign, floats, booleans,
+            strings), read by `FROM name` from the source bound as name.
+        temporal: columns of streams that are temporal: name ->
+            'increasing' or 'decreasing'.
+        ip: columns of streams holding IP addresses (IPv4 from integers or
+            text, IPv6 from 16 bytes).
         library_paths: directories holding query libraries (FROM LIB/query).
         interfaces: an interfaces file (TOML) declaring interfaces,
             interface sets and time bounds; checked now, read at each run.
@@ -322,9 +400,10 @@ def compile(files: Union[PathLike, Sequence[PathLike]],
             .column and .rule).
         UsageError: a bad option or file.
     """
-    files_l = _as_list(files)
+    files_l, texts = query_inputs(files, text)
     if not files_l:
-        raise UsageError("compile() needs at least one query file")
+        raise UsageError("compile() needs at least one query file, or text=")
+    texts += stream_texts(streams, temporal, ip)
     if lfta_table_size is not None and (not isinstance(lfta_table_size, int)
                                         or lfta_table_size < 1):
         raise UsageError(f"lfta_table_size must be a positive integer, got {lfta_table_size!r}")
@@ -334,11 +413,67 @@ def compile(files: Union[PathLike, Sequence[PathLike]],
                          f"got {lfta_table_ways!r}")
     check_plan_options(max_lfta_disorder=max_lfta_disorder,
                        max_hfta_disorder=max_hfta_disorder, flush=flush)
-    options = CompileOptions(tuple(_as_list(schema)), tuple(_as_list(library_paths)),
+    schema_l = _as_list(schema) + ([texts[-1][0]] if streams else [])
+    options = CompileOptions(tuple(schema_l), tuple(_as_list(library_paths)),
                              lfta_table_size=lfta_table_size, lfta_table_ways=lfta_table_ways,
                              max_lfta_disorder=max_lfta_disorder,
                              max_hfta_disorder=max_hfta_disorder, flush=flush,
                              sanitize=sanitize,
                              functions=tuple(os.fspath(p) for p in _as_list(functions)),
-                             udf=tuple(os.fspath(p) for p in _as_list(udf)))
+                             udf=tuple(os.fspath(p) for p in _as_list(udf)),
+                             texts=tuple(texts))
     return CompiledQuerySet(files_l, options, os.fspath(interfaces) if interfaces else None)
+
+
+# sql(): query sets compiled for text and the schema of its sources, the most
+# recent kept (a CompiledQuerySet holds its library and the memory its runs
+# gave back, so a query asked again runs at once)
+_SQL_SETS: "dict[tuple[str, tuple[tuple[str, str], ...]], CompiledQuerySet]" = {}
+_SQL_SETS_KEPT = 16
+
+
+def sql(text: str, *, temporal: Optional[Mapping[str, str]] = None, ip: Sequence[str] = (),
+        output: Optional[str] = None, stream: bool = False, **sources: Any) -> Any:
+    """Run GSQL query text over data at hand, its schema taken from the data.
+
+        gsqlc.sql("select tb, k, count(*) as n from events group by ts/60 as tb, k",
+                  events=table, temporal={"ts": "increasing"})
+
+    Args:
+        text: GSQL query text (one query or several, separated by ';');
+            errors are located in it (<query>:LINE:COLUMN).
+        temporal: the temporal columns: name -> 'increasing' or
+            'decreasing' (an aggregation groups by a temporal expression).
+        ip: the columns holding IP addresses.
+        output: the query whose output to return (default: the only one
+            no other query reads).
+        stream: return the Run (an iterator of pyarrow.RecordBatch) rather
+            than the whole result.
+        **sources: name -> a pyarrow Table, RecordBatch or
+            RecordBatchReader, or a pandas or Polars DataFrame: the STREAM
+            `FROM name` reads, its fields the columns.
+
+    Returns:
+        A pyarrow.Table (a Run with stream=True).  The query set is compiled
+        once (cached by content on disk, and the last few kept in memory).
+    """
+    if not sources:
+        raise UsageError("sql() needs the data its queries read: sql(text, NAME=table, ...)")
+    data = {name: _arrow_data(d) for name, d in sources.items()}
+    decls = tuple(stream_texts(data, temporal, ip))
+    key = (text, decls)
+    qs = _SQL_SETS.pop(key, None)
+    if qs is None:
+        qs = compile(text=text, streams=data, temporal=temporal, ip=ip)
+    _SQL_SETS[key] = qs          # the most recent last
+    while len(_SQL_SETS) > _SQL_SETS_KEPT:
+        _SQL_SETS.pop(next(iter(_SQL_SETS)))
+    return qs.run(data, output) if stream else qs.table(data, output)
+
+
+def _arrow_data(d: Any) -> Any:
+    """A source sql() binds: Polars' frames as Arrow (the runtime reads
+    Arrow and pandas), the rest as given."""
+    if type(d).__module__.split(".")[0] == "polars" and hasattr(d, "to_arrow"):
+        return d.to_arrow()
+    return d

@@ -96,8 +96,11 @@ def input_key(files: Sequence[str], options: "CompileOptions") -> Optional[str]:
     h.update(json.dumps(opts, sort_keys=True).encode() + b"\0")
     schema = list(options.schema) or [str(packet_schema_path())]
     try:
+        texts = dict(options.texts)    # in opts above
         for kind, paths in (("query", files), ("schema", schema)):
             for p in paths:
+                if p in texts:
+                    continue
                 with open(p, "rb") as f:
                     h.update(f"{kind}\0{p}\0".encode() + hashlib.sha256(f.read()).digest())
     except OSError:

@@ -55,6 +55,9 @@ class CompileOptions:
     # C/C++ sources of the functions and aggregates they declare
     functions: tuple[str, ...] = ()
     udf: tuple[str, ...] = ()
+    # query and schema files given as text: (name, text), each name (such as
+    # <query>) standing among the files for that text
+    texts: tuple[tuple[str, str], ...] = ()
 
 
 @record(frozen=True)
@@ -138,7 +141,7 @@ def plan_queries(files: Sequence[str], options: CompileOptions = CompileOptions(
     from .semantics.resolve import resolve_files
     from .semantics.user_functions import load_catalog
     aset = resolve_files(files, options.schema, options.library_paths,
-                         load_catalog(options.functions))
+                         load_catalog(options.functions), dict(options.texts))
     plan = make_plan(list(aset.queries), plan_defaults(options))
     return QuerySet(aset.schema, aset.queries, plan, aset.files)
 

@@ -216,8 +216,10 @@ def _temporal_arith(op: str, e: ast.Binary) -> Temporal:
             return Temporal.NONE  # c / x reverses and is not linear
         if _is_negative_const(c):
             return xt.flipped()
-        if x.info.type.is_signed and x.info.type is not Type.FLOAT:
-            return Temporal.NONE
+        # a non-negative factor keeps the direction of a signed x too (x / c
+        # truncates, which is monotone): Tigon's rule asks unsigned operands
+        # because a negative factor flips it, and time columns from Spark
+        # or pandas are signed (int64)
         if _nonneg_const(c) or not c.info.type.is_signed:
             return xt
         return Temporal.NONE

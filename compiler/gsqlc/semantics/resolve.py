@@ -14,7 +14,7 @@ import difflib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 from ..errors import QueryError
 from ..frontend import ast
@@ -51,7 +51,11 @@ def leaves(queries: Sequence[AnalyzedQuery]) -> list[str]:
 
 
 
-def _read(path: str) -> str:
+def _read(path: str, texts: Mapping[str, str]) -> str:
+    """A query or schema file's text; a name of `texts` (text given as a
+    string, named like <query>) is that text."""
+    if path in texts:
+        return texts[path]
     try:
         return Path(path).read_text(encoding="utf-8", errors="surrogateescape")
     except FileNotFoundError:
@@ -62,16 +66,20 @@ def _read(path: str) -> str:
         raise QueryError(None, "no-such-file", f"{path}: {e.strerror}") from None
 
 
-def load_schema(paths: Sequence[str]) -> Schema:
+def load_schema(paths: Sequence[str], texts: Mapping[str, str] = {}) -> Schema:
     if not paths:
         paths = [str(packet_schema_path())]
-    files = [parse_schema_file(p, _read(p)) for p in paths]
+    files = [parse_schema_file(p, _read(p, texts)) for p in paths]
     return build_schema(files)
 
 
 def _name_queries(qf: ast.QueryFile) -> list[_Entry]:
     out = []
+    # a query without a query_name is named after its file; text given as a
+    # string (<query>, <query 2>) names it query, query_2
     stem = Path(qf.path).stem
+    if stem.startswith("<") and stem.endswith(">"):
+        stem = "_".join(stem[1:-1].split())
     for i, q in enumerate(qf.queries):
         name = q.name
         if not name:
@@ -96,19 +104,21 @@ def _expand_grouping_sets(entries: list[_Entry]) -> list[_Entry]:
 
 
 class _Resolver:
-    def __init__(self, schema: Schema, library_paths: list[Path]):
+    def __init__(self, schema: Schema, library_paths: list[Path],
+                 texts: Mapping[str, str] = {}):
         self.schema = schema
         self.library_paths = library_paths
+        self.texts = texts
         self.entries: dict[str, _Entry] = {}
         self.loaded_files: set[str] = set()
         self.last_file: Optional[ast.QueryFile] = None
 
     def add_file(self, path: str) -> None:
-        rp = str(Path(path).resolve())
+        rp = path if path in self.texts else str(Path(path).resolve())
         if rp in self.loaded_files:
             return
         self.loaded_files.add(rp)
-        qf = parse_query_file(path, _read(path))
+        qf = parse_query_file(path, _read(path, self.texts))
         self.last_file = qf
         for e in _expand_grouping_sets(_name_queries(qf)):
             if e.name in self.entries:
@@ -204,9 +214,13 @@ def libraries_read(queries: Sequence[AnalyzedQuery]) -> list[str]:
 
 def resolve_files(query_files: Sequence[str], schema_files: Sequence[str] = (),
                   library_paths: Sequence[str] = (),
-                  functions: catalog.Catalog = catalog.BUILTIN) -> AnalyzedSet:
-    schema = load_schema(schema_files)
-    r = _Resolver(schema, library_roots(query_files, library_paths))
+                  functions: catalog.Catalog = catalog.BUILTIN,
+                  texts: Mapping[str, str] = {}) -> AnalyzedSet:
+    """texts: the files given as text (a name of query_files or
+    schema_files -> its text)."""
+    schema = load_schema(schema_files, texts)
+    r = _Resolver(schema, library_roots([f for f in query_files if f not in texts],
+                                        library_paths), texts)
     for f in query_files:
         r.add_file(f)
     if not r.entries:

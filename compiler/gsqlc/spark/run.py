@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional, Sequence
 
 from ..api import CompiledQuerySet
+from ..errors import UsageError
+from ..resources import packet_schema_path
 from .planner import SparkPlanner, SparkSettings, _prepare_run, ip_text_columns
 from .readers import MalformedRows
 from .streaming import min_watermark_policy
@@ -26,7 +28,8 @@ def run_query(spark: Any, files: Sequence[str], schema: Any = None,
               skew: Optional[Mapping[tuple[str, str], tuple[float, float]]] = None,
               heartbeat_timeout: Optional[float] = None, pack_partials: bool = True,
               ip_format: str = "text", functions: Sequence[str] = (), udf: Sequence[str] = (),
-              time_ordered: bool = True) -> Any:
+              time_ordered: bool = True, temporal: Optional[Mapping[str, str]] = None,
+              ip: Sequence[str] = ()) -> Any:
     """Run GSQL queries over Spark DataFrames; returns the DataFrame of
     `output` (default: the only output query).  sources: {interface:
     DataFrame, or a list of DataFrames for an interface set}.  Columns are
@@ -70,8 +73,23 @@ def run_query(spark: Any, files: Sequence[str], schema: Any = None,
     (gsqlc.spark.owned_epochs), which needs the files -- in path order, or as listed
     -- in order of its increasing time field up to its disorder; a source
     out of order beyond that fails the job saying where.  False: partials
-    are shuffled to the HFTA, right whatever the order."""
+    are shuffled to the HFTA, right whatever the order.
 
+    files may be query text itself (a str holding a SELECT or MERGE, as
+    gsqlc.compile takes it).  Without schema=, each source's DataFrame is
+    also a STREAM of its name whose fields are its columns (gsqlc.sql's
+    rule: `FROM events` reads sources={"events": df}), beside the packet
+    schema; temporal and ip name its temporal and address columns as in
+    gsqlc.sql."""
+
+    streams = {}
+    if schema is None and compiled is None:
+        schema = [str(packet_schema_path())]
+        streams = dataframe_streams(dict(sources or {}), temporal, ip)
+    elif temporal or ip:
+        raise UsageError("temporal= and ip= describe the sources' columns when the schema "
+                         "comes from them: give them without schema= (or declare the columns "
+                         "in the schema file)")
     prepared = _prepare_run(
         files, schema, dict(sources or {}), output, params, compiled=compiled,
         # A Spark task pre-aggregates a whole partition (millions of records):
@@ -83,7 +101,9 @@ def run_query(spark: Any, files: Sequence[str], schema: Any = None,
                              lfta_table_ways=lfta_table_ways,
                              max_lfta_disorder=max_lfta_disorder,
                              max_hfta_disorder=max_hfta_disorder,
-                             functions=functions, udf=udf),
+                             functions=functions, udf=udf,
+                             streams=streams or None, temporal=temporal if streams else None,
+                             ip=ip if streams else ()),
         interfaces=interfaces, out_of_order=out_of_order, latency=latency, skew=skew,
         heartbeat_timeout=heartbeat_timeout, heartbeat_interval=heartbeat_interval,
         strings=strings, ip_format=ip_format, on_malformed=on_malformed)
@@ -98,4 +118,31 @@ def run_query(spark: Any, files: Sequence[str], schema: Any = None,
     if ip_format == "text":
         out = ip_text_columns(out, planner.splan.node(prepared.output).output)
     out.gsqlc = planner.malformed
+    return out
+
+
+def dataframe_streams(sources: Mapping[str, Any], temporal: Optional[Mapping[str, str]],
+                      ip: Sequence[str]) -> dict[str, Any]:
+    """The Arrow schemas of the sources' DataFrames (an interface set's
+    first), by source name, for gsqlc.compile's streams=: those GSQL can
+    hold, and every one temporal or ip names (its error raised)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from ..semantics.from_data import stream_declaration
+    named = set(temporal or {}) | set(ip)
+    out = {}
+    for name, v in sources.items():
+        df = v[0] if isinstance(v, list) else v
+        if not hasattr(df, "schema"):
+            continue        # _prepare_run says what a source must be
+        schema = to_arrow_schema(df.schema, timezone="UTC")
+        mine = named & set(schema.names)
+        try:
+            stream_declaration(name, schema, {c: o for c, o in (temporal or {}).items()
+                                              if c in mine}, [c for c in ip if c in mine])
+        except UsageError:
+            if mine:
+                raise
+            continue        # read through a schema's PROTOCOL (the packet schema's) instead
+        out[name] = schema
     return out
