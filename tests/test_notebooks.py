@@ -114,6 +114,7 @@ def test_example_notebook_runs():
     assert "shape: (3, 2)" in outs[2][0]["data"]["text/plain"]   # Polars
     assert "bytes" in outs[3][0]["data"]["text/html"]            # DuckDB
     assert outs[4][0]["data"]["text/plain"].isdigit()            # rows streamed
+    assert "packets" in outs[5][0]["data"]["text/html"]          # gsqlc.sql over pandas
 
 
 def test_progress_bar_is_a_widget_in_a_notebook(tmp_path):
