@@ -116,3 +116,25 @@ def test_columns_gsql_cannot_hold_are_named(data, kw, message):
     with pytest.raises(gsqlc.UsageError) as e:
         gsqlc.sql("select * from events", events=data, **kw)
     assert message in str(e.value)
+
+
+def test_a_declared_disorder_keeps_late_rows():
+    """A row five minutes behind the newest (among 600,000 over ten
+    minutes): dropped as late (and counted) unless out_of_order declares
+    that much disorder, then counted in its minute."""
+    import numpy as np
+    n, t0 = 600_000, 1_700_000_040
+    ts = (t0 + np.arange(n) * 600 // n).astype(np.uint32)
+    ts = np.concatenate([ts[:400_000], np.array([t0 + 75], np.uint32), ts[400_000:]])
+    events = pa.table({"ts": ts})
+    q = "select tb, count(*) as n from events group by ts/60 as tb"
+    minute = (t0 + 75) // 60
+    run = gsqlc.sql(q, events=events, temporal={"ts": "increasing"}, stream=True)
+    plain = {r["tb"]: r["n"] for b in run for r in b.to_pylist()}
+    assert plain[minute] == 60_000 and sum(x["late_dropped"] for x in run.stats["nodes"]) == 1
+    assert "arrived later than the closed epoch allows" in run.report
+    run = gsqlc.sql(q, events=events, temporal={"ts": "increasing"}, out_of_order=330,
+                    stream=True)
+    kept = {r["tb"]: r["n"] for b in run for r in b.to_pylist()}
+    assert kept[minute] == 60_001 and sum(kept.values()) == n + 1
+    assert sum(x["late_dropped"] for x in run.stats["nodes"]) == 0

@@ -433,6 +433,7 @@ _SQL_SETS_KEPT = 16
 
 
 def sql(text: str, *, temporal: Optional[Mapping[str, str]] = None, ip: Sequence[str] = (),
+        out_of_order: Optional[float] = None, params: Optional[Mapping[str, Any]] = None,
         output: Optional[str] = None, stream: bool = False, **sources: Any) -> Any:
     """Run GSQL query text over data at hand, its schema taken from the data.
 
@@ -445,6 +446,11 @@ def sql(text: str, *, temporal: Optional[Mapping[str, str]] = None, ip: Sequence
         temporal: the temporal columns: name -> 'increasing' or
             'decreasing' (an aggregation groups by a temporal expression).
         ip: the columns holding IP addresses.
+        out_of_order: a declared disorder: seconds (of the temporal
+            column's unit) by which a row of any source may trail the
+            largest time seen before it -- such rows still count (as
+            CompiledQuerySet.run's out_of_order for every source).
+        params: the queries' parameters (their PARAM blocks).
         output: the query whose output to return (default: the only one
             no other query reads).
         stream: return the Run (an iterator of pyarrow.RecordBatch) rather
@@ -468,7 +474,10 @@ def sql(text: str, *, temporal: Optional[Mapping[str, str]] = None, ip: Sequence
     _SQL_SETS[key] = qs          # the most recent last
     while len(_SQL_SETS) > _SQL_SETS_KEPT:
         _SQL_SETS.pop(next(iter(_SQL_SETS)))
-    return qs.run(data, output) if stream else qs.table(data, output)
+    kw: dict[str, Any] = {"params": params}
+    if out_of_order is not None:
+        kw["out_of_order"] = {name: out_of_order for name in data}
+    return qs.run(data, output, **kw) if stream else qs.table(data, output, **kw)
 
 
 def _arrow_data(d: Any) -> Any:
