@@ -23,6 +23,7 @@ import pyarrow as pa
 import pytest
 
 import gsqlc
+import gsqlc as gsqlc_api  # where a test takes the `gsqlc` fixture (the CLI)
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
@@ -286,3 +287,41 @@ def test_an_idle_input_never_holds_up_a_busy_one(tmp_path):
         os.close(quiet)
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err.decode()
+
+
+def test_a_file_that_is_not_a_capture_is_a_usage_error(gsqlc, capture, tmp_path):
+    """pcap:PATH naming a text file, or an empty one: one line saying what is
+    wrong and the usage exit status a wrong path gets -- no word of a link
+    type it never read.  The Python API refuses it alike."""
+    _, q = capture
+    text = tmp_path / "notes.md"
+    text.write_text("# notes\n")
+    empty = tmp_path / "empty.pcap"
+    empty.write_bytes(b"")
+    for f, first in ((text, "23 20 6e 6f"), (empty, "nothing")):
+        p = gsqlc("run", q, "--source", f"eth0=pcap:{f}")
+        assert p.returncode == 2 and p.out == ""
+        assert p.err == (f"gsqlc: error: --source eth0=pcap:{f}: {f} is not a capture file "
+                         "(a classic pcap or pcapng file starts with its magic number; this one "
+                         f"starts with {first})\n")
+    with pytest.raises(gsqlc_api.UsageError, match="is not a capture file"):
+        gsqlc_api.compile([q]).table({"eth0": f"pcap:{text}"})
+
+
+def test_literal_bytes_that_are_not_utf8_reach_every_output(gsqlc, capture, tmp_path):
+    """A string literal's escapes are bytes (payload matching needs '\\xff'):
+    the text formats write them (JSON lines as code points 0-255), Arrow
+    gives them as binary with strings='bytes' and otherwise says so, a
+    RunError naming the column -- never an internal error."""
+    pcap, _ = capture
+    q = tmp_path / "lit.gsql"
+    q.write_text("DEFINE { query_name 'lit'; }\nSELECT time, '\\xff\\xfeok' AS s FROM IPV4\n")
+    pipe = gsqlc("run", q, "--source", f"eth0=pcap:{pcap}")
+    assert pipe.returncode == 0 and pipe.out.splitlines()[0].endswith("|\ufffd\ufffdok")
+    jl = gsqlc("run", q, "--source", f"eth0=pcap:{pcap}", "--format", "jsonl")
+    assert jl.returncode == 0 and json.loads(jl.out.splitlines()[0])["s"] == "\xff\xfeok"
+    qs = gsqlc_api.compile([q])
+    assert qs.table({"eth0": f"pcap:{pcap}"}, strings="bytes").column("s")[0].as_py() == \
+        b"\xff\xfeok"
+    with pytest.raises(gsqlc_api.RunError, match="column s holds bytes that are not valid UTF-8"):
+        qs.table({"eth0": f"pcap:{pcap}"})

@@ -504,7 +504,7 @@ static void pcap_src_report(const gsq_source *s, gsq_buf *out)
                        "gsqlc: %s: truncated capture after %llu packets (%s); what was read "
                        "was processed\n",
                        s->path, (unsigned long long)s->records_read, pr->errmsg);
-    if (!pr->decoded)
+    if (!pr->decoded && (pr->handle || pr->mapped)) /* opened: its link type is known */
         gsq_buf_printf(out,
                        "gsqlc: warning: %s: link type %d is not decoded; only time, timestamp, "
                        "caplen and wire_len are available\n",

@@ -13,6 +13,21 @@ from .literals import decode_string
 from .tree_builder import TreeBuilder, string_body
 
 
+def _utf8(text: str) -> bool:
+    """Whether text (decoded with surrogateescape) was valid UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _escaped(text: str) -> str:
+    """text's bytes as GSQL writes them: printable ASCII, else \\xHH."""
+    return "".join(chr(b) if 32 <= b < 127 and b != 39 else f"\\x{b:02x}"
+                   for b in text.encode("utf-8", "surrogateescape"))
+
+
 @v_args(meta=True)
 class OptionBlockBuilder(TreeBuilder):
     # v_args wraps only a class's own methods: this class carries its own
@@ -22,6 +37,11 @@ class OptionBlockBuilder(TreeBuilder):
         for key, value, span in children:
             if key in block.items:
                 raise self.err(span, "syntax", f"duplicate DEFINE item '{key}'")
+            if key == "query_name" and not _utf8(value):
+                # a query's name names its output: files, Arrow fields, Spark columns
+                raise self.err(span, "invalid-name", f"query_name '{_escaped(value)}' is not valid "
+                               "UTF-8 text: a query's name names its output (files, Arrow and "
+                               "Spark columns); use letters, digits and _")
             block.items[key] = value
             block.item_spans[key] = span
         return block

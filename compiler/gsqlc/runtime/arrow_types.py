@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
+from ..errors import RunError, UsageError
 from ..semantics.types import Type
 
 if TYPE_CHECKING:
@@ -131,8 +131,9 @@ def finish_batch(batch: Any, strings: str, ip_format: str = "text") -> Any:
             try:
                 col = col.cast(pa.string())
             except pa.ArrowInvalid:
-                raise ValueError(f"column {f.name} holds bytes that are not valid UTF-8; "
-                                 "run with strings='bytes' to receive them as binary") from None
+                raise RunError(f"column {f.name} holds bytes that are not valid UTF-8 (a string "
+                               "literal's escapes, or the data's own bytes): run with "
+                               "strings='bytes' to receive them as binary") from None
             f = pa.field(f.name, pa.string(), nullable=f.nullable)
         cols.append(col)
         fields.append(f)

@@ -22,7 +22,8 @@ from .interfaces import check_skew as _skew_seconds
 from .plan_summary import LftaSummary, PlanSummary
 
 URI_SCHEMES = {"csv": "csv", "csvtcp": "csv", "gdat": "csv", "pcap": "pcap", "pcap-live": "pcap"}
-_PCAP_MAGIC = {b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1",
+_PCAP_MAGIC = {b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\x34\xcd\xb2\xa1",
+               b"\xa1\xb2\xcd\x34",
                b"\xa1\xb2\x3c\x4d", b"\x0a\x0d\x0d\x0a"}
 
 # ------------------------------------------------------------ options
@@ -182,6 +183,15 @@ def check_uri(name: str, uri: str) -> str:
             raise _source_error(name, uri, f"{rest}: no such file")
         if p.is_dir():
             raise _source_error(name, uri, f"{rest} is a directory")
+        if scheme == "pcap" and p.is_file():
+            # a regular file is checked here (a FIFO is not read ahead): one that
+            # is not a capture fails as a wrong path does, with nothing else said
+            with open(p, "rb") as f:
+                head = f.read(4)
+            if head not in _PCAP_MAGIC:
+                raise _source_error(name, uri, f"{rest} is not a capture file (a classic "
+                                    "pcap or pcapng file starts with its magic number; this "
+                                    f"one starts with {head.hex(' ') or 'nothing'})")
     if scheme == "gdat":
         from . import gdat  # only a GDAT source reads one (a run's start-up)
         try:
