@@ -15,8 +15,10 @@
 //   3. updates the supergroup's super-aggregates, then finds or creates its
 //      group and updates the group's aggregates;
 //   4. CLEANING_WHEN: if it holds, CLEANING_BY is evaluated on every group of
-//      the supergroup and a group for which it is false is removed (the
-//      supergroup's count of groups, count_distinct$(), drops).
+//      the supergroup and a group for which it is false is removed: as in
+//      Tigon's clean operator its part leaves the super-aggregates (count$
+//      and sum$ lose its count and sum, min$ and max$ are kept) and the
+//      supergroup's count of groups, count_distinct$(), drops.
 // A tuple of a later window ends the current one: every supergroup's states
 // are told (final init), then every group is output if HAVING holds; the
 // window's supergroups are kept for the next window's dirty inits.  A tuple
@@ -41,6 +43,8 @@
 //   bool cleaning_when(const key_type &, const state_type &, sg_type &sg);
 //       (the group of the tuple just counted)
 //   bool cleaning_by(const key_type &, const state_type &, sg_type &sg);
+//   void sg_remove(sg_type &sg, const state_type &);
+//       (a group CLEANING_BY removed: its part leaves the super-aggregates)
 //   void sg_final(sg_type &sg);
 //   void emit(gsq_node *, const key_type &, const state_type &, sg_type &sg);
 //   heartbeat_epoch / emit_heartbeat (optional)          as in groupby_op
@@ -158,6 +162,9 @@ private:
                 gone.push_back(k);
         }
         for (const key_type &k : gone) {
+            const state_type *s = groups_.find(k);
+            if (s != nullptr)
+                functor_.sg_remove(sg, *s);
             groups_.erase(k);
             --sg.n_groups;
         }

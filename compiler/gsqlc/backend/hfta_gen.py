@@ -291,6 +291,13 @@ def render_hfta_aggregate(gen: GenContext, n: HftaAggregate) -> str:
     return gen.render("hfta/aggregate.cpp.j2", data)
 
 
+def _wrapping_minus(t: Type, target: str, value: str) -> str:
+    """`target -= value` for an integer sum, wrapping as the sum does."""
+    if t is Type.LLONG:
+        return f"{target} = (int64_t)((uint64_t){target} - (uint64_t)({value}));"
+    return f"{target} = ({t.c_type})({target} - ({t.c_type})({value}));"
+
+
 def _sample_render(gen: GenContext, n: HftaAggregate, sp: SamplingPlan, em: CEmitter,
                    data: TemplateData) -> str:
     """A sampling query's functor (gsq::sampling_op): the aggregation's
@@ -309,17 +316,31 @@ def _sample_render(gen: GenContext, n: HftaAggregate, sp: SamplingPlan, em: CEmi
         sg_key_hash.append(key_hash_step(t, f"k.k{i}"))
         sg_fill.append(f"g.k{i} = k.k{i};")
     sg_update: list[str] = []
+    # A group CLEANING_BY removes takes its part out of the supergroup's
+    # count$ and sum$ (Tigon's clean operator, update_minus_superaggr): each
+    # group keeps its own count / sum of them (state member g{j}); min$ and
+    # max$ keep their values, count_distinct$ loses the group (sampling_op).
+    sg_remove: list[str] = []
     for j, (op, arg, t) in enumerate(sp.superaggs):
         if op == "count_distinct":
             continue
         sg_members.append(f"{t.c_type} sa{j}{{}};")
         if op == "count":
             sg_update.append(f"sg.sa{j} += 1;")
+            data["state_members"].append(f"{t.c_type} g{j}{{}};   // its part of count$")
+            data["init"].append(f"s.g{j} = 1;")
+            data["update"].append(f"s.g{j} += 1;")
+            sg_remove.append(f"sg.sa{j} -= s.g{j};")
             continue
         assert arg is not None
         val = em.as_type(arg, t)
         if op == "sum":
             sg_update += fold("sum", t, f"sg.sa{j}", val, False, True)
+            data["state_members"].append(f"{t.c_type} g{j}{{}};   // its part of sum$")
+            data["init"] += fold("sum", t, f"s.g{j}", val, True, True)
+            data["update"] += fold("sum", t, f"s.g{j}", val, False, True)
+            sg_remove += fold("sum", t, f"sg.sa{j}", f"-s.g{j}", False, True) \
+                if t is Type.FLOAT else [_wrapping_minus(t, f"sg.sa{j}", f"s.g{j}")]
         else:   # min, max: the first value, then folded
             sg_members.append(f"bool sa{j}_set = false;")
             sg_update.append(f"if (!sg.sa{j}_set) {{ sg.sa{j} = {val}; sg.sa{j}_set = true; }}")
@@ -331,7 +352,7 @@ def _sample_render(gen: GenContext, n: HftaAggregate, sp: SamplingPlan, em: CEmi
     sg_members += [f"{st['cls']} {st['var']};" for st in states]
     data.update(sg_members=sg_members, sg_key_members=sg_key_members,
                 sg_key_eq=" && ".join(sg_key_eq) or "true", sg_key_hash=sg_key_hash,
-                sg_key_fill=sg_fill, sg_update=sg_update, states=states,
+                sg_key_fill=sg_fill, sg_update=sg_update, sg_remove=sg_remove, states=states,
                 cleaning_when=cw, cleaning_by=cb, handles=ctx.handles, partial=ctx.partial_used,
                 constants=ctx.constants, regexes=regex_data(ctx))
     return gen.render("hfta/sample.cpp.j2", data)
