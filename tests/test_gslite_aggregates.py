@@ -585,3 +585,73 @@ def test_the_library_declarations_are_parsed_once_and_again_when_damaged(tmp_pat
     assert entry.stat().st_mtime_ns != stamp   # written again
     uf._library_decls.cache_clear()
     assert uf.is_library_decl(uf._library_decls()[0])
+
+
+# ---------------------------------------------------------------- LFTA halves called directly
+
+HALVES = """\
+DEFINE { query_name 'halves'; }
+SELECT tb, k, FIRST_INT_lfta(i) AS fi, LAST_lfta(v) AS lv, FIRST_ULL_lfta(u) AS fu,
+       LAST_LL_lfta(l) AS ll, FIRST_lfta(ip) AS fip, avg_udaf_lfta(v) AS a,
+       count_diff_lfta_ui(v) AS cd, count(*) AS n
+FROM [csv].R GROUP BY t/5 AS tb, k HAVING count(*) > 1
+"""
+
+
+def test_lfta_halves_aggregate_in_the_lfta(data, gsqlc, tmp_path):
+    """An aggregate with only an LFTA implementation (GS-lite's
+    FIRST_INT_lfta, avg_udaf_lfta, ...) puts the aggregation in the LFTA;
+    its result is its declared type (avg_udaf_lfta's and count_diff's
+    partials: their scratchpads as strings)."""
+    import struct
+    d, rows = data
+    (tmp_path / "h.gsql").write_text(HALVES)
+    ex = gsqlc("explain", tmp_path / "h.gsql", "--schema", d / "schema.txt")
+    assert ex.returncode == 0, ex.err
+    assert "[LFTA] _fta_halves" in ex.out and "the whole aggregation" in ex.out, ex.out
+    assert "FIRST_INT_lfta(i)" in ex.out.split("[LFTA] _fta_halves")[1].split("[HFTA]")[0]
+    got = gs_api.compile([tmp_path / "h.gsql"], schema=d / "schema.txt").table(
+        {"csv": f"csv:{d / 'in.csv'}"}, strings="bytes").to_pylist()
+    groups = defaultdict(list)
+    for r in rows:
+        groups[(r["t"] // 5, r["k"])].append(r)
+    want = {g: rs for g, rs in groups.items() if len(rs) > 1}
+    assert len(got) == len(want) > 3
+    for g in got:
+        rs = want[(g["tb"], g["k"])]
+        vs = [r["v"] for r in rs]
+        assert (g["fi"], g["lv"], g["fu"], g["ll"], g["fip"], g["n"]) == \
+            (rs[0]["i"], vs[-1], rs[0]["u"], rs[-1]["l"], rs[0]["ip"], len(rs)), g
+        # avg_udaf_lfta: the sum (64 bits) and the count
+        assert struct.unpack("<QI", g["a"]) == (sum(vs) % 2**64, len(rs)), g
+        # count_diff's partial: the runs, the first and the last value
+        assert struct.unpack("<IQQ", g["cd"]) == (runs(vs), vs[0], vs[-1]), g
+
+
+@pytest.mark.parametrize("query, at, why, whole", [
+    # over another query's output
+    ("DEFINE { query_name 'base'; }\nSELECT t, v FROM [csv].R\n;\n"
+     "SELECT tb, FIRST_INT_lfta(v) AS f FROM base GROUP BY t AS tb\n",
+     "4:12", "over another query's output", "FIRST"),
+    # a join
+    ("SELECT a.t, avg_udaf_lfta(a.v) AS m FROM [csv].R a, [csv].R b "
+     "WHERE a.t = b.t AND a.k = b.k GROUP BY a.t\n",
+     # (a join's aggregation reads the join's output)
+     "1:13", "over another query's output", "avg_udaf (extr_avg)"),
+    # a string argument
+    ("SELECT tb, count_diff_lfta_s(s) AS c FROM [csv].R GROUP BY t AS tb\n",
+     "1:12", "over a string", "count_diff"),
+    # beside an aggregate only an HFTA runs
+    ("SELECT tb, LAST_INT_lfta(i) AS l, POSAVG(x) AS p FROM [csv].R GROUP BY t AS tb\n",
+     "1:12", "POSAVG(x)", "LAST"),
+    ("SELECT tb, quant_ui_udaf_lfta3(v) AS q FROM [csv].R GROUP BY t AS tb, s\n",
+     "1:12", "group-by key", "quant_ui_udaf_hftaZ (median_of, quantile_of)"),
+])
+def test_an_lfta_half_that_cannot_run_in_the_lfta_is_located(data, gsqlc, tmp_path,
+                                                              query, at, why, whole):
+    d, _ = data
+    (tmp_path / "e.gsql").write_text(query)
+    p = gsqlc("explain", tmp_path / "e.gsql", "--schema", d / "schema.txt")
+    assert p.returncode != 0 and "lfta-only-aggregate" in p.err, p.err
+    assert f"e.gsql:{at}" in p.err and why in p.err and f"call {whole} instead" in p.err, p.err
+    assert "gsqlc_aggregates.def" not in p.err and "--udf" not in p.err, p.err

@@ -22,9 +22,11 @@ import dataclasses
 from dataclasses import replace
 from typing import Optional
 
+from ..errors import QueryError
 from ..frontend import ast
 from ..semantics.bound import AccumRef, AggRef, ExprInfo, FieldRef, GroupRef, key, rebuild, walk
 from ..semantics.model import AggCall, AnalyzedQuery, Column, MergeInfo, StreamDef
+from ..semantics.schema import Protocol
 from ..semantics.types import Temporal, Type
 from .nodes import (
     LFTA_TABLE_GROW_MIB,
@@ -232,6 +234,10 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
         hfta_disorder = 1
     lfta_disorder, lfta_flush = lfta_reach(
         disorder_of(q, "max_lfta_disorder", defaults.max_lfta_disorder), flush, hfta_disorder)
+    halves = _lfta_halves(q)
+    if halves and (q.join is not None or q.sources[0].stream is not None):
+        raise _lfta_half_error(halves[0], "over another query's output" if q.join is None
+                               else "over a join")
     if q.merge is not None:
         return _plan_merge(q, q.merge)
     if q.join is not None:
@@ -288,9 +294,18 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
                          or (_lfta_safe(a.arg) and _fixed_size(a.arg.info.type))
                          for a in q.aggs)
                  and all(a.func.lfta_legal for a in q.aggs)
-                 and all(_udaf_splits(a) for a in q.aggs if a.func.udaf is not None)
+                 and all(_udaf_splits(a) or _udaf_in_lfta(a)
+                         for a in q.aggs if a.func.udaf is not None)
                  # a sampling query's cleaning removes groups: no partials
                  and q.sampling is None)
+    if halves:
+        # an aggregate with only an LFTA implementation: the aggregation runs
+        # in the LFTA, the HFTA only projects its groups (and filters HAVING)
+        if not can_split:
+            raise _lfta_half_error(halves[0], _why_not_lfta(q, gb))
+        return _plan_lfta_aggregation(q, gb, accums, aggplans, lname, proto, iface,
+                                      lfta_table_size, lfta_table_ways, lfta_disorder,
+                                      lfta_flush)
     if can_split:
         # LFTA sub-aggregate: emits group keys and accumulators (partials).
         lselect: list[Named] = []
@@ -365,6 +380,91 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
     return [lfta, hagg]
 
 
+def _lfta_halves(q: AnalyzedQuery) -> list[AggCall]:
+    """The query's calls of an aggregate that has only an LFTA implementation."""
+    return [a for a in q.aggs if a.func.udaf is not None and a.func.udaf.lfta_only]
+
+
+def _lfta_half_error(a: AggCall, why: str) -> QueryError:
+    u = a.func.udaf
+    assert u is not None
+    return QueryError(a.span, "lfta-only-aggregate",
+                      f"{u.name} is the LFTA half of {u.whole}: it aggregates only in an "
+                      f"LFTA, over a source interface's records, and this query aggregates "
+                      f"{why}; call {u.whole} instead")
+
+
+def _why_not_lfta(q: AnalyzedQuery, gb: list[Named]) -> str:
+    if q.closing is not None:
+        return "with CLOSING_WHEN (in the HFTA)"
+    if q.sampling is not None:
+        return "with sampling (supergroups, cleaning: in the HFTA)"
+    if not all(_lfta_safe(c) for c in q.where):
+        return "with a predicate an LFTA cannot evaluate"
+    if not all(_lfta_safe(e) and _fixed_size(e.info.type) for _, e in gb):
+        return "by a group-by key an LFTA cannot hold (a string or an HFTA-only function)"
+    for a in _lfta_halves(q):
+        if any(not _fixed_size(x.info.type) for x in a.args):
+            return "over a string (an LFTA aggregate's arguments are fixed-size values)"
+    for a in q.aggs:
+        u = a.func.udaf
+        if u is not None and not u.lfta_only and not _udaf_splits(a):
+            return f"with {a.text}, which runs only in an HFTA"
+    return "with an aggregate or argument an LFTA cannot evaluate"
+
+
+def _plan_lfta_aggregation(q: AnalyzedQuery, gb: list[Named], accums: list[Accum],
+                           aggplans: list[AggPlan], lname: str, proto: Protocol,
+                           iface: str, lfta_table_size: Optional[int],
+                           lfta_table_ways: Optional[int], lfta_disorder: int,
+                           lfta_flush: str) -> list[PlanNode]:
+    """The whole aggregation in an LFTA (its table emits each group it closes
+    or ejects, as GS-lite's LFTA aggregation does), and an HFTA that forms
+    the SELECT list (and HAVING) from the groups' keys and accumulators."""
+    lselect: list[Named] = []
+    for i, (n, e) in enumerate(gb):
+        lselect.append((n, GroupRef(i, info=ExprInfo(e.info.type, e.info.temporal))))
+    for j, acc in enumerate(accums):
+        lselect.append((acc.name, AccumRef(j, info=ExprInfo(acc.type))))
+    lout = StreamDef(lname, [_column(n, e.info) for n, e in lselect])
+    size = table_size_of(q, lfta_table_size)
+    if not (table_size_given(q) or lfta_table_size):
+        size = min(size, udaf_table_cap(gb, accums))
+    ways = table_ways_of(q, lfta_table_ways)
+    size = max(size, ways)
+    grow = not (table_size_given(q) or lfta_table_size)
+    lagg = LftaAggregate(name=lname, query=q, output=lout, where=tuple(q.where),
+                         select=tuple(lselect), group_by=tuple(gb), accums=tuple(accums),
+                         protocol=proto, iface=iface, table_size=size,
+                         table_ways=ways, table_grows=grow, params=q.params,
+                         disorder=lfta_disorder, flush=lfta_flush,
+                         note="the whole aggregation: "
+                              + ", ".join(a.func.udaf.name for a in _lfta_halves(q)
+                                          if a.func.udaf is not None)
+                              + " has only an LFTA implementation")
+
+    def col(name: str, e: ast.Expr) -> FieldRef:
+        return FieldRef(0, name, info=ExprInfo(e.info.type, e.info.temporal))
+
+    def fn(n: ast.Expr) -> Optional[ast.Expr]:
+        if isinstance(n, GroupRef):
+            return col(gb[n.index][0], lselect[n.index][1])
+        if isinstance(n, AggRef):
+            plan = aggplans[n.index]
+            parts = [col(accums[k].name, lselect[len(gb) + k][1]) for k in plan.accums]
+            if plan.final == "avg":
+                return ast.Binary("/", parts[0], parts[1], span=n.span,
+                                  info=ExprInfo(Type.FLOAT))
+            return parts[0]
+        return None
+    select = tuple((n, rebuild(e, fn)) for n, e in q.select)
+    having = tuple(rebuild(h, fn) for h in ([q.having] if q.having is not None else []))
+    hsel = HftaSelect(name=q.name, query=q, output=q.output, where=having, select=select,
+                      inputs=(lname,), input_defs=(lout,), params=q.params,
+                      note="the SELECT list over the LFTA's groups")
+    return [lagg, hsel]
+
+
 def _sampling_plan(q: AnalyzedQuery, pd: Optional["_Pushdown"]) -> Optional[SamplingPlan]:
     """A sampling query's plan, super-aggregate arguments read through pd
     (the LFTA's columns) when it has an LFTA."""
@@ -384,6 +484,14 @@ def _udaf_splits(a: AggCall) -> bool:
     first record's until its scratchpad starts)."""
     u = a.func.udaf
     return (u is not None and u.splits and u.sub is not None and not u.sub.handle_args
+            and all(_lfta_safe(x) and _fixed_size(x.info.type) for x in a.args))
+
+
+def _udaf_in_lfta(a: AggCall) -> bool:
+    """Whether an aggregate with only an LFTA implementation can run there:
+    its arguments are LFTA-safe fixed-size values."""
+    u = a.func.udaf
+    return (u is not None and u.lfta_only and not u.handle_args
             and all(_lfta_safe(x) and _fixed_size(x.info.type) for x in a.args))
 
 

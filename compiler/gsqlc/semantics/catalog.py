@@ -243,7 +243,11 @@ class UdafSpec:
     with FLUSHME_ for one an LFTA runs).  Its scratchpad is `storage_bytes`
     bytes (fstringN) or one value of `storage_type`.  `sub`/`sup`: the
     aggregates it splits into (SUBAGGR in the LFTA, SUPERAGGR in the HFTA
-    over the sub-aggregate's outputs)."""
+    over the sub-aggregate's outputs).  `lfta_only`: the aggregate has an
+    LFTA implementation only (the low half of one of gsqlc's library's split
+    aggregates, GS-lite's FIRST_INT_lfta, avg_udaf_lfta, ...): a query that
+    calls it aggregates in the LFTA; `whole` names the aggregate (and its
+    extraction functions) that a query runs anywhere instead."""
     name: str
     params: tuple[Type, ...]
     result: Type
@@ -256,6 +260,8 @@ class UdafSpec:
     sub: Optional["UdafSpec"] = None
     sup: Optional["UdafSpec"] = None
     decl: Any = None
+    lfta_only: bool = False
+    whole: str = ""
 
     @property
     def splits(self) -> bool:

@@ -211,6 +211,36 @@ def library_names() -> frozenset[str]:
     return frozenset(d.name.lower() for d in _library_decls())
 
 
+def _library_lfta_halves(udaf_decls: Sequence[FunctionDecl],
+                         extrs: Sequence[FunctionDecl]) -> dict[str, str]:
+    """The library's aggregates that are only the LFTA half (SUBAGGR) of a
+    split one, each with the names of the whole aggregate(s) to call instead
+    (and the extraction functions over them): 'FIRST', 'quant_ui_udaf_hftaZ
+    (quantile_of, median_of)'."""
+    subs: dict[str, list[str]] = {}
+    sups: set[str] = set()
+    for d in udaf_decls:
+        if not is_library_decl(d):
+            continue
+        sub_m, sup_m = d.modifier("SUBAGGR"), d.modifier("SUPERAGGR")
+        if sub_m is not None and sub_m.value and sup_m is not None and sup_m.value:
+            names = subs.setdefault(sub_m.value.lower(), [])
+            if d.name not in names:
+                names.append(d.name)
+            sups.add(sup_m.value.lower())
+    out: dict[str, str] = {}
+    for sub, wholes in subs.items():
+        if sub in sups:
+            continue
+        shown = []
+        for w in wholes:
+            ex = sorted({e.name for e in extrs if is_library_decl(e) and e.udaf is not None
+                         and e.udaf.lower() == w.lower()})
+            shown.append(w + (f" ({', '.join(ex)})" if ex else ""))
+        out[sub] = " or ".join(shown)
+    return out
+
+
 def load_catalog(def_files: Sequence[str]) -> Catalog:
     """The catalog of the built-in functions, gsqlc's library of GS-lite's
     aggregates and the user's `def_files`."""
@@ -270,6 +300,7 @@ def catalog_of(decls: Sequence[FunctionDecl], def_files: tuple[str, ...] = ()) -
             f, state=d.state, state_bytes=states[d.state.lower()], lfta_legal=False))
     # splits: SUBAGGR and SUPERAGGR name other UDAFs of the files
     aggregates: dict[str, list[Aggregate]] = {}
+    halves = _library_lfta_halves(udaf_decls, extrs)
     for d in udaf_decls:
         low = d.name.lower()
         base = next(u for u in udafs[low] if u.decl is d)
@@ -287,8 +318,11 @@ def catalog_of(decls: Sequence[FunctionDecl], def_files: tuple[str, ...] = ()) -
                 raise _error(d, f"SUPERAGGR {sup.name} returns {sup.result}, the aggregate "
                              f"{base.result}", sup_m.span)
             spec = UdafSpec(**{**base.__dict__, "sub": sub, "sup": sup})
+        elif is_library_decl(d) and low in halves:
+            # the library defines only its LFTA half: it aggregates in an LFTA
+            spec = dataclasses.replace(base, lfta_only=True, whole=halves[low])
         aggregates.setdefault(low, []).append(Aggregate(
-            d.name, _constant_result(base.result), (), lfta_legal=spec.splits,
+            d.name, _constant_result(base.result), (), lfta_legal=spec.splits or spec.lfta_only,
             doc=f"user-defined aggregate ({d.span.file}:{d.span.line})", udaf=spec))
     extractions: dict[str, list[Extraction]] = {}
     for d in extrs:
