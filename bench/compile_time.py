@@ -8,6 +8,8 @@
            on a tiny capture.  What gsqlc builds once for every query set (the
            runtime archive, its precompiled headers, the templates' and the
            grammars' compiled forms) is made beforehand, untimed.
+  parse    200 small query files parsed in one process (the parser's
+           tables built once, before): seconds for the 200
   cached   the start-up of `gsqlc run examples/flows.gsql --schema
            examples/packet_schema.txt` on examples/trace.pcap (the run.sh
            demo) once its build is in the cache: the median of --repeat runs.
@@ -109,6 +111,23 @@ def _import_times(env: dict[str, str], runs: int = 5) -> list[tuple[str, float, 
             for name, t in seen.items()]
 
 
+def _parse_times(repeat: int) -> list[float]:
+    """Seconds to parse 200 small query files, `repeat` times, in this
+    process (the parser's tables built before, untimed)."""
+    sys.path.insert(0, str(REPO / "compiler"))
+    from gsqlc.frontend.parser import parse_query_file
+    text = ("DEFINE { query_name 'f'; }\nselect tb, srcIP, count(*) from TCP "
+            "where a = 1 and b in [1,2,3] group by time/60 as tb, srcIP")
+    parse_query_file("warm.gsql", text)
+    out = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for i in range(200):
+            parse_query_file(f"f{i}.gsql", text)
+        out.append(time.perf_counter() - t0)
+    return out
+
+
 def _line(what: str, seconds: float, goal: float, detail: str) -> str:
     verdict = "met" if seconds < goal else "NOT met"
     return f"{what:<34} {seconds:7.3f} s   goal < {goal:.2f} s ({verdict})   {detail}"
@@ -155,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"CPU {statistics.median(cached_cpu):.3f} s"))
     print(f"{'(cached start-up, 5-query set)':<34} {statistics.median(cached_set):7.3f} s   "
           f"median of {len(cached_set)}")
+    parses = _parse_times(args.repeat)
+    print(f"{'parse 200 small query files':<34} {statistics.median(parses):7.3f} s   "
+          f"median of {len(parses)}, in one process, the parser built before")
     if imports:
         print("a cached run's imports (ms, self / cumulative; top level and one down):")
         for name, own, cum in sorted(imports, key=lambda t: -t[2])[:16]:

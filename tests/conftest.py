@@ -27,6 +27,17 @@ def shared_missing() -> str | None:
             f"(looked for {manifest})")
 
 
+def require(module: str):
+    """A test dependency the test extras install (DuckDB, the oracle of the
+    differential suites): imported; without it a test module is skipped,
+    saying so, except under CI (CI=true), where its absence fails it --
+    no suite may pass there by skipping its oracle."""
+    if os.environ.get("CI", "").lower() == "true":
+        import importlib
+        return importlib.import_module(module)
+    return pytest.importorskip(module)
+
+
 def pytest_runtest_setup(item):
     # Tests marked needs_shared skip without the conformance data, except in
     # CI (CI=true), where its absence fails them.

@@ -18,7 +18,7 @@ import pyarrow.csv as pacsv  # noqa: E402
 
 import arrow_scenarios as A  # noqa: E402
 from arrow_scenarios import HB, HB_OPTIONS, Run, ffi, split_heartbeats  # noqa: E402
-from conftest import run_gsqlc  # noqa: E402
+from conftest import require, run_gsqlc  # noqa: E402
 
 LAST = max(A.REJECTED_TS)
 
@@ -52,7 +52,7 @@ def _text(v):
 def test_baseline_is_the_answer_of_duckdb(baseline):
     """The run without the options, which the tests below compare against,
     is the right answer: DuckDB over the same table."""
-    duckdb = pytest.importorskip("duckdb")
+    duckdb = require("duckdb")
     sales = A.sales_with_rejected_tail()  # noqa: F841 (read by DuckDB)
     want = duckdb.sql("SELECT ts, store, qty FROM sales WHERE qty >= 3").fetchall()
     assert len(want) >= 20

@@ -17,12 +17,12 @@ from collections import Counter
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, require
 
 sys.path.insert(0, str(REPO / "bench"))
 import pktgen  # noqa: E402
 
-duckdb = pytest.importorskip("duckdb")
+duckdb = require("duckdb")
 
 SALES = REPO / "tests" / "data" / "schema.txt"
 PACKETS = REPO / "compiler" / "gsqlc" / "data" / "packet_schema.txt"

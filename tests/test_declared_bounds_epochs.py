@@ -24,9 +24,9 @@ import random
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, require
 
-duckdb = pytest.importorskip("duckdb")
+duckdb = require("duckdb")
 
 SCHEMA = REPO / "tests" / "data" / "schema.txt"
 BOUND = 25

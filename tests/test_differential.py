@@ -32,7 +32,9 @@ from pathlib import Path
 
 import pytest
 
-duckdb = pytest.importorskip("duckdb")
+from conftest import require  # tests/ is on sys.path under pytest
+
+duckdb = require("duckdb")
 pytest.importorskip("pyarrow")
 
 from conftest import run_gsqlc  # noqa: E402  (tests/ is on sys.path under pytest)

@@ -25,7 +25,9 @@ from pathlib import Path
 
 import pytest
 
-duckdb = pytest.importorskip("duckdb")
+from conftest import require  # tests/ is on sys.path under pytest
+
+duckdb = require("duckdb")
 pytest.importorskip("pyarrow")
 
 pytestmark = pytest.mark.slow  # every run starts at once: many builds

@@ -9,9 +9,9 @@ import random
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, require
 
-duckdb = pytest.importorskip("duckdb")
+duckdb = require("duckdb")
 
 SCHEMA = REPO / "tests" / "data" / "schema.txt"
 PER5 = ("DEFINE { query_name 'per5'; }\n"

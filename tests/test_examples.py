@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, assert_not_sanitized
+from conftest import REPO, assert_not_sanitized, require
 from gsqlc.backend.build import cmake_build
 from test_build_flags import compile_commands, optimization_levels
 
@@ -65,7 +65,7 @@ def test_csv_example(gsqlc):
     # floats print with six decimals
     assert all(re.fullmatch(r"-?\d+\.\d{6}", r[i]) for r in got for i in (4, 5)), got
     # the answer of DuckDB over the same file
-    duckdb = pytest.importorskip("duckdb")
+    duckdb = require("duckdb")
     want = duckdb.sql(
         "SELECT ts // 60 * 60, store, count(*), sum(qty), sum(qty * price), max(price) "
         f"FROM read_csv('{EX / 'csv' / 'sales.csv'}', header = false, "

@@ -30,7 +30,9 @@ from pathlib import Path
 
 import pytest
 
-duckdb = pytest.importorskip("duckdb")
+from conftest import require  # tests/ is on sys.path under pytest
+
+duckdb = require("duckdb")
 pa = pytest.importorskip("pyarrow")
 
 from conftest import REPO, run_gsqlc  # noqa: E402

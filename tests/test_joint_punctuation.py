@@ -17,9 +17,9 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, require
 
-duckdb = pytest.importorskip("duckdb")
+duckdb = require("duckdb")
 sys.path.insert(0, str(REPO / "bench"))
 import pktgen  # noqa: E402
 

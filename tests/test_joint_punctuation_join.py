@@ -21,9 +21,9 @@ import sys
 
 import pytest
 
-from conftest import REPO, run_gsqlc
+from conftest import REPO, require, run_gsqlc
 
-duckdb = pytest.importorskip("duckdb")
+duckdb = require("duckdb")
 sys.path.insert(0, str(REPO / "bench"))
 import pktgen  # noqa: E402
 

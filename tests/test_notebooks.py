@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 import gsqlc
-from conftest import REPO
+from conftest import REPO, require
 
 EX = REPO / "examples"
 SOURCES = {"eth0": f"pcap:{EX / 'trace.pcap'}"}
@@ -50,7 +50,7 @@ def test_plan_display_without_graphviz_is_the_explain_text(qs, monkeypatch, tmp_
 
 def test_results_to_pandas_polars_duckdb(qs, flows):
     pl = pytest.importorskip("polars")
-    duckdb = pytest.importorskip("duckdb")
+    duckdb = require("duckdb")
     assert flows.num_rows > 0 and flows.schema.field("srcIP").type == pa.string()
     df = qs.run(SOURCES).to_pandas()
     assert df.to_dict("list") == flows.to_pydict()
@@ -81,7 +81,7 @@ def test_a_run_is_an_arrow_stream(qs, flows):
     assert reader.read_all().equals(flows)
     pl = pytest.importorskip("polars")
     assert pl.DataFrame(qs.run(SOURCES)).shape == (flows.num_rows, flows.num_columns)
-    duckdb = pytest.importorskip("duckdb")
+    duckdb = require("duckdb")
     run = qs.run(SOURCES)   # noqa: F841 - read by DuckDB's replacement scan
     assert duckdb.sql("SELECT count(*) FROM run").fetchall() == [(flows.num_rows,)]
 

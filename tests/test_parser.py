@@ -2,7 +2,6 @@
 literals and escapes, spans, syntax errors and schema files."""
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -747,14 +746,17 @@ def test_schema_empty_and_errors():
     assert "duplicate field" in err.message
 
 
-# ====================================================================== speed
+# ====================================================================== one parser
 
 
-def test_parsing_many_small_files_is_fast():
+def test_many_small_files_share_one_parser():
+    """The grammar's tables are built once a process: parsing many small
+    files reuses the parser (their speed is bench/compile_time.py's)."""
+    from gsqlc.frontend import parser
     text = ("DEFINE { query_name 'f'; }\nselect tb, srcIP, count(*) from TCP "
             "where a = 1 and b in [1,2,3] group by time/60 as tb, srcIP")
     parse_query_file("warm.gsql", text)
-    t0 = time.perf_counter()
-    for i in range(200):
-        parse_query_file(f"f{i}.gsql", text)
-    assert time.perf_counter() - t0 < 2.0
+    made = parser._PARSERS["query"]
+    files = [parse_query_file(f"f{i}.gsql", text) for i in range(200)]
+    assert parser._PARSERS["query"] is made
+    assert [f.queries[0].name for f in files] == ["f"] * 200

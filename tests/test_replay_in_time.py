@@ -44,7 +44,9 @@ from pathlib import Path
 
 import pytest
 
-duckdb = pytest.importorskip("duckdb")
+from conftest import require  # tests/ is on sys.path under pytest
+
+duckdb = require("duckdb")
 pa = pytest.importorskip("pyarrow")
 
 from conftest import REPO, SANITIZED_RUN_ENV, build_sanitized, run_gsqlc  # noqa: E402
