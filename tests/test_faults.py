@@ -325,3 +325,41 @@ def test_literal_bytes_that_are_not_utf8_reach_every_output(gsqlc, capture, tmp_
         b"\xff\xfeok"
     with pytest.raises(gsqlc_api.RunError, match="column s holds bytes that are not valid UTF-8"):
         qs.table({"eth0": f"pcap:{pcap}"})
+
+
+def test_files_of_other_formats_as_captures_and_as_csv(gsqlc, capture, tmp_path):
+    """Whatever file a source names -- text, an image, a compressed file,
+    random bytes, a capture given as CSV -- the run says what is wrong (a
+    usage error, exit 2) or reads what it can, counting what it rejects
+    (exit 0): never an internal error or a signal."""
+    import gzip
+    import random
+    pcap, q = capture
+    rng = random.Random(5)
+    files = {
+        "text.md": b"# a title\n\nsome text, with commas, 1, 2\n",
+        "image.png": b"\x89PNG\r\n\x1a\n" + bytes(rng.randrange(256) for _ in range(2000)),
+        "data.gz": gzip.compress(b"1,2,3\n" * 1000),
+        "random.bin": bytes(rng.randrange(256) for _ in range(5000)),
+        "capture.pcap": pcap.read_bytes()[:20000],
+    }
+    csv_q = tmp_path / "csv.gsql"
+    csv_q.write_text("SELECT t, v FROM [csv].S\n")
+    (tmp_path / "s.txt").write_text(SCHEMA_TV)
+    for name, data in files.items():
+        f = tmp_path / name
+        f.write_bytes(data)
+        as_pcap = gsqlc("run", q, "--source", f"eth0=pcap:{f}")
+        assert "internal error" not in as_pcap.err and as_pcap.returncode in (0, 2), \
+            (name, as_pcap.returncode, as_pcap.err)
+        assert (as_pcap.returncode == 0) == name.endswith(".pcap"), (name, as_pcap.err)
+        as_csv = gsqlc("run", csv_q, "--schema", tmp_path / "s.txt", "--source", f"csv=csv:{f}",
+                       "--stats")
+        assert as_csv.returncode == 0 and "internal error" not in as_csv.err, (name, as_csv.err)
+        src = _stats(as_csv.err)["sources"][0]
+        # none of them is CSV of two numbers: rows rejected, or values read as
+        # Tigon reads them (coerced), counted and said
+        assert src["rows_rejected"] + src["values_coerced"] >= 1, (name, src)
+        assert src["rows_rejected"] <= src["rows_read"], (name, src)
+        assert "rejected as malformed" in as_csv.err or "not valid for their type" in as_csv.err, \
+            (name, as_csv.err)

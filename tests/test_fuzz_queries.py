@@ -391,3 +391,27 @@ def test_compile_build_into_a_relative_folder(tmp_path):
                        cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert (tmp_path / "rel_out" / "build" / "gsqlc-run").is_file()
+
+
+# ---------------------------------------------------------------- bytes that are not UTF-8
+
+
+@pytest.mark.parametrize("text", [
+    "DEFINE { query_name '\\xff\\xfe'; }\nSELECT time FROM IPV4",
+    "DEFINE { query_name 'q\\xc3'; }\nSELECT time FROM IPV4",
+    "SELECT time, '\\xff\\xfeok' AS s FROM IPV4",
+    "SELECT time FROM IPV4 WHERE srcIP = IP_VAL '10.\\xff.0.1'",
+    "SELECT time FROM IPV6 WHERE srcIP = IPV6_VAL '\\xc3::1'",
+    "SELECT time FROM IPV4 WHERE len = HEX 'f\\xff'",
+    "SELECT time FROM PKT WHERE timestamp > TIMEVAL '1.\\x80'",
+    "DEFINE { query_name 'p'; PORT '\\xff\\xfe'; }\nSELECT time FROM TCP WHERE destPort = 80",
+    "SELECT time FROM TCP WHERE str_match_start(TCP_data, '\\xff\\xfe')",
+])
+def test_escapes_that_are_not_utf8_in_every_string_position(text):
+    """Escapes making bytes that are not UTF-8, wherever a string is
+    written: compiled, built and run over the capture, or refused with a
+    located error -- never an internal error (the fuzzer draws these too)."""
+    case = Case((("q.gsql", text),))
+    out = oracle.check(case, build=True, run=True)
+    _assert_fine(case, out)
+    assert out.kind in (oracle.OK, oracle.QUERY_ERROR, oracle.RUN_ERROR), out

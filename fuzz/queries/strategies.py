@@ -145,15 +145,16 @@ STRING_BODIES = [
     "1.5", "10.0.0.1", "TRUE", "#define X 1", "\"); system(\"x", "*/*/", "/*/",
 ]
 
-IP_BODIES = ["10.0.0.1", "0.0.0.0", "255.255.255.255", "127.0.0.1", "10.0.0.256", "1.2.3",
+IP_BODIES = ["\\xff\\xfe", "10.\\xff.0.1", "10.0.0.1", "0.0.0.0", "255.255.255.255",
+             "127.0.0.1", "10.0.0.256", "1.2.3",
              "1.2.3.4.5", " 10.0.0.1 ", "", "a.b.c.d", "01.02.03.04", "1..2.3", "-1.0.0.0",
              "1.2.3.4\\0", "١.٢.٣.٤", "0x1.2.3.4", "9999.1.1.1"]
-IPV6_BODIES = ["::", "::1", "2001:db8::1", "fe80::1%eth0", "::ffff:10.0.0.1", "1::2::3",
+IPV6_BODIES = ["\\xc3::1", "::", "::1", "2001:db8::1", "fe80::1%eth0", "::ffff:10.0.0.1", "1::2::3",
                "", "gggg::", "1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7:8:9", "::ffff:256.0.0.1"]
-HEX_BODIES = ["ff", "0", "0xff", "FFFFFFFF", "100000000", "ffffffffffffffff",
+HEX_BODIES = ["f\\xff", "ff", "0", "0xff", "FFFFFFFF", "100000000", "ffffffffffffffff",
               "10000000000000000", "f" * 40, "", "g", "0x", " ff ", "-1", "1_0", "٣",
               "0X1F", "ff\\0"]
-TIMEVAL_BODIES = ["0", "1", "12", "1.5", "12.5", "0.000001", "1.123456", "1.1234567",
+TIMEVAL_BODIES = ["1.\\x80", "0", "1", "12", "1.5", "12.5", "0.000001", "1.123456", "1.1234567",
                   "18446744073709.551615", "18446744073709.551616", "99999999999999999999",
                   "", ".", "1.", ".5", "-1", "+1", "1e3", "abc", " 1.5", "1.5 ", "1,5",
                   "١٢", "1.2.3", "0x10", "1409698284.000000", "nan", "inf"]
@@ -422,12 +423,19 @@ def _qname(draw: st.DrawFn, valid: bool, i: int) -> str:
         return f"q{i}"
     return draw(st.sampled_from([
         "", "a b", "a-b", "select", "q'x", "é", "日本", "1abc", "_", "a" * 300, "*/", "%n",
-        "q\\0", "default", "gsq_main", "main", "q0", "PKT", "TCP", "A", "x.y", "..", "/tmp/x"]))
+        "q\\0", "default", "gsq_main", "main", "q0", "PKT", "TCP", "A", "x.y", "..", "/tmp/x",
+        # escapes written as such (not escaped again): names that are not UTF-8
+        RAW + "\\xff\\xfe", RAW + "q\\x80", RAW + "\\xc3", RAW + "ok\\xed\\xa0\\x80"]))
+
+
+# a name that define_block writes as it is, its escapes read by gsqlc's lexer
+RAW = "\x00raw:"
 
 
 @st.composite
 def define_block(draw: st.DrawFn, name: str, valid: bool) -> str:
-    qn = name.replace("\\", "\\\\").replace("'", "''")
+    qn = name[len(RAW):] if name.startswith(RAW) else \
+        name.replace("\\", "\\\\").replace("'", "''")
     items = [f"query_name '{qn}'"]
     if not valid or draw(st.booleans()):
         pool = [
@@ -440,7 +448,8 @@ def define_block(draw: st.DrawFn, name: str, valid: bool) -> str:
             ("max_hfta_disorder", ["1", "3", "0", "'³'", "99999999999999999999"]),
             ("flush", ["'slow'", "'lazy'", "'immediate'", "'bogus'", "''"]),
             ("slack", ["1", "x"]),
-            ("PORT", ["80", "'abc'", "1.5", "-3", "0x10", "99999999999999999999999", "'*/'"]),
+            ("PORT", ["80", "'abc'", "1.5", "-3", "0x10", "99999999999999999999999", "'*/'",
+                      "'\\xff\\xfe'"]),
             ("N", ["10", "'%n'", "1e400", "'\\0'"]),
         ]
         for _ in range(draw(st.integers(0, 3))):
