@@ -25,8 +25,21 @@
 /* quantiles: an LFTA scratchpad is {n u32, pad u32, values[]} */
 #define GSQ_Q_HEAD 8
 
-/* a 64-bit hash of a byte string (FNV-1a, then a 64-bit finalizer mixing
- * every input bit into every output bit) */
+/* a 64-bit finalizer mixing every input bit into every output bit
+ * (Murmur3's): an integer's hash for the sketches below (widened to 64 bits,
+ * signed values sign-extended, so int 5 and ullong 5 are one value), and
+ * the end of a byte string's */
+static inline gs_uint64_t gsq_lib_hash_int(gs_uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
+
+/* a 64-bit hash of a byte string (FNV-1a, then the finalizer above) */
 static inline gs_uint64_t gsq_lib_hash(const void *p, gs_int32_t len)
 {
     const unsigned char *b = (const unsigned char *)p;
@@ -35,12 +48,7 @@ static inline gs_uint64_t gsq_lib_hash(const void *p, gs_int32_t len)
         h ^= b[i];
         h *= 0x100000001b3ULL;
     }
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ULL;
-    h ^= h >> 33;
-    return h;
+    return gsq_lib_hash_int(h);
 }
 
 /* approx_count_distinct: a HyperLogLog sketch of GSQ_HLL_M one-byte
@@ -58,19 +66,6 @@ static inline void gsq_hll_add(unsigned char *reg, gs_uint64_t h)
     unsigned char rank = (unsigned char)(w ? __builtin_clz(w) + 1 : 33);
     if (rank > reg[j])
         reg[j] = rank;
-}
-
-/* an integer's hash for the sketch: widened to 64 bits (signed values
- * sign-extended, so int 5 and ullong 5 are one value), then the 64-bit
- * finalizer that gsq_lib_hash ends with */
-static inline gs_uint64_t gsq_lib_hash_int(gs_uint64_t h)
-{
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ULL;
-    h ^= h >> 33;
-    return h;
 }
 
 #endif

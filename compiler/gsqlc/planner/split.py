@@ -308,24 +308,12 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
                                       lfta_flush)
     if can_split:
         # LFTA sub-aggregate: emits group keys and accumulators (partials).
-        lselect: list[Named] = []
-        for i, (n, e) in enumerate(gb):
-            lselect.append((n, GroupRef(i, info=ExprInfo(e.info.type, e.info.temporal))))
-        # a user aggregate splits: its SUBAGGR in the LFTA, its SUPERAGGR in
+        # A user aggregate splits: its SUBAGGR in the LFTA, its SUPERAGGR in
         # the HFTA over the sub-aggregate's outputs
         laccums = [replace(a, udaf=a.udaf.sub, type=a.udaf.sub.result)
                    if a.udaf is not None and a.udaf.sub is not None else a for a in accums]
-        for j, acc in enumerate(laccums):
-            lselect.append((acc.name, AccumRef(j, info=ExprInfo(acc.type))))
-        lout = StreamDef(lname, [_column(n, e.info) for n, e in lselect])
-        size = table_size_of(q, lfta_table_size)
-        if not (table_size_given(q) or lfta_table_size):
-            size = min(size, udaf_table_cap(gb, laccums))
-        ways = table_ways_of(q, lfta_table_ways)
-        size = max(size, ways)
-        # a size asked for (DEFINE, option) is kept; the default one grows
-        # while records often eject a group (gsq_agg_table.h, Growth)
-        grow = not (table_size_given(q) or lfta_table_size)
+        lselect, lout = _lfta_aggregate_output(gb, laccums, lname)
+        size, ways, grow = _lfta_table(q, gb, laccums, lfta_table_size, lfta_table_ways)
         lagg = LftaAggregate(name=lname, query=q, output=lout, where=tuple(q.where),
                              select=tuple(lselect), group_by=tuple(gb), accums=tuple(laccums),
                              protocol=proto, iface=iface, table_size=size, table_ways=ways,
@@ -413,6 +401,33 @@ def _why_not_lfta(q: AnalyzedQuery, gb: list[Named]) -> str:
     return "with an aggregate or argument an LFTA cannot evaluate"
 
 
+def _lfta_aggregate_output(gb: list[Named], accums: list[Accum], lname: str
+                           ) -> tuple[list[Named], StreamDef]:
+    """An LFTA aggregation's SELECT list -- its group keys, then its
+    accumulators -- and its output stream."""
+    lselect: list[Named] = []
+    for i, (n, e) in enumerate(gb):
+        lselect.append((n, GroupRef(i, info=ExprInfo(e.info.type, e.info.temporal))))
+    for j, acc in enumerate(accums):
+        lselect.append((acc.name, AccumRef(j, info=ExprInfo(acc.type))))
+    return lselect, StreamDef(lname, [_column(n, e.info) for n, e in lselect])
+
+
+def _lfta_table(q: AnalyzedQuery, gb: list[Named], accums: list[Accum],
+                lfta_table_size: Optional[int], lfta_table_ways: Optional[int]
+                ) -> tuple[int, int, bool]:
+    """An LFTA aggregation table's slots, ways and whether it grows: a size
+    asked for (DEFINE, option) is kept; the default one, capped for large
+    user-aggregate scratchpads, grows while records often eject a group
+    (gsq_agg_table.h, Growth)."""
+    given = bool(table_size_given(q) or lfta_table_size)
+    size = table_size_of(q, lfta_table_size)
+    if not given:
+        size = min(size, udaf_table_cap(gb, accums))
+    ways = table_ways_of(q, lfta_table_ways)
+    return max(size, ways), ways, not given
+
+
 def _plan_lfta_aggregation(q: AnalyzedQuery, gb: list[Named], accums: list[Accum],
                            aggplans: list[AggPlan], lname: str, proto: Protocol,
                            iface: str, lfta_table_size: Optional[int],
@@ -421,18 +436,8 @@ def _plan_lfta_aggregation(q: AnalyzedQuery, gb: list[Named], accums: list[Accum
     """The whole aggregation in an LFTA (its table emits each group it closes
     or ejects, as GS-lite's LFTA aggregation does), and an HFTA that forms
     the SELECT list (and HAVING) from the groups' keys and accumulators."""
-    lselect: list[Named] = []
-    for i, (n, e) in enumerate(gb):
-        lselect.append((n, GroupRef(i, info=ExprInfo(e.info.type, e.info.temporal))))
-    for j, acc in enumerate(accums):
-        lselect.append((acc.name, AccumRef(j, info=ExprInfo(acc.type))))
-    lout = StreamDef(lname, [_column(n, e.info) for n, e in lselect])
-    size = table_size_of(q, lfta_table_size)
-    if not (table_size_given(q) or lfta_table_size):
-        size = min(size, udaf_table_cap(gb, accums))
-    ways = table_ways_of(q, lfta_table_ways)
-    size = max(size, ways)
-    grow = not (table_size_given(q) or lfta_table_size)
+    lselect, lout = _lfta_aggregate_output(gb, accums, lname)
+    size, ways, grow = _lfta_table(q, gb, accums, lfta_table_size, lfta_table_ways)
     lagg = LftaAggregate(name=lname, query=q, output=lout, where=tuple(q.where),
                          select=tuple(lselect), group_by=tuple(gb), accums=tuple(accums),
                          protocol=proto, iface=iface, table_size=size,
