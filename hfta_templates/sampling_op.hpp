@@ -14,16 +14,21 @@
 //   2. WHERE, which may call stateful functions: false drops the tuple;
 //   3. updates the supergroup's super-aggregates, then finds or creates its
 //      group and updates the group's aggregates;
-//   4. CLEANING_WHEN: if it holds, CLEANING_BY is evaluated on every group of
-//      the supergroup and a group for which it is false is removed: as in
-//      Tigon's clean operator its part leaves the super-aggregates (count$
-//      and sum$ lose its count and sum, min$ and max$ are kept) and the
-//      supergroup's count of groups, count_distinct$(), drops.
+//   4. CLEANING_WHEN: if it holds, the supergroup's groups are cleaned.
+// A cleaning, as Tigon's clean operator does it: the supergroup's groups are
+// visited in the order they were created, each asked its question (CLEANING_BY)
+// in turn; a group that fails is removed at once and its part leaves the
+// super-aggregates (count$ and sum$ lose its count and sum, min$ and max$ keep
+// their values), so a later group's question sees the reduced count$ and
+// sum$.  count_distinct$() stays at its value before the cleaning while the
+// questions are asked and drops by the removed groups afterwards.
 // A tuple of a later window ends the current one: every supergroup's states
-// are told (final init), then every group is output if HAVING holds; the
-// window's supergroups are kept for the next window's dirty inits.  A tuple
-// of an older window is late (dropped, counted).  At the end of the input
-// the current window ends the same way, then GSQ_EOF.
+// are told (final init), then its groups are cleaned once more with HAVING as
+// the question (Tigon's final clean), then every remaining group is output --
+// its super-aggregates and count_distinct$() without the groups HAVING
+// removed.  The window's supergroups are kept for the next window's dirty
+// inits.  A tuple of an older window is late (dropped, counted).  At the end
+// of the input the current window ends the same way, then GSQ_EOF.
 //
 // Functor interface (F):
 //   key_type, state_type, epoch_type, key_hash, key_eq   as in groupby_op
@@ -44,9 +49,13 @@
 //       (the group of the tuple just counted)
 //   bool cleaning_by(const key_type &, const state_type &, sg_type &sg);
 //   void sg_remove(sg_type &sg, const state_type &);
-//       (a group CLEANING_BY removed: its part leaves the super-aggregates)
+//       (a group a cleaning removed: its part leaves the super-aggregates)
 //   void sg_final(sg_type &sg);
+//   static constexpr bool has_having;
+//   bool having(const key_type &, const state_type &, sg_type &sg);
 //   void emit(gsq_node *, const key_type &, const state_type &, sg_type &sg);
+//       (the group passed HAVING; emit may still output nothing when a
+//       PARTIAL function in SELECT has no value)
 //   heartbeat_epoch / emit_heartbeat (optional)          as in groupby_op
 #ifndef GSQ_SAMPLING_OP_HPP
 #define GSQ_SAMPLING_OP_HPP
@@ -73,7 +82,15 @@ public:
     using sg_key_type = typename F::sg_key_type;
     using sg_type = typename F::sg_type;
     using table_type = open_hash_map<key_type, state_type, typename F::key_hash, typename F::key_eq>;
-    using sg_table_type = open_hash_map<sg_key_type, sg_type, typename F::sg_hash, typename F::sg_eq>;
+    // A supergroup and its groups' keys in the order the groups were created
+    // (the order a cleaning visits them in).  Invariant: `groups` holds
+    // exactly the current window's groups of this supergroup, and
+    // sg.n_groups == groups.size(); a previous window's entries keep sg only.
+    struct sg_entry {
+        sg_type sg;
+        std::vector<key_type> groups;
+    };
+    using sg_table_type = open_hash_map<sg_key_type, sg_entry, typename F::sg_hash, typename F::sg_eq>;
     static constexpr int n_inputs = 1;
     static_assert(functor_inputs<F>::value == 1, "sampling_op has exactly one input");
 
@@ -127,9 +144,12 @@ private:
             }
         }
         const sg_key_type sgk = functor_.sg_key(key_);
-        auto [sg, new_sg] = supergroups_.find_or_insert(sgk);
-        if (new_sg)
-            functor_.sg_start(sg, previous_.find(sgk));
+        auto [entry, new_sg] = supergroups_.find_or_insert(sgk);
+        sg_type &sg = entry.sg;
+        if (new_sg) {
+            const sg_entry *prev = previous_.find(sgk);
+            functor_.sg_start(sg, prev != nullptr ? &prev->sg : nullptr);
+        }
         if (!functor_.where(tup, len, sg))
             return;
         functor_.sg_update(sg, tup, len);
@@ -137,6 +157,7 @@ private:
         if (inserted) {
             if (groups_.size() > max_groups_)
                 throw too_many_groups();
+            entry.groups.push_back(key_);
             ++sg.n_groups;
             functor_.init(state, tup, len, sg);
             gsq_peak(node, GSQ_PEAK_HELD_TUPLES, groups_.size());
@@ -144,30 +165,33 @@ private:
             functor_.update(state, tup, len, sg);
         }
         if (functor_.cleaning_when(key_, state, sg))
-            clean(sgk, sg);
+            clean(entry, [this](const key_type &k, const state_type &s, sg_type &g) {
+                return functor_.cleaning_by(k, s, g);
+            });
     }
 
-    // The cleaning phase of supergroup sgk: its groups CLEANING_BY rejects
-    // are removed.
-    // CLEANING_BY is asked once per group (it may call stateful functions,
-    // which count what they see), then the rejected groups go.
-    void clean(const sg_key_type &sgk, sg_type &sg)
+    // A cleaning of one supergroup: its groups asked `keep` in the order
+    // they were created, each that fails removed at once (its part out of
+    // the super-aggregates before the next group is asked); the count of
+    // groups drops after the last question.
+    template <class Keep>
+    void clean(sg_entry &entry, Keep &&keep)
     {
-        typename F::sg_eq same;
-        std::vector<key_type> gone;
-        for (size_t i = groups_.next_occupied(0); i < groups_.capacity();
-             i = groups_.next_occupied(i + 1)) {
-            const key_type &k = groups_.key_at(i);
-            if (same(functor_.sg_key(k), sgk) && !functor_.cleaning_by(k, groups_.value_at(i), sg))
-                gone.push_back(k);
-        }
-        for (const key_type &k : gone) {
+        size_t kept = 0;
+        for (size_t i = 0; i < entry.groups.size(); i++) {
+            const key_type &k = entry.groups[i];
             const state_type *s = groups_.find(k);
-            if (s != nullptr)
-                functor_.sg_remove(sg, *s);
+            if (keep(k, *s, entry.sg)) {
+                if (kept != i)
+                    entry.groups[kept] = std::move(entry.groups[i]);
+                kept++;
+                continue;
+            }
+            functor_.sg_remove(entry.sg, *s);
             groups_.erase(k);
-            --sg.n_groups;
         }
+        entry.groups.resize(kept);
+        entry.sg.n_groups = kept;
     }
 
     void on_heartbeat(gsq_node *node, const void *tup, uint32_t len)
@@ -189,21 +213,30 @@ private:
         }
     }
 
-    // The current window ends: supergroups told, groups out (HAVING), the
-    // supergroups kept as the next window's previous ones.
+    // The current window ends: supergroups told, cleaned by HAVING, their
+    // groups out; the supergroups kept as the next window's previous ones.
     void end_window(gsq_node *node)
     {
         for (size_t i = supergroups_.next_occupied(0); i < supergroups_.capacity();
-             i = supergroups_.next_occupied(i + 1))
-            functor_.sg_final(supergroups_.value_at(i));
+             i = supergroups_.next_occupied(i + 1)) {
+            sg_entry &entry = supergroups_.value_at(i);
+            functor_.sg_final(entry.sg);
+            if constexpr (F::has_having)
+                clean(entry, [this](const key_type &k, const state_type &s, sg_type &g) {
+                    return functor_.having(k, s, g);
+                });
+        }
         for (size_t i = groups_.next_occupied(0); i < groups_.capacity();
              i = groups_.next_occupied(i + 1)) {
             const key_type &k = groups_.key_at(i);
-            sg_type *sg = supergroups_.find(functor_.sg_key(k));
-            if (sg != nullptr)
-                functor_.emit(node, k, groups_.value_at(i), *sg);
+            sg_entry *entry = supergroups_.find(functor_.sg_key(k));
+            if (entry != nullptr)
+                functor_.emit(node, k, groups_.value_at(i), entry->sg);
         }
         groups_.clear();
+        for (size_t i = supergroups_.next_occupied(0); i < supergroups_.capacity();
+             i = supergroups_.next_occupied(i + 1))
+            std::vector<key_type>().swap(supergroups_.value_at(i).groups);
         previous_ = std::move(supergroups_);
         supergroups_ = sg_table_type();
     }

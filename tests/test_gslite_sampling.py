@@ -151,10 +151,15 @@ def simulate_dss(rows, n_wanted):
     out, state, groups, cur = [], None, {}, None
 
     def end():
-        state.final_init(len(groups))
-        for k, s in groups.items():
-            if state.ssfinal_clean(len(groups), s):
+        # HAVING cleans as CLEANING_BY does: the groups it rejects leave, and the
+        # next window's dirty init is told how many stayed
+        n = len(groups)
+        state.final_init(n)
+        for k, s in list(groups.items()):
+            if state.ssfinal_clean(n, s):
                 out.append((*k, s, min(max(s, int(state.z_sampled)), 2**32 - 1)))
+            else:
+                del groups[k]
 
     for t, src, dst, ln, uts in rows:
         tb = t // WINDOW

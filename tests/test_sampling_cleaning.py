@@ -2,7 +2,11 @@
 its part out of its supergroup's super-aggregates, as Tigon's clean operator
 does (update_minus_superaggr before the group is deleted): count$ and sum$
 lose the group's count and sum, count_distinct$ loses the group, min$ and
-max$ keep their values.  The expected rows are worked out by hand."""
+max$ keep their values.  A cleaning visits the groups in the order they were
+created and removes each at once, so a later group's question sees count$
+and sum$ reduced (count_distinct$ keeps its value until the cleaning ends);
+at the window's end HAVING cleans the same way before the output.  The
+expected rows are worked out by hand."""
 from __future__ import annotations
 
 SCHEMA = """
@@ -97,3 +101,56 @@ def test_cleaning_when_sees_the_reduced_count(gsqlc, tmp_path):
         "FROM [csv].PKTS GROUP BY time/10 AS tb, srcIP\n"
         "CLEANING_WHEN count$(*) >= 4 CLEANING_BY count(*) >= 2\n"), rows)
     assert got == [["0", A, "3", "3", "8", "1"]]
+
+
+# three groups of one supergroup, created in the order X, Y, Z; 8 tuples
+X, Y, Z, W = A, B, C, D
+XYZ = [(0, X, D1, 1), (0, Y, D1, 2), (0, Y, D1, 3)] + [(0, Z, D1, 10)] * 5
+
+
+def test_a_cleaning_removes_group_by_group(gsqlc, tmp_path):
+    """CLEANING_BY count(*) * 4 > count$(*), asked at the 8th tuple (count$ 8)
+    of groups X (1 tuple), Y (2), Z (5), in that order:
+      X: 4 > 8 no, X goes: count$ 7, sum$ 42;
+      Y: 8 > 7 yes, Y stays (asked against the count$ before the cleaning,
+         8 > 8, it would go);
+      Z: 20 > 7 yes.
+    Output: Y and Z, count$ 7, sum$ 2+3+50 = 55, count_distinct$ 2."""
+    got = run(gsqlc, tmp_path, (
+        "SELECT tb, srcIP, count(*) AS n, count$(*) AS pkts, sum$(len) AS bytes,\n"
+        "       count_distinct$() AS flows\n"
+        "FROM [csv].PKTS GROUP BY time/10 AS tb, srcIP\n"
+        "CLEANING_WHEN count$(*) >= 8 CLEANING_BY count(*) * 4 > count$(*)\n"), XYZ)
+    assert got == sorted([["0", Y, "2", "7", "55", "2"], ["0", Z, "5", "7", "55", "2"]])
+
+
+def test_having_cleans_at_the_window_end(gsqlc, tmp_path):
+    """No CLEANING_WHEN: the same groups meet HAVING count(*) * 4 > count$(*)
+    at the window's end, in the order they were created, as a cleaning:
+    X goes (4 > 8 no: count$ 7, sum$ 55), Y stays (8 > 7), Z stays; the
+    output's super-aggregates are those after HAVING: count$ 7, sum$ 55,
+    count_distinct$ 2; min$ 1 is X's, kept.  The next window (a tuple at
+    time 10) starts from nothing."""
+    got = run(gsqlc, tmp_path, (
+        "SELECT tb, srcIP, count(*) AS n, count$(*) AS pkts, sum$(len) AS bytes,\n"
+        "       count_distinct$() AS flows, min$(len) AS lo\n"
+        "FROM [csv].PKTS GROUP BY time/10 AS tb, srcIP\n"
+        "HAVING count(*) * 4 > count$(*)\n"), XYZ + [(10, W, D1, 4)])
+    assert got == sorted([["0", Y, "2", "7", "55", "2", "1"],
+                          ["0", Z, "5", "7", "55", "2", "1"],
+                          ["1", W, "1", "1", "4", "1", "4"]])
+
+
+def test_count_distinct_holds_its_value_through_a_cleaning(gsqlc, tmp_path):
+    """CLEANING_BY count(*) >= count_distinct$() at the tuple that makes a
+    third group: A (1 tuple), B (2), C (1) are asked against 3 -- all go
+    (with B's question asked after A had gone, 2 >= 2, B would stay); then
+    D starts alone: count_distinct$ 1, below 3, no cleaning.
+    Output: D alone."""
+    rows = [(0, A, D1, 1), (0, B, D1, 2), (0, B, D1, 3), (0, C, D1, 4), (0, D, D1, 5)]
+    got = run(gsqlc, tmp_path, (
+        "SELECT tb, srcIP, count(*) AS n, count$(*) AS pkts, count_distinct$() AS flows\n"
+        "FROM [csv].PKTS GROUP BY time/10 AS tb, srcIP\n"
+        "CLEANING_WHEN count_distinct$() >= 3 CLEANING_BY count(*) >= count_distinct$()\n"),
+        rows)
+    assert got == [["0", D, "1", "1", "1"]]

@@ -268,11 +268,14 @@ def render_hfta_aggregate(gen: GenContext, n: HftaAggregate) -> str:
     _accumulators(gen, em, n, data)
     partial_in_extract = ctx.partial_used
     data.update(_epochs(gen, em, n, data["ident"]))
-    having = None
+    having = having_expr = None
     used_before = ctx.partial_used
     ctx.partial_used = False
     if n.having is not None:
-        having = f"if (!{em.expr(n.having)}) return;  {expr_comment(n.having, n)}"
+        having_expr = em.expr(n.having)
+        having = f"if (!{having_expr}) return;  {expr_comment(n.having, n)}"
+    # a sampling query asks HAVING apart from the output (its final cleaning)
+    having_partial = ctx.partial_used
     assigns, strs = output_assignments(em, n.output, list(n.select), data["out_t"])
     # a PARTIAL function in HAVING or SELECT: no value, no output
     partial_emit = ctx.partial_used
@@ -287,6 +290,8 @@ def render_hfta_aggregate(gen: GenContext, n: HftaAggregate) -> str:
                 operator=(f"gsq::running_op<{data['functor']}>" if n.closing is not None
                           else None))
     if n.sampling is not None:
+        data.update(having_expr=having_expr, having_partial=having_partial,
+                    having_comment=expr_comment(n.having, n) if n.having is not None else "")
         return _sample_render(gen, n, n.sampling, em, data)
     return gen.render("hfta/aggregate.cpp.j2", data)
 
@@ -316,10 +321,11 @@ def _sample_render(gen: GenContext, n: HftaAggregate, sp: SamplingPlan, em: CEmi
         sg_key_hash.append(key_hash_step(t, f"k.k{i}"))
         sg_fill.append(f"g.k{i} = k.k{i};")
     sg_update: list[str] = []
-    # A group CLEANING_BY removes takes its part out of the supergroup's
-    # count$ and sum$ (Tigon's clean operator, update_minus_superaggr): each
-    # group keeps its own count / sum of them (state member g{j}); min$ and
-    # max$ keep their values, count_distinct$ loses the group (sampling_op).
+    # A group a cleaning removes (CLEANING_BY, or HAVING at the window's end)
+    # takes its part out of the supergroup's count$ and sum$ (Tigon's clean
+    # operator, update_minus_superaggr): each group keeps its own count / sum
+    # of them (state member g{j}); min$ and max$ keep their values,
+    # count_distinct$ loses the group (sampling_op).
     sg_remove: list[str] = []
     for j, (op, arg, t) in enumerate(sp.superaggs):
         if op == "count_distinct":
