@@ -12,14 +12,16 @@ under ASan/UBSan."""
 from __future__ import annotations
 
 import math
+import os
 import random
+import subprocess
 from collections import defaultdict
 
 import pytest
 
 import gsqlc
 import gsqlc as gs_api  # where the `gsqlc` fixture (the CLI) takes the name
-from conftest import build_sanitized, run_sanitized, shared_dir
+from conftest import SANITIZED_RUN_ENV, build_sanitized, run_sanitized, shared_dir
 
 SCHEMA = """
 PROTOCOL R {
@@ -521,7 +523,7 @@ def test_library_builds_warning_free_alone(tmp_path):
 def test_sanitized_run_of_the_library(data, tmp_path):
     """ASan (leak checks on) and UBSan over every aggregate of the library:
     the heap state of a group (quantile vectors, CAT_aggr strings, moving
-    sums, string copies) freed with it."""
+    sums, string copies, in the HFTA and in the LFTA) freed with it."""
     d, rows = data
     (tmp_path / "strs.gsql").write_text(STRINGS)
     for name, key, group, define in [("by_epoch", "tb, k,", "t/5 AS tb, k", ""),
@@ -532,8 +534,11 @@ def test_sanitized_run_of_the_library(data, tmp_path):
                                                      define=define))
     (d / "run_split.gsql").write_text(RUNNING_SPLIT)
     (d / "run_hfta.gsql").write_text(RUNNING_HFTA)
+    (d / "str_halves.gsql").write_text(STRING_HALVES.format(name="str_halves",
+                                                            define="lfta_table_size '2';"))
     files = [d / "by_epoch.gsql", d / "small_table.gsql", d / "whole.gsql",
-             d / "run_split.gsql", d / "run_hfta.gsql", tmp_path / "strs.gsql"]
+             d / "run_split.gsql", d / "run_hfta.gsql", tmp_path / "strs.gsql",
+             d / "str_halves.gsql"]
     runner = build_sanitized([*map(str, files), "--schema", str(d / "schema.txt")],
                              tmp_path / "build")
     for q, n in (("by_epoch", len({(r["t"] // 5, r["k"]) for r in rows})),
@@ -542,6 +547,12 @@ def test_sanitized_run_of_the_library(data, tmp_path):
         r = run_sanitized(runner, "--source", f"csv=csv:{d / 'in.csv'}", "--output", q)
         assert r.returncode == 0, r.stderr[-3000:]
         assert len(r.stdout.splitlines()) == n, q
+    # the LFTA's string copies, freed as each ejected group leaves
+    # (count_diff_lfta_s's partial is binary: the output read as bytes)
+    p = subprocess.run([runner, "--source", f"csv=csv:{d / 'in.csv'}", "--output", "str_halves"],
+                       capture_output=True, env=dict(os.environ, **SANITIZED_RUN_ENV))
+    assert p.returncode == 0, p.stderr[-3000:].decode("utf-8", "replace")
+    assert p.stdout.count(b"\n") > len({(r["t"] // 5, r["k"]) for r in rows})
 
 
 def test_docs_table_lists_the_library():
@@ -628,6 +639,63 @@ def test_lfta_halves_aggregate_in_the_lfta(data, gsqlc, tmp_path):
         assert struct.unpack("<IQQ", g["cd"]) == (runs(vs), vs[0], vs[-1]), g
 
 
+STRING_HALVES = """\
+DEFINE {{ query_name '{name}'; {define} }}
+SELECT tb, k, FIRST_STR_lfta(s) AS fs, LAST_STR_lfta(s) AS ls, count_diff_lfta_s(s) AS cd,
+       count(*) AS n
+FROM [csv].R GROUP BY t/5 AS tb, k
+"""
+
+
+def lib_hash(b: bytes) -> int:
+    """The library's string hash: FNV-1a, then Murmur3's 64-bit finalizer."""
+    m = 2**64 - 1
+    h = 0xcbf29ce484222325
+    for c in b:
+        h = ((h ^ c) * 0x100000001b3) & m
+    for mul in (0xff51afd7ed558ccd, 0xc4ceb9fe1a85ec53):
+        h = ((h ^ (h >> 33)) * mul) & m
+    return h ^ (h >> 33)
+
+
+def check_string_halves(got, rows, whole_groups):
+    """Each row a group's run of records in the LFTA: FIRST_STR_lfta its first
+    string, LAST_STR_lfta its last, count_diff_lfta_s's partial its runs and
+    the hashes of its first and last strings.  whole_groups: the table held
+    every group, so a row is a whole group."""
+    import struct
+    groups = defaultdict(list)
+    for r in rows:
+        groups[(r["t"] // 5, r["k"])].append(r["s"].encode())
+    n = defaultdict(int)
+    for g in got:
+        ss = groups[(g["tb"], g["k"])]
+        runs_, first, last = struct.unpack("<IQQ", g["cd"])
+        assert (lib_hash(g["fs"]), lib_hash(g["ls"])) == (first, last), g
+        assert g["fs"] in ss and g["ls"] in ss and 1 <= runs_ <= g["n"], g
+        n[(g["tb"], g["k"])] += g["n"]
+        if whole_groups:
+            assert (g["fs"], g["ls"], runs_, g["n"]) == (ss[0], ss[-1], runs(ss), len(ss)), g
+    assert n == {k: len(v) for k, v in groups.items()}
+
+
+def test_string_lfta_halves_aggregate_in_the_lfta(data, tmp_path):
+    """FIRST_STR_lfta, LAST_STR_lfta and count_diff_lfta_s take a string in
+    the LFTA: the first two keep a copy of it (made as the group's slot is
+    filled, while the record is there), the third its hash; a table of 2
+    slots, ejecting groups all the time, sends a group in several runs."""
+    d, rows = data
+    for name, define, whole in (("str_halves", "", True),
+                                ("str_halves_small", "lfta_table_size '2';", False)):
+        (tmp_path / "q.gsql").write_text(STRING_HALVES.format(name=name, define=define))
+        qs = gs_api.compile([tmp_path / "q.gsql"], schema=d / "schema.txt")
+        assert "FIRST_STR_lfta(s)" in qs.explain().split("[HFTA]")[0]
+        got = qs.table({"csv": f"csv:{d / 'in.csv'}"}, strings="bytes").to_pylist()
+        check_string_halves(got, rows, whole)
+        if not whole:
+            assert len(got) > len({(r["t"] // 5, r["k"]) for r in rows})
+
+
 @pytest.mark.parametrize("query, at, why, whole", [
     # over another query's output
     ("DEFINE { query_name 'base'; }\nSELECT t, v FROM [csv].R\n;\n"
@@ -638,9 +706,10 @@ def test_lfta_halves_aggregate_in_the_lfta(data, gsqlc, tmp_path):
      "WHERE a.t = b.t AND a.k = b.k GROUP BY a.t\n",
      # (a join's aggregation reads the join's output)
      "1:13", "over another query's output", "avg_udaf (extr_avg)"),
-    # a string argument
-    ("SELECT tb, count_diff_lfta_s(s) AS c FROM [csv].R GROUP BY t AS tb\n",
-     "1:12", "over a string", "count_diff"),
+    # an argument an LFTA cannot evaluate
+    ("SELECT tb, count_diff_lfta_s(str_extract_regex(s, 'b+')) AS c "
+     "FROM [csv].R GROUP BY t AS tb\n",
+     "1:12", "over an argument an LFTA cannot evaluate", "count_diff"),
     # beside an aggregate only an HFTA runs
     ("SELECT tb, LAST_INT_lfta(i) AS l, POSAVG(x) AS p FROM [csv].R GROUP BY t AS tb\n",
      "1:12", "POSAVG(x)", "LAST"),

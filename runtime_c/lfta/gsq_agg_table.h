@@ -187,6 +187,10 @@ typedef struct gsq_agg_shape {
      * or grow 0: the table keeps n_slots slots */
     uint64_t (*hash)(const void *slot);
     int grow;
+    /* a slot just filled from a one-record group g: keep in it what g only
+     * borrowed from its record (a user aggregate's string argument); NULL:
+     * a slot is whole as copied */
+    void (*placed)(void *slot);
 } gsq_agg_shape;
 
 /* The alignment (and so the size) a generated slot of n bytes takes: the
@@ -704,6 +708,8 @@ GSQ_AGG_HOT void gsq_agg_accept(gsq_agg_table *t, const gsq_agg_shape *sh, const
         memcpy(s, g, sh->slot_size);
         s[0] = (unsigned char)tag;
         t->count[tag]++;
+        if (sh->placed)
+            sh->placed(s);
         if (t->n_collisions >= t->grow_at)
             gsq_agg_weigh_growth(t, sh, ctx);
         return;
@@ -713,6 +719,8 @@ GSQ_AGG_HOT void gsq_agg_accept(gsq_agg_table *t, const gsq_agg_shape *sh, const
     memcpy(s, g, sh->slot_size);
     s[0] = (unsigned char)tag;
     t->count[tag]++;
+    if (sh->placed)
+        sh->placed(s);
 }
 
 /* A temporal update: hb is a zeroed slot holding the temporal keys inferred

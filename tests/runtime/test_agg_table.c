@@ -90,7 +90,7 @@ static gsq_agg_shape shape_oop(uint32_t n_slots, uint32_t ways, uint32_t max_epo
                                enum gsq_agg_flush flush)
 {
     gsq_agg_shape sh = {sizeof(tslot), n_slots, ways, t_same_group, t_fold, t_epoch_cmp,
-                        t_epoch_set, t_out, max_epochs, flush, NULL, 0};
+                        t_epoch_set, t_out, max_epochs, flush, NULL, 0, NULL};
     return sh;
 }
 

@@ -46,13 +46,18 @@ def render_lfta_aggregate(gen: GenContext, n: LftaAggregate) -> str:
     udaf_helpers: list[str] = []
     udaf_out: list[str] = []
     udaf_destroy: list[str] = []
+    placed: list[str] = []
     for j, a in enumerate(n.accums):
         if a.op == "udaf":
             # a user sub-aggregate (SUBAGGR): the slot keeps its first
             # record's arguments until a second record or its output
-            # makes the scratchpad live (INIT, then that first UPDATE)
+            # makes the scratchpad live (INIT, then that first UPDATE); a
+            # string argument is a view of the record's bytes, so an
+            # aggregate taking one goes live as its slot is filled (placed)
             assert a.udaf is not None
             u, cls = a.udaf, gen.user.udaf(a.udaf, False)
+            if Type.STRING in u.params:
+                placed.append(f"{fn}_live{j}(s);")
             slot_members += [f"{cls} a{j};", f"uint8_t a{j}_live;"]
             slot_members += [f"{t.c_type} a{j}_x{m};" for m, t in enumerate(u.params)]
             vals = em.user_args(u.params, a.args)
@@ -98,7 +103,7 @@ def render_lfta_aggregate(gen: GenContext, n: LftaAggregate) -> str:
     # accumulators of an LFTA are fixed-size)
     assigns, strs = output_assignments(em, n.output, list(n.select), out_t)
     data.update(udaf_helpers=udaf_helpers, udaf_out=udaf_out, udaf_destroy=udaf_destroy,
-                strs=strs)
+                strs=strs, placed=placed)
     data.update(slot_members=slot_members, key_locals=key_locals,
                 key_eq=" && ".join(key_eq) or "1", hash_steps=hash_steps,
                 slot_hash_steps=slot_hash_steps, hash32=hash32, grow=int(n.table_grows),

@@ -392,8 +392,8 @@ def _why_not_lfta(q: AnalyzedQuery, gb: list[Named]) -> str:
     if not all(_lfta_safe(e) and _fixed_size(e.info.type) for _, e in gb):
         return "by a group-by key an LFTA cannot hold (a string or an HFTA-only function)"
     for a in _lfta_halves(q):
-        if any(not _fixed_size(x.info.type) for x in a.args):
-            return "over a string (an LFTA aggregate's arguments are fixed-size values)"
+        if not all(_lfta_safe(x) for x in a.args):
+            return f"over an argument an LFTA cannot evaluate ({a.text})"
     for a in q.aggs:
         u = a.func.udaf
         if u is not None and not u.lfta_only and not _udaf_splits(a):
@@ -494,10 +494,11 @@ def _udaf_splits(a: AggCall) -> bool:
 
 def _udaf_in_lfta(a: AggCall) -> bool:
     """Whether an aggregate with only an LFTA implementation can run there:
-    its arguments are LFTA-safe fixed-size values."""
+    its arguments are LFTA-safe (a string one is copied or hashed by the
+    aggregate as its group's slot is filled)."""
     u = a.func.udaf
     return (u is not None and u.lfta_only and not u.handle_args
-            and all(_lfta_safe(x) and _fixed_size(x.info.type) for x in a.args))
+            and all(_lfta_safe(x) for x in a.args))
 
 
 def _hfta_only_functions(q: AnalyzedQuery) -> set[str]:
