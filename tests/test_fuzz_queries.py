@@ -405,6 +405,8 @@ def test_compile_build_into_a_relative_folder(tmp_path):
     "SELECT time FROM IPV4 WHERE len = HEX 'f\\xff'",
     "SELECT time FROM PKT WHERE timestamp > TIMEVAL '1.\\x80'",
     "DEFINE { query_name 'p'; PORT '\\xff\\xfe'; }\nSELECT time FROM TCP WHERE destPort = 80",
+    # a DEFINE value read as a string literal (#NAME)
+    "DEFINE { query_name 'p'; TAG '\\xff\\xfe'; }\nSELECT time, #TAG AS s FROM TCP",
     "SELECT time FROM TCP WHERE str_match_start(TCP_data, '\\xff\\xfe')",
 ])
 def test_escapes_that_are_not_utf8_in_every_string_position(text):

@@ -109,7 +109,8 @@ def define_literal(name: str, q: AnalyzedQuery, span: ast.Span) -> ast.Literal:
     try:
         return ast.Literal("float", float(text), text, span=span)
     except ValueError:
-        return ast.Literal("string", text.encode(), "", span=span)
+        # the value's own bytes, escapes that are not UTF-8 included
+        return ast.Literal("string", text.encode("utf-8", "surrogateescape"), "", span=span)
 
 
 class Binder:
