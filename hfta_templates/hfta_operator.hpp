@@ -224,6 +224,17 @@ struct c_glue {
         }
     }
 
+    static void params_changed(void *op, gsq_node *node, const void *const *marks) noexcept
+    {
+        try {
+            static_cast<Op *>(op)->functor().params_changed(node, marks);
+        } catch (const std::exception &e) {
+            report(node, e.what());
+        } catch (...) {
+            report(node, "unknown exception in an HFTA operator");
+        }
+    }
+
     // An exception ends the run: the tuples after it are not accepted, as
     // the runtime stops delivering once the node failed.
     static void accept_run(void *op, gsq_node *node, int input, const uint8_t *first, size_t stride,
@@ -274,6 +285,23 @@ constexpr auto prefetch_of() noexcept
         return nullptr;
 }
 
+template <class Op, class = void>
+struct has_params_changed : std::false_type {};
+template <class Op>
+struct has_params_changed<Op, std::void_t<decltype(std::declval<Op &>().functor().params_changed(
+                                  std::declval<gsq_node *>(), std::declval<const void *const *>()))>>
+    : std::true_type {};
+
+// c_glue<Op>::params_changed when Op's functor reads parameters, else nullptr.
+template <class Op>
+constexpr auto params_changed_of() noexcept -> void (*)(void *, gsq_node *, const void *const *)
+{
+    if constexpr (has_params_changed<Op>::value)
+        return &c_glue<Op>::params_changed;
+    else
+        return nullptr;
+}
+
 } // namespace detail
 
 // The gsq_hfta_def of operator Op.  `in_streams` must have static storage
@@ -295,7 +323,8 @@ constexpr gsq_hfta_def hfta_def_of(const char *name, const int (&in_streams)[N],
                         detail::prefetch_of<Op>(),
                         nullptr,
                         detail::accept_run_of<Op>(),
-                        promises};
+                        promises,
+                        detail::params_changed_of<Op>()};
 }
 
 } // namespace gsq

@@ -11,6 +11,7 @@
 #ifndef GSQ_INTERNAL_H
 #define GSQ_INTERNAL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "gsq_record.h"
@@ -188,6 +189,31 @@ typedef struct gsq_param_kv {
     char *name;
     char *value;
 } gsq_param_kv;
+
+/* A parameter change asked for while the run goes on (gsqlc_change_param),
+ * checked when asked and waiting for the next round boundary; owned by the
+ * run's queue until gsq_params_apply takes it. */
+typedef struct gsq_param_change {
+    char *name;
+    char *value;
+    struct gsq_param_change *next;
+} gsq_param_change;
+
+/* A change applied, and its instant: the round boundary after `round`
+ * rounds, `records` records read by then, the largest timestamp read by
+ * then (data_usec, if data_seen) and the wall clock.  Owns its strings:
+ * old_value is the value the nodes read before (kept for the run's life:
+ * a node may still hold a string parameter's bytes). */
+typedef struct gsq_param_event {
+    char *name;
+    char *old_value;
+    char *value;
+    uint64_t round;
+    uint64_t records;
+    int data_seen;
+    uint64_t data_usec;
+    uint64_t wall_usec;
+} gsq_param_event;
 
 /* One opened source (one per bound interface that some LFTA reads).
  * Invariants: ops is its kind, set with path before anything else, and the
@@ -574,6 +600,16 @@ struct gsq_run {
                                  * pipe (EPIPE): `gsqlc run | head` */
     atomic_int cancel;          /* gsqlc_cancel: set from any thread or a
                                  * signal handler, read by the run loop */
+    /* parameter changes while the run goes on (run/params.c): param_queue
+     * (guarded by param_mu) holds the changes taken and not yet applied, in
+     * the order they were asked for; param_pending is nonzero while it is
+     * not empty, read by the run loop at each round boundary */
+    pthread_mutex_t param_mu;
+    gsq_param_change *param_queue;
+    atomic_int param_pending;
+    gsq_param_event *param_events; /* applied, in order */
+    uint32_t n_param_events;
+    uint64_t rounds;            /* rounds of batches finished */
     gsq_buf error;
     gsq_node *nodes;        /* LFTA instances, set merges, HFTAs (above) */
     uint32_t n_nodes;
@@ -674,6 +710,18 @@ void gsq_run_fail(gsq_run *r, const char *fmt, ...)
 
 /* Nonzero once gsqlc_cancel was called for the run (run/run.c). */
 int gsq_run_cancelled(gsq_run *r);
+
+/* Parameter changes (run/params.c).  At a round boundary, when
+ * param_pending: apply the queued changes (new values for gsq_param, each
+ * node told, the instant recorded).  Stats, report and trace lines of the
+ * changes applied; release the queue and the events. */
+void gsq_params_apply(gsq_run *r);
+/* Set $name's value (a copy) in the run's table: 0, or -1 with the error set
+ * (options.c; gsqlc_set_param before the start, gsq_params_apply after). */
+int gsq_param_put(gsq_run *r, const char *name, const char *value);
+void gsq_params_stats(const gsq_run *r, gsq_buf *b);
+void gsq_params_report(const gsq_run *r, gsq_buf *b);
+void gsq_params_free(gsq_run *r);
 
 /* Interface sets (sets.c).  The members of `set` in order (NULL when it is
  * not a set), their count in *n; whether interface `name` is read by some

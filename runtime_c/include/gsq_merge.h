@@ -11,7 +11,7 @@
  *
  *   static const gsq_merge_spec spec = {GSQ_T_UINT, offsetof(...), sizeof(...), 0, 0};
  *   const gsq_hfta_def def = {"name", 2, inputs, out, GSQ_MERGE_FNS(u32, inc, ordered),
- *                             NULL, &spec, NULL, GSQ_PROMISES_KEPT};
+ *                             NULL, &spec, NULL, GSQ_PROMISES_KEPT, NULL};
  *
  * Semantics: gsq::merge_op (hfta_templates/merge_op.hpp), exactly as a
  * functor generated for the query would give it.

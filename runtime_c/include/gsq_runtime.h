@@ -453,6 +453,21 @@ typedef struct gsq_lfta_def {
     int ignores_clock;
     /* May be NULL: its place in its interface's prefilter (above). */
     const gsq_lfta_prefilter *prefilter;
+    /* Parameters changed while the run goes on (gsqlc_change_param).  May
+     * be NULL: the LFTA reads none.  gsq_param gives the new values, already
+     * checked.  A selection takes them at once; an aggregation keeps the old
+     * ones for its epochs up to `mark` -- a tuple of its output stream whose
+     * temporal columns name the last epoch of the old values -- and takes
+     * the new ones for every later epoch (mark NULL: for every epoch). */
+    void (*params_changed)(void *state, gsq_node *node, const void *mark);
+    /* May be NULL (no temporal output).  Fill tup, zeroed and of the output
+     * stream's size, with the temporal columns of the newest epoch the LFTA
+     * has read (inferred from the largest temporal values it admitted): 1,
+     * or 0 when it has read none. */
+    int (*epoch_mark)(void *state, gsq_node *node, void *tup);
+    /* May be NULL as epoch_mark: the order of two marks' epochs, < 0, 0 or
+     * > 0 as a's is older than, the same as or newer than b's. */
+    int (*mark_cmp)(const void *a, const void *b);
 } gsq_lfta_def;
 
 typedef struct gsq_hfta_def {
@@ -488,6 +503,14 @@ typedef struct gsq_hfta_def {
     /* What its heartbeats promise (enum gsq_hfta_promises): whether a later
      * output tuple can fall below a heartbeat it emitted. */
     int promises;
+    /* May be NULL: the operator reads no parameter.  Parameters changed
+     * while the run goes on (gsq_param gives the new values, checked): a
+     * selection, join or merge takes them at once; an aggregation keeps the
+     * old ones for its epochs up to the one marks[i] names (a tuple of input
+     * i's stream from the LFTA producing it, as gsq_lfta_def.epoch_mark
+     * fills it; NULL for an input no LFTA produces: up to the newest epoch
+     * the operator has read) and takes the new ones for later epochs. */
+    void (*params_changed)(void *op, gsq_node *node, const void *const *marks);
 } gsq_hfta_def;
 
 enum gsq_hfta_promises {
@@ -498,6 +521,17 @@ enum gsq_hfta_promises {
                                 * data (a selection): kept when the input's are */
 };
 
+/* A run-time parameter some query of the set reads ($name, declared in its
+ * PARAM block): its name and enum gsq_type, for checking a value given
+ * while the run goes on as a node's init checks one at the start. */
+typedef struct gsq_param_decl {
+    const char *name;
+    int type;
+    /* NULL, or why it cannot change while the run goes on (a query reading
+     * it has no epochs a change could wait for: gsqlc_change_param refuses) */
+    const char *fixed;
+} gsq_param_decl;
+
 typedef struct gsq_queryset_def {
     uint32_t n_streams;
     const gsq_stream_desc *streams;
@@ -505,6 +539,8 @@ typedef struct gsq_queryset_def {
     const gsq_lfta_def *const *lftas;
     uint32_t n_hftas;
     const gsq_hfta_def *const *hftas; /* in topological order */
+    uint32_t n_params;
+    const gsq_param_decl *params;     /* each (name, type) once */
 } gsq_queryset_def;
 
 /* Defined by the generated queryset.c. */
@@ -573,7 +609,26 @@ GSQ_EXPORT gsq_run *gsqlc_create(void);
  * feed); without it Arrow sinks hand over batch_rows rows at a time.
  * Return 0, or -1 with gsqlc_error() set. */
 GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value);
+/* Bind parameter $name (a query's PARAM block) to its value in text; before
+ * the run starts.  Return 0, or -1 with gsqlc_error() set. */
 GSQ_EXPORT int gsqlc_set_param(gsq_run *r, const char *name, const char *value);
+/* Change parameter $name to `value` while the run goes on: from any thread
+ * (the run's or another), before or after gsqlc_run starts.  The value is
+ * checked now as a node checks one at the start: 0 when the change is
+ * taken, -1 when it is refused -- an unknown parameter, a value that is not
+ * one of its type -- and then err (errlen bytes; may be NULL) says why and
+ * the run goes on with the value it had.  Before the start this is
+ * gsqlc_set_param.  After it, the change takes effect at the instant the
+ * run next finishes a round of batches (every record read before it has
+ * reached every operator): a selection, join or merge reading the
+ * parameter takes the new value for every record read after that instant;
+ * an aggregation keeps the old value for each epoch its query had reached
+ * by then (the newest epoch of the temporal values its LFTAs had read) and
+ * takes the new one from the next epoch on, in its LFTAs and its HFTA
+ * alike, so that no epoch mixes two values.  Each change and its instant
+ * are in the stats ("param_changes"), the report and the trace file. */
+GSQ_EXPORT int gsqlc_change_param(gsq_run *r, const char *name, const char *value, char *err,
+                                  size_t errlen);
 /* Bind interface NAME ("" is "default", the default interface) to a source
  * URI: csv:PATH, csv:-, pcap:PATH, pcap-live:IFACE.  One binding per name
  * (an interface set is made of named members: gsqlc_add_set_member). */

@@ -442,6 +442,12 @@ void gsq_main_loop(gsq_run *r)
     for (;;) {
         int active = 0, input_done = 0;
         uint64_t round_records = 0;
+        /* a round boundary: every record read so far has reached every
+         * operator -- the instant parameter changes take effect */
+        if (atomic_load(&r->param_pending))
+            gsq_params_apply(r);
+        if (r->failed)
+            break;
         if (r->aligned && align_round(r) != 0)
             break;
         for (i = 0; i < r->n_sources && !r->failed; i++) {
@@ -506,6 +512,7 @@ void gsq_main_loop(gsq_run *r)
         }
         if (r->aligned)
             gsq_hb_after_batch(r, NULL, 0, 1); /* the round is complete */
+        r->rounds++;
         if (r->failed || !active)
             break;
         if (gsq_run_cancelled(r)) {

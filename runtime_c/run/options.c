@@ -732,6 +732,16 @@ GSQ_EXPORT int gsqlc_set_option(gsq_run *r, const char *key, const char *value)
 
 GSQ_EXPORT int gsqlc_set_param(gsq_run *r, const char *name, const char *value)
 {
+    if (r && r->started) {
+        gsq_set_error(r, "parameter %s set after the run started: change it with "
+                         "gsqlc_change_param", name ? name : "");
+        return -1;
+    }
+    return gsq_param_put(r, name, value);
+}
+
+int gsq_param_put(gsq_run *r, const char *name, const char *value)
+{
     uint32_t i;
     char *v;
     gsq_param_kv *np;

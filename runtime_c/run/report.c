@@ -86,6 +86,8 @@ void gsq_build_stats(gsq_run *r)
                                                       "timestamps")
                                              : "given", 1);
     gsq_tg_stats_run(r, b);
+    gsq_buf_addc(b, ',');
+    gsq_params_stats(r, b);
 
     gsq_buf_adds(b, ",\"sources\":[");
     for (i = 0; i < r->n_sources; i++) {
@@ -300,6 +302,7 @@ void gsq_build_report(gsq_run *r)
     }
     if (r->sources)
         gsq_tg_report(r, b);
+    gsq_params_report(r, b);
     for (i = 0; r->nodes && i < r->n_nodes; i++) {
         const gsq_node *n = &r->nodes[i];
         if (n->counters[GSQ_CNT_LATE_DROPPED])

@@ -57,6 +57,11 @@ GSQ_EXPORT gsq_run *gsqlc_create(void)
     r->trace_fd = -1;
     r->cur_trace = -1;
     atomic_init(&r->cancel, 0);
+    atomic_init(&r->param_pending, 0);
+    if (pthread_mutex_init(&r->param_mu, NULL) != 0) {
+        free(r);
+        return NULL;
+    }
     return r;
 }
 
@@ -78,7 +83,9 @@ GSQ_EXPORT int gsqlc_run(gsq_run *r)
         gsq_set_error(r, "this run was already executed; create a new one");
         return -1;
     }
+    pthread_mutex_lock(&r->param_mu); /* a change from now on is queued */
     r->started = 1;
+    pthread_mutex_unlock(&r->param_mu);
     if (gsq_setup_nodes(r) != 0) {
         gsq_progress_publish(r, 1);
         return -1;

@@ -52,6 +52,8 @@ GSQ_EXPORT void gsqlc_destroy(gsq_run *r)
         free(r->params[i].value);
     }
     free(r->params);
+    gsq_params_free(r);
+    pthread_mutex_destroy(&r->param_mu);
     for (i = 0; i < r->n_binds; i++) {
         gsq_arrow_stream_release(&r->binds[i].arrow);
         free(r->binds[i].iface);

@@ -25,6 +25,7 @@ def _render(**extra) -> str:
     lists = set(re.findall(r"{%\s*for\s+\w+\s+in\s+(\w+)\s*%}", source)) | {"strs"}
     required = {"left_ordered", "right_ordered", "joint_punctuation"}
     data = {n: ([] if n in lists else f"<{n}>") for n in names - required}
+    data["params_rt"] = None    # reads no parameter
     data.update(extra)
     return env.get_template("hfta/join.cpp.j2").render(**data)
 

@@ -79,4 +79,5 @@ extern "C" const gsq_hfta_def hfta_csv_regex = {
     nullptr, // no params
     nullptr, // no runs of data tuples: accept() each
     GSQ_PROMISES_NONE,
+    nullptr, // reads no parameter
 };

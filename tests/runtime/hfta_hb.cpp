@@ -125,6 +125,7 @@ extern "C" const gsq_hfta_def hfta_hb_merge = {
     nullptr, // no params
     nullptr, // no runs of data tuples: accept() each
     GSQ_PROMISES_NONE,
+    nullptr, // reads no parameter
 };
 
 extern "C" const gsq_hfta_def hfta_hb_stats = {
@@ -133,4 +134,5 @@ extern "C" const gsq_hfta_def hfta_hb_stats = {
     nullptr, // no params
     nullptr, // no runs of data tuples: accept() each
     GSQ_PROMISES_NONE,
+    nullptr, // reads no parameter
 };

@@ -87,6 +87,7 @@ const gsq_lfta_def lfta_csv_all = {
     NULL, /* accept_cols: records only */
     0,    /* ignores_clock: it may read the clock */
     NULL, /* prefilter: none */
+    NULL, NULL, NULL, /* reads no parameter, no epoch marks */
 };
 
 /* ---- csv_alt: SELECT pos3 (as string), pos2 (as ullong) ----------------- */
@@ -114,4 +115,5 @@ const gsq_lfta_def lfta_csv_alt = {
     NULL, /* accept_cols: records only */
     0,    /* ignores_clock: it may read the clock */
     NULL, /* prefilter: none */
+    NULL, NULL, NULL, /* reads no parameter, no epoch marks */
 };

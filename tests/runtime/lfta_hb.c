@@ -120,6 +120,7 @@ const gsq_lfta_def lfta_hb_a = {
     NULL, /* accept_cols: records only */
     0,    /* ignores_clock: it may read the clock */
     NULL, /* prefilter: none */
+    NULL, NULL, NULL, /* reads no parameter, no epoch marks */
 };
 
 const gsq_lfta_def lfta_hb_b = {
@@ -128,4 +129,5 @@ const gsq_lfta_def lfta_hb_b = {
     NULL, /* accept_cols: records only */
     0,    /* ignores_clock: it may read the clock */
     NULL, /* prefilter: none */
+    NULL, NULL, NULL, /* reads no parameter, no epoch marks */
 };

@@ -125,6 +125,7 @@ static const gsq_lfta_def lfta_pkt_all = {
     NULL, /* accept_cols: records only */
     0,    /* ignores_clock: it may read the clock */
     NULL, /* prefilter: none */
+    NULL, NULL, NULL, /* reads no parameter, no epoch marks */
 };
 
 static const gsq_column pkt_cols[] = {
@@ -143,4 +144,4 @@ static const gsq_stream_desc streams[] = {
 };
 static const gsq_lfta_def *const lftas[] = {&lfta_pkt_all};
 
-const gsq_queryset_def gsq_queryset = {1, streams, 1, lftas, 0, NULL};
+const gsq_queryset_def gsq_queryset = {1, streams, 1, lftas, 0, NULL, 0, NULL};

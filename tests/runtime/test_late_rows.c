@@ -12,7 +12,7 @@
 
 #include "gsq_internal.h"
 
-const gsq_queryset_def gsq_queryset = {0, NULL, 0, NULL, 0, NULL};
+const gsq_queryset_def gsq_queryset = {0, NULL, 0, NULL, 0, NULL, 0, NULL};
 
 #include "unit_check.h"
 
@@ -38,10 +38,10 @@ static const gsq_stream_desc streams[] = {
 };
 static const int agg_inputs[] = {0, 1, 2};
 static const gsq_hfta_def agg_def = {"agg", 3, agg_inputs, 3, NULL, NULL, NULL,
-                                     NULL, NULL, NULL, GSQ_PROMISES_KEPT};
+                                     NULL, NULL, NULL, GSQ_PROMISES_KEPT, NULL};
 static const gsq_hfta_def set_merge_def = {NULL, 0, NULL, 0, NULL, NULL, NULL,
-                                           NULL, NULL, NULL, GSQ_PROMISES_KEPT};
-static const gsq_queryset_def qs = {4, streams, 0, NULL, 1, NULL};
+                                           NULL, NULL, NULL, GSQ_PROMISES_KEPT, NULL};
+static const gsq_queryset_def qs = {4, streams, 0, NULL, 1, NULL, 0, NULL};
 
 int main(void)
 {

@@ -255,7 +255,7 @@ def merge_def(var: str, col: Column, struct_t: str, ordered: bool, slack: float,
             f"{storage}const gsq_hfta_def {var} = {{\n"
             f"    {head},\n"
             f"    GSQ_MERGE_FNS({tag}, {direction}, {order}), NULL, &{var}_spec, NULL,\n"
-            f"    GSQ_PROMISES_KEPT}};\n")
+            f"    GSQ_PROMISES_KEPT, NULL}};\n")
 
 
 def output_assignments(em: CEmitter, out: StreamDef, select: list[tuple[str, ast.Expr]],
@@ -285,6 +285,22 @@ def regex_data(ctx: EmitContext) -> list[dict[str, str]]:
 
 def expr_comment(e: ast.Expr, node: PlanNode) -> str:
     return c_comment(describe_expr(e, node))
+
+
+def hfta_param_data(params: dict[str, Type], epochs: bool) -> Optional[TemplateData]:
+    """What templates/hfta/_params.j2 needs of a functor reading `params`
+    (None: it reads none): its values' fields, statements reading them into
+    `pv` (as the constructor checks them), loading `pv` into the members
+    and saving the members into pv_; epochs: the functor aggregates by
+    epochs (a change switches at the next one)."""
+    if not params:
+        return None
+    _, read = param_inits(params, lambda p: f"pv.{c_identifier(p)}", "return false;")
+    names = sorted(params)
+    return {"fields": [(params[p].c_type, c_identifier(p)) for p in names], "read": read,
+            "load": [f"{hfta_param(p)} = pv.{c_identifier(p)};" for p in names],
+            "save": [f"pv_.{c_identifier(p)} = {hfta_param(p)};" for p in names],
+            "epochs": epochs}
 
 
 def hfta_param(p: str) -> str:

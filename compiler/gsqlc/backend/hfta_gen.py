@@ -18,6 +18,7 @@ from .gen_shared import (
     expr_comment,
     fold,
     hfta_param,
+    hfta_param_data,
     key_equal,
     key_hash_step,
     merge_def,
@@ -110,7 +111,10 @@ def _hfta_start(gen: GenContext, n: "HftaSelect | HftaAggregate"
     em = _hfta_emitter(gen, n, ident)
     p_decls, p_init = param_inits(n.params, hfta_param, "return;")
     data = hfta_common(gen, n, f"{ident}_functor")
-    data.update(in_t=gen.tup(n.inputs[0]), param_decls=p_decls, param_init=p_init)
+    # an aggregation by epochs switches a changed parameter at the next epoch
+    epochs = isinstance(n, HftaAggregate) and bool(n.epoch_indices)
+    data.update(in_t=gen.tup(n.inputs[0]), param_decls=p_decls, param_init=p_init,
+                params_rt=hfta_param_data(n.params, epochs))
     return em, data, [(em.expr(c), expr_comment(c, n)) for c in n.where]
 
 

@@ -15,6 +15,7 @@ from .gen_shared import (
     TemplateData,
     expr_comment,
     hfta_param,
+    hfta_param_data,
     key_equal,
     key_hash_step,
     no_bound,
@@ -75,7 +76,7 @@ def _join_sides(gen: GenContext, n: HftaJoin, ident: str) -> tuple[CEmitter, CEm
         key_members=key_members, key_eq=" && ".join(key_eq) or "true", key_hash=key_hash,
         left_t=gen.tup(n.inputs[0]), right_t=gen.tup(n.inputs[1]),
         left_where=lwhere, right_where=rwhere, left_keys=lkeys, right_keys=rkeys,
-        param_decls=p_decls, param_init=p_init)
+        param_decls=p_decls, param_init=p_init, params_rt=hfta_param_data(n.params, False))
     return lem, rem, data
 
 

@@ -12,7 +12,7 @@ from ..planner.nodes import LftaAggregate, LftaNode, LftaSelect
 from ..semantics import catalog
 from ..semantics.bound import AccumRef, FieldRef, GroupRef, walk
 from ..semantics.schema import TIME_UNIT_NS, Field
-from ..semantics.types import Type
+from ..semantics.types import Temporal, Type
 from .cescape import c_comment, c_identifier, c_string
 from .cexpr import CEmitter, EmitContext, field_member
 from .gen_shared import (
@@ -131,6 +131,36 @@ def _prefetch_reads(n: LftaNode, reads: LftaReads) -> TemplateData:
     return out
 
 
+def _param_parts(n: LftaNode, em: CEmitter, hb: LftaHeartbeat, fn: str) -> TemplateData:
+    """What templates/lfta/_params.j2 and the LFTA templates need for
+    parameters changed while the run goes on: the statements reading them
+    again, the temporal fields behind the epoch mark, and for an
+    aggregation by epochs (switching) the epoch of a record's temporal
+    fields and the mark's keys.  A selection's mark columns and assignments
+    are filled in by render_lfta_select."""
+    fields = [(n.params[p].c_type, c_identifier(p)) for p in sorted(n.params)]
+    _, reload = param_inits(n.params, lambda p: f"st->p_{c_identifier(p)}", "return;")
+    pr: TemplateData = {"fields": fields, "reload": reload, "switching": False,
+                        "hb": [], "mark_cols": [], "mark_assigns": [], "epoch_assigns": [],
+                        "mark_to_slot": []}
+    if not hb.body:
+        return pr
+    proto = n.protocol
+    pr["hb"] = [(proto.fields[nm].type.c_type, field_var(nm), f"hb_{c_identifier(nm)}")
+                for nm in hb.fields]
+    if isinstance(n, LftaAggregate) and n.epoch_indices:
+        for i in n.epoch_indices:
+            e = n.group_by[i][1]
+            col = field_member(n.output.columns[i].name)
+            infer = em.as_type(e, e.info.type)
+            pr["mark_cols"].append((col, ">" if e.info.temporal is Temporal.INCREASING else "<"))
+            pr["mark_assigns"].append(f"t.{col} = {infer};")
+            pr["epoch_assigns"].append(f"e.k{i} = {infer};")
+            pr["mark_to_slot"].append(f"k{i} = m->{col};")
+        pr["switching"] = bool(n.params)
+    return pr
+
+
 def lfta_parts(gen: GenContext, n: LftaNode) -> LftaParts:
     proto = n.protocol
     fn = "lfta_" + gen.idents[n.name]
@@ -151,6 +181,12 @@ def lfta_parts(gen: GenContext, n: LftaNode) -> LftaParts:
     branchless = isinstance(n, LftaSelect) and all(
         _plain(x) for e in [*n.where, *(e for _, e in n.select)] for x in walk(e)) and \
         not any(col.type is Type.STRING for col in n.output.columns)
+    pr = _param_parts(n, em, hb, fn)
+    if pr["switching"]:
+        # a changed parameter: the values of the record's epoch, before any
+        # expression reads them (its temporal fields are admitted by now)
+        args = "".join(f", {var}" for _, var, _ in pr["hb"])
+        reads.add_step(f"if (__builtin_expect(st->psw_n != 0, 0)) {fn}_params_for(st{args});")
     for c in n.where:
         reads.unpack_all([c])
         reads.add_step(f"if (!{em.expr(c)}) return;  {expr_comment(c, n)}", "",
@@ -184,6 +220,7 @@ def lfta_parts(gen: GenContext, n: LftaNode) -> LftaParts:
         "csv_fields": [csv_field_init(pos, code, fname, proto.fields[fname])
                        for pos, code, fname in csv_fields],
         "param_decls": p_decls, "param_init": p_init,
+        "reads_params": bool(n.params), "pr": pr,
         "decls": reads.decls, "steps": reads.steps, "uses": reads.uses,
         "query_comment": c_string(f"query {n.query.name}: {n.note}"),
         "hb_state": hb.state, "hb_body": hb.body, "has_heartbeat": bool(hb.body),
@@ -239,6 +276,12 @@ def render_lfta_select(gen: GenContext, n: LftaSelect) -> str:
                 HB_TYPE[proto.fields[nm].type.c_type]) for nm in hb_fields]
     masked = gather is not None and p.branchless and not p.reads_clock and all(
         proto.fields[nm].type in _UNSIGNED for nm in hb_fields)
+    if p.hb.body:
+        pr = data["pr"]
+        pr["mark_assigns"] = hb_assigns
+        pr["mark_cols"] = [(field_member(col.name),
+                            ">" if col.temporal is Temporal.INCREASING else "<")
+                           for col in n.output.columns if col.temporal.is_temporal]
     data.update(assigns=assigns, strs=strs, constants=em.ctx.constants,
                 hb_assigns=hb_assigns, gather=gather,
                 mask_steps=p.reads.mask_steps if masked else None, hb_mask=hb_mask)

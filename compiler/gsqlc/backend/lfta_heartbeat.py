@@ -74,6 +74,14 @@ def heartbeat_fields(proto: Protocol, hb_exprs: list[ast.Expr]) -> list[str]:
     return names
 
 
+def lfta_follows(proto: Protocol, hb_exprs: list[ast.Expr]) -> bool:
+    """Whether an LFTA follows the temporal fields behind its temporal
+    outputs hb_exprs (it then has heartbeats): every field they read is an
+    increasing numeric one."""
+    fields = heartbeat_fields(proto, hb_exprs)
+    return bool(hb_exprs) and all(nm in fields for e in hb_exprs for nm in fields_of(e))
+
+
 def lfta_heartbeat(node_name: str, proto: Protocol, hb_exprs: list[ast.Expr],
                    reads: LftaReads) -> LftaHeartbeat:
     """The heartbeat of an LFTA whose temporal outputs are hb_exprs.  The
@@ -81,7 +89,7 @@ def lfta_heartbeat(node_name: str, proto: Protocol, hb_exprs: list[ast.Expr],
     (reads' steps), so a rejected record still advances time."""
     hb = LftaHeartbeat(heartbeat_fields(proto, hb_exprs))
     hb.record_time = bool(hb.fields)
-    if not hb_exprs or not all(nm in hb.fields for e in hb_exprs for nm in fields_of(e)):
+    if not lfta_follows(proto, hb_exprs):
         return hb
     hb.time_field = next((nm for nm in hb.fields if proto.fields[nm].source == "csv"), None)
     for name in hb.fields:

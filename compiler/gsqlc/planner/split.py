@@ -59,6 +59,10 @@ def _lfta_safe(e: ast.Expr) -> bool:
     return bool(e.info.lfta_ok and e.info.cheap)
 
 
+def _reads_param(e: ast.Expr) -> bool:
+    return any(isinstance(x, ast.Param) for x in walk(e))
+
+
 def _fixed_size(t: Type) -> bool:
     return t is not Type.STRING
 
@@ -72,8 +76,12 @@ class _Pushdown:
     """Collects the LFTA output columns an HFTA needs and rewrites the HFTA's
     expressions to read them."""
 
-    def __init__(self, q: AnalyzedQuery):
+    def __init__(self, q: AnalyzedQuery, keep_params: bool = False):
         self.q = q
+        # an aggregation in the HFTA reads its parameters there, where a
+        # changed one switches at the next epoch (not in the LFTA's
+        # selection, which would take it at once, mid-epoch)
+        self.keep_params = keep_params
         self.cols: list[Named] = []
         self._by_key: dict[tuple[object, ...], str] = {}
         self._names: set[str] = set()
@@ -101,7 +109,8 @@ class _Pushdown:
         def fn(n: ast.Expr) -> Optional[ast.Expr]:
             if isinstance(n, (GroupRef, AggRef, AccumRef)):
                 return n
-            if n.info is not None and _lfta_safe(n) and not n.info.constant:
+            if n.info is not None and _lfta_safe(n) and not n.info.constant and not (
+                    self.keep_params and _reads_param(n)):
                 col = self.column_for(n, preferred if n is e else None)
                 return FieldRef(0, col, info=ExprInfo(n.info.type, n.info.temporal), span=n.span)
             return None
@@ -341,9 +350,9 @@ def plan_query(q: AnalyzedQuery, streams: dict[str, StreamDef],
                              note="super-aggregate of the LFTA partials")
         return [lagg, hagg]
 
-    pd = _Pushdown(q)
-    lfta_where = [c for c in q.where if _lfta_safe(c)]
-    hfta_where = [pd.push(c) for c in q.where if not _lfta_safe(c)]
+    pd = _Pushdown(q, keep_params=True)
+    lfta_where = [c for c in q.where if _lfta_safe(c) and not _reads_param(c)]
+    hfta_where = [pd.push(c) for c in q.where if not (_lfta_safe(c) and not _reads_param(c))]
     hgb = [(n, pd.push(e, n)) for n, e in gb]
     haccums = [Accum(a.op, a.type, pd.push(a.expr) if a.expr is not None else None, a.name,
                      args=tuple(pd.push(x) for x in a.args), udaf=a.udaf)

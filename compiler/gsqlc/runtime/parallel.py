@@ -35,7 +35,7 @@ import re
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional, Sequence
 
-from ..errors import RunError
+from ..errors import RunError, UsageError
 from . import progress, runner
 from .progress import ProgressOptions
 from .results import ResultConversions
@@ -287,6 +287,13 @@ class SplitRun(ResultConversions):
         if self._final is not None:
             self._final.cancel()
 
+    def set_param(self, name: str, value: Any) -> None:
+        """Refused: the threads of a split run read different parts of the
+        input at once, so a change has no one instant; run with threads=1."""
+        raise UsageError(f"parameter ${str(name).lstrip('$')}: a run split over threads has no "
+                         "one instant for a change; run it with threads=1 to change parameters "
+                         "while it goes on")
+
     def _finish(self) -> None:
         parts = [(iface, k, self._results[(iface, k)]) for iface, k in sorted(
             self._results, key=lambda x: (x[1], x[0]))]
@@ -487,6 +494,13 @@ class PartitionRun(ResultConversions):
         """End the run as at end of input (see api.Run.cancel)."""
         for h in self._handles:
             h.cancel()
+
+    def set_param(self, name: str, value: Any) -> None:
+        """Refused: the threads of a split run read different parts of the
+        input at once, so a change has no one instant; run with threads=1."""
+        raise UsageError(f"parameter ${str(name).lstrip('$')}: a run split over threads has no "
+                         "one instant for a change; run it with threads=1 to change parameters "
+                         "while it goes on")
 
     def _finish(self) -> None:
         parts = [self._results[k] for k in sorted(self._results)]

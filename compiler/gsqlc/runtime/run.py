@@ -211,6 +211,17 @@ class Run(ResultConversions):
         .stats then says "interrupted": true."""
         self._handle.cancel()
 
+    def set_param(self, name: str, value: Any) -> None:
+        """Change parameter $name while the run goes on, from any thread.
+        The value is checked as at the start (RunError with the reason when
+        refused: the run keeps the value it had).  It takes effect when the
+        run next finishes a round of batches: a selection reads it for every
+        record after that instant; an aggregation keeps the old value for
+        the epochs it had reached and takes the new one from the next epoch,
+        in its LFTA and HFTA alike.  .stats["param_changes"] lists each
+        change with its instant."""
+        self._handle.change_param(str(name), str(value))
+
     @property
     def handle(self) -> runner.RunHandle:
         """The library run's handle (its cancel and progress counters)."""

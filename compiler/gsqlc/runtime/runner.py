@@ -137,6 +137,7 @@ class RunHandle:
         self._run: Any = None
         self._progress: Optional[Progress] = None
         self._buf: Any = None
+        self._pending: list[tuple[str, str]] = []   # changes asked before the run existed
 
     def progress(self) -> Optional[Progress]:
         """The run's counters now (gsqlc_progress): None before run_library
@@ -155,6 +156,25 @@ class RunHandle:
             if self._run is not None:
                 self._lib.gsqlc_cancel(self._run)
 
+    def change_param(self, name: str, value: str) -> None:
+        """gsqlc_change_param: $name takes `value` at the run's next round
+        boundary (a selection at once, an aggregation from its next epoch).
+        Before the run exists the change waits for it.  A value the run
+        refuses raises RunError with the reason; the run goes on with the
+        value it had."""
+        with self._lock:
+            if self._run is None:
+                if self._progress is not None:
+                    raise RunError(f"parameter ${name.lstrip('$')}: the run has ended")
+                self._pending.append((name, value))
+                return
+            self._change(name, value)
+
+    def _change(self, name: str, value: str) -> None:
+        err = _ffi.new("char[]", 512)
+        if self._lib.gsqlc_change_param(self._run, _s(name), _s(value), err, 512) != 0:
+            raise RunError(_ffi.string(err).decode("utf-8", "replace"))
+
     @property
     def cancelled(self) -> bool:
         return self._cancelled
@@ -164,6 +184,9 @@ class RunHandle:
             self._lib, self._run = lib, run
             if self._cancelled:
                 lib.gsqlc_cancel(run)
+            pending, self._pending = self._pending, []
+            for name, value in pending:
+                self._change(name, value)
 
     def _detach(self) -> None:
         with self._lock:
