@@ -63,7 +63,7 @@ def test_every_key_is_a_runtime_option():
                 assert [o.prefix for o in opts] == [f.key], f
         elif f.action == rf.OWN:
             assert f.key in {"SOURCE", "MEMBER", "PARAM", "OUTPUT", "OUTPUT_FILE", "FORMAT",
-                             "STATS", "CSV_HEADER", "HELP"}, f
+                             "STATS", "CSV_HEADER", "HELP", "PARAM_FILE"}, f
 
 
 def test_gsqlc_run_takes_the_shared_flags_as_the_table_says():
@@ -180,7 +180,7 @@ SAMPLES = {"--source": f"eth0=pcap:{TRACE}", "--member": "s=eth0", "--output": "
            "--time-unit": "eth0=ms", "--latency": "eth0=1", "--skew": "eth0:eth1=1,2",
            "--heartbeat-timeout": "5", "--heartbeats": "timeout=5", "--batch": "10",
            "--stall-intervals": "4", "--max-groups": "1000", "--trace": "TRACE",
-           "--csv-separator": ";", "--option": "batch=20"}
+           "--csv-separator": ";", "--option": "batch=20", "--param-file": "PARAMS"}
 
 
 def test_runner_takes_every_flag_of_the_table(built, tmp_path):
@@ -196,7 +196,9 @@ def test_runner_takes_every_flag_of_the_table(built, tmp_path):
             args.append(f.choices[0])
         elif f.arg == rf.VALUE:
             assert f.name in SAMPLES, f"a sample value of {f.name}"
-            args.append(SAMPLES[f.name].replace("TRACE", str(tmp_path / "t.jsonl")))
+            args.append(SAMPLES[f.name].replace("TRACE", str(tmp_path / "t.jsonl"))
+                        .replace("PARAMS", str(tmp_path / "params.txt")))
+    (tmp_path / "params.txt").write_text("# the query's parameter\nmin_len = 1\n")
     p = _runner(runner, *args, "--output", "nowhere")
     assert p.returncode == 2, p.stderr
     assert p.stderr == "gsqlc-run: error: no query named 'nowhere' (queries: big, per_minute)\n"

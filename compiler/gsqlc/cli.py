@@ -17,11 +17,11 @@ from . import __version__, input_cache
 from .errors import BuildError, GsqlcError, InternalError, QueryError, SettingError, UsageError, render
 from .pipeline import CompileOptions, check_plan_options, compile_planned, compile_queries, plan_queries
 from .planner.policies import FLUSH_POLICIES
-from .runtime import progress, session
+from .runtime import param_file, progress, session
 from .runtime.bindings import URI_SCHEMES, normalize_uri
 from .runtime.interfaces import DEFAULT_IFACE, Interfaces, TimeBounds
 from .runtime.interfaces import build as build_interfaces
-from .runtime.run import TextOutput, run_to_end
+from .runtime.run import Run, TextOutput, run_to_end
 from .runtime.run_flags import add_run_flags
 from .terminal import (
     COLOR_MODES,
@@ -266,11 +266,19 @@ def _run_request(args: argparse.Namespace) -> session.RunRequest:
         interfaces_file=args.interfaces,
         max_skew=[_split_binding(t, "--max-skew") for t in args.max_skew],
         bounds=_time_bounds(args),
-        params=dict(_split_binding(p, "--param") for p in args.param),
+        params=_params(args),
         output=args.output or None, all_outputs=True,
         options=session.RunOptions(**{k: v for k, v in given.items() if v is not None},
                                    csv_strict=args.csv_strict, csv_header=args.csv_header,
                                    report="losses" if args.quiet else "all"))
+
+
+def _params(args: argparse.Namespace) -> dict[str, str]:
+    """The parameters a run starts with: --param-file's, then each --param."""
+    out = ({name: v for name, (v, _) in param_file.read(args.param_file).items()}
+           if args.param_file else {})
+    out.update(_split_binding(p, "--param") for p in args.param)
+    return out
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -303,12 +311,19 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     def plan() -> Plan:   # planned only when a split is possible (a cache hit has none)
         return (qs if qs is not None else plan_queries(args.files, compile_options)).plan
-    split = session.decide_split(prep, library, plan, args.threads, captures_need_cores=True)
+    # a parameter file read again on SIGHUP: one run, whose instant a change has
+    threads = 1 if args.param_file else args.threads
+    split = session.decide_split(prep, library, plan, threads, captures_need_cores=True)
     shown = (progress.ProgressOptions(colour=use_color(sys.stderr, color_mode_of(args)))
              if _show_progress(args) else None)
     output = TextOutput([(q, fmt, args.output_file) for q in prep.outputs],
                         args.ip_format or "text")
-    result = run_to_end(session.start(prep, library, output, split, plan, shown))
+    run = session.start(prep, library, output, split, plan, shown)
+    if args.param_file:
+        assert isinstance(run, Run)   # one thread (threads=1 above)
+        run.handle.on_hup = param_file.Reloader(args.param_file, prep.params,
+                                                run.handle.change_param)
+    result = run_to_end(run)
     report = result.report
     if report:
         color = use_color(sys.stderr, color_mode_of(args))

@@ -26,9 +26,14 @@
  *
  * Signals are the program's business, not the library's: SIGINT and SIGTERM
  * end the run gracefully through gsqlc_cancel (groups flushed, output
- * written), and a second one acts as usual (SA_RESETHAND).
+ * written), and a second one acts as usual (SA_RESETHAND).  With
+ * --param-file, SIGHUP has the file read again, as daemons do: a thread of
+ * the runner waits for it (sigwait, the signal blocked elsewhere) and hands
+ * each value that changed to gsqlc_change_param.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -60,6 +65,7 @@ enum {
     OWN_SOURCE,
     OWN_MEMBER,
     OWN_PARAM,
+    OWN_PARAM_FILE,
     OWN_OUTPUT,
     OWN_OUTPUT_FILE,
     OWN_FORMAT,
@@ -430,6 +436,185 @@ fail:
 
 /* ---- the command line --------------------------------------------------- */
 
+/* ---- the parameter file (--param-file) ---------------------------------- */
+
+#define MAX_PARAMS 256
+
+/* The values a parameter file gave, the last time it was read: names and
+ * values owned; n of them.  Read at the start (each set as --param) and on
+ * SIGHUP (each that changed handed to gsqlc_change_param). */
+typedef struct param_file {
+    const char *path;
+    char *names[MAX_PARAMS];
+    char *values[MAX_PARAMS];
+    int n;
+} param_file;
+
+static char *trim(char *s)
+{
+    char *e;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    e = s + strlen(s);
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
+        *--e = '\0';
+    return s;
+}
+
+/* The value pf holds for name, NULL when none. */
+static const char *param_value(const param_file *pf, const char *name)
+{
+    for (int i = 0; i < pf->n; i++)
+        if (strcmp(pf->names[i], name) == 0)
+            return pf->values[i];
+    return NULL;
+}
+
+/* Keep name=value in pf (a copy); 0, or -1 out of memory or room. */
+static int param_keep(param_file *pf, const char *name, const char *value)
+{
+    char *v = strdup(value);
+    if (!v)
+        return -1;
+    for (int i = 0; i < pf->n; i++)
+        if (strcmp(pf->names[i], name) == 0) {
+            free(pf->values[i]);
+            pf->values[i] = v;
+            return 0;
+        }
+    if (pf->n == MAX_PARAMS || !(pf->names[pf->n] = strdup(name))) {
+        free(v);
+        return -1;
+    }
+    pf->values[pf->n++] = v;
+    return 0;
+}
+
+static void param_file_free(param_file *pf)
+{
+    for (int i = 0; i < pf->n; i++) {
+        free(pf->names[i]);
+        free(pf->values[i]);
+    }
+    pf->n = 0;
+}
+
+/* Read pf->path: each NAME=VALUE line given to take(r, pf, name, value,
+ * line), which returns nonzero to stop.  0, 2 when the file cannot be read
+ * or a line is not NAME=VALUE (said on stderr), or take's nonzero. */
+static int param_file_read(gsq_run *r, param_file *pf,
+                           int (*take)(gsq_run *, param_file *, const char *, const char *,
+                                       int))
+{
+    FILE *f = fopen(pf->path, "r");
+    char line[4096];
+    int no = 0, rc = 0;
+    if (!f) {
+        fprintf(stderr, "gsqlc-run: error: --param-file %s: %s\n", pf->path, strerror(errno));
+        return 2;
+    }
+    while (rc == 0 && fgets(line, sizeof line, f)) {
+        char *s, *eq;
+        no++;
+        s = line;
+        s[strcspn(s, "#")] = '\0';
+        s = trim(s);
+        if (!*s)
+            continue;
+        eq = strchr(s, '=');
+        if (!eq || eq == s) {
+            fprintf(stderr, "gsqlc-run: error: %s:%d: expected NAME=VALUE, got '%s'\n", pf->path,
+                    no, s);
+            rc = 2;
+            break;
+        }
+        *eq = '\0';
+        rc = take(r, pf, trim(s), trim(eq + 1), no);
+    }
+    fclose(f);
+    return rc;
+}
+
+/* At the start: each value set as --param sets it. */
+static int param_take_first(gsq_run *r, param_file *pf, const char *name, const char *value,
+                            int line)
+{
+    if (gsqlc_set_param(r, name, value)) {
+        fprintf(stderr, "gsqlc-run: error: %s:%d: parameter %s: %s\n", pf->path, line, name,
+                gsqlc_error(r));
+        return 2;
+    }
+    return param_keep(pf, name, value) ? (fputs("gsqlc-run: error: out of memory\n", stderr), 1)
+                                       : 0;
+}
+
+/* On SIGHUP: a value that changed goes to the run; one it refuses is said
+ * and the old one stays (and is asked again at the next SIGHUP). */
+static int param_take_again(gsq_run *r, param_file *pf, const char *name, const char *value,
+                            int line)
+{
+    const char *old = param_value(pf, name);
+    char err[512];
+    if (old && strcmp(old, value) == 0)
+        return 0;
+    if (gsqlc_change_param(r, name, value, err, sizeof err)) {
+        fprintf(stderr, "gsqlc-run: error: %s:%d: %s; the run keeps %s%s%s\n", pf->path, line, err,
+                old ? "'" : "its value", old ? old : "", old ? "'" : "");
+        return 0;
+    }
+    fprintf(stderr, "gsqlc-run: parameter $%s: '%s' from %s (from the next round of the run)\n",
+            name, value, pf->path);
+    if (param_keep(pf, name, value))
+        fputs("gsqlc-run: error: out of memory\n", stderr);
+    return 0;
+}
+
+/* The thread that reads the file again on each SIGHUP, until `done`. */
+typedef struct hup_waiter {
+    gsq_run *r;
+    param_file *pf;
+    sigset_t set;
+    volatile sig_atomic_t done;
+    pthread_t thread;
+} hup_waiter;
+
+static void *wait_for_hup(void *arg)
+{
+    hup_waiter *w = (hup_waiter *)arg;
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&w->set, &sig) != 0 || w->done)
+            break;
+        (void)param_file_read(w->r, w->pf, param_take_again);
+    }
+    return NULL;
+}
+
+/* SIGHUP blocked in this thread (and so in the run's), waited for by its
+ * own: 0, or -1 when the thread cannot start (then SIGHUP is left alone). */
+static int start_hup_waiter(hup_waiter *w, gsq_run *r, param_file *pf)
+{
+    w->r = r;
+    w->pf = pf;
+    w->done = 0;
+    sigemptyset(&w->set);
+    sigaddset(&w->set, SIGHUP);
+    if (pthread_sigmask(SIG_BLOCK, &w->set, NULL) != 0)
+        return -1;
+    if (pthread_create(&w->thread, NULL, wait_for_hup, w) != 0) {
+        pthread_sigmask(SIG_UNBLOCK, &w->set, NULL);
+        return -1;
+    }
+    return 0;
+}
+
+static void stop_hup_waiter(hup_waiter *w)
+{
+    w->done = 1;
+    pthread_kill(w->thread, SIGHUP);
+    pthread_join(w->thread, NULL);
+}
+
 typedef struct command {
     bindings b;
     const char *outputs[MAX_OUTPUTS];
@@ -437,6 +622,7 @@ typedef struct command {
     const char *format;
     const char *output_file;
     int stats;
+    param_file params; /* --param-file's, when params.path */
     char *owned[MAX_ARGS]; /* the URIs made of paths */
     int n_owned;
 } command;
@@ -539,6 +725,10 @@ static int apply(gsq_run *r, command *c, const run_flag *f, char *value)
             return 2;
         }
         return 0;
+    case OWN_PARAM_FILE:
+        param_file_free(&c->params);
+        c->params.path = value;
+        return param_file_read(r, &c->params, param_take_first);
     case OWN_OUTPUT:
         if (c->n_outputs == MAX_OUTPUTS)
             return usage("too many --output options (at most %d)", MAX_OUTPUTS);
@@ -676,7 +866,16 @@ int main(int argc, char **argv)
         }
     }
     handle_stop_signals(r);
-    rc = gsqlc_run(r) ? 1 : 0;
+    {
+        hup_waiter hup;
+        int waiting = c.params.path && start_hup_waiter(&hup, r, &c.params) == 0;
+        if (c.params.path && !waiting)
+            fputs("gsqlc-run: warning: cannot wait for SIGHUP: --param-file is read once\n",
+                  stderr);
+        rc = gsqlc_run(r) ? 1 : 0;
+        if (waiting)
+            stop_hup_waiter(&hup);
+    }
     the_run = NULL; /* a late signal must not reach a destroyed run */
     fputs(gsqlc_report(r), stderr);
     if (c.stats)
@@ -690,6 +889,7 @@ int main(int argc, char **argv)
     }
 out:
     gsqlc_destroy(r);
+    param_file_free(&c.params);
     for (int i = 0; i < c.n_owned; i++)
         free(c.owned[i]);
     return rc;

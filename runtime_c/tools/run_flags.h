@@ -20,7 +20,8 @@
  *            SWITCH("key", "v")  gsqlc_set_option(key, v)
  *            KEYED("prefix")     VALUE is NAME=V: gsqlc_set_option(prefix NAME, V)
  *            OWN(WHAT)           the face's own: SOURCE, MEMBER, PARAM (NAME=V),
- *                                OUTPUT, OUTPUT_FILE, FORMAT, STATS, CSV_HEADER, HELP
+ *                                PARAM_FILE, OUTPUT, OUTPUT_FILE, FORMAT, STATS,
+ *                                CSV_HEADER, HELP
  *            A KEYED flag, and OWN(SOURCE), OWN(MEMBER), OWN(PARAM) and
  *            OWN(OUTPUT), may be given several times.
  *   FACES    BOTH: `gsqlc run` and gsqlc-run; RUNNER: gsqlc-run only
@@ -52,6 +53,11 @@ GSQ_RUN_FLAG("--ip-format", CHOICES("text", "int"), OPTION("ip_format"), BOTH,
              "default) or as unsigned integers (32- and 128-bit, decimal)")
 GSQ_RUN_FLAG("--param", VALUE("NAME=VALUE"), OWN(PARAM), BOTH,
              "the value of a query's parameter $NAME (declared in its PARAM block)")
+GSQ_RUN_FLAG("--param-file", VALUE("FILE"), OWN(PARAM_FILE), BOTH,
+             "parameter values, one NAME=VALUE a line ('#' starts a comment), read at the start "
+             "and again on SIGHUP: a value that changed takes effect while the run goes on (a "
+             "selection from the next batch, an aggregation from its next epoch); a value the "
+             "run refuses is reported and the old one kept")
 GSQ_RUN_FLAG("--clock", VALUE("auto|wall|data|fixed:T"), OPTION("clock"), BOTH,
              "the run's clock: auto (the default) follows the records' own time when every "
              "source is a recording (files, in-memory tables) and the wall clock when one is "

@@ -138,6 +138,9 @@ class RunHandle:
         self._progress: Optional[Progress] = None
         self._buf: Any = None
         self._pending: list[tuple[str, str]] = []   # changes asked before the run existed
+        # on SIGHUP while the run goes on (its parameter file read again):
+        # called on the main thread that waits for the run (_run_with_signals)
+        self.on_hup: Optional[Callable[[], None]] = None
 
     def progress(self) -> Optional[Progress]:
         """The run's counters now (gsqlc_progress): None before run_library
@@ -209,19 +212,26 @@ def _run_with_signals(lib: Any, r: Any, handle: RunHandle) -> int:
     def on_signal(sig: int, frame: Optional[FrameType]) -> None:
         handle.cancel()
         for sg, h in old.items():          # a second signal acts as before
-            signal.signal(sg, h)
+            if sg in _STOP_SIGNALS:
+                signal.signal(sg, h)
+
+    def on_hup(sig: int, frame: Optional[FrameType]) -> None:
+        if handle.on_hup is not None:
+            handle.on_hup()
 
     worker = threading.Thread(target=lambda: status.append(lib.gsqlc_run(r)),
                               name="gsqlc-run", daemon=True)
     for sg in _STOP_SIGNALS:
         old[sg] = signal.signal(sg, on_signal)
+    if handle.on_hup is not None:
+        old[signal.SIGHUP] = signal.signal(signal.SIGHUP, on_hup)
     try:
         worker.start()
         while worker.is_alive():
             worker.join(0.1)
     finally:
         for sg, h in old.items():
-            if signal.getsignal(sg) is on_signal:
+            if signal.getsignal(sg) in (on_signal, on_hup):
                 signal.signal(sg, h)
     return status[0]
 
