@@ -5,9 +5,10 @@
 the library."""
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Sequence
 
-from ..planner.nodes import HftaAggregate, LftaAggregate, LftaNode, PlanNode
+from ..planner.nodes import LftaAggregate, LftaNode, PlanNode
+from ..planner.params import param_fixed
 from ..semantics.bound import AccumRef
 from ..semantics.model import StreamDef
 from ..semantics.resolve import leaves
@@ -15,7 +16,6 @@ from ..semantics.types import Type
 from .cescape import c_comment, c_string
 from .cexpr import field_member
 from .gen_shared import MERGE_TYPES, GenContext, GeneratedSet, TemplateData, struct_member_type
-from .lfta_heartbeat import heartbeat_exprs, lfta_follows
 
 
 def _stream_data(gen: GenContext, s: StreamDef) -> TemplateData:
@@ -73,7 +73,7 @@ def render_queryset(gen: GenContext) -> str:
                      for name, t in n.params.items()})
     fixed: dict[str, str] = {}
     for n in gen.plan.nodes:
-        why = param_fixed(gen, n) if n.params else None
+        why = param_fixed(gen.plan, n) if n.params else None
         if why is not None:
             for name in n.params:
                 fixed.setdefault(name, why)
@@ -82,30 +82,6 @@ def render_queryset(gen: GenContext) -> str:
                                                     "fixed": c_string(fixed[nm])
                                                     if nm in fixed else "NULL"}
                                                    for nm, code in params]})
-
-
-def param_fixed(gen: GenContext, n: PlanNode) -> Optional[str]:
-    """Why node n cannot take a parameter changed while the run goes on
-    (None: it can).  A node that is not an aggregation takes it at once; an
-    aggregation switches at its next epoch, so it needs epochs it can follow:
-    temporal group-by keys, and in an LFTA the temporal fields behind them.
-    The selection over an LFTA's whole aggregation reads its groups, whose
-    epochs it does not follow."""
-    q = n.query.name
-    if isinstance(n, LftaAggregate):
-        if n.epoch_indices and lfta_follows(n.protocol, heartbeat_exprs(n)):
-            return None
-        return (f"query {q} aggregates without epochs it can follow (a temporal group-by "
-                "over increasing fields): its input is one epoch a change would split")
-    if isinstance(n, HftaAggregate):
-        if n.epoch_indices:
-            return None
-        return (f"query {q} aggregates without a temporal group-by: its input is one epoch "
-                "a change would split")
-    if any(isinstance(gen.plan.node(i), LftaAggregate) for i in n.inputs):
-        return (f"query {q} reads it over the groups of an aggregation in its LFTA, whose "
-                "epochs it does not follow")
-    return None
 
 
 def render_runner_defaults(gen: GenContext, runner_sets: Sequence[tuple[str, str]]) -> str:

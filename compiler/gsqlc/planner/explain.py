@@ -19,6 +19,7 @@ from .nodes import (
     PlanNode,
     describe_expr,
 )
+from .params import explain_line as params_explain_line
 from .plan import Plan
 from .prefilter import explain_lines as prefilter_explain_lines
 
@@ -131,11 +132,14 @@ def _order_line(n: PlanNode) -> str:
     return "    order:    keeps its input's order"
 
 
-def _node_lines(n: PlanNode) -> list[str]:
+def _node_lines(plan: Plan, n: PlanNode) -> list[str]:
     lines = [f"[{n.level.upper()}] {n.name}    reads {_reads(n)}",
              f"    operator: {_operator(n)}",
              f"    split:    {n.note}",
              _order_line(n)]
+    params = params_explain_line(plan, n)
+    if params is not None:
+        lines.append(params)
     if isinstance(n, LftaNode):
         lines.append(_set_line(n))
     if isinstance(n, FILTERING) and n.where:
@@ -193,7 +197,7 @@ def explain_text(plan: Plan) -> str:
     out.append("")
     out.append("plan (producers first):")
     for n in plan.nodes:
-        out.extend(_node_lines(n))
+        out.extend(_node_lines(plan, n))
         out.append("")
     out.extend(prefilter_explain_lines(plan))
     out.append("outputs: " + ", ".join(leaves(plan.queries)))
@@ -226,7 +230,7 @@ def explain_dot(plan: Plan) -> str:
                 ifaces[iface] = f"i{len(ifaces)}"
                 out.append(f'  {ifaces[iface]} [shape=ellipse, label="interface {_dot_escape(iface)}"];')
     for n in plan.nodes:
-        label = "\n".join(line.strip() for line in _node_lines(n)) + "\n"
+        label = "\n".join(line.strip() for line in _node_lines(plan, n)) + "\n"
         style = 'style=filled, fillcolor="#dbe9f6"' if isinstance(n, LftaNode) else \
             'style=filled, fillcolor="#f6e7d2"'
         out.append(f'  {ids[n.name]} [{style}, label="{_dot_escape(label)}"];')

@@ -1,0 +1,67 @@
+"""How each plan node takes a parameter changed while the run goes on
+(gsqlc_change_param, Run.set_param, --param-file and SIGHUP).
+
+A node that is not an aggregation takes the new value at the change's
+instant: every record read after it.  An aggregation switches at an epoch
+boundary so that no epoch mixes two values: the epochs its query had reached
+at the instant keep the old value, later ones take the new -- which needs
+epochs it can follow: temporal group-by keys, and in an LFTA increasing
+numeric fields behind them (the fields its heartbeats follow).  A parameter
+some node cannot switch that way cannot change while running: the run
+refuses the change, saying why (param_fixed)."""
+from __future__ import annotations
+
+from typing import Optional
+
+from ..semantics.bound import FieldRef, walk
+from ..semantics.types import Temporal
+from .nodes import HftaAggregate, LftaAggregate, PlanNode
+from .plan import Plan
+
+
+def _lfta_follows_epochs(n: LftaAggregate) -> bool:
+    """Whether the LFTA's epoch keys read only increasing numeric fields
+    (it then knows each record's epoch from the fields it admits first)."""
+    if not n.epoch_indices:
+        return False
+    for i in n.epoch_indices:
+        for x in walk(n.group_by[i][1]):
+            if isinstance(x, FieldRef):
+                f = n.protocol.fields.get(x.name)
+                if f is None or f.temporal is not Temporal.INCREASING or not f.type.is_numeric:
+                    return False
+    return True
+
+
+def param_fixed(plan: Plan, n: PlanNode) -> Optional[str]:
+    """Why node n cannot take a parameter changed while the run goes on
+    (None: it can)."""
+    q = n.query.name
+    if isinstance(n, LftaAggregate):
+        if _lfta_follows_epochs(n):
+            return None
+        return (f"query {q} aggregates without epochs it can follow (a temporal group-by "
+                "over increasing fields): its input is one epoch a change would split")
+    if isinstance(n, HftaAggregate):
+        if n.epoch_indices:
+            return None
+        return (f"query {q} aggregates without a temporal group-by: its input is one epoch "
+                "a change would split")
+    if any(isinstance(plan.node(i), LftaAggregate) for i in n.inputs):
+        return (f"query {q} reads it over the groups of an aggregation in its LFTA, whose "
+                "epochs it does not follow")
+    return None
+
+
+def explain_line(plan: Plan, n: PlanNode) -> Optional[str]:
+    """explain's line on n's parameters and how a change reaches them."""
+    if not n.params:
+        return None
+    names = ", ".join(f"${p}" for p in sorted(n.params))
+    why = param_fixed(plan, n)
+    if why is not None:
+        return f"    PARAMS   {names}: fixed while running ({why})"
+    if isinstance(n, (LftaAggregate, HftaAggregate)):
+        return (f"    PARAMS   {names}: a change while running takes effect from the next "
+                "epoch (the epochs reached keep the old value)")
+    return f"    PARAMS   {names}: a change while running takes effect from the next batch"
