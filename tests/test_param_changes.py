@@ -49,13 +49,19 @@ PARAM { minlen uint; }
 SELECT tb, srcIP, count(*) AS n, POSAVG(len * 1.0) AS avg_len FROM [csv].PKTS
 WHERE len > $minlen GROUP BY time/10 AS tb, srcIP
 ;
+DEFINE { query_name 'samp'; }
+PARAM { k ullong; j ullong; }
+SELECT tb, srcIP, count(*) AS n, count$(*) AS pkts FROM [csv].PKTS
+GROUP BY time/10 AS tb, srcIP
+CLEANING_WHEN count$(*) >= $k CLEANING_BY count(*) >= $j
+;
 DEFINE { query_name 'halves'; }
 PARAM { top ullong; }
 SELECT tb, FIRST_lfta(len) AS first_len, count(*) AS n FROM [csv].PKTS
 GROUP BY time/10 AS tb HAVING count(*) > $top
 """
 
-START = {"minlen": 100, "thr": 30, "watch": "10.0.0.3", "top": 0}
+START = {"minlen": 100, "thr": 30, "watch": "10.0.0.3", "top": 0, "k": 600, "j": 25}
 BATCH = 2000
 
 
@@ -170,6 +176,15 @@ def test_an_aggregation_in_the_hfta_reads_its_parameters_there(qs):
     estar = stats["param_changes"][0]["data_usec"] // 1_000_000 // 10
     want = by_epoch_split(run_fixed(qs, "hagg", START),
                           run_fixed(qs, "hagg", {**START, "minlen": 900}), estar)
+    assert sorted(got, key=agg_key) == want
+
+
+def test_a_sampling_query_switches_at_the_next_window(qs):
+    """CLEANING_WHEN and CLEANING_BY read the values of the tuple's window."""
+    got, stats = run_changing(qs, "samp", {36000: {"k": 300, "j": 12}})
+    estar = stats["param_changes"][0]["data_usec"] // 1_000_000 // 10
+    want = by_epoch_split(run_fixed(qs, "samp", START),
+                          run_fixed(qs, "samp", {**START, "k": 300, "j": 12}), estar)
     assert sorted(got, key=agg_key) == want
 
 

@@ -11,11 +11,13 @@ some node cannot switch that way cannot change while running: the run
 refuses the change, saying why (param_fixed)."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
+from ..frontend import ast
 from ..semantics.bound import FieldRef, walk
 from ..semantics.types import Temporal
-from .nodes import HftaAggregate, LftaAggregate, PlanNode
+from .nodes import HftaAggregate, LftaAggregate, LftaNode, PlanNode
 from .plan import Plan
 
 
@@ -31,6 +33,25 @@ def _lfta_follows_epochs(n: LftaAggregate) -> bool:
                 if f is None or f.temporal is not Temporal.INCREASING or not f.type.is_numeric:
                     return False
     return True
+
+
+def params_read(n: PlanNode) -> set[str]:
+    """The parameters n's own expressions read (its query may declare more:
+    an aggregation in the HFTA reads its WHERE's there, not in its LFTA)."""
+    names: set[str] = set()
+
+    def visit(x: object) -> None:
+        if isinstance(x, ast.Expr):
+            names.update(p.name for p in walk(x) if isinstance(p, ast.Param))
+        elif isinstance(x, (tuple, list)):
+            for y in x:
+                visit(y)
+        elif dataclasses.is_dataclass(x) and not isinstance(x, type):
+            for f in dataclasses.fields(x):
+                if f.name not in ("query", "output", "input_defs", "protocol", "params"):
+                    visit(getattr(x, f.name))
+    visit(n)
+    return names
 
 
 def param_fixed(plan: Plan, n: PlanNode) -> Optional[str]:
@@ -55,13 +76,17 @@ def param_fixed(plan: Plan, n: PlanNode) -> Optional[str]:
 
 def explain_line(plan: Plan, n: PlanNode) -> Optional[str]:
     """explain's line on n's parameters and how a change reaches them."""
-    if not n.params:
+    read = params_read(n)
+    if not read:
         return None
-    names = ", ".join(f"${p}" for p in sorted(n.params))
+    names = ", ".join(f"${p}" for p in sorted(read))
     why = param_fixed(plan, n)
     if why is not None:
         return f"    PARAMS   {names}: fixed while running ({why})"
     if isinstance(n, (LftaAggregate, HftaAggregate)):
         return (f"    PARAMS   {names}: a change while running takes effect from the next "
                 "epoch (the epochs reached keep the old value)")
-    return f"    PARAMS   {names}: a change while running takes effect from the next batch"
+    line = f"    PARAMS   {names}: a change while running takes effect from the next batch"
+    if isinstance(n, LftaNode):
+        line += " (a predicate reading one stays out of the interface's prefilter)"
+    return line
