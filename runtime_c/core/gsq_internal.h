@@ -720,7 +720,7 @@ void gsq_params_apply(gsq_run *r);
  * (options.c; gsqlc_set_param before the start, gsq_params_apply after). */
 int gsq_param_put(gsq_run *r, const char *name, const char *value);
 void gsq_params_stats(const gsq_run *r, gsq_buf *b);
-void gsq_params_report(const gsq_run *r, gsq_buf *b);
+void gsq_params_report(gsq_run *r, gsq_buf *b);
 void gsq_params_free(gsq_run *r);
 
 /* Interface sets (sets.c).  The members of `set` in order (NULL when it is

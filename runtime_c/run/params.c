@@ -389,8 +389,9 @@ void gsq_params_stats(const gsq_run *r, gsq_buf *b)
     gsq_buf_addc(b, ']');
 }
 
-void gsq_params_report(const gsq_run *r, gsq_buf *b)
+void gsq_params_report(gsq_run *r, gsq_buf *b)
 {
+    const gsq_param_change *c;
     uint32_t i;
     for (i = 0; i < r->n_param_events; i++) {
         const gsq_param_event *ev = &r->param_events[i];
@@ -404,6 +405,14 @@ void gsq_params_report(const gsq_run *r, gsq_buf *b)
                            (unsigned long long)(ev->data_usec % 1000000u));
         gsq_buf_adds(b, "\n");
     }
+    /* asked for after the last round boundary: the run had ended */
+    pthread_mutex_lock(&r->param_mu);
+    for (c = r->param_queue; c; c = c->next)
+        gsq_buf_printf(b,
+                       "gsqlc: parameter $%s: the change to '%s' came as the run ended and was "
+                       "not applied\n",
+                       c->name, c->value);
+    pthread_mutex_unlock(&r->param_mu);
 }
 
 void gsq_params_free(gsq_run *r)
