@@ -266,6 +266,34 @@ def test_a_parameter_no_epoch_can_switch_cannot_change(qs):
     assert got and all(r["n"] > 900 for r in got)
 
 
+def test_a_parameter_drawing_the_epochs_cannot_change(tmp_path):
+    """GROUP BY time/$w: $w draws the epochs a change would wait for."""
+    (tmp_path / "s.txt").write_text(SCHEMA)
+    (tmp_path / "q.gsql").write_text(
+        "DEFINE { query_name 'tw'; }\nPARAM { w uint; thr ullong; }\n"
+        "SELECT tb, count(*) AS n FROM [csv].PKTS GROUP BY time/$w AS tb HAVING count(*) > $thr\n")
+    q = gsqlc.compile([tmp_path / "q.gsql"], schema=tmp_path / "s.txt")
+    assert "$w: fixed while running (query tw's temporal group-by reads it" in q.explain()
+    messages = []
+
+    def feed(box):
+        for k in range(0, 8000, BATCH):
+            if k == 4000:
+                try:
+                    box[0].set_param("w", 5)
+                except RunError as e:
+                    messages.append(str(e))
+                box[0].set_param("thr", 5)     # the other one can change
+            yield to_batch(ROWS[k:k + BATCH])
+    box = []
+    run = q.run({"csv": feed(box)}, "tw", params={"w": 10, "thr": 0})
+    box.append(run)
+    list(run)
+    assert messages == ["parameter $w cannot change while the run goes on: query tw's temporal "
+                        "group-by reads it: it draws the epochs a change would wait for"]
+    assert [c["name"] for c in run.stats["param_changes"]] == ["thr"]
+
+
 def test_a_run_split_over_threads_takes_no_change(qs):
     run = qs.run({"csv": to_batch(ROWS * 4)}, "sel", params=START, threads=2)
     try:

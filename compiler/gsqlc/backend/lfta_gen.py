@@ -115,8 +115,11 @@ def _prefetch_reads(n: LftaNode, reads: LftaReads) -> TemplateData:
     out: TemplateData = {"prefetch_reads": None, "col_prefetch_reads": None,
                          "raw_prefetch_reads": None}
     proto = n.protocol
+    # (a parameter or interface property is read from the LFTA's state,
+    # which the vectorized hashing of raw columns has not)
     if not isinstance(n, LftaAggregate) or any(
-            isinstance(x, ast.Call) for _, e in n.group_by for x in walk(e)) or any(
+            isinstance(x, (ast.Call, ast.Param, ast.IfaceParam)) for _, e in n.group_by
+            for x in walk(e)) or any(
             proto.fields[nm].source == "system" for _, e in n.group_by for nm in fields_of(e)):
         return out
     key_fields = list(dict.fromkeys(nm for _, e in n.group_by for nm in fields_of(e)))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..planner.nodes import LftaAggregate, LftaNode, PlanNode
-from ..planner.params import param_fixed, params_read
+from ..planner.params import fixed_params
 from ..semantics.bound import AccumRef
 from ..semantics.model import StreamDef
 from ..semantics.resolve import leaves
@@ -73,11 +73,8 @@ def render_queryset(gen: GenContext) -> str:
                      for name, t in n.params.items()})
     fixed: dict[str, str] = {}
     for n in gen.plan.nodes:
-        read = params_read(n)
-        why = param_fixed(gen.plan, n) if read else None
-        if why is not None:
-            for name in read:
-                fixed.setdefault(name, why)
+        for name, why in fixed_params(gen.plan, n).items():
+            fixed.setdefault(name, why)
     return gen.render("queryset.c.j2", {"streams": streams, "lftas": lftas, "hftas": hftas,
                                         "params": [{"name": c_string(nm), "type": code,
                                                     "fixed": c_string(fixed[nm])

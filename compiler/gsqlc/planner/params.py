@@ -54,8 +54,8 @@ def params_read(n: PlanNode) -> set[str]:
     return names
 
 
-def param_fixed(plan: Plan, n: PlanNode) -> Optional[str]:
-    """Why node n cannot take a parameter changed while the run goes on
+def _node_fixed(plan: Plan, n: PlanNode) -> Optional[str]:
+    """Why node n cannot take any parameter changed while the run goes on
     (None: it can)."""
     q = n.query.name
     if isinstance(n, LftaAggregate):
@@ -74,19 +74,42 @@ def param_fixed(plan: Plan, n: PlanNode) -> Optional[str]:
     return None
 
 
+def fixed_params(plan: Plan, n: PlanNode) -> dict[str, str]:
+    """The parameters n reads that cannot change while the run goes on, and
+    why: all of them when n cannot switch by epoch; those its temporal
+    group-by reads (they draw the epochs a change would wait for)."""
+    read = params_read(n)
+    why = _node_fixed(plan, n) if read else None
+    if why is not None:
+        return {p: why for p in read}
+    out: dict[str, str] = {}
+    if isinstance(n, (LftaAggregate, HftaAggregate)):
+        for i in n.epoch_indices:
+            for x in walk(n.group_by[i][1]):
+                if isinstance(x, ast.Param):
+                    out[x.name] = (f"query {n.query.name}'s temporal group-by reads it: it "
+                                   "draws the epochs a change would wait for")
+    return out
+
+
 def explain_line(plan: Plan, n: PlanNode) -> Optional[str]:
     """explain's line on n's parameters and how a change reaches them."""
     read = params_read(n)
     if not read:
         return None
-    names = ", ".join(f"${p}" for p in sorted(read))
-    why = param_fixed(plan, n)
-    if why is not None:
-        return f"    PARAMS   {names}: fixed while running ({why})"
-    if isinstance(n, (LftaAggregate, HftaAggregate)):
-        return (f"    PARAMS   {names}: a change while running takes effect from the next "
-                "epoch (the epochs reached keep the old value)")
-    line = f"    PARAMS   {names}: a change while running takes effect from the next batch"
-    if isinstance(n, LftaNode):
-        line += " (a predicate reading one stays out of the interface's prefilter)"
-    return line
+    fixed = fixed_params(plan, n)
+    free = sorted(p for p in read if p not in fixed)
+    parts = []
+    if free:
+        names = ", ".join(f"${p}" for p in free)
+        if isinstance(n, (LftaAggregate, HftaAggregate)):
+            parts.append(f"{names}: a change while running takes effect from the next epoch "
+                         "(the epochs reached keep the old value)")
+        else:
+            parts.append(f"{names}: a change while running takes effect from the next batch"
+                         + (" (a predicate reading one stays out of the interface's "
+                            "prefilter)" if isinstance(n, LftaNode) else ""))
+    for why in sorted(set(fixed.values())):
+        names = ", ".join(f"${p}" for p in sorted(fixed) if fixed[p] == why)
+        parts.append(f"{names}: fixed while running ({why})")
+    return "    PARAMS   " + "\n             ".join(parts)
