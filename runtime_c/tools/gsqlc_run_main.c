@@ -623,6 +623,8 @@ typedef struct command {
     const char *output_file;
     int stats;
     param_file params; /* --param-file's, when params.path */
+    char *param_names[MAX_ARGS], *param_values[MAX_ARGS]; /* each --param, set over it */
+    int n_params;
     char *owned[MAX_ARGS]; /* the URIs made of paths */
     int n_owned;
 } command;
@@ -724,11 +726,14 @@ static int apply(gsq_run *r, command *c, const run_flag *f, char *value)
             fprintf(stderr, "gsqlc-run: error: --param %s: %s\n", value, gsqlc_error(r));
             return 2;
         }
+        if (c->n_params == MAX_ARGS)
+            return usage("too many --param options (at most %d)", MAX_ARGS);
+        c->param_names[c->n_params] = value;
+        c->param_values[c->n_params++] = rest;
         return 0;
-    case OWN_PARAM_FILE:
-        param_file_free(&c->params);
+    case OWN_PARAM_FILE: /* read once every flag is parsed: --param wins */
         c->params.path = value;
-        return param_file_read(r, &c->params, param_take_first);
+        return 0;
     case OWN_OUTPUT:
         if (c->n_outputs == MAX_OUTPUTS)
             return usage("too many --output options (at most %d)", MAX_OUTPUTS);
@@ -803,6 +808,16 @@ static int parse(gsq_run *r, command *c, int argc, char **argv)
         rc = apply(r, c, f, value);
         if (rc)
             return rc;
+    }
+    if (c->params.path) { /* the file's values, then each --param over them, as gsqlc run */
+        int rc = param_file_read(r, &c->params, param_take_first);
+        for (int k = 0; rc == 0 && k < c->n_params; k++)
+            if (gsqlc_set_param(r, c->param_names[k], c->param_values[k])) {
+                fprintf(stderr, "gsqlc-run: error: --param %s: %s\n", c->param_names[k],
+                        gsqlc_error(r));
+                rc = 2;
+            }
+        return rc;
     }
     return 0;
 }
