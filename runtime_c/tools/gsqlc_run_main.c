@@ -448,6 +448,7 @@ typedef struct param_file {
     char *names[MAX_PARAMS];
     char *values[MAX_PARAMS];
     int n;
+    const char *kept; /* said after an error of the file read again (on SIGHUP) */
 } param_file;
 
 static char *trim(char *s)
@@ -500,36 +501,44 @@ static void param_file_free(param_file *pf)
 }
 
 /* Read pf->path: each NAME=VALUE line given to take(r, pf, name, value,
- * line), which returns nonzero to stop.  0, 2 when the file cannot be read
- * or a line is not NAME=VALUE (said on stderr), or take's nonzero. */
+ * line), which returns nonzero to stop -- once every line is known to be
+ * NAME=VALUE, a comment or blank: a file with another line changes nothing.
+ * 0, 2 when the file cannot be read or a line is not NAME=VALUE (said on
+ * stderr), or take's nonzero. */
 static int param_file_read(gsq_run *r, param_file *pf,
                            int (*take)(gsq_run *, param_file *, const char *, const char *,
                                        int))
 {
     FILE *f = fopen(pf->path, "r");
     char line[4096];
-    int no = 0, rc = 0;
+    int no, rc = 0;
     if (!f) {
-        fprintf(stderr, "gsqlc-run: error: --param-file %s: %s\n", pf->path, strerror(errno));
+        fprintf(stderr, "gsqlc-run: error: --param-file %s: %s%s\n", pf->path, strerror(errno),
+                pf->kept ? pf->kept : "");
         return 2;
     }
-    while (rc == 0 && fgets(line, sizeof line, f)) {
-        char *s, *eq;
-        no++;
-        s = line;
-        s[strcspn(s, "#")] = '\0';
-        s = trim(s);
-        if (!*s)
-            continue;
-        eq = strchr(s, '=');
-        if (!eq || eq == s) {
-            fprintf(stderr, "gsqlc-run: error: %s:%d: expected NAME=VALUE, got '%s'\n", pf->path,
-                    no, s);
-            rc = 2;
-            break;
+    for (int pass = 0; pass < 2 && rc == 0; pass++) { /* checked, then taken */
+        rewind(f);
+        no = 0;
+        while (rc == 0 && fgets(line, sizeof line, f)) {
+            char *s, *eq;
+            no++;
+            s = line;
+            s[strcspn(s, "#")] = '\0';
+            s = trim(s);
+            if (!*s)
+                continue;
+            eq = strchr(s, '=');
+            if (!eq || eq == s) {
+                fprintf(stderr, "gsqlc-run: error: %s:%d: expected NAME=VALUE, got '%s'%s\n",
+                        pf->path, no, s, pf->kept ? pf->kept : "");
+                rc = 2;
+                break;
+            }
+            *eq = '\0';
+            if (pass == 1)
+                rc = take(r, pf, trim(s), trim(eq + 1), no);
         }
-        *eq = '\0';
-        rc = take(r, pf, trim(s), trim(eq + 1), no);
     }
     fclose(f);
     return rc;
@@ -597,6 +606,7 @@ static int start_hup_waiter(hup_waiter *w, gsq_run *r, param_file *pf)
     w->r = r;
     w->pf = pf;
     w->done = 0;
+    pf->kept = "; the run keeps its parameters";
     sigemptyset(&w->set);
     sigaddset(&w->set, SIGHUP);
     if (pthread_sigmask(SIG_BLOCK, &w->set, NULL) != 0)
