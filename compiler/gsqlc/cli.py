@@ -253,9 +253,9 @@ def _show_progress(args: argparse.Namespace) -> bool:
     return not (to_stdout and sys.stdout.isatty())
 
 
-def _run_request(args: argparse.Namespace) -> session.RunRequest:
+def _run_request(args: argparse.Namespace, from_file: dict[str, str]) -> session.RunRequest:
     """The run `gsqlc run`'s flags ask for (a flag not given: the session's
-    default)."""
+    default); from_file: the values --param-file gave."""
     given = {"clock": args.clock, "heartbeat_interval": args.heartbeat_interval,
              "csv_separator": args.csv_separator, "stall_intervals": args.stall_intervals,
              "trace": args.trace, "batch": args.batch, "columnar": args.columnar,
@@ -266,23 +266,20 @@ def _run_request(args: argparse.Namespace) -> session.RunRequest:
         interfaces_file=args.interfaces,
         max_skew=[_split_binding(t, "--max-skew") for t in args.max_skew],
         bounds=_time_bounds(args),
-        params=_params(args),
+        params={**from_file, **dict(_split_binding(p, "--param") for p in args.param)},
         output=args.output or None, all_outputs=True,
         options=session.RunOptions(**{k: v for k, v in given.items() if v is not None},
                                    csv_strict=args.csv_strict, csv_header=args.csv_header,
                                    report="losses" if args.quiet else "all"))
 
 
-def _params(args: argparse.Namespace) -> dict[str, str]:
-    """The parameters a run starts with: --param-file's, then each --param."""
-    out = ({name: v for name, (v, _) in param_file.read(args.param_file).items()}
-           if args.param_file else {})
-    out.update(_split_binding(p, "--param") for p in args.param)
-    return out
-
-
 def cmd_run(args: argparse.Namespace) -> int:
-    settled = session.settle(_run_request(args))
+    # the run starts with --param-file's values, each --param over them; on
+    # SIGHUP a value that changed in the file since goes to the run (one the
+    # file left alone keeps its --param)
+    from_file = ({name: v for name, (v, _) in param_file.read(args.param_file).items()}
+                 if args.param_file else {})
+    settled = session.settle(_run_request(args, from_file))
     compile_options = _options(args, sanitize=args.sanitize)
     # a query set built before runs from the input-keyed cache: no parsing,
     # planning or code generation (an error in a query is never cached)
@@ -321,7 +318,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     run = session.start(prep, library, output, split, plan, shown)
     if args.param_file:
         assert isinstance(run, Run)   # one thread (threads=1 above)
-        run.handle.on_hup = param_file.Reloader(args.param_file, prep.params,
+        run.handle.on_hup = param_file.Reloader(args.param_file, from_file,
                                                 run.handle.change_param)
     result = run_to_end(run)
     report = result.report

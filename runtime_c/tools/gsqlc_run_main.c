@@ -448,6 +448,7 @@ typedef struct param_file {
     char *names[MAX_PARAMS];
     char *values[MAX_PARAMS];
     int n;
+    const char *kept; /* said after an error of the file read again (on SIGHUP) */
 } param_file;
 
 static char *trim(char *s)
@@ -500,36 +501,44 @@ static void param_file_free(param_file *pf)
 }
 
 /* Read pf->path: each NAME=VALUE line given to take(r, pf, name, value,
- * line), which returns nonzero to stop.  0, 2 when the file cannot be read
- * or a line is not NAME=VALUE (said on stderr), or take's nonzero. */
+ * line), which returns nonzero to stop -- once every line is known to be
+ * NAME=VALUE, a comment or blank: a file with another line changes nothing.
+ * 0, 2 when the file cannot be read or a line is not NAME=VALUE (said on
+ * stderr), or take's nonzero. */
 static int param_file_read(gsq_run *r, param_file *pf,
                            int (*take)(gsq_run *, param_file *, const char *, const char *,
                                        int))
 {
     FILE *f = fopen(pf->path, "r");
     char line[4096];
-    int no = 0, rc = 0;
+    int no, rc = 0;
     if (!f) {
-        fprintf(stderr, "gsqlc-run: error: --param-file %s: %s\n", pf->path, strerror(errno));
+        fprintf(stderr, "gsqlc-run: error: --param-file %s: %s%s\n", pf->path, strerror(errno),
+                pf->kept ? pf->kept : "");
         return 2;
     }
-    while (rc == 0 && fgets(line, sizeof line, f)) {
-        char *s, *eq;
-        no++;
-        s = line;
-        s[strcspn(s, "#")] = '\0';
-        s = trim(s);
-        if (!*s)
-            continue;
-        eq = strchr(s, '=');
-        if (!eq || eq == s) {
-            fprintf(stderr, "gsqlc-run: error: %s:%d: expected NAME=VALUE, got '%s'\n", pf->path,
-                    no, s);
-            rc = 2;
-            break;
+    for (int pass = 0; pass < 2 && rc == 0; pass++) { /* checked, then taken */
+        rewind(f);
+        no = 0;
+        while (rc == 0 && fgets(line, sizeof line, f)) {
+            char *s, *eq;
+            no++;
+            s = line;
+            s[strcspn(s, "#")] = '\0';
+            s = trim(s);
+            if (!*s)
+                continue;
+            eq = strchr(s, '=');
+            if (!eq || eq == s) {
+                fprintf(stderr, "gsqlc-run: error: %s:%d: expected NAME=VALUE, got '%s'%s\n",
+                        pf->path, no, s, pf->kept ? pf->kept : "");
+                rc = 2;
+                break;
+            }
+            *eq = '\0';
+            if (pass == 1)
+                rc = take(r, pf, trim(s), trim(eq + 1), no);
         }
-        *eq = '\0';
-        rc = take(r, pf, trim(s), trim(eq + 1), no);
     }
     fclose(f);
     return rc;
@@ -597,6 +606,7 @@ static int start_hup_waiter(hup_waiter *w, gsq_run *r, param_file *pf)
     w->r = r;
     w->pf = pf;
     w->done = 0;
+    pf->kept = "; the run keeps its parameters";
     sigemptyset(&w->set);
     sigaddset(&w->set, SIGHUP);
     if (pthread_sigmask(SIG_BLOCK, &w->set, NULL) != 0)
@@ -623,6 +633,8 @@ typedef struct command {
     const char *output_file;
     int stats;
     param_file params; /* --param-file's, when params.path */
+    char *param_names[MAX_ARGS], *param_values[MAX_ARGS]; /* each --param, set over it */
+    int n_params;
     char *owned[MAX_ARGS]; /* the URIs made of paths */
     int n_owned;
 } command;
@@ -724,11 +736,14 @@ static int apply(gsq_run *r, command *c, const run_flag *f, char *value)
             fprintf(stderr, "gsqlc-run: error: --param %s: %s\n", value, gsqlc_error(r));
             return 2;
         }
+        if (c->n_params == MAX_ARGS)
+            return usage("too many --param options (at most %d)", MAX_ARGS);
+        c->param_names[c->n_params] = value;
+        c->param_values[c->n_params++] = rest;
         return 0;
-    case OWN_PARAM_FILE:
-        param_file_free(&c->params);
+    case OWN_PARAM_FILE: /* read once every flag is parsed: --param wins */
         c->params.path = value;
-        return param_file_read(r, &c->params, param_take_first);
+        return 0;
     case OWN_OUTPUT:
         if (c->n_outputs == MAX_OUTPUTS)
             return usage("too many --output options (at most %d)", MAX_OUTPUTS);
@@ -803,6 +818,16 @@ static int parse(gsq_run *r, command *c, int argc, char **argv)
         rc = apply(r, c, f, value);
         if (rc)
             return rc;
+    }
+    if (c->params.path) { /* the file's values, then each --param over them, as gsqlc run */
+        int rc = param_file_read(r, &c->params, param_take_first);
+        for (int k = 0; rc == 0 && k < c->n_params; k++)
+            if (gsqlc_set_param(r, c->param_names[k], c->param_values[k])) {
+                fprintf(stderr, "gsqlc-run: error: --param %s: %s\n", c->param_names[k],
+                        gsqlc_error(r));
+                rc = 2;
+            }
+        return rc;
     }
     return 0;
 }
