@@ -9,6 +9,7 @@ report).
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
@@ -279,6 +280,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     # file left alone keeps its --param)
     from_file = ({name: v for name, (v, _) in param_file.read(args.param_file).items()}
                  if args.param_file else {})
+    hup_early: list[int] = []
+    if args.param_file:
+        if args.threads is not None and args.threads > 1:
+            raise UsageError("--param-file runs on one thread (a change takes effect at one "
+                             "instant of the run): drop --threads")
+        # a SIGHUP before the run starts (while it is built) is kept for it
+        signal.signal(signal.SIGHUP, lambda sig, frame: hup_early.append(sig))
     settled = session.settle(_run_request(args, from_file))
     compile_options = _options(args, sanitize=args.sanitize)
     # a query set built before runs from the input-keyed cache: no parsing,
@@ -320,6 +328,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         assert isinstance(run, Run)   # one thread (threads=1 above)
         run.handle.on_hup = param_file.Reloader(args.param_file, from_file,
                                                 run.handle.change_param)
+        if hup_early:    # read again now: its values are the ones the run starts with
+            run.handle.on_hup()
     result = run_to_end(run)
     report = result.report
     if report:

@@ -850,6 +850,12 @@ int main(int argc, char **argv)
     rc = parse(r, &c, argc, argv);
     if (rc)
         goto out;
+    if (c.params.path) { /* a SIGHUP from now on waits for the thread that reads the file */
+        sigset_t hup;
+        sigemptyset(&hup);
+        sigaddset(&hup, SIGHUP);
+        pthread_sigmask(SIG_BLOCK, &hup, NULL);
+    }
     if (c.n_outputs == 0) /* every query no other reads */
         while (gsqlc_run_outputs[c.n_outputs] && c.n_outputs < MAX_OUTPUTS) {
             c.outputs[c.n_outputs] = gsqlc_run_outputs[c.n_outputs];
