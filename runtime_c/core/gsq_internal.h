@@ -437,7 +437,9 @@ typedef struct gsq_skew_decl {
 } gsq_skew_decl;
 
 enum gsq_hb_estimate { GSQ_EST_GIVEN, GSQ_EST_MAX, GSQ_EST_ADAPTIVE };
-/* option pcap_reader: how pcap:PATH files are read (sources/pcap_source.c) */
+/* option pcap_reader: how pcap:PATH files and pcap-live:IFACE interfaces
+ * are read (sources/pcap_source.c): mmap, the memory-mapped readers (the
+ * file mapped; on Linux the interface's AF_PACKET ring), or libpcap */
 enum gsq_pcap_reader { GSQ_PCAP_READER_MMAP, GSQ_PCAP_READER_LIBPCAP };
 enum gsq_hb_level { GSQ_LEVEL_OPERATOR, GSQ_LEVEL_QUERY };
 
@@ -526,7 +528,21 @@ typedef struct gsq_iface_time {
     int has_range;            /* pcap_range: read only the capture's records */
     uint64_t range_start;     /*   in bytes [range_start, range_end) */
     uint64_t range_end;
+    /* a live interface's capture (sources/pcap_source.c; 0: not given, the
+     * GSQ_LIVE_ default): live_snaplen:NAME and live_promisc:NAME (either
+     * reader), live_block_size:NAME, live_blocks:NAME and
+     * live_block_timeout:NAME (milliseconds; the AF_PACKET ring) */
+    uint32_t live_snaplen;
+    int live_promisc;
+    uint32_t live_block_size;
+    uint32_t live_blocks;
+    uint32_t live_block_timeout;
 } gsq_iface_time;
+
+#define GSQ_LIVE_SNAPLEN 65535u
+#define GSQ_LIVE_BLOCK_SIZE (1u << 20)
+#define GSQ_LIVE_BLOCKS 64u
+#define GSQ_LIVE_BLOCK_TIMEOUT_MS 10u
 
 /* The settings of interface iface (NULL: none given). */
 const gsq_iface_time *gsq_iface_settings(const gsq_run *r, const char *iface);

@@ -38,7 +38,7 @@
  * empty before its setter runs; WORDS and VALUES have as many items, and
  * EXPECTS of a WORDS option lists its words ("a, b or c").  The order is
  * the one the "unknown option" error lists the names in (tests assert it),
- * not sorted: the table is scanned (32 entries, each option set once).
+ * not sorted: the table is scanned (38 entries, each option set once).
  */
 GSQ_OPTION("csv_separator", CHAR, FIELD(csv_sep), NO_RANGE, NO_WORDS, NO_VALUES,
            set_csv_separator, "one character",
@@ -139,7 +139,26 @@ GSQ_OPTION("arrow_flush", BOOL, FIELD(arrow_flush), NO_RANGE, NO_WORDS, NO_VALUE
            "0 or 1", "1: the sinks are flushed after each record batch of an Arrow source.")
 GSQ_OPTION("pcap_reader", WORDS, FIELD(pcap_reader), NO_RANGE, WORDS("mmap", "libpcap"),
            VALUES(GSQ_PCAP_READER_MMAP, GSQ_PCAP_READER_LIBPCAP), set_words, "mmap or libpcap",
-           "How pcap:PATH files are read: memory-mapped (default) or through libpcap.")
+           "How pcap:PATH files and pcap-live:IFACE interfaces are read: memory-mapped "
+           "(default: the file mapped; on Linux the interface's AF_PACKET ring) or through "
+           "libpcap.")
+GSQ_OPTION("live_snaplen:NAME", UINT, NO_FIELD, RANGE(64, 262144), NO_WORDS, NO_VALUES,
+           set_live_snaplen, "an integer from 64 to 262144 (bytes)",
+           "Bytes kept of each frame of live interface NAME (default 65535).")
+GSQ_OPTION("live_promisc:NAME", BOOL, NO_FIELD, NO_RANGE, NO_WORDS, NO_VALUES,
+           set_live_promisc, "0 or 1",
+           "1: live interface NAME is captured in promiscuous mode (default 0).")
+GSQ_OPTION("live_block_size:NAME", UINT, NO_FIELD, RANGE(4096, 268435456), NO_WORDS,
+           NO_VALUES, set_live_block_size,
+           "a power of two from 4096 to 268435456 (bytes), a multiple of the page size",
+           "Bytes of each block of live interface NAME's AF_PACKET ring (default 1048576).")
+GSQ_OPTION("live_blocks:NAME", UINT, NO_FIELD, RANGE(2, 65536), NO_WORDS, NO_VALUES,
+           set_live_blocks, "an integer from 2 to 65536",
+           "Blocks of live interface NAME's AF_PACKET ring (default 64).")
+GSQ_OPTION("live_block_timeout:NAME", UINT, NO_FIELD, RANGE(1, 60000), NO_WORDS, NO_VALUES,
+           set_live_block_timeout, "an integer from 1 to 60000 (milliseconds)",
+           "Milliseconds after which the kernel hands over a block of live interface NAME's "
+           "AF_PACKET ring that is not full (default 10).")
 GSQ_OPTION("partition", FORM, NO_FIELD, NO_RANGE, NO_WORDS, NO_VALUES, set_partition,
            "K/N (0 <= K < N <= 4096)",
            "LFTA aggregations count only the groups of hash partition K of N: N runs over the "

@@ -460,6 +460,59 @@ static int set_csv_header(gsq_run *r, const gsq_option *o, const char *iface, co
     return 0;
 }
 
+/* live_snaplen:NAME, live_blocks:NAME, live_block_timeout:NAME and
+ * live_block_size:NAME (which pow2 requires to be a power of two): an
+ * integer in o's range, into the interface's settings at *member's offset
+ * (pcap_source.c reads them). */
+static int set_live_uint(gsq_run *r, const gsq_option *o, const char *iface, const char *value,
+                         size_t member, int pow2)
+{
+    uint64_t v;
+    gsq_iface_time *t;
+    if (!*value || gsq_parse_ullong(value, strlen(value), &v) != 0 || v < o->low ||
+        v > o->high || (pow2 && (v & (v - 1)) != 0))
+        return refuse(r, o, iface, value);
+    if (!(t = iface_time(r, iface)))
+        return -1;
+    *(uint32_t *)((char *)t + member) = (uint32_t)v;
+    return 0;
+}
+
+static int set_live_snaplen(gsq_run *r, const gsq_option *o, const char *iface, const char *value)
+{
+    return set_live_uint(r, o, iface, value, offsetof(gsq_iface_time, live_snaplen), 0);
+}
+
+static int set_live_block_size(gsq_run *r, const gsq_option *o, const char *iface,
+                               const char *value)
+{
+    return set_live_uint(r, o, iface, value, offsetof(gsq_iface_time, live_block_size), 1);
+}
+
+static int set_live_blocks(gsq_run *r, const gsq_option *o, const char *iface, const char *value)
+{
+    return set_live_uint(r, o, iface, value, offsetof(gsq_iface_time, live_blocks), 0);
+}
+
+static int set_live_block_timeout(gsq_run *r, const gsq_option *o, const char *iface,
+                                  const char *value)
+{
+    return set_live_uint(r, o, iface, value, offsetof(gsq_iface_time, live_block_timeout), 0);
+}
+
+/* live_promisc:NAME = 0 | 1 */
+static int set_live_promisc(gsq_run *r, const gsq_option *o, const char *iface, const char *value)
+{
+    gsq_iface_time *t;
+    uint8_t b;
+    if (gsq_parse_bool(value, strlen(value), &b) != 0)
+        return refuse(r, o, iface, value);
+    if (!(t = iface_time(r, iface)))
+        return -1;
+    t->live_promisc = b;
+    return 0;
+}
+
 /* ---- the generic setters: any option of their kind, through its FIELD */
 
 static int set_bool(gsq_run *r, const gsq_option *o, const char *arg, const char *value)

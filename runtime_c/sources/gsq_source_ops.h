@@ -10,7 +10,7 @@
  *   gsq_csvtcp_ops     csvtcp:HOST:PORT          sources/csv_source.c
  *   gsq_gdat_ops       gdat:PATH (Tigon's GDAT)  sources/gdat_source.c
  *   gsq_pcap_ops       pcap:PATH                 sources/pcap_source.c
- *   gsq_pcap_live_ops  pcap-live:IFACE           sources/pcap_source.c
+ *   gsq_pcap_live_ops  pcap-live:IFACE           sources/pcap_source.c (afpacket.c)
  *   gsq_arrow_ops      gsqlc_bind_arrow          sources/arrow_source.c
  *
  * Record timestamps (sources/source_time.c): whether a source's records

@@ -14,10 +14,27 @@
  * the middle of the file (libpcap: "truncated dump file"; the mapped
  * reader: a record or block cut short or inconsistent) ends the source;
  * what was read is processed and the report says so, with the reason (the
- * mapped reader: and the byte offset of the record or block).  Live:
- * pcap_open_live(snaplen 65535, promiscuous off, 100 ms timeout) in
- * non-blocking mode; when no packet is ready the reader polls the
- * selectable fd for at most 100 ms, so a stop signal is noticed promptly.
+ * mapped reader: and the byte offset of the record or block).
+ *
+ * Live interfaces: on Linux, with pcap_reader=mmap (the default), read in
+ * place from an AF_PACKET socket's TPACKET_V3 ring (afpacket.c: zero copy,
+ * a record's data points into a block of the ring), unless that reader
+ * does not take the interface ("any", a hardware type it leaves alone:
+ * afpacket.h) -- then, as with pcap_reader=libpcap or on another system,
+ * through pcap_open_live (100 ms timeout) in non-blocking mode.  Both take
+ * options live_snaplen:NAME (default 65535) and live_promisc:NAME
+ * (default 0); the ring takes live_block_size:NAME, live_blocks:NAME and
+ * live_block_timeout:NAME.  When no packet is ready the run loop polls the
+ * socket (wait_fd) for at most 100 ms, so a stop signal is noticed
+ * promptly.
+ *
+ * The ring's blocks and the records' lifetime: a batch's records point
+ * into the blocks they were read from; the run loop has processed every
+ * record of a batch (run_batch, then gsq_ring_release) before it calls
+ * read_batch again, so ring_read_batch first hands back to the kernel
+ * every block read to its end -- except the one holding a packet held
+ * back past the batch's time limit (held_ap) -- and only then reads on.
+ * Records are never read after close, which unmaps the ring.
  *
  * Every record's app_usec and arrival_usec are its packet timestamp (as
  * pkt.ts_usec).  Time-aligned replay (run/loop.c): a batch stops before the
@@ -27,13 +44,14 @@
  * Both paths end a batch at the same packet: the mapped one counts the
  * bytes the libpcap path would have copied into the ring.
  *
- * Reader state invariants: exactly one of handle (libpcap) and mapped
- * (mm open) holds from pcap_src_open to pcap_src_close -- or neither, with
+ * Reader state invariants: exactly one of handle (libpcap), mapped
+ * (mm open) and ringed (ap open) holds from pcap_src_open to
+ * pcap_src_close -- or none, with
  * at_eof set, when a pipe's run was cancelled before its file header came
  * (pipe.cancelled); linktype is
  * pcap_datalink(handle), or the mapped file's (first interface's) link
  * type; when held is set, the next packet is held_hdr/held_data
- * (held_hdr.caplen bytes, libpcap) or held_pkt (mapped).
+ * (held_hdr.caplen bytes, libpcap), held_pkt (mapped) or held_ap (ringed).
  */
 #define _GNU_SOURCE /* fopencookie; u_char & co. used by pcap.h */
 #include <errno.h>
@@ -49,6 +67,7 @@
 #include "gsq_source_ops.h"
 #include "gsq_pkt_decode.h"
 #include "pcap_mmap.h"
+#include "afpacket.h"
 
 /* A capture read from a pipe or FIFO: libpcap reads it through a stdio
  * stream whose reads poll the descriptor (at most 100 ms at a time), so a
@@ -66,6 +85,12 @@ typedef struct pcap_reader {
     int live;           /* gsq_pcap_live_ops */
     int mapped;         /* read through mm (pcap_mmap.h) */
     gsq_pcap_mmap mm;   /* owned while mapped */
+    int ringed;         /* live, read through ap (afpacket.h) */
+#ifdef __linux__
+    gsq_afpacket ap;    /* owned while ringed */
+    gsq_afpacket_pkt held_ap; /* ringed: points into a block of ap */
+    int64_t if_dropped; /* the interface's rx_dropped growth (-1: unknown) */
+#endif
     int linktype;
     int decoded;        /* link type is one the decoder understands */
     int classic;        /* libpcap reads a classic pcap file (gsq_pkt_ts_usec) */
@@ -73,7 +98,8 @@ typedef struct pcap_reader {
     int kernel_counted;     /* live: kernel holds pcap_stats' counts */
     struct pcap_stat kernel;
     char errmsg[PCAP_ERRBUF_SIZE + 256]; /* why the file ended early */
-    char fallback[160]; /* why the mapped reader did not take the file */
+    char fallback[256]; /* why the mapped reader did not take the file, or the
+                         * ring the interface */
     /* a packet read ahead (pcap_src_peek, or past the batch's time limit):
      * it is the next record of this source */
     int held;
@@ -163,7 +189,39 @@ static int pcap_src_open(gsq_run *r, gsq_source *s)
         return -1;
     }
     if (pr->live) {
-        pr->handle = pcap_open_live(s->path, 65535, 0, 100, errbuf);
+        const gsq_iface_time *t = gsq_iface_settings(r, s->iface);
+        uint32_t snaplen = t && t->live_snaplen ? t->live_snaplen : GSQ_LIVE_SNAPLEN;
+        int promisc = t && t->live_promisc;
+#ifdef __linux__
+        if (r->pcap_reader == GSQ_PCAP_READER_MMAP) {
+            gsq_afpacket_opts o;
+            char why[sizeof pr->fallback];
+            int rc;
+            o.block_size = t && t->live_block_size ? t->live_block_size : GSQ_LIVE_BLOCK_SIZE;
+            o.blocks = t && t->live_blocks ? t->live_blocks : GSQ_LIVE_BLOCKS;
+            o.block_timeout_ms =
+                t && t->live_block_timeout ? t->live_block_timeout : GSQ_LIVE_BLOCK_TIMEOUT_MS;
+            o.snaplen = snaplen;
+            o.promisc = promisc;
+            rc = gsq_afpacket_open(&pr->ap, s->path, &o, why, sizeof why);
+            if (rc < 0) {
+                gsq_run_fail(r, "pcap-live:%s: %s", s->path, why);
+                return -1;
+            }
+            if (rc == 0) {
+                pr->ringed = 1;
+                pr->linktype = pr->ap.linktype;
+                pr->decoded = gsq_pkt_linktype_known(pr->linktype);
+                return 0;
+            }
+            snprintf(pr->fallback, sizeof pr->fallback, "%s", why);
+        } else {
+            snprintf(pr->fallback, sizeof pr->fallback, "option pcap_reader=libpcap");
+        }
+#else
+        snprintf(pr->fallback, sizeof pr->fallback, "no AF_PACKET on this system");
+#endif
+        pr->handle = pcap_open_live(s->path, (int)snaplen, promisc, 100, errbuf);
         if (!pr->handle) {
             gsq_run_fail(r, "cannot open interface %s: %s", s->path, errbuf);
             return -1;
@@ -238,6 +296,22 @@ static int pcap_src_open(gsq_run *r, gsq_source *s)
 static void live_kernel_counts(pcap_reader *pr)
 {
     struct pcap_stat ps;
+#ifdef __linux__
+    if (pr->ringed && !pr->kernel_counted) {
+        /* the socket's counts (summed: each read resets them), and the
+         * interface's rx_dropped growth since open, as libpcap's ps_ifdrop */
+        int64_t now = gsq_afpacket_if_dropped(&pr->ap);
+        gsq_afpacket_count(&pr->ap);
+        pr->kernel_counted = 1;
+        pr->kernel.ps_recv = (u_int)pr->ap.kernel_received;
+        pr->kernel.ps_drop = (u_int)pr->ap.kernel_dropped;
+        pr->if_dropped = now >= 0 && pr->ap.if_dropped_at_open >= 0
+                             ? (now > pr->ap.if_dropped_at_open ? now - pr->ap.if_dropped_at_open : 0)
+                             : -1;
+        pr->kernel.ps_ifdrop = pr->if_dropped > 0 ? (u_int)pr->if_dropped : 0;
+        return;
+    }
+#endif
     if (!pr->live || !pr->handle || pr->kernel_counted)
         return;
     memset(&ps, 0, sizeof ps);
@@ -255,6 +329,9 @@ static void pcap_src_close(gsq_source *s)
     if (pr->handle)
         pcap_close(pr->handle);
     gsq_pcap_mmap_close(&pr->mm);
+#ifdef __linux__
+    gsq_afpacket_close(&pr->ap);
+#endif
     free(pr->held_data);
     free(pr);
     s->impl = NULL;
@@ -265,6 +342,10 @@ static void pcap_src_close(gsq_source *s)
 static int pcap_src_wait_fd(const gsq_source *s)
 {
     const pcap_reader *pr = s->impl;
+#ifdef __linux__
+    if (pr && pr->ringed)
+        return pr->ap.fd;
+#endif
     if (!pr || !pr->live || !pr->handle)
         return -1;
     return pcap_get_selectable_fd(pr->handle);
@@ -391,6 +472,51 @@ static int mm_read_batch(gsq_source *s, pcap_reader *pr)
     return 0;
 }
 
+/* ---- the AF_PACKET ring (Linux) ---------------------------------------- */
+
+#ifdef __linux__
+/* pcap_src_read_batch of a live interface read through its ring: records
+ * point into the ring's blocks.  The previous batch's records have all
+ * been processed (see the header comment): its blocks go back to the
+ * kernel first.  Every record sets kind, len, data, pkt, app_usec and
+ * arrival_usec (gsq_ring_commit_ref). */
+static int ring_read_batch(gsq_run *r, gsq_source *s, pcap_reader *pr)
+{
+    gsq_ring *ring = &s->ring;
+    gsq_afpacket_release(&pr->ap, pr->held ? pr->held_ap.data : NULL);
+    if (gsq_run_cancelled(r)) {
+        s->at_eof = 1;
+        return 0;
+    }
+    while (!gsq_ring_batch_full(ring)) {
+        gsq_afpacket_pkt pk;
+        gsq_record *rec;
+        if (pr->held)
+            pk = pr->held_ap;
+        else if (!gsq_afpacket_next(&pr->ap, &pk))
+            return 0; /* nothing ready: the run loop polls the socket */
+        if (pk.ts_usec > s->limit_usec) { /* the next round's */
+            pr->held_ap = pk;
+            pr->held = 1;
+            s->held_back++;
+            return 0;
+        }
+        pr->held = 0;
+        rec = gsq_ring_commit_ref(ring);
+        rec->kind = GSQ_SRC_PCAP;
+        rec->len = pk.caplen;
+        rec->data = pk.data;
+        rec->app_usec = rec->arrival_usec = pk.ts_usec;
+        pr->past_time_end += pk.ts_usec >= GSQ_PKT_TIME_END_USEC;
+        gsq_pkt_decode_fast(&rec->pkt, pk.ts_usec, pk.wire_len,
+                            pr->decoded ? pr->linktype : -1, pk.data, pk.caplen);
+        s->records_read++;
+        s->bytes_read += pk.caplen;
+    }
+    return 0;
+}
+#endif
+
 /* ---- both -------------------------------------------------------------- */
 
 static int pcap_src_peek(gsq_run *r, gsq_source *s, uint64_t *ts_usec)
@@ -428,6 +554,10 @@ static int pcap_src_read_batch(gsq_run *r, gsq_source *s)
     pcap_reader *pr = s->impl;
     if (pr->mapped)
         return mm_read_batch(s, pr);
+#ifdef __linux__
+    if (pr->ringed)
+        return ring_read_batch(r, s, pr);
+#endif
     if (!pr->handle) { /* a pipe's run stopped before its file header */
         s->at_eof = 1;
         return 0;
@@ -493,6 +623,16 @@ static void pcap_src_report(const gsq_source *s, gsq_buf *out)
     if (!pr)
         return;
     live_kernel_counts(pr);
+#ifdef __linux__
+    if (pr->ringed && pr->kernel_counted && (pr->kernel.ps_drop || pr->kernel.ps_ifdrop))
+        gsq_buf_printf(out,
+                       "gsqlc: warning: %s: %u packets dropped by the kernel (capture ring "
+                       "full %llu times: a larger ring, live_blocks or live_block_size, holds "
+                       "longer bursts) and %u by the interface; %llu were read\n",
+                       s->path, pr->kernel.ps_drop, (unsigned long long)pr->ap.kernel_freezes,
+                       pr->kernel.ps_ifdrop, (unsigned long long)s->records_read);
+    else
+#endif
     if (pr->kernel_counted && (pr->kernel.ps_drop || pr->kernel.ps_ifdrop))
         gsq_buf_printf(out,
                        "gsqlc: warning: %s: %u packets dropped by the kernel (capture buffer "
@@ -504,7 +644,7 @@ static void pcap_src_report(const gsq_source *s, gsq_buf *out)
                        "gsqlc: %s: truncated capture after %llu packets (%s); what was read "
                        "was processed\n",
                        s->path, (unsigned long long)s->records_read, pr->errmsg);
-    if (!pr->decoded && (pr->handle || pr->mapped)) /* opened: its link type is known */
+    if (!pr->decoded && (pr->handle || pr->mapped || pr->ringed)) /* opened: link type known */
         gsq_buf_printf(out,
                        "gsqlc: warning: %s: link type %d is not decoded; only time, timestamp, "
                        "caplen and wire_len are available\n",
@@ -530,15 +670,23 @@ static void pcap_src_report(const gsq_source *s, gsq_buf *out)
                        (unsigned)pr->mm.snaplen);
 }
 
-/* "pcap_reader" (mmap or libpcap), "pcap_fallback" (why a file was not
- * mapped, null when it was or for an interface), "read_error" (what ended
+/* "pcap_reader" (mmap or libpcap; a live interface: afpacket or libpcap),
+ * "pcap_fallback" (why a file was not mapped or an interface not read
+ * through its ring, null when it was), "read_error" (what ended
  * the file early), "cut_to_snaplen" and "undecoded_packets" (mapped),
  * "past_time_end" (packets whose `time` holds at UINT32_MAX); live:
  * "kernel_dropped", "interface_dropped" (pcap_stats at the end: what never
  * reached the run; its ps_recv is left out, as it means different things
  * on different systems.  On Linux loopback the kernel sees each packet
  * twice, going out and coming in, and counts both copies it drops: there
- * kernel_dropped is twice the packets lost, measured in bench/results_soak). */
+ * kernel_dropped is twice the packets lost, measured in bench/results_soak;
+ * the AF_PACKET reader's socket filter drops the outgoing copy in the
+ * kernel, so its kernel_dropped counts each packet lost once).  The ring
+ * (afpacket): "interface_dropped" is the growth of the interface's
+ * rx_dropped count over the run, "kernel_received" the frames that reached
+ * the socket (read or dropped), and "ring" its size and counts: blocks and
+ * frames read, "frozen" (times the kernel found every block still the
+ * run's), "vlan_restored" (frames whose VLAN tag was put back). */
 static void pcap_src_stats(const gsq_source *s, gsq_buf *out)
 {
     pcap_reader *pr = s->impl;
@@ -548,9 +696,22 @@ static void pcap_src_stats(const gsq_source *s, gsq_buf *out)
     if (pr->live)
         gsq_buf_printf(out, ",\"kernel_dropped\":%u,\"interface_dropped\":%u",
                        pr->kernel.ps_drop, pr->kernel.ps_ifdrop);
-    gsq_buf_printf(out, ",\"pcap_reader\":\"%s\"", pr->mapped ? "mmap" : "libpcap");
+#ifdef __linux__
+    if (pr->ringed)
+        gsq_buf_printf(out,
+                       ",\"kernel_received\":%llu,\"ring\":{\"block_size\":%u,\"blocks\":%u,"
+                       "\"blocks_read\":%llu,\"frames_read\":%llu,\"frozen\":%llu,"
+                       "\"vlan_restored\":%llu}",
+                       (unsigned long long)pr->ap.kernel_received, pr->ap.block_size,
+                       pr->ap.n_blocks, (unsigned long long)pr->ap.blocks_read,
+                       (unsigned long long)pr->ap.frames_read,
+                       (unsigned long long)pr->ap.kernel_freezes,
+                       (unsigned long long)pr->ap.vlan_restored);
+#endif
+    gsq_buf_printf(out, ",\"pcap_reader\":\"%s\"",
+                   pr->mapped ? "mmap" : pr->ringed ? "afpacket" : "libpcap");
     gsq_buf_adds(out, ",\"pcap_fallback\":");
-    if (!pr->mapped && !pr->live)
+    if (!pr->mapped && !pr->ringed && (pr->handle || !pr->live))
         gsq_buf_json_str(out, pr->fallback, strlen(pr->fallback));
     else
         gsq_buf_adds(out, "null");

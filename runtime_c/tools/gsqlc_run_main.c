@@ -379,6 +379,42 @@ static int csv_uri_options(const char *uri, char *buf, size_t n, int *header)
     return 0;
 }
 
+/* A live interface's URI options (pcap-live:IFACE?blocks=16&snaplen=128,
+ * as bindings.py's live_uri_options reads them): each KEY=VALUE set as
+ * option live_KEY:NAME of interface m; the URI in buf is cut before
+ * them (any other URI is left as it is).  0, or 2 after printing the error. */
+static int live_uri_options(gsq_run *r, const char *m, char *buf)
+{
+    char *q, *item, *save = NULL;
+    if (strncmp(buf, "pcap-live:", 10) != 0 || !(q = strchr(buf, '?')))
+        return 0;
+    *q = '\0';
+    for (item = strtok_r(q + 1, "&", &save); item; item = strtok_r(NULL, "&", &save)) {
+        char key[600];
+        char *eq = strchr(item, '=');
+        if (!eq || (size_t)(eq - item) > 64) {
+            fprintf(stderr, "gsqlc-run: error: --source %s: unknown source option '%s' after "
+                            "'?' (a live interface takes snaplen=, promisc=, block_size=, "
+                            "blocks=, block_timeout=)\n", buf, item);
+            return 2;
+        }
+        *eq = '\0';
+        snprintf(key, sizeof key, "live_%s:%s", item, m);
+        if (strcmp(item, "snaplen") && strcmp(item, "promisc") && strcmp(item, "block_size") &&
+            strcmp(item, "blocks") && strcmp(item, "block_timeout")) {
+            fprintf(stderr, "gsqlc-run: error: --source %s: unknown source option '%s' after "
+                            "'?' (a live interface takes snaplen=, promisc=, block_size=, "
+                            "blocks=, block_timeout=)\n", buf, item);
+            return 2;
+        }
+        if (gsqlc_set_option(r, key, eq + 1)) {
+            fprintf(stderr, "gsqlc-run: error: --source %s: %s\n", buf, gsqlc_error(r));
+            return 2;
+        }
+    }
+    return 0;
+}
+
 /* The sources and memberships of the command line, then the default sets,
  * then -- as `gsqlc run` does -- the one interface NAME bound read as the
  * default interface.  0, or 2 after printing the error. */
@@ -390,7 +426,8 @@ static int bind_all(gsq_run *r, const bindings *b)
         const char *m = member_name(b, i, member, sizeof member, &count);
         char uri[4096], key[600];
         int header;
-        if (csv_uri_options(b->uris[i], uri, sizeof uri, &header))
+        if (csv_uri_options(b->uris[i], uri, sizeof uri, &header) ||
+            live_uri_options(r, m, uri))
             return 2;
         if (gsqlc_bind_source(r, m, uri))
             goto fail;

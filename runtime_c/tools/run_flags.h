@@ -34,11 +34,12 @@
  */
 GSQ_RUN_FLAG("--source", VALUE("NAME=URI"), OWN(SOURCE), BOTH,
              "bind interface NAME to csv:PATH, csv:-, csvtcp:HOST:PORT, gdat:PATH, pcap:PATH "
-             "or pcap-live:IFACE (NAME=PATH: a capture or GDAT file by its first bytes, else "
+             "or pcap-live:IFACE[?KEY=VALUE&...] (NAME=PATH: a capture or GDAT file by its first bytes, else "
              "CSV); a URI without NAME binds the default interface (FROM PROTOCOL), and when "
              "a single NAME is bound the queries reading the default interface read it; a "
              "NAME given again makes an interface set of its sources; csv:PATH?header=1 (and csvtcp:, "
-             "csv:-) reads a header line and finds each field's column by its name")
+             "csv:-) reads a header line and finds each field's column by its name; pcap-live:IFACE "
+             "takes snaplen=, promisc=, block_size=, blocks=, block_timeout=")
 GSQ_RUN_FLAG("--member", VALUE("SET=IFACE"), OWN(MEMBER), RUNNER,
              "make interface IFACE (bound by its own --source) a member of interface set SET")
 GSQ_RUN_FLAG("--output", VALUE("QUERY"), OWN(OUTPUT), BOTH,
@@ -102,8 +103,9 @@ GSQ_RUN_FLAG("--prefilter", CHOICES("on", "off"), OPTION("prefilter"), BOTH,
              "evaluated once per record, and each query runs only on the records they let "
              "through; off: every query sees every record (the same results)")
 GSQ_RUN_FLAG("--pcap-reader", CHOICES("mmap", "libpcap"), OPTION("pcap_reader"), BOTH,
-             "how pcap:PATH files are read: mmap (the default: memory-mapped, zero copy; "
-             "libpcap for pipes and formats it does not take) or libpcap")
+             "how pcap:PATH files and pcap-live:IFACE interfaces are read: mmap (the default: "
+             "in place, zero copy -- files memory-mapped, libpcap for pipes and formats it "
+             "does not take; on Linux interfaces from an AF_PACKET ring) or libpcap")
 GSQ_RUN_FLAG("--stall-intervals", VALUE("N"), OPTION("stall_intervals"), BOTH,
              "report a source or LFTA silent for N heartbeat intervals as stalled (default 3)")
 GSQ_RUN_FLAG("--max-groups", VALUE("N"), OPTION("max_groups"), BOTH,

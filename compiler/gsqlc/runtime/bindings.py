@@ -163,10 +163,41 @@ def uri_options(name: str, uri: str) -> tuple[str, dict[str, bool]]:
     return f"{scheme}:{path}", opts
 
 
+# the options a live interface's URI takes after a '?'
+# (pcap-live:IFACE?snaplen=128&blocks=16): each is the runtime's
+# per-interface option live_KEY:NAME (option_table.h)
+LIVE_URI_OPTIONS = ("snaplen", "promisc", "block_size", "blocks", "block_timeout")
+
+
+def live_uri_options(name: str, uri: str) -> tuple[str, dict[str, str]]:
+    """A pcap-live URI without its options, and the options by key, each
+    value checked as the runtime checks it; any other URI as it is, with
+    none.  A SettingError for an option that is not KEY=VALUE of
+    LIVE_URI_OPTIONS, or a value the runtime refuses."""
+    scheme, sep, rest = uri.partition(":")
+    if not sep or scheme != "pcap-live" or "?" not in rest:
+        return uri, {}
+    from .option_table import find, refusal  # the table is read on first use
+    iface, _, query = rest.partition("?")
+    opts: dict[str, str] = {}
+    for item in query.split("&"):
+        key, eq, value = item.partition("=")
+        if not eq or key not in LIVE_URI_OPTIONS:
+            raise _source_error(name, uri, f"unknown source option '{item}' after '?' (a live "
+                                f"interface takes {', '.join(k + '=' for k in LIVE_URI_OPTIONS)}"
+                                f" e.g. pcap-live:{iface}?blocks=16)")
+        option = find(f"live_{key}:{name}")
+        assert option is not None, key
+        if refusal(option, value):
+            raise _source_error(name, uri, f"{key} must be {option.expects}, got '{value}'")
+        opts[key] = value
+    return f"{scheme}:{iface}", opts
+
+
 def check_uri(name: str, uri: str) -> str:
     """The source kind ('csv' or 'pcap') of a URI, or a UsageError (a
     gdat:PATH file's header is read: it must be one the runtime reads)."""
-    uri = uri_options(name, uri)[0]
+    uri = live_uri_options(name, uri_options(name, uri)[0])[0]
     scheme, sep, rest = uri.partition(":")
     if not sep or scheme not in URI_SCHEMES or not rest:
         raise _source_error(name, uri, "expected csv:PATH, csv:-, csvtcp:HOST:PORT, "
@@ -218,6 +249,8 @@ class Bindings:
     readers: dict[str, list[LftaSummary]] = field(default_factory=dict)
     # bound interface -> its URI's header option (csv:PATH?header=1), when given
     csv_header: dict[str, bool] = field(default_factory=dict)
+    # bound interface -> its URI's capture options (pcap-live:IFACE?blocks=16)
+    live: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def set_members(n: LftaSummary, ifaces: Interfaces) -> tuple[str, list[str]]:
@@ -290,16 +323,21 @@ def _bind_member(n: LftaSummary, m: str, ifaces: Interfaces, arrow: set[str], ou
         raise _source_error(m, uri, f"query {n.query} reads PROTOCOL "
                             f"{n.protocol.name}, whose fields come from {wanted}")
     plain, opts = uri_options(m, uri)
+    plain, live = live_uri_options(m, plain)
     out.sources.append((m, plain))
     if "header" in opts:
         out.csv_header[m] = opts["header"]
+    if live:
+        out.live[m] = live
 
 
 def source_options(bindings: Bindings, csv_header: bool = False) -> dict[str, str]:
     """The runtime's per-source options: csv_header:NAME for every CSV file
     or stream whose first line names its columns (its URI's header option,
-    else the run's csv_header)."""
-    opts = {}
+    else the run's csv_header); live_KEY:NAME for each option of a live
+    interface's URI (pcap-live:IFACE?KEY=VALUE)."""
+    opts = {f"live_{key}:{iface}": value
+            for iface, live in bindings.live.items() for key, value in live.items()}
     for iface, uri in bindings.sources:
         if uri.partition(":")[0] in _CSV_TEXT_SCHEMES and \
                 bindings.csv_header.get(iface, csv_header):

@@ -169,6 +169,12 @@ def _uint(o: RunOption, value: str) -> Optional[str]:
     return RANGE if o.high is not None and n > o.high else None
 
 
+def _power_of_two(o: RunOption, value: str) -> Optional[str]:
+    why = _uint(o, value)
+    n = parse_unsigned(value)
+    return why or (INVALID if n is None or n & (n - 1) else None)
+
+
 def _seconds(o: RunOption, value: str) -> Optional[str]:
     rc, usec = parse_seconds(value)
     if rc in (-1, -2):
@@ -207,7 +213,9 @@ def _text(o: RunOption, value: str) -> Optional[str]:
 # the runtime checks, from values gsqlc builds itself (bindings.time_options)
 RULES = {"set_bool": _bool, "set_recording": _bool, "set_csv_header": _bool,
          "set_words": _words, "set_time_unit": _words, "set_clock": _clock, "set_uint": _uint,
-         "set_batch": _uint,
+         "set_batch": _uint, "set_live_snaplen": _uint, "set_live_blocks": _uint,
+         "set_live_block_timeout": _uint, "set_live_block_size": _power_of_two,
+         "set_live_promisc": _bool,
          "set_seconds": _seconds, "set_max_skew": _seconds, "set_out_of_order": _seconds,
          "set_latency": _seconds, "set_heartbeat_interval": _heartbeat, "set_real": _real,
          "set_csv_separator": _csv_separator, "set_trace": _text}
