@@ -537,6 +537,7 @@ typedef struct gsq_iface_time {
     uint32_t live_block_size;
     uint32_t live_blocks;
     uint32_t live_block_timeout;
+    int live_kernel_filter_off; /* live_kernel_filter:NAME=0 (AF_PACKET ring) */
 } gsq_iface_time;
 
 #define GSQ_LIVE_SNAPLEN 65535u

@@ -532,6 +532,30 @@ typedef struct gsq_param_decl {
     const char *fixed;
 } gsq_param_decl;
 
+/* A classic BPF instruction, laid out as Linux's struct sock_filter
+ * (linux/filter.h): the generated code needs no Linux header. */
+typedef struct gsq_bpf_insn {
+    uint16_t code;
+    uint8_t jt;
+    uint8_t jf;
+    uint32_t k;
+} gsq_bpf_insn;
+
+/* The kernel filter of an interface (compiler/gsqlc/planner/kernel_filter.py):
+ * a classic BPF socket filter over Ethernet frames that drops only frames
+ * every LFTA reading the interface would reject silently.  gsqlc's
+ * AF_PACKET reader attaches it when every LFTA bound to the source reads
+ * interface `iface`, the interface is Ethernet (or loopback), option
+ * live_kernel_filter:NAME is not 0 and the snapshot length is at least
+ * min_snaplen.  Its accept returns are RET #0xffffffff (the reader puts its
+ * snapshot length there), its drops RET #0; every jump is forward. */
+typedef struct gsq_kernel_filter {
+    const char *iface;
+    uint32_t n_insns;
+    const gsq_bpf_insn *insns;
+    uint32_t min_snaplen;
+} gsq_kernel_filter;
+
 typedef struct gsq_queryset_def {
     uint32_t n_streams;
     const gsq_stream_desc *streams;
@@ -541,6 +565,8 @@ typedef struct gsq_queryset_def {
     const gsq_hfta_def *const *hftas; /* in topological order */
     uint32_t n_params;
     const gsq_param_decl *params;     /* each (name, type) once */
+    uint32_t n_kernel_filters;        /* one per interface that has one */
+    const gsq_kernel_filter *kernel_filters;
 } gsq_queryset_def;
 
 /* Defined by the generated queryset.c. */

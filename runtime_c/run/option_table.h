@@ -159,6 +159,10 @@ GSQ_OPTION("live_block_timeout:NAME", UINT, NO_FIELD, RANGE(1, 60000), NO_WORDS,
            set_live_block_timeout, "an integer from 1 to 60000 (milliseconds)",
            "Milliseconds after which the kernel hands over a block of live interface NAME's "
            "AF_PACKET ring that is not full (default 10).")
+GSQ_OPTION("live_kernel_filter:NAME", BOOL, NO_FIELD, NO_RANGE, NO_WORDS, NO_VALUES,
+           set_live_kernel_filter, "0 or 1",
+           "1 (default): live interface NAME's AF_PACKET ring drops in the kernel the frames "
+           "no query reading it wants (gsqlc explain shows the filter); 0: every frame.")
 GSQ_OPTION("partition", FORM, NO_FIELD, NO_RANGE, NO_WORDS, NO_VALUES, set_partition,
            "K/N (0 <= K < N <= 4096)",
            "LFTA aggregations count only the groups of hash partition K of N: N runs over the "

@@ -513,6 +513,20 @@ static int set_live_promisc(gsq_run *r, const gsq_option *o, const char *iface, 
     return 0;
 }
 
+/* live_kernel_filter:NAME = 0 | 1 */
+static int set_live_kernel_filter(gsq_run *r, const gsq_option *o, const char *iface,
+                                  const char *value)
+{
+    gsq_iface_time *t;
+    uint8_t b;
+    if (gsq_parse_bool(value, strlen(value), &b) != 0)
+        return refuse(r, o, iface, value);
+    if (!(t = iface_time(r, iface)))
+        return -1;
+    t->live_kernel_filter_off = !b;
+    return 0;
+}
+
 /* ---- the generic setters: any option of their kind, through its FIELD */
 
 static int set_bool(gsq_run *r, const gsq_option *o, const char *arg, const char *value)

@@ -30,6 +30,7 @@
 #include <arpa/inet.h>
 
 #include "afpacket.h"
+#include "gsq_runtime.h"
 
 #define VLAN_TAG_LEN 4u
 
@@ -65,9 +66,31 @@ int64_t gsq_afpacket_if_dropped(const gsq_afpacket *a)
     return sys_counter(a->ifname, "rx_dropped");
 }
 
-/* The socket filter: the snapshot length (the kernel keeps the bytes a
- * filter returns), and on loopback nothing of the copy going out. */
-static int attach_filter(int fd, uint32_t snaplen, int loopback)
+int64_t gsq_afpacket_if_seen(const gsq_afpacket *a)
+{
+    int64_t rx = sys_counter(a->ifname, "rx_packets");
+    int64_t tx = a->arphrd == ARPHRD_LOOPBACK ? 0 : sys_counter(a->ifname, "tx_packets");
+    return rx < 0 || tx < 0 ? -1 : rx + tx;
+}
+
+int64_t gsq_afpacket_filtered(const gsq_afpacket *a)
+{
+    int64_t now, d;
+    if (!a->filter_insns)
+        return 0;
+    now = gsq_afpacket_if_seen(a);
+    if (now < 0 || a->if_seen_at_open < 0)
+        return -1;
+    d = now - a->if_seen_at_open - (int64_t)a->kernel_received;
+    return d > 0 ? d : 0;
+}
+
+/* The socket filter (afpacket.h): on loopback nothing of the copy going
+ * out; then prog (NULL: none) with its nonzero returns made the snapshot
+ * length, or the snapshot length (the kernel keeps the bytes a filter
+ * returns).  0, or -1 with errno set. */
+static int attach_filter(int fd, uint32_t snaplen, int loopback, const struct gsq_bpf_insn *prog,
+                         uint32_t prog_len)
 {
     struct sock_filter lo[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (uint32_t)(SKF_AD_OFF + SKF_AD_PKTTYPE)),
@@ -75,10 +98,35 @@ static int attach_filter(int fd, uint32_t snaplen, int loopback)
         BPF_STMT(BPF_RET | BPF_K, 0),
         BPF_STMT(BPF_RET | BPF_K, snaplen),
     };
-    struct sock_fprog prog;
-    prog.len = loopback ? 4 : 1;
-    prog.filter = loopback ? lo : lo + 3;
-    return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog);
+    struct sock_fprog fp;
+    struct sock_filter *all;
+    uint32_t i, head = loopback ? 3 : 0;
+    int rc, e;
+    if (!prog) {
+        fp.len = (unsigned short)(head + 1);
+        fp.filter = loopback ? lo : lo + 3;
+        return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &fp, sizeof fp);
+    }
+    all = calloc((size_t)head + prog_len, sizeof *all);
+    if (!all)
+        return -1;
+    memcpy(all, lo, head * sizeof *all);
+    for (i = 0; i < prog_len; i++) {
+        struct sock_filter *f = &all[head + i];
+        f->code = prog[i].code;
+        f->jt = prog[i].jt;
+        f->jf = prog[i].jf;
+        f->k = prog[i].k;
+        if (f->code == (BPF_RET | BPF_K) && f->k != 0)
+            f->k = snaplen;
+    }
+    fp.len = (unsigned short)(head + prog_len);
+    fp.filter = all;
+    rc = setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &fp, sizeof fp);
+    e = errno;
+    free(all);
+    errno = e;
+    return rc;
 }
 
 int gsq_afpacket_open(gsq_afpacket *a, const char *ifname, const gsq_afpacket_opts *o,
@@ -139,8 +187,21 @@ int gsq_afpacket_open(gsq_afpacket *a, const char *ifname, const gsq_afpacket_op
     }
     if (setsockopt(a->fd, SOL_PACKET, PACKET_VERSION, &version, sizeof version) != 0)
         return fail_call(a, why, why_len, "PACKET_VERSION TPACKET_V3");
-    if (attach_filter(a->fd, o->snaplen, a->arphrd == ARPHRD_LOOPBACK) != 0)
-        return fail_call(a, why, why_len, "SO_ATTACH_FILTER");
+    {
+        const struct gsq_bpf_insn *prog = o->filter;
+        if (prog && a->linktype != DLT_EN10MB) {
+            snprintf(a->filter_why, sizeof a->filter_why, "frames without an Ethernet header");
+            prog = NULL;
+        } else if (prog && o->filter_len + 3u > BPF_MAXINSNS) {
+            snprintf(a->filter_why, sizeof a->filter_why, "a program of %u instructions",
+                     o->filter_len);
+            prog = NULL;
+        }
+        if (attach_filter(a->fd, o->snaplen, a->arphrd == ARPHRD_LOOPBACK, prog,
+                          o->filter_len) != 0)
+            return fail_call(a, why, why_len, "SO_ATTACH_FILTER");
+        a->filter_insns = prog ? o->filter_len : 0;
+    }
     memset(&req, 0, sizeof req);
     req.tp_block_size = o->block_size;
     req.tp_block_nr = o->blocks;
@@ -178,6 +239,7 @@ int gsq_afpacket_open(gsq_afpacket *a, const char *ifname, const gsq_afpacket_op
     if (bind(a->fd, (struct sockaddr *)&sll, sizeof sll) != 0)
         return fail_call(a, why, why_len, "bind");
     a->if_dropped_at_open = gsq_afpacket_if_dropped(a);
+    a->if_seen_at_open = gsq_afpacket_if_seen(a);
     return 0;
 }
 

@@ -28,6 +28,14 @@
  * The snapshot length is applied by the kernel (the socket filter returns
  * it), so frames take no more ring space than what is kept.
  *
+ * The socket filter: on loopback a first rule drops the copy going out;
+ * then, when the caller gives one (gsq_afpacket_opts.filter, a query set's
+ * kernel filter: gsq_runtime.h, gsq_kernel_filter) and the link type is
+ * Ethernet, that program, each of its nonzero returns replaced by the
+ * snapshot length; else a return of the snapshot length.  A frame the
+ * program drops is counted nowhere by the kernel (not in PACKET_STATISTICS):
+ * gsq_afpacket_filtered estimates them from the interface's counters.
+ *
  * Invariants (between calls, after a successful open):
  *   opened; fd is the socket (owned: close closes it); ring[0..n_blocks *
  *   block_size) is its receive ring, mapped read-write (owned: close
@@ -50,7 +58,10 @@
  * PACKET_STATISTICS (frames that passed the filter, those dropped for
  * want of ring space, and the times the ring was full), summed over
  * every read (the kernel resets them when read); if_dropped_at_open:
- * the interface's rx_dropped count at open (-1: unknown).
+ * the interface's rx_dropped count at open (-1: unknown); if_seen_at_open:
+ * the frames the interface had received (and, but on loopback, sent) at
+ * open (-1: unknown).  filter_insns: the instructions of the caller's
+ * program attached (0: none; filter_why then says why not).
  */
 #ifndef GSQ_AFPACKET_H
 #define GSQ_AFPACKET_H
@@ -68,6 +79,10 @@ typedef struct gsq_afpacket_opts {
     uint32_t block_timeout_ms; /* a block not full is handed over after this */
     uint32_t snaplen;          /* bytes of each frame kept */
     int promisc;               /* put the interface in promiscuous mode */
+    /* NULL, or a classic BPF program of filter_len instructions to attach
+     * over Ethernet frames (gsq_kernel_filter; borrowed for the call) */
+    const struct gsq_bpf_insn *filter;
+    uint32_t filter_len;
 } gsq_afpacket_opts;
 
 typedef struct gsq_afpacket {
@@ -88,6 +103,9 @@ typedef struct gsq_afpacket {
     uint64_t blocks_read, frames_read, vlan_restored;
     uint64_t kernel_received, kernel_dropped, kernel_freezes;
     int64_t if_dropped_at_open;
+    int64_t if_seen_at_open;
+    uint32_t filter_insns;
+    char filter_why[64];
     char ifname[64];
 } gsq_afpacket;
 
@@ -120,6 +138,19 @@ void gsq_afpacket_count(gsq_afpacket *a);
 
 /* The interface's rx_dropped count now (-1: unknown). */
 int64_t gsq_afpacket_if_dropped(const gsq_afpacket *a);
+
+/* The interface's frames seen now: rx_packets, plus tx_packets but on
+ * loopback (whose outgoing copies the socket filter drops anyway); -1:
+ * unknown. */
+int64_t gsq_afpacket_if_seen(const gsq_afpacket *a);
+
+/* An estimate of the frames the caller's program dropped since open: the
+ * growth of gsq_afpacket_if_seen minus the frames that passed the filter
+ * (kernel_received, so call gsq_afpacket_count first); 0 when no program
+ * is attached, -1 when the interface's counters cannot be read.  Other
+ * sockets' traffic does not enter it, but frames the interface counts
+ * and never hands to packet sockets do. */
+int64_t gsq_afpacket_filtered(const gsq_afpacket *a);
 
 /* Unmap and close; safe on a closed or zeroed a, and twice. */
 void gsq_afpacket_close(gsq_afpacket *a);

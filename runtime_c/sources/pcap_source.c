@@ -24,9 +24,11 @@
  * through pcap_open_live (100 ms timeout) in non-blocking mode.  Both take
  * options live_snaplen:NAME (default 65535) and live_promisc:NAME
  * (default 0); the ring takes live_block_size:NAME, live_blocks:NAME and
- * live_block_timeout:NAME.  When no packet is ready the run loop polls the
- * socket (wait_fd) for at most 100 ms, so a stop signal is noticed
- * promptly.
+ * live_block_timeout:NAME, and live_kernel_filter:NAME (default 1: the
+ * query set's kernel filter of the interface, gsq_kernel_filter, is the
+ * ring's socket filter; kernel_filter_of says when).  When no packet is
+ * ready the run loop polls the socket (wait_fd) for at most 100 ms, so a
+ * stop signal is noticed promptly.
  *
  * The ring's blocks and the records' lifetime: a batch's records point
  * into the blocks they were read from; the run loop has processed every
@@ -90,6 +92,8 @@ typedef struct pcap_reader {
     gsq_afpacket ap;    /* owned while ringed */
     gsq_afpacket_pkt held_ap; /* ringed: points into a block of ap */
     int64_t if_dropped; /* the interface's rx_dropped growth (-1: unknown) */
+    int64_t kf_filtered; /* gsq_afpacket_filtered at the end */
+    char kf_why[96];    /* why no kernel filter is attached ("": one is) */
 #endif
     int linktype;
     int decoded;        /* link type is one the decoder understands */
@@ -168,6 +172,47 @@ static FILE *open_capture_stream(gsq_run *r, pcap_reader *pr, const char *path)
     return f;
 }
 
+#ifdef __linux__
+/* The kernel filter for live source s (gsq_kernel_filter), or NULL with
+ * why[]: the query set's filter of the interface every LFTA bound to s
+ * reads, unless option live_kernel_filter:NAME is 0 or the snapshot
+ * length is below what the program needs.  (An LFTA of the interface not
+ * bound here only widens the filter, which keeps what it wants too.) */
+static const gsq_kernel_filter *kernel_filter_of(const gsq_run *r, const gsq_source *s,
+                                                 const gsq_iface_time *t, uint32_t snaplen,
+                                                 char *why, size_t why_len)
+{
+    const char *iface;
+    uint32_t j;
+    if (t && t->live_kernel_filter_off) {
+        snprintf(why, why_len, "option live_kernel_filter:%s=0", s->iface);
+        return NULL;
+    }
+    if (s->n_lftas == 0) {
+        snprintf(why, why_len, "no query reads the interface");
+        return NULL;
+    }
+    iface = s->lftas[0]->lfta->iface;
+    for (j = 1; j < s->n_lftas; j++)
+        if (strcmp(s->lftas[j]->lfta->iface, iface) != 0) {
+            snprintf(why, why_len, "its queries read several interfaces");
+            return NULL;
+        }
+    for (j = 0; j < r->qs->n_kernel_filters; j++) {
+        const gsq_kernel_filter *kf = &r->qs->kernel_filters[j];
+        if (strcmp(kf->iface, iface) != 0)
+            continue;
+        if (snaplen < kf->min_snaplen) {
+            snprintf(why, why_len, "snapshot length %u below %u", snaplen, kf->min_snaplen);
+            return NULL;
+        }
+        return kf;
+    }
+    snprintf(why, why_len, "its queries keep every frame (gsqlc explain says why)");
+    return NULL;
+}
+#endif
+
 static int pcap_src_open(gsq_run *r, gsq_source *s)
 {
     pcap_reader *pr = calloc(1, sizeof *pr);
@@ -195,6 +240,7 @@ static int pcap_src_open(gsq_run *r, gsq_source *s)
 #ifdef __linux__
         if (r->pcap_reader == GSQ_PCAP_READER_MMAP) {
             gsq_afpacket_opts o;
+            const gsq_kernel_filter *kf;
             char why[sizeof pr->fallback];
             int rc;
             o.block_size = t && t->live_block_size ? t->live_block_size : GSQ_LIVE_BLOCK_SIZE;
@@ -203,12 +249,17 @@ static int pcap_src_open(gsq_run *r, gsq_source *s)
                 t && t->live_block_timeout ? t->live_block_timeout : GSQ_LIVE_BLOCK_TIMEOUT_MS;
             o.snaplen = snaplen;
             o.promisc = promisc;
+            kf = kernel_filter_of(r, s, t, snaplen, pr->kf_why, sizeof pr->kf_why);
+            o.filter = kf ? kf->insns : NULL;
+            o.filter_len = kf ? kf->n_insns : 0;
             rc = gsq_afpacket_open(&pr->ap, s->path, &o, why, sizeof why);
             if (rc < 0) {
                 gsq_run_fail(r, "pcap-live:%s: %s", s->path, why);
                 return -1;
             }
             if (rc == 0) {
+                if (kf && !pr->ap.filter_insns)
+                    snprintf(pr->kf_why, sizeof pr->kf_why, "%s", pr->ap.filter_why);
                 pr->ringed = 1;
                 pr->linktype = pr->ap.linktype;
                 pr->decoded = gsq_pkt_linktype_known(pr->linktype);
@@ -309,6 +360,7 @@ static void live_kernel_counts(pcap_reader *pr)
                              ? (now > pr->ap.if_dropped_at_open ? now - pr->ap.if_dropped_at_open : 0)
                              : -1;
         pr->kernel.ps_ifdrop = pr->if_dropped > 0 ? (u_int)pr->if_dropped : 0;
+        pr->kf_filtered = gsq_afpacket_filtered(&pr->ap);
         return;
     }
 #endif
@@ -686,7 +738,12 @@ static void pcap_src_report(const gsq_source *s, gsq_buf *out)
  * rx_dropped count over the run, "kernel_received" the frames that reached
  * the socket (read or dropped), and "ring" its size and counts: blocks and
  * frames read, "frozen" (times the kernel found every block still the
- * run's), "vlan_restored" (frames whose VLAN tag was put back). */
+ * run's), "vlan_restored" (frames whose VLAN tag was put back);
+ * "kernel_filter": the query set's kernel filter attached as the socket
+ * filter -- "instructions" (of the program), "filtered" (an estimate of
+ * the frames it dropped in the kernel: gsq_afpacket_filtered, -1 when the
+ * interface's counters cannot be read) -- or "instructions" 0 and
+ * "why_not". */
 static void pcap_src_stats(const gsq_source *s, gsq_buf *out)
 {
     pcap_reader *pr = s->impl;
@@ -707,6 +764,14 @@ static void pcap_src_stats(const gsq_source *s, gsq_buf *out)
                        (unsigned long long)pr->ap.frames_read,
                        (unsigned long long)pr->ap.kernel_freezes,
                        (unsigned long long)pr->ap.vlan_restored);
+    if (pr->ringed && pr->ap.filter_insns)
+        gsq_buf_printf(out, ",\"kernel_filter\":{\"instructions\":%u,\"filtered\":%lld}",
+                       pr->ap.filter_insns, (long long)pr->kf_filtered);
+    else if (pr->ringed) {
+        gsq_buf_adds(out, ",\"kernel_filter\":{\"instructions\":0,\"why_not\":");
+        gsq_buf_json_str(out, pr->kf_why, strlen(pr->kf_why));
+        gsq_buf_adds(out, "}");
+    }
 #endif
     gsq_buf_printf(out, ",\"pcap_reader\":\"%s\"",
                    pr->mapped ? "mmap" : pr->ringed ? "afpacket" : "libpcap");

@@ -144,4 +144,4 @@ static const gsq_stream_desc streams[] = {
 };
 static const gsq_lfta_def *const lftas[] = {&lfta_pkt_all};
 
-const gsq_queryset_def gsq_queryset = {1, streams, 1, lftas, 0, NULL, 0, NULL};
+const gsq_queryset_def gsq_queryset = {1, streams, 1, lftas, 0, NULL, 0, NULL, 0, NULL};

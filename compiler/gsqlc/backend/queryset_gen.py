@@ -16,6 +16,7 @@ from ..semantics.types import Type
 from .cescape import c_comment, c_string
 from .cexpr import field_member
 from .gen_shared import MERGE_TYPES, GenContext, GeneratedSet, TemplateData, struct_member_type
+from .kernel_filter_gen import kernel_filter_data
 
 
 def _stream_data(gen: GenContext, s: StreamDef) -> TemplateData:
@@ -79,7 +80,8 @@ def render_queryset(gen: GenContext) -> str:
                                         "params": [{"name": c_string(nm), "type": code,
                                                     "fixed": c_string(fixed[nm])
                                                     if nm in fixed else "NULL"}
-                                                   for nm, code in params]})
+                                                   for nm, code in params],
+                                        "kernel_filters": kernel_filter_data(gen.plan)})
 
 
 def render_runner_defaults(gen: GenContext, runner_sets: Sequence[tuple[str, str]]) -> str:

@@ -3,6 +3,7 @@ property, as text or Graphviz DOT."""
 from __future__ import annotations
 
 from ..semantics.resolve import leaves
+from .kernel_filter import explain_lines as kernel_filter_explain_lines
 from .nodes import (
     FILTERING,
     GROUPING,
@@ -199,6 +200,7 @@ def explain_text(plan: Plan) -> str:
     for n in plan.nodes:
         out.extend(_node_lines(plan, n))
         out.append("")
+    out.extend(kernel_filter_explain_lines(plan))
     out.extend(prefilter_explain_lines(plan))
     out.append("outputs: " + ", ".join(leaves(plan.queries)))
     return "\n".join(out).rstrip() + "\n"

@@ -166,7 +166,8 @@ def uri_options(name: str, uri: str) -> tuple[str, dict[str, bool]]:
 # the options a live interface's URI takes after a '?'
 # (pcap-live:IFACE?snaplen=128&blocks=16): each is the runtime's
 # per-interface option live_KEY:NAME (option_table.h)
-LIVE_URI_OPTIONS = ("snaplen", "promisc", "block_size", "blocks", "block_timeout")
+LIVE_URI_OPTIONS = ("snaplen", "promisc", "block_size", "blocks", "block_timeout",
+                    "kernel_filter")
 
 
 def live_uri_options(name: str, uri: str) -> tuple[str, dict[str, str]]:
