@@ -1006,7 +1006,9 @@ def test_heartbeat_option_errors(build, tmp_path):
         "hb_estimate, hb_level, hb_horizon, hb_window, hb_alpha, hb_timeout, time_unit:NAME, "
         "arrival:NAME, csv_header:NAME, stall_intervals, max_groups, ip_format, report, trace, "
         "arrow_heartbeats, "
-        "final_heartbeat, arrow_flush, pcap_reader, partition, pcap_range:NAME, "
+        "final_heartbeat, arrow_flush, pcap_reader, live_snaplen:NAME, live_promisc:NAME, "
+        "live_block_size:NAME, live_blocks:NAME, live_block_timeout:NAME, "
+        "live_kernel_filter:NAME, partition, pcap_range:NAME, "
         "prop:NAME:PROPERTY, recording:NAME)",
         "option 'prop:x': expected prop:INTERFACE:PROPERTY",
     ]
