@@ -273,6 +273,15 @@ static void restore_vlan(gsq_afpacket *a, const struct tpacket3_hdr *h, gsq_afpa
     a->vlan_restored++;
 }
 
+int gsq_afpacket_error(gsq_afpacket *a)
+{
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (a->fd < 0 || getsockopt(a->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+        return 0;
+    return err;
+}
+
 int gsq_afpacket_next(gsq_afpacket *a, gsq_afpacket_pkt *p)
 {
     const struct tpacket3_hdr *h;

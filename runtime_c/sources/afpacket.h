@@ -127,6 +127,10 @@ int gsq_afpacket_open(gsq_afpacket *a, const char *ifname, const gsq_afpacket_op
 /* The next frame: 1 and *p; 0 when none is ready (the kernel has not
  * handed over the next block, or every block is the reader's). */
 int gsq_afpacket_next(gsq_afpacket *a, gsq_afpacket_pkt *p);
+/* The error the socket holds (SO_ERROR, read and cleared), 0 when none:
+ * ENETDOWN once the interface went down or away -- the kernel then hands
+ * over no more frames, and poll reports POLLERR, not POLLIN. */
+int gsq_afpacket_error(gsq_afpacket *a);
 
 /* The caller no longer reads the frames taken so far, except those in the
  * block holding keep (NULL: none kept) and after it: every block read to

@@ -532,6 +532,27 @@ static int mm_read_batch(gsq_source *s, pcap_reader *pr)
  * been processed (see the header comment): its blocks go back to the
  * kernel first.  Every record sets kind, len, data, pkt, app_usec and
  * arrival_usec (gsq_ring_commit_ref). */
+/* Nothing ready in the ring: 0, unless the interface went down or away
+ * (the socket's error) -- then, as the libpcap path says it, what was read is
+ * processed and flushed and the run fails (s->failure, run.c); -1 out of
+ * memory. */
+static int ring_idle(gsq_run *r, gsq_source *s, pcap_reader *pr)
+{
+    char msg[512];
+    int err = gsq_afpacket_error(&pr->ap);
+    if (!err)
+        return 0;
+    snprintf(msg, sizeof msg, "error reading interface %s after %llu packets: %s", s->path,
+             (unsigned long long)s->records_read, strerror(err));
+    s->failure = gsq_strdup(msg);
+    s->at_eof = 1;
+    if (!s->failure) {
+        gsq_run_fail(r, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
 static int ring_read_batch(gsq_run *r, gsq_source *s, pcap_reader *pr)
 {
     gsq_ring *ring = &s->ring;
@@ -546,7 +567,7 @@ static int ring_read_batch(gsq_run *r, gsq_source *s, pcap_reader *pr)
         if (pr->held)
             pk = pr->held_ap;
         else if (!gsq_afpacket_next(&pr->ap, &pk))
-            return 0; /* nothing ready: the run loop polls the socket */
+            return ring_idle(r, s, pr); /* nothing ready: the run loop polls the socket */
         if (pk.ts_usec > s->limit_usec) { /* the next round's */
             pr->held_ap = pk;
             pr->held = 1;
