@@ -27,23 +27,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "format.h"
 #include "gsq_run_steps.h"
-
-static const char *type_name(int type)
-{
-    switch (type) {
-    case GSQ_T_BOOL: return "bool";
-    case GSQ_T_USHORT: return "ushort";
-    case GSQ_T_UINT: return "uint";
-    case GSQ_T_INT: return "int";
-    case GSQ_T_ULLONG: return "ullong";
-    case GSQ_T_LLONG: return "llong";
-    case GSQ_T_FLOAT: return "float";
-    case GSQ_T_IP: return "IP";
-    case GSQ_T_IPV6: return "IPV6";
-    default: return "string";
-    }
-}
 
 /* Whether text is a value of `type` as the generated inits parse it. */
 static int value_ok(int type, const char *v)
@@ -94,7 +79,7 @@ static int check_value(const gsq_run *r, const char *name, const char *value, ch
         if (!value_ok(d->type, value)) {
             if (err && errlen)
                 snprintf(err, errlen, "parameter $%s: '%s' is not a valid %s", name, value,
-                         type_name(d->type));
+                         gsq_type_name(d->type));
             return -1;
         }
     }
@@ -300,13 +285,11 @@ static int tell_nodes(gsq_run *r)
     return rc;
 }
 
-/* A trace line per change, when the run writes traces. */
-static void trace_change(gsq_run *r, const gsq_param_event *ev)
+/* A change as the stats and the trace file show it (JSON), its name under
+ * `key` ("name" in the stats, "param" marking a trace line). */
+static void json_event(gsq_buf *b, const gsq_param_event *ev, const char *key)
 {
-    gsq_buf *b = &r->trace_out;
-    if (r->trace_fd < 0)
-        return;
-    gsq_buf_adds(b, "{\"param\":");
+    gsq_buf_printf(b, "{\"%s\":", key);
     gsq_buf_json_str(b, ev->name, strlen(ev->name));
     gsq_buf_adds(b, ",\"value\":");
     gsq_buf_json_str(b, ev->value, strlen(ev->value));
@@ -321,7 +304,7 @@ static void trace_change(gsq_run *r, const gsq_param_event *ev)
         gsq_buf_printf(b, "%llu", (unsigned long long)ev->data_usec);
     else
         gsq_buf_adds(b, "null");
-    gsq_buf_printf(b, ",\"wall_usec\":%llu}\n", (unsigned long long)ev->wall_usec);
+    gsq_buf_printf(b, ",\"wall_usec\":%llu}", (unsigned long long)ev->wall_usec);
 }
 
 void gsq_params_apply(gsq_run *r)
@@ -353,28 +336,10 @@ void gsq_params_apply(gsq_run *r)
         gsq_run_fail(r, "out of memory changing parameters");
         return;
     }
-    for (i = first; i < r->n_param_events; i++)
-        trace_change(r, &r->param_events[i]);
-}
-
-static void json_event(gsq_buf *b, const gsq_param_event *ev)
-{
-    gsq_buf_adds(b, "{\"name\":");
-    gsq_buf_json_str(b, ev->name, strlen(ev->name));
-    gsq_buf_adds(b, ",\"value\":");
-    gsq_buf_json_str(b, ev->value, strlen(ev->value));
-    gsq_buf_adds(b, ",\"old_value\":");
-    if (ev->old_value)
-        gsq_buf_json_str(b, ev->old_value, strlen(ev->old_value));
-    else
-        gsq_buf_adds(b, "null");
-    gsq_buf_printf(b, ",\"round\":%llu,\"records\":%llu,\"data_usec\":",
-                   (unsigned long long)ev->round, (unsigned long long)ev->records);
-    if (ev->data_seen)
-        gsq_buf_printf(b, "%llu", (unsigned long long)ev->data_usec);
-    else
-        gsq_buf_adds(b, "null");
-    gsq_buf_printf(b, ",\"wall_usec\":%llu}", (unsigned long long)ev->wall_usec);
+    for (i = first; i < r->n_param_events && r->trace_fd >= 0; i++) {
+        json_event(&r->trace_out, &r->param_events[i], "param");
+        gsq_buf_addc(&r->trace_out, '\n');
+    }
 }
 
 void gsq_params_stats(const gsq_run *r, gsq_buf *b)
@@ -384,7 +349,7 @@ void gsq_params_stats(const gsq_run *r, gsq_buf *b)
     for (i = 0; i < r->n_param_events; i++) {
         if (i)
             gsq_buf_addc(b, ',');
-        json_event(b, &r->param_events[i]);
+        json_event(b, &r->param_events[i], "name");
     }
     gsq_buf_addc(b, ']');
 }
