@@ -311,6 +311,13 @@ int gsq_afpacket_next(gsq_afpacket *a, gsq_afpacket_pkt *p)
         restore_vlan(a, h, p);
     a->next += h->tp_next_offset;
     a->in_block = --a->left > 0; /* a block read to its end waits for a release */
+    if (a->in_block) {
+        /* The kernel wrote the next frame from another CPU: ask for its
+         * header and first bytes while this one is decoded. */
+        __builtin_prefetch(a->next);
+        __builtin_prefetch(a->next + 64);
+        __builtin_prefetch(a->next + 128);
+    }
     a->frames_read++;
     return 1;
 }

@@ -227,8 +227,9 @@ def _run_with_signals(lib: Any, r: Any, handle: RunHandle) -> int:
         old[signal.SIGHUP] = signal.signal(signal.SIGHUP, on_hup)
     try:
         worker.start()
-        while worker.is_alive():
-            worker.join(0.1)
+        # a blocking join: signals interrupt it (their handlers run and the
+        # join goes on), and an idle live run does not wake this thread
+        worker.join()
     finally:
         for sg, h in old.items():
             if signal.getsignal(sg) in (on_signal, on_hup):
