@@ -35,6 +35,7 @@ struct ArrowArrayStream;
 typedef struct gsq_arrow_sink gsq_arrow_sink; /* arrow_sink.c */
 
 typedef struct gsq_source gsq_source;
+typedef struct gsq_worker gsq_worker; /* run/workers.c */
 typedef struct gsq_source_ops gsq_source_ops; /* sources/gsq_source_ops.h */
 typedef struct gsq_sink gsq_sink;
 
@@ -276,6 +277,18 @@ struct gsq_source {
     uint64_t pf_skipped;
     int at_eof;
     int ended;            /* at_eof seen by the run loop: its LFTAs ended */
+    /* a PACKET_FANOUT member (pcap_source.c: fanout sockets in group
+     * fanout_group share one interface's frames, by flow): read with its
+     * LFTAs on a capture worker of its own (run/workers.c) when worker is
+     * set; its round's outcome then waits in round_rc and round_n (ran:
+     * this round read it) for the run loop */
+    uint32_t fanout;          /* members of its group (0: not a member) */
+    uint16_t fanout_group;
+    gsq_worker *worker;
+    int threaded;             /* it was read by a worker (kept for the stats) */
+    int round_ran;
+    int round_rc;
+    uint32_t round_n;
     uint64_t records_read;    /* rows (csv, non-blank) or packets */
     uint64_t rows_rejected;
     uint64_t values_coerced;
@@ -538,6 +551,8 @@ typedef struct gsq_iface_time {
     uint32_t live_blocks;
     uint32_t live_block_timeout;
     int live_kernel_filter_off; /* live_kernel_filter:NAME=0 (AF_PACKET ring) */
+    uint32_t live_fanout;       /* live_fanout:NAME: one of N sockets sharing
+                                 * the interface's frames (0: not given) */
 } gsq_iface_time;
 
 #define GSQ_LIVE_SNAPLEN 65535u
@@ -611,7 +626,16 @@ struct gsq_run {
     uint32_t n_members;
     /* run state */
     int started;
-    int failed;
+    /* set once, by the first failure (gsq_run_fail: fail_claim makes the
+     * first of two threads failing at once the one whose error stands --
+     * capture workers, run/workers.c, run LFTAs beside the run loop) */
+    atomic_int failed;
+    atomic_int fail_claim;
+    /* capture workers (run/workers.c): one per fanout member, started by
+     * the run loop; workers_why_not: why the members have none (NULL) */
+    gsq_worker *workers;
+    uint32_t n_workers;
+    const char *workers_why_not;
     int interrupted;            /* ended early by gsqlc_cancel */
     int output_closed;          /* failed because a sink's reader closed its
                                  * pipe (EPIPE): `gsqlc run | head` */

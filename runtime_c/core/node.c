@@ -38,12 +38,12 @@ void gsq_set_error(gsq_run *r, const char *fmt, ...)
 void gsq_run_fail(gsq_run *r, const char *fmt, ...)
 {
     va_list ap;
-    if (r->failed)
-        return;
-    r->failed = 1;
+    if (atomic_exchange(&r->fail_claim, 1))
+        return; /* the first failure is the run's */
     va_start(ap, fmt);
     set_error_v(r, fmt, ap);
     va_end(ap);
+    r->failed = 1; /* after the error: whoever sees it failed reads that error */
 }
 
 void gsq_node_fail(gsq_node *node, const char *fmt, ...)

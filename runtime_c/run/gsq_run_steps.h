@@ -13,6 +13,11 @@
  *                     running node in queryset order; 0, or -1 (failed)
  *   gsq_main_loop     read to the end (or gsqlc_cancel), then EOF (loop.c)
  *   gsq_flush_sinks   flush every open sink
+ *   gsq_read_and_run  one source's batch read and its LFTAs run over it
+ *                     (loop.c): what the run loop does for a source, and a
+ *                     capture worker for its own (workers.c)
+ *   gsq_workers_*     the capture workers of fanout members: started by
+ *                     the run loop, a round of them, stopped and freed
  *   gsq_teardown      destroy the nodes, close the sinks and sources
  *
  * Each step runs at most once per run, in this order; gsq_teardown runs
@@ -31,5 +36,10 @@ int gsq_start_nodes(gsq_run *r);
 void gsq_main_loop(gsq_run *r);
 void gsq_flush_sinks(gsq_run *r);
 void gsq_teardown(gsq_run *r);
+int gsq_read_and_run(gsq_run *r, gsq_source *s, uint32_t *n);
+int gsq_workers_start(gsq_run *r);
+void gsq_workers_round(gsq_run *r);
+void gsq_workers_stop(gsq_run *r);
+void gsq_workers_free(gsq_run *r);
 
 #endif /* GSQ_RUN_STEPS_H */

@@ -428,6 +428,45 @@ static void wait_idle_sources(gsq_run *r)
         (void)poll(pfd, n, gsq_hb_wait_ms(r));
 }
 
+/* Read a batch of source s and run its LFTAs over it: the records read in
+ * *n; 0, or -1 when the read failed (the run has failed).  Touches only s,
+ * its LFTA nodes and their queues (and the data clock, which capture
+ * workers never run under): a capture worker runs it for its source. */
+int gsq_read_and_run(gsq_run *r, gsq_source *s, uint32_t *n)
+{
+    *n = 0;
+    if (s->columnar && s->ops->read_cols) {
+        if (s->ops->read_cols(r, s) < 0)
+            return -1;
+        *n = s->chunk.n;
+        run_cols(r, s);
+        note_chunk_time(s);
+    } else if (s->columnar) { /* records, transposed */
+        if (s->ops->read_batch(r, s) < 0)
+            return -1;
+        *n = s->ring.n_recs;
+        if (*n && !s->chunk.cap &&
+            gsq_chunk_init(&s->chunk, s, s->ring.max_recs, s->ring.recs[0].layout) != 0) {
+            gsq_run_fail(r, "out of memory");
+            return -1;
+        }
+        if (*n) {
+            gsq_chunk_from_ring(&s->chunk, &s->ring);
+            run_cols(r, s);
+            note_chunk_time(s);
+        }
+        gsq_ring_release(&s->ring);
+    } else {
+        if (s->ops->read_batch(r, s) < 0)
+            return -1;
+        *n = s->ring.n_recs;
+        if (*n && s->has_ts && !s->ring.recs[*n - 1].ts_unreadable)
+            note_time(s, s->ring.recs[*n - 1].app_usec);
+        run_batch(r, s);
+    }
+    return 0;
+}
+
 /* Records read between two publications of the counters (gsqlc_progress):
  * a few batches, so that publishing costs nothing measurable; a round that
  * read nothing (idle, or only Arrow-fed streams) publishes at once. */
@@ -439,6 +478,10 @@ void gsq_main_loop(gsq_run *r)
     uint64_t unpublished = 0;
     gsq_hb_after_batch(r, NULL, 0, 1); /* start the timer if the clock is known */
     gsq_progress_publish(r, 0);        /* running: the inputs' sizes are known */
+    if (gsq_workers_start(r) != 0) {
+        gsq_workers_stop(r);
+        return;
+    }
     for (;;) {
         int active = 0, input_done = 0;
         uint64_t round_records = 0;
@@ -450,6 +493,8 @@ void gsq_main_loop(gsq_run *r)
             break;
         if (r->aligned && align_round(r) != 0)
             break;
+        if (r->n_workers)
+            gsq_workers_round(r); /* the fanout members, side by side */
         for (i = 0; i < r->n_sources && !r->failed; i++) {
             gsq_source *s = &r->sources[i];
             uint32_t n;
@@ -458,6 +503,7 @@ void gsq_main_loop(gsq_run *r)
              * heartbeats have fired): the end reaches its LFTAs before any
              * source reads past the round that ended it */
             if (s->at_eof) {
+                s->round_ran = 0; /* cancelled: its worker read nothing */
                 if (!s->ended) {
                     s->ended = 1;
                     end_source(r, s);
@@ -465,36 +511,15 @@ void gsq_main_loop(gsq_run *r)
                 continue;
             }
             active = 1;
-            if (s->columnar && s->ops->read_cols) {
-                if (s->ops->read_cols(r, s) < 0)
-                    break;
-                n = s->chunk.n;
-                run_cols(r, s);
-                note_chunk_time(s);
-            } else if (s->columnar) { /* records, transposed */
-                if (s->ops->read_batch(r, s) < 0)
-                    break;
-                n = s->ring.n_recs;
-                if (n && !s->chunk.cap &&
-                    gsq_chunk_init(&s->chunk, s, s->ring.max_recs, s->ring.recs[0].layout) != 0) {
-                    gsq_run_fail(r, "out of memory");
-                    break;
-                }
-                if (n) {
-                    gsq_chunk_from_ring(&s->chunk, &s->ring);
-                    run_cols(r, s);
-                    note_chunk_time(s);
-                }
-                gsq_ring_release(&s->ring);
+            if (s->round_ran) { /* read and run by its worker this round */
+                s->round_ran = 0;
+                n = s->round_n;
+                rc = s->round_rc;
             } else {
-                rc = s->ops->read_batch(r, s);
-                if (rc < 0)
-                    break;
-                n = s->ring.n_recs;
-                if (n && s->has_ts && !s->ring.recs[n - 1].ts_unreadable)
-                    note_time(s, s->ring.recs[n - 1].app_usec);
-                run_batch(r, s);
+                rc = gsq_read_and_run(r, s, &n);
             }
+            if (rc < 0)
+                break;
             gsq_drain(r);
             gsq_hb_after_batch(r, s, n, !r->aligned);
             round_records += n;
@@ -532,6 +557,7 @@ void gsq_main_loop(gsq_run *r)
         if (round_records == 0 && !r->failed && !gsq_run_cancelled(r))
             wait_idle_sources(r);
     }
+    gsq_workers_stop(r); /* no more reads: the rest is the run loop's */
     if (gsq_run_cancelled(r))
         r->interrupted = 1;
     if (r->failed)

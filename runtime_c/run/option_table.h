@@ -159,6 +159,11 @@ GSQ_OPTION("live_block_timeout:NAME", UINT, NO_FIELD, RANGE(1, 60000), NO_WORDS,
            set_live_block_timeout, "an integer from 1 to 60000 (milliseconds)",
            "Milliseconds after which the kernel hands over a block of live interface NAME's "
            "AF_PACKET ring that is not full (default 10).")
+GSQ_OPTION("live_fanout:NAME", UINT, NO_FIELD, RANGE(2, 64), NO_WORDS, NO_VALUES,
+           set_live_fanout, "an integer from 2 to 64",
+           "Live interface NAME is one of N members of a set whose sockets share one "
+           "interface's frames by flow (PACKET_FANOUT): each is read, with its own LFTAs, "
+           "on a thread of its own.")
 GSQ_OPTION("live_kernel_filter:NAME", BOOL, NO_FIELD, NO_RANGE, NO_WORDS, NO_VALUES,
            set_live_kernel_filter, "0 or 1",
            "1 (default): live interface NAME's AF_PACKET ring drops in the kernel the frames "

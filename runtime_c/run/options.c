@@ -500,6 +500,11 @@ static int set_live_block_timeout(gsq_run *r, const gsq_option *o, const char *i
     return set_live_uint(r, o, iface, value, offsetof(gsq_iface_time, live_block_timeout), 0);
 }
 
+static int set_live_fanout(gsq_run *r, const gsq_option *o, const char *iface, const char *value)
+{
+    return set_live_uint(r, o, iface, value, offsetof(gsq_iface_time, live_fanout), 0);
+}
+
 /* live_promisc:NAME = 0 | 1 */
 static int set_live_promisc(gsq_run *r, const gsq_option *o, const char *iface, const char *value)
 {

@@ -61,6 +61,26 @@ static void source_time_stats(gsq_buf *b, const gsq_source *s)
     kv_u64(b, "held_back", s->held_back, 1);
 }
 
+/* "capture_workers": the threads reading fanout members (run/workers.c),
+ * and why there are none when members were read by the run loop. */
+static void capture_workers(const gsq_run *r, gsq_buf *b)
+{
+    uint32_t i, members = 0, threaded = 0;
+    for (i = 0; i < r->n_sources; i++) {
+        members += r->sources[i].fanout != 0;
+        threaded += r->sources[i].threaded;
+    }
+    if (!members)
+        return;
+    gsq_buf_printf(b, ",\"capture_workers\":{\"fanout_members\":%u,\"threads\":%u,\"why_not\":",
+                   members, threaded);
+    if (r->workers_why_not)
+        gsq_buf_json_str(b, r->workers_why_not, strlen(r->workers_why_not));
+    else
+        gsq_buf_adds(b, "null");
+    gsq_buf_addc(b, '}');
+}
+
 static const char *clock_name(const gsq_run *r)
 {
     return r->clock_mode == GSQ_CLOCK_DATA ? "data"
@@ -88,6 +108,7 @@ void gsq_build_stats(gsq_run *r)
     gsq_tg_stats_run(r, b);
     gsq_buf_addc(b, ',');
     gsq_params_stats(r, b);
+    capture_workers(r, b);
 
     gsq_buf_adds(b, ",\"sources\":[");
     for (i = 0; i < r->n_sources; i++) {

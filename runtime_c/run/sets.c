@@ -277,8 +277,7 @@ static char *instance_name(const char *lfta, const char *member)
 
 static int fail_oom(gsq_run *r)
 {
-    gsq_set_error(r, "out of memory");
-    r->failed = 1;
+    gsq_run_fail(r, "out of memory");
     return -1;
 }
 

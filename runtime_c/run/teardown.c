@@ -11,6 +11,7 @@
 void gsq_teardown(gsq_run *r)
 {
     uint32_t i;
+    gsq_workers_free(r); /* stopped by the loop; not if it never ran */
     for (i = 0; i < r->n_nodes; i++) {
         gsq_node *n = &r->nodes[i];
         if (n->lfta) {

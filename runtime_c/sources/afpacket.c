@@ -322,6 +322,33 @@ int gsq_afpacket_next(gsq_afpacket *a, gsq_afpacket_pkt *p)
     return 1;
 }
 
+#ifndef PACKET_FANOUT_FLAG_UNIQUEID
+#define PACKET_FANOUT_FLAG_UNIQUEID 0x2000
+#endif
+
+int gsq_afpacket_join_fanout(gsq_afpacket *a, int *group, char *why, size_t why_len)
+{
+    uint32_t type = PACKET_FANOUT_HASH | PACKET_FANOUT_FLAG_DEFRAG;
+    uint32_t word = *group < 0 ? (type | PACKET_FANOUT_FLAG_UNIQUEID) << 16
+                               : ((uint32_t)*group & 0xffffu) | type << 16;
+    int arg;
+    memcpy(&arg, &word, sizeof arg); /* the kernel reads the word's bits */
+    socklen_t len = sizeof arg;
+    if (setsockopt(a->fd, SOL_PACKET, PACKET_FANOUT, &arg, sizeof arg) != 0) {
+        snprintf(why, why_len, "PACKET_FANOUT: %s", strerror(errno));
+        return -1;
+    }
+    if (*group < 0) {
+        if (getsockopt(a->fd, SOL_PACKET, PACKET_FANOUT, &arg, &len) != 0) {
+            snprintf(why, why_len, "PACKET_FANOUT: %s", strerror(errno));
+            return -1;
+        }
+        *group = arg & 0xffff;
+    }
+    a->fanout = 1;
+    return 0;
+}
+
 void gsq_afpacket_release(gsq_afpacket *a, const uint8_t *keep)
 {
     size_t keep_block = keep ? (size_t)(keep - a->ring) / a->block_size : SIZE_MAX;

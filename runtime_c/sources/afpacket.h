@@ -106,6 +106,7 @@ typedef struct gsq_afpacket {
     int64_t if_seen_at_open;
     uint32_t filter_insns;
     char filter_why[64];
+    int fanout;             /* a PACKET_FANOUT group was joined */
     char ifname[64];
 } gsq_afpacket;
 
@@ -136,6 +137,16 @@ int gsq_afpacket_error(gsq_afpacket *a);
  * block holding keep (NULL: none kept) and after it: every block read to
  * its end before that one goes back to the kernel. */
 void gsq_afpacket_release(gsq_afpacket *a, const uint8_t *keep);
+
+/* Join a PACKET_FANOUT group on the socket's interface: the kernel then
+ * hands each frame to one socket of the group, chosen by a hash of its
+ * flow (PACKET_FANOUT_HASH, IP fragments reassembled for the hash first:
+ * PACKET_FANOUT_FLAG_DEFRAG), so a flow's frames all reach the same socket.
+ * *group < 0: a new group with an id the kernel picks, unique in the
+ * network namespace (PACKET_FANOUT_FLAG_UNIQUEID; 0 is an id like any),
+ * written to *group for the other sockets to join.  0, or -1 with why set
+ * (e.g. a kernel before 4.4). */
+int gsq_afpacket_join_fanout(gsq_afpacket *a, int *group, char *why, size_t why_len);
 
 /* Add the socket's PACKET_STATISTICS since the last call to the counters. */
 void gsq_afpacket_count(gsq_afpacket *a);

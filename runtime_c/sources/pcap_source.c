@@ -93,6 +93,10 @@ typedef struct pcap_reader {
     gsq_afpacket_pkt held_ap; /* ringed: points into a block of ap */
     int64_t if_dropped; /* the interface's rx_dropped growth (-1: unknown) */
     int64_t kf_filtered; /* gsq_afpacket_filtered at the end */
+    /* a fanout member (live_fanout:NAME) that is not its group's first:
+     * the interface's own counters (rx_dropped growth, the filtered
+     * estimate) are the first member's to report, once for the group */
+    int fanout_later;
     char kf_why[96];    /* why no kernel filter is attached ("": one is) */
 #endif
     int linktype;
@@ -213,6 +217,45 @@ static const gsq_kernel_filter *kernel_filter_of(const gsq_run *r, const gsq_sou
 }
 #endif
 
+
+#ifdef __linux__
+/* The fanout group of the set s is a member of: the group an earlier
+ * member joined (-1: s is the first, and makes it). */
+static int fanout_group_of_set(const gsq_run *r, const gsq_source *s)
+{
+    uint32_t i, j, k;
+    for (i = 0; i < r->n_members; i++) {
+        if (strcmp(r->members[i].member, s->iface) != 0)
+            continue;
+        for (j = 0; j < r->n_members; j++)
+            if (strcmp(r->members[j].set, r->members[i].set) == 0)
+                for (k = 0; k < r->n_sources; k++)
+                    if (&r->sources[k] != s && r->sources[k].fanout &&
+                        strcmp(r->sources[k].iface, r->members[j].member) == 0)
+                        return r->sources[k].fanout_group;
+    }
+    return -1;
+}
+
+/* s is one of n sockets of a set sharing interface s->path by flow
+ * (live_fanout:NAME, PACKET_FANOUT): join its set's group (the first
+ * member makes one). */
+static int join_fanout(gsq_run *r, gsq_source *s, pcap_reader *pr, uint32_t n)
+{
+    char why[128];
+    int group = fanout_group_of_set(r, s);
+    pr->fanout_later = group >= 0;
+    if (gsq_afpacket_join_fanout(&pr->ap, &group, why, sizeof why) != 0) {
+        gsq_run_fail(r, "pcap-live:%s: cannot share the interface's frames between %u "
+                        "sockets: %s", s->path, (unsigned)n, why);
+        return -1;
+    }
+    s->fanout = n;
+    s->fanout_group = (uint16_t)group;
+    return 0;
+}
+#endif
+
 static int pcap_src_open(gsq_run *r, gsq_source *s)
 {
     pcap_reader *pr = calloc(1, sizeof *pr);
@@ -257,6 +300,8 @@ static int pcap_src_open(gsq_run *r, gsq_source *s)
                 gsq_run_fail(r, "pcap-live:%s: %s", s->path, why);
                 return -1;
             }
+            if (rc == 0 && t && t->live_fanout >= 2 && join_fanout(r, s, pr, t->live_fanout) != 0)
+                return -1;
             if (rc == 0) {
                 if (kf && !pr->ap.filter_insns)
                     snprintf(pr->kf_why, sizeof pr->kf_why, "%s", pr->ap.filter_why);
@@ -272,6 +317,12 @@ static int pcap_src_open(gsq_run *r, gsq_source *s)
 #else
         snprintf(pr->fallback, sizeof pr->fallback, "no AF_PACKET on this system");
 #endif
+        if (t && t->live_fanout >= 2) {
+            gsq_run_fail(r, "pcap-live:%s: fanout needs gsqlc's AF_PACKET reader, and this "
+                            "interface is read through libpcap (%s)",
+                         s->path, pr->fallback);
+            return -1;
+        }
         pr->handle = pcap_open_live(s->path, (int)snaplen, promisc, 100, errbuf);
         if (!pr->handle) {
             gsq_run_fail(r, "cannot open interface %s: %s", s->path, errbuf);
@@ -359,8 +410,12 @@ static void live_kernel_counts(pcap_reader *pr)
         pr->if_dropped = now >= 0 && pr->ap.if_dropped_at_open >= 0
                              ? (now > pr->ap.if_dropped_at_open ? now - pr->ap.if_dropped_at_open : 0)
                              : -1;
+        if (pr->fanout_later)
+            pr->if_dropped = 0;
         pr->kernel.ps_ifdrop = pr->if_dropped > 0 ? (u_int)pr->if_dropped : 0;
-        pr->kf_filtered = gsq_afpacket_filtered(&pr->ap);
+        /* a fanout member reads a share of the frames: what the interface
+         * received less what this socket did is no estimate of anything */
+        pr->kf_filtered = pr->ap.fanout ? -1 : gsq_afpacket_filtered(&pr->ap);
         return;
     }
 #endif
@@ -785,6 +840,10 @@ static void pcap_src_stats(const gsq_source *s, gsq_buf *out)
                        (unsigned long long)pr->ap.frames_read,
                        (unsigned long long)pr->ap.kernel_freezes,
                        (unsigned long long)pr->ap.vlan_restored);
+    if (s->fanout)
+        gsq_buf_printf(out, ",\"fanout\":{\"members\":%u,\"group\":%u,\"thread\":\"%s\"}",
+                       (unsigned)s->fanout, (unsigned)s->fanout_group,
+                       s->threaded ? "capture worker" : "run loop");
     if (pr->ringed && pr->ap.filter_insns)
         gsq_buf_printf(out, ",\"kernel_filter\":{\"instructions\":%u,\"filtered\":%lld}",
                        pr->ap.filter_insns, (long long)pr->kf_filtered);

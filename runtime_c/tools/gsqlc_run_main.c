@@ -301,6 +301,25 @@ static const char *source_uri(const char *value, char *buf, size_t n)
     return buf;
 }
 
+/* N of a live interface's URI option fanout=N (pcap-live:eth0?fanout=4):
+ * 0 when it has none or N is no number from 2 to 64 (the option's own
+ * check then refuses the value). */
+static int uri_fanout(const char *uri)
+{
+    const char *q = strncmp(uri, "pcap-live:", 10) == 0 ? strchr(uri, '?') : NULL;
+    while (q) {
+        char *end;
+        long v;
+        q++;
+        if (strncmp(q, "fanout=", 7) == 0) {
+            v = strtol(q + 7, &end, 10);
+            return (*end == '\0' || *end == '&') && v >= 2 && v <= 64 ? (int)v : 0;
+        }
+        q = strchr(q, '&');
+    }
+    return 0;
+}
+
 /* The command line's bindings. */
 typedef struct bindings {
     char *names[MAX_ARGS], *uris[MAX_ARGS];
@@ -395,16 +414,17 @@ static int live_uri_options(gsq_run *r, const char *m, char *buf)
         if (!eq || (size_t)(eq - item) > 64) {
             fprintf(stderr, "gsqlc-run: error: --source %s: unknown source option '%s' after "
                             "'?' (a live interface takes snaplen=, promisc=, block_size=, "
-                            "blocks=, block_timeout=)\n", buf, item);
+                            "blocks=, block_timeout=, kernel_filter=, fanout=)\n", buf, item);
             return 2;
         }
         *eq = '\0';
         snprintf(key, sizeof key, "live_%s:%s", item, m);
         if (strcmp(item, "snaplen") && strcmp(item, "promisc") && strcmp(item, "block_size") &&
-            strcmp(item, "blocks") && strcmp(item, "block_timeout")) {
+            strcmp(item, "blocks") && strcmp(item, "block_timeout") &&
+            strcmp(item, "kernel_filter") && strcmp(item, "fanout")) {
             fprintf(stderr, "gsqlc-run: error: --source %s: unknown source option '%s' after "
                             "'?' (a live interface takes snaplen=, promisc=, block_size=, "
-                            "blocks=, block_timeout=)\n", buf, item);
+                            "blocks=, block_timeout=, kernel_filter=, fanout=)\n", buf, item);
             return 2;
         }
         if (gsqlc_set_option(r, key, eq + 1)) {
@@ -751,8 +771,20 @@ static int apply(gsq_run *r, command *c, const run_flag *f, char *value)
                          "for the default interface",
                          value);
         }
-        c->b.names[c->b.n] = name;
-        c->b.uris[c->b.n++] = uri;
+        /* fanout=N: the interface is a set of N sockets sharing its frames
+         * (NAME.0 ... NAME.N-1), as gsqlc run binds it: N bindings of NAME */
+        int fanout = uri_fanout(uri), copies = fanout >= 2 ? fanout : 1;
+        for (int j = 0; j < c->b.n; j++)
+            if (strcmp(c->b.names[j], name) == 0 && (fanout >= 2 || uri_fanout(c->b.uris[j]) >= 2))
+                return usage("--source %s=%s: fanout makes %s a set of sockets, and it is bound "
+                             "more than once (sets do not nest): bind it once, with fanout",
+                             name, uri, name);
+        if (c->b.n + copies > MAX_ARGS)
+            return usage("too many --source options (at most %d)", MAX_ARGS);
+        for (int k = 0; k < copies; k++) {
+            c->b.names[c->b.n] = name;
+            c->b.uris[c->b.n++] = uri;
+        }
         return 0;
     }
     case OWN_MEMBER: {

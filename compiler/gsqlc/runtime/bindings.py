@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequenc
 
 from ..errors import SettingError, UsageError
 from ..record import field, record
-from .interfaces import DEFAULT_IFACE, Interfaces, TimeBounds, Where, where_error
+from .interfaces import DEFAULT_IFACE, Interfaces, TimeBounds, Where, fanout_of, where_error
 from .interfaces import build as build_interfaces
 from .interfaces import check_skew as _skew_seconds
 from .plan_summary import LftaSummary, PlanSummary
@@ -167,7 +167,7 @@ def uri_options(name: str, uri: str) -> tuple[str, dict[str, bool]]:
 # (pcap-live:IFACE?snaplen=128&blocks=16): each is the runtime's
 # per-interface option live_KEY:NAME (option_table.h)
 LIVE_URI_OPTIONS = ("snaplen", "promisc", "block_size", "blocks", "block_timeout",
-                    "kernel_filter")
+                    "kernel_filter", "fanout")
 
 
 def live_uri_options(name: str, uri: str) -> tuple[str, dict[str, str]]:
@@ -262,6 +262,11 @@ def set_members(n: LftaSummary, ifaces: Interfaces) -> tuple[str, list[str]]:
     target = ifaces.default if iface == DEFAULT_IFACE else iface
     members = ifaces.members(target)
     if len(members) >= 2 and not n.mergeable:
+        if fanout_of(ifaces.sources.get(members[0], "")) is not None:
+            raise UsageError(f"query {n.query} reads interface {target} with fanout="
+                             f"{len(members)}, whose sockets' outputs are merged in temporal "
+                             "order, but its LFTA outputs no temporal column to merge on: "
+                             "select a temporal field (e.g. time), or drop fanout")
         raise UsageError(f"query {n.query} reads the interface set [{target}], whose "
                          "members' outputs are merged in temporal order, but its LFTA "
                          "outputs no temporal column to merge on")

@@ -356,6 +356,44 @@ def _check_declared(ifs: Interfaces) -> None:
                                  f"{missing[0]}=URI)")
 
 
+def fanout_of(uri: str) -> Optional[int]:
+    """N of a live interface's URI option fanout=N (pcap-live:IFACE?fanout=4),
+    None when it has none (the value is checked where the URI's options are
+    read, bindings.live_uri_options: here any digits)."""
+    scheme, _, rest = uri.partition(":")
+    if scheme != "pcap-live" or "?" not in rest:
+        return None
+    for item in rest.partition("?")[2].split("&"):
+        key, _, value = item.partition("=")
+        if key == "fanout" and value.isascii() and value.isdigit():
+            return int(value)
+    return None
+
+
+def expand_fanout(ifs: Interfaces) -> None:
+    """A live interface bound with fanout=N is an interface set of N members
+    NAME.0 ... NAME.(N-1), each a socket of one PACKET_FANOUT group on the
+    same interface, bound to the same URI: the kernel gives each socket the
+    frames of its share of the flows, and the runtime reads each member,
+    with its own LFTA instances, on a thread of its own (run/workers.c),
+    merging their outputs as a set's.  UsageError for a member of a set
+    (sets do not nest)."""
+    for name, uri in list(ifs.sources.items()):
+        n = fanout_of(uri)
+        if n is None or n < 2:
+            continue   # fanout=1 and the like are refused with the URI's other options
+        owner = next((s for s, ms in ifs.sets.items() if name in ms), None)
+        if owner is not None:
+            raise UsageError(f"source {name}={uri}: fanout={n} makes {name} a set of {n} "
+                             f"sockets, but {name} is already a member of interface set "
+                             f"{owner} (sets do not nest): bind the interface once, with "
+                             "fanout, as its own set")
+        del ifs.sources[name]
+        ifs.sets[name] = [f"{name}.{i}" for i in range(n)]
+        for m in ifs.sets[name]:
+            ifs.sources[m] = uri
+
+
 def build(bindings: list[tuple[str, str]], skews: list[tuple[str, float]],
           file: Optional[str] = None, bounds: Optional[TimeBounds] = None) -> Interfaces:
     """Interfaces from an optional file, then the command line's bindings
@@ -374,6 +412,7 @@ def build(bindings: list[tuple[str, str]], skews: list[tuple[str, float]],
         ifs.sets[name] = members
         for m, uri in zip(members, uris):
             ifs.sources[m] = uri
+    expand_fanout(ifs)
     for name, v in skews:
         for m in ifs.members(name):
             ifs.skews[m] = v
