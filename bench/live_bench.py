@@ -213,16 +213,17 @@ def gsqlc_stats(err: str) -> dict:
 
 def gsqlc_counts(kind: str, out: str, err: str) -> dict:
     st = gsqlc_stats(err)
-    (src,) = st["sources"]
+    srcs = st["sources"]   # one, or a fanout's members
     rows = [line.split("|") for line in out.splitlines() if line]
     if kind == "select":
         counted = len(rows)
     else:  # the count is the query's column n
         col = 1 if kind == "count" else 3
         counted = sum(int(r[col]) for r in rows)
-    return {"counted": counted, "kernel_dropped": src["kernel_dropped"],
-            "to_user": src["packets_read"], "reader": src["pcap_reader"],
-            "kernel_filter": src.get("kernel_filter"), "ring": src.get("ring"),
+    return {"counted": counted, "kernel_dropped": sum(s["kernel_dropped"] for s in srcs),
+            "to_user": sum(s["packets_read"] for s in srcs), "reader": srcs[0]["pcap_reader"],
+            "kernel_filter": srcs[0].get("kernel_filter"), "ring": srcs[0].get("ring"),
+            "threads": st.get("capture_workers", {}).get("threads", 1),
             "late": sum(n.get("late_dropped", 0) for n in st.get("nodes", [])),
             "rows": len(rows)}
 
@@ -284,6 +285,10 @@ def capture_configs(qdir: Path) -> list[tuple[str, str, list[str], object]]:
          gsqlc_argv(paths["select"], "pcap-live:vb?kernel_filter=0", []), g("select")),
         ("gsqlc aggregate", "aggregate", gsqlc_argv(paths["aggregate"], "pcap-live:vb", []),
          g("aggregate")),
+        # its two capture threads share CPU 1 with the rest of the run: the
+        # cost of the fanout's rounds, not its gain (the sender has CPU 0)
+        ("gsqlc aggregate, fanout=2", "aggregate",
+         gsqlc_argv(paths["aggregate"], "pcap-live:vb?fanout=2", []), g("aggregate")),
     ]
 
 
