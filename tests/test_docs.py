@@ -192,13 +192,21 @@ def shell_env(tmp_path_factory) -> dict:
     env.update(PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", LC_ALL="C", NO_COLOR="1",
                COLUMNS="100")
     env.pop("FORCE_COLOR", None)
+    # the examples' files in /tmp/gsqlc-docs-* go to this session's own
+    # folder, so that two test sessions on one machine cannot mix them
+    env["GSQLC_DOCS_TMP"] = str(tmp_path_factory.mktemp("docs-tmp"))
     return env
+
+
+def _own_tmp(text: str, env: dict) -> str:
+    return text.replace("/tmp/gsqlc-docs-", env["GSQLC_DOCS_TMP"] + "/gsqlc-docs-")
 
 
 @pytest.mark.parametrize("example", CHECKED, ids=[e.id for e in CHECKED])
 def test_shell_example(example: Example, shell_env):
     for c in example.commands:
-        p = subprocess.run(["bash", "-o", "pipefail", "-c", c.text], cwd=REPO, env=shell_env,
+        p = subprocess.run(["bash", "-o", "pipefail", "-c", _own_tmp(c.text, shell_env)],
+                           cwd=REPO, env=shell_env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            timeout=600)
         where = f"{example.path.relative_to(REPO)}:{c.line}: $ {c.text}"
@@ -209,6 +217,7 @@ def test_shell_example(example: Example, shell_env):
         actual = p.stdout.splitlines()
         while actual and not actual[-1].strip():
             actual.pop()
+        actual = [line.replace(shell_env["GSQLC_DOCS_TMP"] + "/", "/tmp/") for line in actual]
         assert output_matches(c.expected, actual), (
             f"{where}\n--- shown\n" + "\n".join(c.expected) + "\n--- output\n" +
             "\n".join(actual))
