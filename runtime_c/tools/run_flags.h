@@ -39,7 +39,9 @@ GSQ_RUN_FLAG("--source", VALUE("NAME=URI"), OWN(SOURCE), BOTH,
              "a single NAME is bound the queries reading the default interface read it; a "
              "NAME given again makes an interface set of its sources; csv:PATH?header=1 (and csvtcp:, "
              "csv:-) reads a header line and finds each field's column by its name; pcap-live:IFACE "
-             "takes snaplen=, promisc=, block_size=, blocks=, block_timeout=")
+             "takes snaplen=, promisc=, block_size=, blocks=, block_timeout=, kernel_filter=, "
+             "and fanout=N (N sockets sharing its frames by flow, each on a thread of its own: "
+             "the interface set NAME.0 ... NAME.N-1)")
 GSQ_RUN_FLAG("--member", VALUE("SET=IFACE"), OWN(MEMBER), RUNNER,
              "make interface IFACE (bound by its own --source) a member of interface set SET")
 GSQ_RUN_FLAG("--output", VALUE("QUERY"), OWN(OUTPUT), BOTH,
