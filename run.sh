@@ -38,6 +38,9 @@ if [ "$mode" = test ]; then
     command -v java >/dev/null || need_apt+=(openjdk-17-jre-headless)
     # the readers' coverage-guided fuzzing (fuzz/readers): clang and its libFuzzer runtime
     command -v clang-14 >/dev/null || need_apt+=(clang-14 libclang-rt-14-dev)
+    # the XDP runtime blocks' tests (tests/test_xdp_blocks.py): libbpf's headers and
+    # library for the loader, clang-14 (above) for the BPF object
+    [ -f /usr/include/bpf/libbpf.h ] || need_apt+=(libbpf-dev)
     # the shell completion tests source gsqlc's zsh script in zsh
     command -v zsh >/dev/null || need_apt+=(zsh)
     # Graphviz draws query plans (gsqlc explain --format dot, the notebooks' plan display)

@@ -1,0 +1,110 @@
+/* xdp_loader.h -- user space of an aggregating LFTA run in the XDP hook.
+ *
+ * Loads a BPF object built on xdp_table.h (clang -target bpf), measures and
+ * sets the clock offset, attaches the program to an interface, and hands
+ * every partial aggregate it gets -- ejected or bypassed by the program
+ * through the ring buffer, or drained from an epoch's table -- to one
+ * callback.  The protocol (slots, ownership of each parity's table, ring
+ * records) is xdp_table.h's; this file follows its user-space half.
+ *
+ * OWNERSHIP
+ *   xdp_loader_open returns a loader the caller owns and frees with
+ *   xdp_loader_close, which detaches the program from the interface and
+ *   frees the BPF object, maps and ring reader; a failed open has detached
+ *   and freed whatever it had made.  The loader copies nothing of the
+ *   options but the strings it needs (object path, interface name).  A
+ *   partial handed to the callback points into memory the loader owns,
+ *   valid during the call only.  Errors are written to the caller's buffer
+ *   (err, errlen), a sentence naming what is missing or refused.
+ *
+ * INVARIANTS
+ *   One loader per attached program; one thread uses it at a time (calls are
+ *   not synchronised).  The clock offset is set once, before the program is
+ *   attached.  Epochs of one parity are drained in order; an epoch may be
+ *   drained once the clock is past its end plus the grace period, and
+ *   should be before the epoch two after it begins -- if it is not, the
+ *   program bypasses that epoch's packets to the ring until it is, and
+ *   every packet is still counted exactly once.
+ *
+ * Build: C11, with libbpf: cc -std=c11 ... xdp_loader.c -lbpf -lelf -lz
+ */
+#ifndef GSQLC_XDP_LOADER_H
+#define GSQLC_XDP_LOADER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "xdp_table.h"
+
+struct xdp_loader;
+
+/* One partial aggregate: kind is XDP_REC_* of xdp_table.h. */
+struct xdp_partial {
+    unsigned kind;
+    unsigned cpu;
+    uint64_t epoch;
+    const void *key;
+    size_t key_bytes;
+    const void *aggr;
+    size_t aggr_bytes;
+};
+
+/* Returns 0, or a negative value that is reported as the call's failure
+ * (the remaining partials of that call are still read and handed on). */
+typedef int (*xdp_partial_fn)(void *arg, const struct xdp_partial *p);
+
+enum xdp_attach_mode {
+    XDP_ATTACH_AUTO,    /* native (driver) mode, else generic (SKB) mode */
+    XDP_ATTACH_NATIVE,  /* native only */
+    XDP_ATTACH_GENERIC, /* generic only */
+};
+
+struct xdp_loader_opts {
+    const char *object_path; /* the BPF object (ELF) */
+    const char *ifname;      /* the interface to attach to */
+    const char *program;     /* the XDP program's name; NULL: the object's first */
+    size_t key_bytes;        /* sizeof(struct xdp_key) of the program */
+    size_t aggr_bytes;       /* sizeof(struct xdp_aggr) of the program */
+    uint64_t epoch_ns;       /* epoch length */
+    uint64_t grace_ns;       /* how long past an epoch's end before it may be drained */
+    enum xdp_attach_mode mode;
+    xdp_partial_fn on_partial;
+    void *arg; /* on_partial's first argument */
+};
+
+/* Opens, loads and attaches.  0 and *out set, or -1 and err written. */
+int xdp_loader_open(const struct xdp_loader_opts *o, struct xdp_loader **out, char *err, size_t errlen);
+
+/* Detaches the program and frees everything; NULL is a no-op. */
+void xdp_loader_close(struct xdp_loader *ld);
+
+/* "native" or "generic": the mode the program was attached in. */
+const char *xdp_loader_mode(const struct xdp_loader *ld);
+
+/* The clock offset set in the program (wall = monotonic + offset), and its
+ * error bound: half the gap between the two CLOCK_REALTIME reads around the
+ * CLOCK_MONOTONIC read it was measured from. */
+int64_t xdp_loader_wall_minus_mono_ns(const struct xdp_loader *ld, uint64_t *error_bound_ns);
+
+/* The epoch the program stamps a packet with now. */
+uint64_t xdp_loader_epoch_now(const struct xdp_loader *ld);
+
+/* The CLOCK_MONOTONIC time (ns) from which `epoch` may be drained: its end
+ * plus the grace period. */
+uint64_t xdp_loader_drainable_at(const struct xdp_loader *ld, uint64_t epoch);
+
+/* Hands on the ring's records, waiting up to timeout_ms (0: what is there,
+ * -1: until one comes).  The number handed on, or -1 and err written. */
+int xdp_loader_poll(struct xdp_loader *ld, int timeout_ms, char *err, size_t errlen);
+
+/* Drains `epoch`'s table over all CPUs (xdp_table.h's steps 1-4), then
+ * hands on what the ring holds.  The number of partials handed on (0 if the
+ * epoch's table was never open: its packets all went through the ring), or
+ * -1 and err written: too early, an earlier epoch of the same parity not
+ * drained, a CPU that never leaves the program, a map call refused. */
+int xdp_loader_drain(struct xdp_loader *ld, uint64_t epoch, char *err, size_t errlen);
+
+/* The program's counters summed over CPUs (busy is the sum's parity only). */
+int xdp_loader_stats(const struct xdp_loader *ld, struct xdp_cpu_state *sum, char *err, size_t errlen);
+
+#endif /* GSQLC_XDP_LOADER_H */
