@@ -63,8 +63,13 @@ int count_by_src(struct xdp_md *ctx)
     struct xdp_run r;
     if (xdp_run_begin(&r) != 0)
         return XDP_PASS;
-    __u32 h = (key.src_ip * 2654435761u) ^ ((__u32)key.dest_port * 40503u);
-    h ^= h >> 15;
+    /* murmur3's finaliser: every key bit reaches the slot index's low bits */
+    __u32 h = key.src_ip ^ ((__u32)key.dest_port << 16 | key.dest_port);
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    h ^= h >> 16;
     struct xdp_slot *s = xdp_slot_for(&r, &key, h);
     if (s) {
         s->aggr.packets += one.packets;
