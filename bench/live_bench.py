@@ -494,7 +494,7 @@ def write_results(section: str, title: str, body: list[str]) -> None:
     text = path.read_text() if path.exists() else (
         "# Live capture: gsqlc against tcpdump on a veth pair\n\n"
         "Written by `python bench/live_bench.py all` (or one experiment: its section is "
-        "replaced, the others kept).\n")
+        "replaced, the others kept).\n\n")
     parts = re.split(r"(?m)^(?=## )", text)
     new = f"## {title}\n\n" + "\n".join(body) + "\n\n"
     kept = [p for p in parts if not p.startswith(f"## {title.split(':')[0]}")]
