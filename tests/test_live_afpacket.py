@@ -311,3 +311,21 @@ def test_sanitized_runner_captures(netns, tmp_path):
         [f"{SRC}|{PORT}|pkt%06d" % i for i in range(400)], err[-2000:]
     src = _source(err)
     assert src["pcap_reader"] == "afpacket" and src["ring"]["blocks_read"] > 3
+
+
+def test_interrupt_reads_what_reached_the_capture(netns, tmp_path):
+    """SIGINT right after the frames were sent, while they still sit in the
+    block the kernel is filling (a 2 s block timeout): the run waits for
+    that block and counts every frame before it ends."""
+    q = _query(tmp_path, f"SELECT tb, count(*) FROM UDP WHERE destPort = {PORT} "
+                         "GROUP BY time as tb")
+    cap = Capture(netns, _gsqlc_run(q, "pcap-live:vb?block_timeout=2000"))
+    cap.send(tmp_path, 500)
+    t0 = time.monotonic()
+    rc, out, err = cap.stop(settle=0.05)
+    assert rc == 0, err[-3000:]
+    assert time.monotonic() - t0 < 30
+    src = _source(err)
+    assert sum(int(line.split("|")[1]) for line in out.splitlines()) == 500, (out, src)
+    assert src["kernel_dropped"] == 0 and src["packets_read"] >= 500
+    assert "interrupted" in err

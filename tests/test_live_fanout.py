@@ -119,7 +119,7 @@ def test_sanitized_runner_on_two_threads(netns, tmp_path):
     q = _query(tmp_path, SELECTION)
     runner = build_sanitized([q], tmp_path / "san")
     cap = Capture(netns, [str(runner), "--source",
-                          "vb=pcap-live:vb?fanout=2&block_size=4096&blocks=8&block_timeout=2",
+                          "vb=pcap-live:vb?fanout=2&block_size=4096&blocks=64&block_timeout=2",
                           "--stats"], env=SANITIZED_RUN_ENV)
     cap.send(tmp_path, 800, rate=2000)
     rc, out, err = cap.stop(expect=800)

@@ -277,6 +277,10 @@ struct gsq_source {
     uint64_t pf_skipped;
     int at_eof;
     int ended;            /* at_eof seen by the run loop: its LFTAs ended */
+    int drains_on_cancel; /* gsqlc_cancel does not end it at once: it reads
+                           * what reached it before (a live ring: until the
+                           * kernel has handed over its last block) and then
+                           * sets at_eof itself */
     /* a PACKET_FANOUT member (pcap_source.c: fanout sockets in group
      * fanout_group share one interface's frames, by flow): read with its
      * LFTAs on a capture worker of its own (run/workers.c) when worker is

@@ -543,7 +543,8 @@ void gsq_main_loop(gsq_run *r)
         if (gsq_run_cancelled(r)) {
             r->interrupted = 1;
             for (i = 0; i < r->n_sources; i++)
-                r->sources[i].at_eof = 1;
+                if (!r->sources[i].drains_on_cancel)
+                    r->sources[i].at_eof = 1;
             for (i = 0; i < r->n_injects; i++)
                 gsq_inject_eof(r, &r->injects[i]);
         }

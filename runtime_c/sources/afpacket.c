@@ -208,6 +208,7 @@ int gsq_afpacket_open(gsq_afpacket *a, const char *ifname, const gsq_afpacket_op
     req.tp_frame_size = o->block_size; /* TPACKET_V3 frames are of any size: one per block */
     req.tp_frame_nr = o->blocks;
     req.tp_retire_blk_tov = o->block_timeout_ms;
+    a->block_timeout_ms = o->block_timeout_ms;
     if (setsockopt(a->fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) != 0) {
         int e = errno;
         gsq_afpacket_close(a);

@@ -91,6 +91,7 @@ typedef struct gsq_afpacket {
     uint8_t *ring;          /* the mapped ring, NULL when closed */
     size_t ring_size;
     uint32_t block_size, n_blocks;
+    uint32_t block_timeout_ms; /* the kernel hands a block over after this */
     uint32_t snaplen;
     int linktype;           /* DLT_* of every frame */
     int arphrd;             /* the interface's hardware type */

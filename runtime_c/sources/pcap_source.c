@@ -61,6 +61,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <poll.h>
+#include <time.h>
 #include <pcap/pcap.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +98,7 @@ typedef struct pcap_reader {
      * the interface's own counters (rx_dropped growth, the filtered
      * estimate) are the first member's to report, once for the group */
     int fanout_later;
+    uint64_t drain_until_ms; /* cancelled: read until then (CLOCK_MONOTONIC ms) */
     char kf_why[96];    /* why no kernel filter is attached ("": one is) */
 #endif
     int linktype;
@@ -303,6 +305,7 @@ static int pcap_src_open(gsq_run *r, gsq_source *s)
             if (rc == 0 && t && t->live_fanout >= 2 && join_fanout(r, s, pr, t->live_fanout) != 0)
                 return -1;
             if (rc == 0) {
+                s->drains_on_cancel = 1;
                 if (kf && !pr->ap.filter_insns)
                     snprintf(pr->kf_why, sizeof pr->kf_why, "%s", pr->ap.filter_why);
                 pr->ringed = 1;
@@ -608,11 +611,42 @@ static int ring_idle(gsq_run *r, gsq_source *s, pcap_reader *pr)
     return 0;
 }
 
+/* Cancelled: the frames that reached the socket before are read, the
+ * last of them once the kernel has handed over the block it was filling,
+ * which it does within its block timeout.  The milliseconds left of that
+ * (the first call sets the deadline: the block timeout and 1 ms from now);
+ * 0 once it has passed -- then the source ends, frames still arriving or
+ * not. */
+static uint64_t drain_left_ms(pcap_reader *pr)
+{
+    struct timespec ts;
+    uint64_t now;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    if (!pr->drain_until_ms)
+        pr->drain_until_ms = now + pr->ap.block_timeout_ms + 1u;
+    return now < pr->drain_until_ms ? pr->drain_until_ms - now : 0;
+}
+
+/* Cancelled, no frame ready: wait on the socket for the last block, at
+ * most until the deadline. */
+static int ring_drain_wait(pcap_reader *pr)
+{
+    struct pollfd p;
+    uint64_t left = drain_left_ms(pr);
+    p.fd = pr->ap.fd;
+    p.events = POLLIN;
+    p.revents = 0;
+    if (left)
+        (void)poll(&p, 1, (int)left);
+    return 0;
+}
+
 static int ring_read_batch(gsq_run *r, gsq_source *s, pcap_reader *pr)
 {
     gsq_ring *ring = &s->ring;
     gsq_afpacket_release(&pr->ap, pr->held ? pr->held_ap.data : NULL);
-    if (gsq_run_cancelled(r)) {
+    if (gsq_run_cancelled(r) && (!drain_left_ms(pr) || gsq_afpacket_error(&pr->ap))) {
         s->at_eof = 1;
         return 0;
     }
@@ -622,7 +656,10 @@ static int ring_read_batch(gsq_run *r, gsq_source *s, pcap_reader *pr)
         if (pr->held)
             pk = pr->held_ap;
         else if (!gsq_afpacket_next(&pr->ap, &pk))
-            return ring_idle(r, s, pr); /* nothing ready: the run loop polls the socket */
+            /* nothing ready: the run loop polls the socket, or (cancelled)
+             * the last block is awaited */
+            return gsq_run_cancelled(r) ? (ring->n_recs ? 0 : ring_drain_wait(pr))
+                                        : ring_idle(r, s, pr);
         if (pk.ts_usec > s->limit_usec) { /* the next round's */
             pr->held_ap = pk;
             pr->held = 1;
