@@ -197,9 +197,18 @@ int gsq_afpacket_open(gsq_afpacket *a, const char *ifname, const gsq_afpacket_op
                      o->filter_len);
             prog = NULL;
         }
-        if (attach_filter(a->fd, o->snaplen, a->arphrd == ARPHRD_LOOPBACK, prog,
-                          o->filter_len) != 0)
+        a->snaplen = o->snaplen;
+        if (o->fanout) { /* nothing until it joins its group, then prog */
+            struct sock_filter none = BPF_STMT(BPF_RET | BPF_K, 0);
+            struct sock_fprog fp = {1, &none};
+            a->pending_filter = prog;
+            a->pending_filter_len = o->filter_len;
+            if (setsockopt(a->fd, SOL_SOCKET, SO_ATTACH_FILTER, &fp, sizeof fp) != 0)
+                return fail_call(a, why, why_len, "SO_ATTACH_FILTER");
+        } else if (attach_filter(a->fd, o->snaplen, a->arphrd == ARPHRD_LOOPBACK, prog,
+                                 o->filter_len) != 0) {
             return fail_call(a, why, why_len, "SO_ATTACH_FILTER");
+        }
         a->filter_insns = prog ? o->filter_len : 0;
     }
     memset(&req, 0, sizeof req);
@@ -347,6 +356,12 @@ int gsq_afpacket_join_fanout(gsq_afpacket *a, int *group, char *why, size_t why_
         *group = arg & 0xffff;
     }
     a->fanout = 1;
+    /* a member of the group now: its frames are its share, taken from here */
+    if (attach_filter(a->fd, a->snaplen, a->arphrd == ARPHRD_LOOPBACK, a->pending_filter,
+                      a->pending_filter_len) != 0) {
+        snprintf(why, why_len, "SO_ATTACH_FILTER: %s", strerror(errno));
+        return -1;
+    }
     return 0;
 }
 

@@ -83,6 +83,10 @@ typedef struct gsq_afpacket_opts {
      * over Ethernet frames (gsq_kernel_filter; borrowed for the call) */
     const struct gsq_bpf_insn *filter;
     uint32_t filter_len;
+    /* the socket is to join a PACKET_FANOUT group: until it has joined
+     * (gsq_afpacket_join_fanout) it takes no frame -- bound alone it would
+     * receive every frame, which the group's sockets receive too */
+    int fanout;
 } gsq_afpacket_opts;
 
 typedef struct gsq_afpacket {
@@ -107,6 +111,10 @@ typedef struct gsq_afpacket {
     int64_t if_seen_at_open;
     uint32_t filter_insns;
     char filter_why[64];
+    /* the filter a fanout member attaches once it has joined (borrowed:
+     * a query set's program lives as long as its run) */
+    const struct gsq_bpf_insn *pending_filter;
+    uint32_t pending_filter_len;
     int fanout;             /* a PACKET_FANOUT group was joined */
     char ifname[64];
 } gsq_afpacket;

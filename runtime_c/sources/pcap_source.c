@@ -72,6 +72,10 @@
 #include "pcap_mmap.h"
 #include "afpacket.h"
 
+/* libpcap's read timeout on a live interface: a buffer not full is handed
+ * over after it */
+#define GSQ_LIBPCAP_TIMEOUT_MS 100u
+
 /* A capture read from a pipe or FIFO: libpcap reads it through a stdio
  * stream whose reads poll the descriptor (at most 100 ms at a time), so a
  * cancelled run (SIGINT/SIGTERM, gsqlc_cancel) stops even while the
@@ -98,9 +102,9 @@ typedef struct pcap_reader {
      * the interface's own counters (rx_dropped growth, the filtered
      * estimate) are the first member's to report, once for the group */
     int fanout_later;
-    uint64_t drain_until_ms; /* cancelled: read until then (CLOCK_MONOTONIC ms) */
     char kf_why[96];    /* why no kernel filter is attached ("": one is) */
 #endif
+    uint64_t drain_until_ms; /* live, cancelled: read until then (CLOCK_MONOTONIC ms) */
     int linktype;
     int decoded;        /* link type is one the decoder understands */
     int classic;        /* libpcap reads a classic pcap file (gsq_pkt_ts_usec) */
@@ -297,6 +301,7 @@ static int pcap_src_open(gsq_run *r, gsq_source *s)
             kf = kernel_filter_of(r, s, t, snaplen, pr->kf_why, sizeof pr->kf_why);
             o.filter = kf ? kf->insns : NULL;
             o.filter_len = kf ? kf->n_insns : 0;
+            o.fanout = t && t->live_fanout >= 2;
             rc = gsq_afpacket_open(&pr->ap, s->path, &o, why, sizeof why);
             if (rc < 0) {
                 gsq_run_fail(r, "pcap-live:%s: %s", s->path, why);
@@ -326,7 +331,8 @@ static int pcap_src_open(gsq_run *r, gsq_source *s)
                          s->path, pr->fallback);
             return -1;
         }
-        pr->handle = pcap_open_live(s->path, (int)snaplen, promisc, 100, errbuf);
+        pr->handle = pcap_open_live(s->path, (int)snaplen, promisc, (int)GSQ_LIBPCAP_TIMEOUT_MS,
+                                    errbuf);
         if (!pr->handle) {
             gsq_run_fail(r, "cannot open interface %s: %s", s->path, errbuf);
             return -1;
@@ -335,6 +341,7 @@ static int pcap_src_open(gsq_run *r, gsq_source *s)
             gsq_run_fail(r, "cannot open interface %s: %s", s->path, errbuf);
             return -1;
         }
+        s->drains_on_cancel = 1;
     } else {
         FILE *f;
         if (r->pcap_reader == GSQ_PCAP_READER_MMAP &&
@@ -584,6 +591,37 @@ static int mm_read_batch(gsq_source *s, pcap_reader *pr)
 
 /* ---- the AF_PACKET ring (Linux) ---------------------------------------- */
 
+/* Cancelled: the frames that reached the capture before are read, the
+ * last of them once the kernel has handed over the block it was filling,
+ * which it does within timeout_ms (the ring's block timeout, libpcap's
+ * read timeout).  The milliseconds left of that (the first call sets the
+ * deadline: timeout_ms and 1 ms from now); 0 once it has passed -- then
+ * the source ends, frames still arriving or not. */
+static uint64_t drain_left_ms(pcap_reader *pr, uint32_t timeout_ms)
+{
+    struct timespec ts;
+    uint64_t now;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    if (!pr->drain_until_ms)
+        pr->drain_until_ms = now + timeout_ms + 1u;
+    return now < pr->drain_until_ms ? pr->drain_until_ms - now : 0;
+}
+
+/* Cancelled, no frame ready: wait on the capture's descriptor (fd < 0:
+ * 1 ms) for the last block, at most until the deadline. */
+static int drain_wait(pcap_reader *pr, int fd, uint32_t timeout_ms)
+{
+    struct pollfd p;
+    uint64_t left = drain_left_ms(pr, timeout_ms);
+    p.fd = fd;
+    p.events = POLLIN;
+    p.revents = 0;
+    if (left)
+        (void)poll(fd >= 0 ? &p : NULL, fd >= 0 ? 1 : 0, fd >= 0 ? (int)left : 1);
+    return 0;
+}
+
 #ifdef __linux__
 /* pcap_src_read_batch of a live interface read through its ring: records
  * point into the ring's blocks.  The previous batch's records have all
@@ -611,42 +649,12 @@ static int ring_idle(gsq_run *r, gsq_source *s, pcap_reader *pr)
     return 0;
 }
 
-/* Cancelled: the frames that reached the socket before are read, the
- * last of them once the kernel has handed over the block it was filling,
- * which it does within its block timeout.  The milliseconds left of that
- * (the first call sets the deadline: the block timeout and 1 ms from now);
- * 0 once it has passed -- then the source ends, frames still arriving or
- * not. */
-static uint64_t drain_left_ms(pcap_reader *pr)
-{
-    struct timespec ts;
-    uint64_t now;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-    if (!pr->drain_until_ms)
-        pr->drain_until_ms = now + pr->ap.block_timeout_ms + 1u;
-    return now < pr->drain_until_ms ? pr->drain_until_ms - now : 0;
-}
-
-/* Cancelled, no frame ready: wait on the socket for the last block, at
- * most until the deadline. */
-static int ring_drain_wait(pcap_reader *pr)
-{
-    struct pollfd p;
-    uint64_t left = drain_left_ms(pr);
-    p.fd = pr->ap.fd;
-    p.events = POLLIN;
-    p.revents = 0;
-    if (left)
-        (void)poll(&p, 1, (int)left);
-    return 0;
-}
-
 static int ring_read_batch(gsq_run *r, gsq_source *s, pcap_reader *pr)
 {
     gsq_ring *ring = &s->ring;
     gsq_afpacket_release(&pr->ap, pr->held ? pr->held_ap.data : NULL);
-    if (gsq_run_cancelled(r) && (!drain_left_ms(pr) || gsq_afpacket_error(&pr->ap))) {
+    if (gsq_run_cancelled(r) &&
+        (!drain_left_ms(pr, pr->ap.block_timeout_ms) || gsq_afpacket_error(&pr->ap))) {
         s->at_eof = 1;
         return 0;
     }
@@ -658,8 +666,9 @@ static int ring_read_batch(gsq_run *r, gsq_source *s, pcap_reader *pr)
         else if (!gsq_afpacket_next(&pr->ap, &pk))
             /* nothing ready: the run loop polls the socket, or (cancelled)
              * the last block is awaited */
-            return gsq_run_cancelled(r) ? (ring->n_recs ? 0 : ring_drain_wait(pr))
-                                        : ring_idle(r, s, pr);
+            return gsq_run_cancelled(r)
+                       ? (ring->n_recs ? 0 : drain_wait(pr, pr->ap.fd, pr->ap.block_timeout_ms))
+                       : ring_idle(r, s, pr);
         if (pk.ts_usec > s->limit_usec) { /* the next round's */
             pr->held_ap = pk;
             pr->held = 1;
@@ -738,7 +747,7 @@ static int pcap_src_read_batch(gsq_run *r, gsq_source *s)
          * while the largest possible capture might not */
         if (s->ring.n_recs > 0 && s->ring.cap - s->ring.used < GSQ_PCAP_MAX_CAPLEN + 8)
             return 0;
-        if (pr->live && gsq_run_cancelled(r)) {
+        if (pr->live && gsq_run_cancelled(r) && !drain_left_ms(pr, GSQ_LIBPCAP_TIMEOUT_MS)) {
             s->at_eof = 1;
             return 0;
         }
@@ -747,8 +756,11 @@ static int pcap_src_read_batch(gsq_run *r, gsq_source *s)
             data = pr->held_data;
         } else {
             rc = next_packet(r, s, pr, &h, &data);
-            if (rc == 0) /* live: nothing ready (the run loop waits) */
-                return 0;
+            if (rc == 0) /* live: nothing ready (the run loop waits; cancelled: we do) */
+                return pr->live && gsq_run_cancelled(r) && !s->ring.n_recs
+                           ? drain_wait(pr, pcap_get_selectable_fd(pr->handle),
+                                        GSQ_LIBPCAP_TIMEOUT_MS)
+                           : 0;
             if (rc == -2)
                 return 0;
             if (rc < 0)
