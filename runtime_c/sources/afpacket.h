@@ -28,6 +28,11 @@
  * The snapshot length is applied by the kernel (the socket filter returns
  * it), so frames take no more ring space than what is kept.
  *
+ * A socket to join a PACKET_FANOUT group (gsq_afpacket_opts.fanout) is
+ * opened with a filter taking nothing, and its own filter replaces it once
+ * it has joined (gsq_afpacket_join_fanout): bound but not yet a member, it
+ * would receive every frame, which the group's members receive too.
+ *
  * The socket filter: on loopback a first rule drops the copy going out;
  * then, when the caller gives one (gsq_afpacket_opts.filter, a query set's
  * kernel filter: gsq_runtime.h, gsq_kernel_filter) and the link type is
