@@ -283,13 +283,12 @@ struct gsq_source {
                            * sets at_eof itself */
     /* a PACKET_FANOUT member (pcap_source.c: fanout sockets in group
      * fanout_group share one interface's frames, by flow): read with its
-     * LFTAs on a capture worker of its own (run/workers.c) when worker is
-     * set; its round's outcome then waits in round_rc and round_n (ran:
+     * LFTAs on a capture worker of its own (run/workers.c) when threaded
+     * is set; its round's outcome then waits in round_rc and round_n (ran:
      * this round read it) for the run loop */
     uint32_t fanout;          /* members of its group (0: not a member) */
     uint16_t fanout_group;
-    gsq_worker *worker;
-    int threaded;             /* it was read by a worker (kept for the stats) */
+    int threaded;             /* a capture worker reads it */
     int round_ran;
     int round_rc;
     uint32_t round_n;

@@ -110,7 +110,7 @@ int gsq_workers_start(gsq_run *r)
             return -1;
         }
         w->started = 1;
-        s->worker = w;
+        s->threaded = 1;
     }
     return 0;
 }
@@ -153,8 +153,6 @@ void gsq_workers_stop(gsq_run *r)
         pthread_mutex_unlock(&w->mu);
         pthread_join(w->thread, NULL);
         w->started = 0;
-        w->s->worker = NULL;
-        w->s->threaded = 1;
     }
 }
 

@@ -285,6 +285,7 @@ static int pcap_src_open(gsq_run *r, gsq_source *s)
     if (pr->live) {
         const gsq_iface_time *t = gsq_iface_settings(r, s->iface);
         uint32_t snaplen = t && t->live_snaplen ? t->live_snaplen : GSQ_LIVE_SNAPLEN;
+        uint32_t fanout = t && t->live_fanout >= 2 ? t->live_fanout : 0;
         int promisc = t && t->live_promisc;
 #ifdef __linux__
         if (r->pcap_reader == GSQ_PCAP_READER_MMAP) {
@@ -301,13 +302,13 @@ static int pcap_src_open(gsq_run *r, gsq_source *s)
             kf = kernel_filter_of(r, s, t, snaplen, pr->kf_why, sizeof pr->kf_why);
             o.filter = kf ? kf->insns : NULL;
             o.filter_len = kf ? kf->n_insns : 0;
-            o.fanout = t && t->live_fanout >= 2;
+            o.fanout = fanout != 0;
             rc = gsq_afpacket_open(&pr->ap, s->path, &o, why, sizeof why);
             if (rc < 0) {
                 gsq_run_fail(r, "pcap-live:%s: %s", s->path, why);
                 return -1;
             }
-            if (rc == 0 && t && t->live_fanout >= 2 && join_fanout(r, s, pr, t->live_fanout) != 0)
+            if (rc == 0 && fanout && join_fanout(r, s, pr, fanout) != 0)
                 return -1;
             if (rc == 0) {
                 s->drains_on_cancel = 1;
@@ -325,7 +326,7 @@ static int pcap_src_open(gsq_run *r, gsq_source *s)
 #else
         snprintf(pr->fallback, sizeof pr->fallback, "no AF_PACKET on this system");
 #endif
-        if (t && t->live_fanout >= 2) {
+        if (fanout) {
             gsq_run_fail(r, "pcap-live:%s: fanout needs gsqlc's AF_PACKET reader, and this "
                             "interface is read through libpcap (%s)",
                          s->path, pr->fallback);
