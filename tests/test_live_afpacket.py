@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -124,7 +125,9 @@ class Capture:
                                      stderr=subprocess.PIPE, text=True,
                                      env=dict(os.environ, **(env or {})))
         deadline = time.time() + 240  # a first run builds the query set
-        while _bound_packet_sockets(ns) == 0:
+        # a fanout=N capture has begun once all N members are bound and joined
+        fanout = [int(m) for a in cmd for m in re.findall(r"fanout=(\d+)", a)]
+        while _bound_packet_sockets(ns) < max(fanout, default=1):
             if self.proc.poll() is not None:
                 out, err = self.proc.communicate()
                 raise AssertionError(f"the run ended before capturing ({self.proc.returncode}): "

@@ -62,19 +62,20 @@ def test_aggregation_equals_one_threads(netns, tmp_path):
     """The same frames counted per flow on one thread and on three: the
     same rows (one epoch of a day, so the runs' timing cannot split them)."""
     q = _query(tmp_path, BY_PORT)
-    outs = {}
+    outs, got = {}, {}
     for uri in ("pcap-live:vb", "pcap-live:vb?fanout=3"):
         cap = Capture(netns, _gsqlc_run(q, uri))
         cap.send(tmp_path, 2000, rate=4000, pad=40)
         rc, out, err = cap.stop(settle=0.5)  # the day's rows come out at the end
         assert rc == 0, err[-3000:]
         outs[uri] = sorted(out.splitlines())
+        got[uri] = [(m["iface"], m["packets_read"], m["kernel_dropped"]) for m in _members(err)]
         if "fanout" in uri:
             assert _stats(err)["capture_workers"]["threads"] == 3
             assert len(_members(err)) == 3
     rows = [r.split("|") for r in outs["pcap-live:vb"]]
-    assert len(rows) == 100 and sum(int(r[2]) for r in rows) == 2000
-    assert outs["pcap-live:vb?fanout=3"] == outs["pcap-live:vb"]
+    assert len(rows) == 100 and sum(int(r[2]) for r in rows) == 2000, got
+    assert outs["pcap-live:vb?fanout=3"] == outs["pcap-live:vb"], got
 
 
 def test_data_clock_reads_the_members_on_the_run_loop(netns, tmp_path):
