@@ -41,7 +41,7 @@
 #include "format.h"
 #include "gsq_source_ops.h"
 
-const gsq_queryset_def gsq_queryset = {0, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL};
+const gsq_queryset_def gsq_queryset = {0, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, NULL};
 
 #define CHECK(c)                  \
     do {                          \

@@ -468,7 +468,58 @@ typedef struct gsq_lfta_def {
     /* May be NULL as epoch_mark: the order of two marks' epochs, < 0, 0 or
      * > 0 as a's is older than, the same as or newer than b's. */
     int (*mark_cmp)(const void *a, const void *b);
+    /* May be NULL: the LFTA was not compiled to run in the kernel.  Else
+     * (gsqlc run --lfta-in-kernel) it runs in the XDP hook of a live
+     * interface bound to it (pcap-live:, option live_xdp:NAME not off),
+     * its partials read back by an XDP source (sources/xdp_source.c); bound
+     * to anything else it reads records as usual. */
+    const struct gsq_xdp_def *xdp;
 } gsq_lfta_def;
+
+/* An aggregating LFTA compiled for the kernel's XDP hook as well
+ * (compiler/gsqlc/backend/xdp_gen.py): its BPF object, built on
+ * runtime_c/xdp/xdp_table.h, and the LFTA's side of its partials.  A
+ * partial's key and aggregates are the program's struct xdp_key and
+ * struct xdp_aggr; its epoch is the packet's wall-clock nanoseconds over
+ * epoch_ns, the value of the LFTA's temporal group-by key. */
+typedef struct gsq_xdp_def {
+    const unsigned char *object; /* the BPF object (ELF), object_len bytes */
+    size_t object_len;
+    const char *program;         /* its XDP function's name */
+    uint32_t key_bytes;          /* sizeof(struct xdp_key) */
+    uint32_t aggr_bytes;         /* sizeof(struct xdp_aggr) */
+    uint32_t slots;              /* XDP_SLOTS: slots of one epoch's table per CPU */
+    uint64_t epoch_ns;
+    /* one partial of epoch `epoch`: emit it as the LFTA's output tuple */
+    void (*partial)(void *state, gsq_node *node, uint64_t epoch, const void *key,
+                    const void *aggr);
+    /* every partial of the epochs below `epoch` has been handed on: emit
+     * the heartbeat saying so */
+    void (*closed)(void *state, gsq_node *node, uint64_t epoch);
+} gsq_xdp_def;
+
+/* The XDP loader (runtime_c/xdp/xdp_loader.h), reached through this table
+ * so that the runtime itself needs no libbpf: the generated queryset.c of a
+ * query set with kernel LFTAs defines it over xdp_loader.c, which its
+ * library links with libbpf.  The types are xdp_loader.h's. */
+struct xdp_loader;
+struct xdp_loader_opts;
+struct xdp_cpu_state;
+typedef struct gsq_xdp_loader_ops {
+    int (*open)(const struct xdp_loader_opts *o, struct xdp_loader **out, char *err,
+                size_t errlen);
+    void (*close)(struct xdp_loader *ld);
+    const char *(*mode)(const struct xdp_loader *ld);
+    int64_t (*wall_minus_mono_ns)(const struct xdp_loader *ld, uint64_t *error_bound_ns);
+    uint64_t (*epoch_now)(const struct xdp_loader *ld);
+    uint64_t (*drainable_at)(const struct xdp_loader *ld, uint64_t epoch);
+    int (*poll)(struct xdp_loader *ld, int timeout_ms, char *err, size_t errlen);
+    int (*drain)(struct xdp_loader *ld, uint64_t epoch, char *err, size_t errlen);
+    int (*finish)(struct xdp_loader *ld, char *err, size_t errlen);
+    int (*epoll_fd)(const struct xdp_loader *ld);
+    int (*stats)(const struct xdp_loader *ld, struct xdp_cpu_state *sum, char *err,
+                 size_t errlen);
+} gsq_xdp_loader_ops;
 
 typedef struct gsq_hfta_def {
     const char *name;     /* unused for an LFTA's set_merge */
@@ -567,6 +618,8 @@ typedef struct gsq_queryset_def {
     const gsq_param_decl *params;     /* each (name, type) once */
     uint32_t n_kernel_filters;        /* one per interface that has one */
     const gsq_kernel_filter *kernel_filters;
+    /* NULL unless some LFTA has an xdp definition */
+    const gsq_xdp_loader_ops *xdp_loader;
 } gsq_queryset_def;
 
 /* Defined by the generated queryset.c. */

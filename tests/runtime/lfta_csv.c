@@ -88,6 +88,7 @@ const gsq_lfta_def lfta_csv_all = {
     0,    /* ignores_clock: it may read the clock */
     NULL, /* prefilter: none */
     NULL, NULL, NULL, /* reads no parameter, no epoch marks */
+    NULL,             /* not in the kernel's XDP hook */
 };
 
 /* ---- csv_alt: SELECT pos3 (as string), pos2 (as ullong) ----------------- */
@@ -116,4 +117,5 @@ const gsq_lfta_def lfta_csv_alt = {
     0,    /* ignores_clock: it may read the clock */
     NULL, /* prefilter: none */
     NULL, NULL, NULL, /* reads no parameter, no epoch marks */
+    NULL,             /* not in the kernel's XDP hook */
 };

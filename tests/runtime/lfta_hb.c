@@ -121,6 +121,7 @@ const gsq_lfta_def lfta_hb_a = {
     0,    /* ignores_clock: it may read the clock */
     NULL, /* prefilter: none */
     NULL, NULL, NULL, /* reads no parameter, no epoch marks */
+    NULL,             /* not in the kernel's XDP hook */
 };
 
 const gsq_lfta_def lfta_hb_b = {
@@ -130,4 +131,5 @@ const gsq_lfta_def lfta_hb_b = {
     0,    /* ignores_clock: it may read the clock */
     NULL, /* prefilter: none */
     NULL, NULL, NULL, /* reads no parameter, no epoch marks */
+    NULL,             /* not in the kernel's XDP hook */
 };

@@ -126,6 +126,7 @@ static const gsq_lfta_def lfta_pkt_all = {
     0,    /* ignores_clock: it may read the clock */
     NULL, /* prefilter: none */
     NULL, NULL, NULL, /* reads no parameter, no epoch marks */
+    NULL,             /* not in the kernel's XDP hook */
 };
 
 static const gsq_column pkt_cols[] = {
@@ -144,4 +145,4 @@ static const gsq_stream_desc streams[] = {
 };
 static const gsq_lfta_def *const lftas[] = {&lfta_pkt_all};
 
-const gsq_queryset_def gsq_queryset = {1, streams, 1, lftas, 0, NULL, 0, NULL, 0, NULL};
+const gsq_queryset_def gsq_queryset = {1, streams, 1, lftas, 0, NULL, 0, NULL, 0, NULL, NULL};

@@ -38,4 +38,4 @@ static const gsq_stream_desc streams[] = {
 static const gsq_lfta_def *const lftas[] = {&lfta_csv_all, &lfta_csv_alt};
 static const gsq_hfta_def *const hftas[] = {&hfta_csv_regex};
 
-const gsq_queryset_def gsq_queryset = {3, streams, 2, lftas, 1, hftas, 0, NULL, 0, NULL};
+const gsq_queryset_def gsq_queryset = {3, streams, 2, lftas, 1, hftas, 0, NULL, 0, NULL, NULL};

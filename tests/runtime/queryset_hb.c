@@ -31,4 +31,4 @@ static const gsq_stream_desc streams[] = {
 static const gsq_lfta_def *const lftas[] = {&lfta_hb_a, &lfta_hb_b};
 static const gsq_hfta_def *const hftas[] = {&hfta_hb_merge, &hfta_hb_stats};
 
-const gsq_queryset_def gsq_queryset = {4, streams, 2, lftas, 2, hftas, 0, NULL, 0, NULL};
+const gsq_queryset_def gsq_queryset = {4, streams, 2, lftas, 2, hftas, 0, NULL, 0, NULL, NULL};

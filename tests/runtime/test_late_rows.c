@@ -12,7 +12,7 @@
 
 #include "gsq_internal.h"
 
-const gsq_queryset_def gsq_queryset = {0, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL};
+const gsq_queryset_def gsq_queryset = {0, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, NULL};
 
 #include "unit_check.h"
 

@@ -12,7 +12,7 @@
 #include "gsq_internal.h"
 #include "unit_check.h"
 
-const gsq_queryset_def gsq_queryset = {0, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL};
+const gsq_queryset_def gsq_queryset = {0, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, NULL};
 
 /* key=value is accepted */
 static int ok(gsq_run *r, const char *key, const char *value)

@@ -15,7 +15,7 @@
 #include "gsq_internal.h"
 #include "gsq_pkt_decode.h"
 
-const gsq_queryset_def gsq_queryset = {0, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL};
+const gsq_queryset_def gsq_queryset = {0, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, NULL};
 
 #include "unit_check.h"
 

@@ -11,7 +11,7 @@
 #include "unit_check.h"
 
 /* the runtime's objects are linked whole: its one query set (none) */
-const gsq_queryset_def gsq_queryset = {0, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL};
+const gsq_queryset_def gsq_queryset = {0, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, NULL};
 
 /* p in `format` reads as (sec, nsec) */
 static int reads(int format, const char *p, int64_t sec, uint32_t nsec)

@@ -13,7 +13,7 @@
 #include "strbuf.h"
 #include "tuple_queue.h"
 
-const gsq_queryset_def gsq_queryset = {0, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL};
+const gsq_queryset_def gsq_queryset = {0, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, NULL};
 
 static int failures;
 

@@ -114,6 +114,6 @@ def render_lfta_aggregate(gen: GenContext, n: LftaAggregate) -> str:
                 # a bucket's slots are all tested at once
                 hit_key_bits=" & ".join(f"({x})" for x in hit_key_eq) or "1",
                 hit_epoch_eq=" && ".join(hit_epoch_eq) or "1",
-                epoch=epoch, assigns=assigns, table_size=n.table_size, ways=n.table_ways,
+                epoch=epoch, assigns=assigns, xdp=None, table_size=n.table_size, ways=n.table_ways,
                 disorder=n.disorder, flush=n.flush, constants=em.ctx.constants)
     return finish_lfta(gen, em, "lfta/aggregate.c.j2", data)

@@ -81,7 +81,8 @@ def render_queryset(gen: GenContext) -> str:
                                                     "fixed": c_string(fixed[nm])
                                                     if nm in fixed else "NULL"}
                                                    for nm, code in params],
-                                        "kernel_filters": kernel_filter_data(gen.plan)})
+                                        "kernel_filters": kernel_filter_data(gen.plan),
+                                        "xdp": False})
 
 
 def render_runner_defaults(gen: GenContext, runner_sets: Sequence[tuple[str, str]]) -> str:
