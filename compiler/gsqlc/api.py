@@ -341,7 +341,8 @@ def compile(files: Union[PathLike, Sequence[PathLike], None] = None,
             lfta_table_ways: Optional[int] = None, max_lfta_disorder: Optional[int] = None,
             max_hfta_disorder: Optional[int] = None,
             flush: Optional[str] = None, functions: Union[PathLike, Sequence[PathLike]] = (),
-            udf: Union[PathLike, Sequence[PathLike]] = ()) -> CompiledQuerySet:
+            udf: Union[PathLike, Sequence[PathLike]] = (),
+            lfta_in_kernel: bool = False) -> CompiledQuerySet:
     """Parse, analyze, plan, generate and build GSQL query files.
 
     The build is cached by content (in $GSQLC_CACHE_DIR, by default
@@ -391,6 +392,10 @@ def compile(files: Union[PathLike, Sequence[PathLike], None] = None,
             functions and aggregates.
         udf: the C (.c) or C++ (.cc, .cpp) sources defining them in Tigon's
             calling convention; they are built into the query set's library.
+        lfta_in_kernel: run each live interface's aggregating LFTA in the
+            kernel's XDP hook where it can (explain() says which, and why
+            not); building needs clang-14 and libbpf-dev, running root.
+            Bound to a file the same LFTA reads its records as usual.
 
     Returns:
         The CompiledQuerySet, ready to run.
@@ -421,7 +426,7 @@ def compile(files: Union[PathLike, Sequence[PathLike], None] = None,
                              sanitize=sanitize,
                              functions=tuple(os.fspath(p) for p in _as_list(functions)),
                              udf=tuple(os.fspath(p) for p in _as_list(udf)),
-                             texts=tuple(texts))
+                             texts=tuple(texts), lfta_in_kernel=bool(lfta_in_kernel))
     return CompiledQuerySet(files_l, options, os.fspath(interfaces) if interfaces else None)
 
 

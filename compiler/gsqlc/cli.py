@@ -63,6 +63,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--udf", action="append", default=[], metavar="SOURCE",
                    help="C (.c) or C++ (.cc, .cpp) source defining the functions and "
                         "aggregates of --functions in Tigon's calling convention (repeatable)")
+    p.add_argument("--lfta-in-kernel", action="store_true",
+                   help="run each live interface's aggregating LFTA in the kernel's XDP hook "
+                        "where it can (explain says which and why not); needs clang-14 and "
+                        "libbpf-dev to build, root to run")
     p.add_argument("--flush", choices=FLUSH_POLICIES,
                    help="how a closed epoch's groups are handed on (default slow: one per "
                         "following tuple; lazy: LFTA groups when their slot is needed)")
@@ -191,7 +195,8 @@ def _options(args: argparse.Namespace, **extra: Any) -> CompileOptions:
     return CompileOptions(tuple(args.schema), tuple(args.library),
                           max_lfta_disorder=args.max_lfta_disorder,
                           max_hfta_disorder=args.max_hfta_disorder, flush=args.flush,
-                          functions=tuple(args.functions), udf=tuple(args.udf), **extra)
+                          functions=tuple(args.functions), udf=tuple(args.udf),
+                          lfta_in_kernel=args.lfta_in_kernel, **extra)
 
 
 def cmd_compile(args: argparse.Namespace) -> int:

@@ -58,6 +58,9 @@ class CompileOptions:
     # query and schema files given as text: (name, text), each name (such as
     # <query>) standing among the files for that text
     texts: tuple[tuple[str, str], ...] = ()
+    # run the aggregating LFTAs of live interfaces in the kernel's XDP hook
+    # where they can (planner/kernel_lfta.py)
+    lfta_in_kernel: bool = False
 
 
 @record(frozen=True)
@@ -131,7 +134,7 @@ def plan_defaults(options: CompileOptions) -> PlanDefaults:
     given = {k: getattr(options, k) for k in ("lfta_table_size", "lfta_table_ways",
                                               "max_lfta_disorder", "max_hfta_disorder", "flush")
              if getattr(options, k) is not None}
-    return PlanDefaults(**given)
+    return PlanDefaults(**given, lfta_in_kernel=options.lfta_in_kernel)
 
 
 def plan_queries(files: Sequence[str], options: CompileOptions = CompileOptions()) -> QuerySet:

@@ -211,7 +211,7 @@ def _build_units(gen: "GeneratedSet", src: Path, bdir: Path, sanitize: bool, wer
     if (runtime.parent / TOOLCHAIN_FILE).exists():
         bdir.mkdir(parents=True, exist_ok=True)
         return build_set(src, bdir, gen.lftas, gen.hftas, runtime, LIB_NAME, RUNNER_NAME,
-                         gen.udfs, no_undefined=bool(gen.user_symbols))
+                         gen.udfs, no_undefined=bool(gen.user_symbols), xdp=gen.xdp)
     # a runtime configured without writing its toolchain: CMake builds
     return cmake_build(src, bdir, sanitize, werror, runtime_lib=runtime)
 
@@ -222,6 +222,9 @@ def build(gen: "GeneratedSet", out_dir: Optional[Path] = None, sanitize: bool = 
     out_dir/build; otherwise into the content-addressed cache.  werror: see
     werror_default (GSQLC_WERROR=1 turns it on)."""
     werror = werror_default(werror)
+    if gen.xdp:  # before anything is built: what is missing, said plainly
+        from .xdp_gen import check_bpf_toolchain
+        check_bpf_toolchain([fn for fn, _ in gen.xdp])
     if out_dir is not None:
         # the folder holds a CMake project a user can rebuild; built here the
         # same way as into the cache (the runtime archive and the shared merge

@@ -47,6 +47,9 @@ class GeneratedSet:
     udfs: list[tuple[str, str]] = field(default_factory=list)
     udf_paths: list[str] = field(default_factory=list)       # as the user gave them
     user_symbols: dict[str, object] = field(default_factory=dict)
+    # the kernel LFTAs' programs: (LFTA function prefix, its object's symbol),
+    # each built from <prefix>.bpf.c into <prefix>.bpf.h (xdp_gen.py)
+    xdp: list[tuple[str, str]] = field(default_factory=list)
 
     def digest(self) -> str:
         h = hashlib.sha256()

@@ -5,10 +5,14 @@ and accumulators holding its contribution), which fold() adds to a resident
 group `s`."""
 from __future__ import annotations
 
+from typing import Any, Optional
+
+from ..planner.kernel_lfta import kernel_of
 from ..planner.nodes import LFTA_TABLE_GROW_MIB, LftaAggregate
 from ..semantics.types import Temporal, Type
 from .gen_shared import GenContext, fold, key_equal, key_hash_step, output_assignments
 from .lfta_gen import finish_lfta, lfta_parts
+from .xdp_gen import xdp_lfta_data
 
 # group-key types an LFTA hashes in 32-bit lanes when every key is one
 # (gsq_hash32_add): its block of row hashes then vectorizes without 64-bit
@@ -22,6 +26,12 @@ def lfta_key_hash_step(t: Type, v: str, hash32: bool) -> str:
     if hash32:
         return f"h32 = gsq_hash32_add(h32, (uint32_t){v});"
     return key_hash_step(t, v)
+
+
+def _xdp(gen: GenContext, n: LftaAggregate, fn: str) -> Optional[dict[str, Any]]:
+    """The kernel side's data when n runs in the kernel's XDP hook too."""
+    k = kernel_of(gen.plan, n.name)
+    return xdp_lfta_data(k, fn) if k is not None else None
 
 
 def render_lfta_aggregate(gen: GenContext, n: LftaAggregate) -> str:
@@ -114,6 +124,7 @@ def render_lfta_aggregate(gen: GenContext, n: LftaAggregate) -> str:
                 # a bucket's slots are all tested at once
                 hit_key_bits=" & ".join(f"({x})" for x in hit_key_eq) or "1",
                 hit_epoch_eq=" && ".join(hit_epoch_eq) or "1",
-                epoch=epoch, assigns=assigns, xdp=None, table_size=n.table_size, ways=n.table_ways,
+                epoch=epoch, assigns=assigns, xdp=_xdp(gen, n, fn), table_size=n.table_size,
+                ways=n.table_ways,
                 disorder=n.disorder, flush=n.flush, constants=em.ctx.constants)
     return finish_lfta(gen, em, "lfta/aggregate.c.j2", data)

@@ -51,6 +51,7 @@ from .build_cache import mark_done, tell_first_build, verified
 from .gen_shared import MERGE_TYPES
 from .udf_build import is_library_source
 from .user_sources import CXX_SUFFIXES
+from .xdp_gen import bpf_compile_command, check_bpf_toolchain, embed_header
 
 TOOLCHAIN_FILE = "gsqlc_toolchain.txt"
 UNIT_DEFINE = "-Dgsqlc_queryset_EXPORTS"   # CMake's define for a shared library's sources
@@ -133,13 +134,15 @@ def _unit_flags(tc: Toolchain, cxx: bool) -> list[str]:
 
 
 def unit_command(tc: Toolchain, src: Path, obj: Path, pch: Optional[Path] = None,
-                 folder: Optional[Path] = None) -> list[str]:
+                 folder: Optional[Path] = None, xdp: Sequence[Path] = ()) -> list[str]:
     """Compile a generated library unit (C, or C++ with the precompiled
-    header `pch`); folder: the generated set's, if src is not in it."""
+    header `pch`); folder: the generated set's, if src is not in it; xdp:
+    the include folders of a set with kernel LFTAs (its embedded objects',
+    runtime_c/xdp)."""
     cxx = src.suffix == ".cpp"
     # tigon_compat: the type names of gsqlc_udf.h's user declarations
     incs = [folder or src.parent, *public_includes(), *_pcap_include(tc),
-            resource_dir("runtime_c") / "tigon_compat"]
+            resource_dir("runtime_c") / "tigon_compat", *xdp]
     cmd = [tc.cxx_compiler if cxx else tc.c_compiler, UNIT_DEFINE,
            *(f"-I{d}" for d in incs), *_unit_flags(tc, cxx)]
     if cxx and pch is not None:
@@ -201,20 +204,27 @@ def _pcap_rpath(tc: Toolchain) -> list[str]:
 
 
 def library_link_command(tc: Toolchain, lib: Path, objs: Sequence[Path], runtime: Path,
-                         no_undefined: bool = False) -> list[str]:
+                         no_undefined: bool = False, libbpf: bool = False) -> list[str]:
     """no_undefined: a symbol nothing defines fails the link (a user function
-    the --udf sources miss), not the library's loading."""
+    the --udf sources miss), not the library's loading; libbpf: the set
+    has kernel LFTAs (their loader's library)."""
     return [tc.cxx_compiler, "-fPIC", *tc.cxx_flags, *tc.shared_linker_flags, "-shared",
             *tc.link_options, *(["-Wl,--no-undefined"] if no_undefined else []),
             f"-Wl,-soname,{lib.name}", "-o", str(lib), *map(str, objs),
             "-Wl,--whole-archive", str(runtime), "-Wl,--no-whole-archive", tc.pcap_library,
-            *_pcap_rpath(tc)]
+            *(["-lbpf"] if libbpf else []), *_pcap_rpath(tc)]
 
 
 def runner_link_command(tc: Toolchain, exe: Path, objs: Sequence[Path], lib: Path) -> list[str]:
     return [tc.c_compiler, *tc.c_flags, *tc.exe_linker_flags, *tc.link_options,
             *map(str, objs), "-o", str(exe), f"-Wl,-rpath,$ORIGIN:{lib.parent}", str(lib),
             *_pcap_rpath(tc)]
+
+
+def write_if_changed(path: Path, text: str) -> None:
+    """A build input rewritten only when it differs (its mtime then stays)."""
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
 
 
 # ------------------------------------------------------------ running them
@@ -344,15 +354,29 @@ def _group_unit(objdir: Path, i: int, members: Sequence[Path]) -> Path:
 
 def build_set(src: Path, bdir: Path, lftas: Sequence[str], hftas: Sequence[str],
               runtime: Path, lib_name: str, runner_name: str,
-              udfs: Sequence[tuple[str, str]] = (), no_undefined: bool = False) -> str:
+              udfs: Sequence[tuple[str, str]] = (), no_undefined: bool = False,
+              xdp: Sequence[tuple[str, str]] = ()) -> str:
     """Compile the generated units in `src` into bdir/lib_name (linked with
     the runtime archive `runtime`) and the runner bdir/runner_name; the log.
-    The toolchain is the one CMake found for `runtime`."""
+    The toolchain is the one CMake found for `runtime`.  xdp: the kernel
+    LFTAs (GeneratedSet.xdp): their programs are built first, by clang's
+    BPF target, and embedded; the loader is compiled in, libbpf linked."""
     tc = Toolchain.read(runtime.parent / TOOLCHAIN_FILE)
     shared = shared_folder(tc)
     objdir = bdir / "objects"
     objdir.mkdir(parents=True, exist_ok=True)
     lib_units = [src / f for f in (*lftas, *hftas, "queryset.c")]
+    log = ""
+    xdp_incs: list[Path] = []
+    if xdp:
+        rt = resource_dir("runtime_c")
+        clang = check_bpf_toolchain([fn for fn, _ in xdp])
+        log += run_all([bpf_compile_command(clang, rt, src / f"{fn}.bpf.c",
+                                            objdir / f"{fn}.bpf.o") for fn, _ in xdp], bdir)
+        for fn, obj in xdp:
+            write_if_changed(objdir / f"{fn}.bpf.h", embed_header(objdir / f"{fn}.bpf.o", obj))
+        xdp_incs = [objdir, rt / "xdp"]
+        lib_units.append(rt / "xdp" / "xdp_loader.c")
     size = {u: u.stat().st_size for u in lib_units}
     units = [u for u in lib_units if u.suffix != ".cpp"]
     for i, g in enumerate(cxx_groups([u for u in lib_units if u.suffix == ".cpp"], jobs(), size)):
@@ -364,7 +388,7 @@ def build_set(src: Path, bdir: Path, lftas: Sequence[str], hftas: Sequence[str],
     order = sorted(units, key=lambda p: (p.suffix != ".cpp", -size[p]))
     objs = {u: objdir / f"{u.name}.o" for u in units}
     sets_src, sets_obj = src / "runner_defaults.c", objdir / "runner_defaults.c.o"
-    compiles = [unit_command(tc, u, objs[u], shared.pch, src) for u in order]
+    compiles = [unit_command(tc, u, objs[u], shared.pch, src, xdp_incs) for u in order]
     udf_objs = [objdir / f"{name}.o" for name, _ in udfs]
     compiles += [udf_unit_command(tc, src / name, o, Path(folder))
                  for (name, folder), o in zip(udfs, udf_objs)]
@@ -372,10 +396,10 @@ def build_set(src: Path, bdir: Path, lftas: Sequence[str], hftas: Sequence[str],
     (bdir / "compile_commands.json").write_text(json.dumps(
         [{"directory": str(bdir), "arguments": c, "file": c[-1], "output": c[-3]}
          for c in compiles], indent=1))
-    log = run_all(compiles, bdir)
+    log += run_all(compiles, bdir)
     lib, exe = bdir / lib_name, bdir / runner_name
     log += run_all([library_link_command(tc, lib, [*(objs[u] for u in units), *udf_objs,
                                                    *shared.merges], runtime,
-                                         no_undefined or bool(udfs))], bdir)
+                                         no_undefined or bool(udfs), bool(xdp))], bdir)
     log += run_all([runner_link_command(tc, exe, [shared.runner_main, sets_obj], lib)], bdir)
     return log

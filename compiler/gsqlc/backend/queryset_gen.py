@@ -53,7 +53,7 @@ def rows_col(n: PlanNode) -> int:
     return -2
 
 
-def render_queryset(gen: GenContext) -> str:
+def render_queryset(gen: GenContext, xdp: bool = False) -> str:
     streams: list[TemplateData] = []
     lftas: list[str] = []
     hftas: list[str] = []
@@ -82,7 +82,7 @@ def render_queryset(gen: GenContext) -> str:
                                                     if nm in fixed else "NULL"}
                                                    for nm, code in params],
                                         "kernel_filters": kernel_filter_data(gen.plan),
-                                        "xdp": False})
+                                        "xdp": xdp})
 
 
 def render_runner_defaults(gen: GenContext, runner_sets: Sequence[tuple[str, str]]) -> str:
@@ -98,4 +98,5 @@ def render_runner_defaults(gen: GenContext, runner_sets: Sequence[tuple[str, str
 
 def render_cmake(gen: GenContext, gs: GeneratedSet) -> str:
     return gen.render("CMakeLists.txt.j2", {"lftas": gs.lftas, "hftas": gs.hftas,
-                                            "merge_types": MERGE_TYPES, "udfs": gs.udfs})
+                                            "merge_types": MERGE_TYPES, "udfs": gs.udfs,
+                                            "xdp": gs.xdp})

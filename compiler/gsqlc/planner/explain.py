@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..semantics.resolve import leaves
 from .kernel_filter import explain_lines as kernel_filter_explain_lines
+from .kernel_lfta import explain_lines as kernel_lfta_explain_lines
 from .nodes import (
     FILTERING,
     GROUPING,
@@ -201,6 +202,7 @@ def explain_text(plan: Plan) -> str:
         out.extend(_node_lines(plan, n))
         out.append("")
     out.extend(kernel_filter_explain_lines(plan))
+    out.extend(kernel_lfta_explain_lines(plan))
     out.extend(prefilter_explain_lines(plan))
     out.append("outputs: " + ", ".join(leaves(plan.queries)))
     return "\n".join(out).rstrip() + "\n"

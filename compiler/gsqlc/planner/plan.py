@@ -24,6 +24,8 @@ __all__ = ["Plan", "make_plan"]
 class Plan:
     nodes: list[PlanNode]            # topological order: producers first
     queries: list[AnalyzedQuery]
+    # made for kernel LFTAs (--lfta-in-kernel: planner/kernel_lfta.py)
+    lfta_in_kernel: bool = False
 
     def node(self, name: str) -> PlanNode:
         for n in self.nodes:
@@ -61,4 +63,4 @@ def make_plan(queries: list[AnalyzedQuery], defaults: PlanDefaults = PlanDefault
         for n in plan_query(q, streams, defaults):
             nodes.append(n)
             streams[n.name] = n.output
-    return Plan(order_pass(nodes), queries)
+    return Plan(order_pass(nodes), queries, defaults.lfta_in_kernel)

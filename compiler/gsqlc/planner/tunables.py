@@ -30,6 +30,7 @@ class PlanDefaults:
     max_lfta_disorder: int = DEFAULT_LFTA_DISORDER
     max_hfta_disorder: int = DEFAULT_HFTA_DISORDER
     flush: str = DEFAULT_FLUSH
+    lfta_in_kernel: bool = False              # planner/kernel_lfta.py
 
 
 def _define_span(q: AnalyzedQuery, name: str) -> ast.Span:

@@ -1,0 +1,257 @@
+"""Kernel LFTAs (gsqlc run --lfta-in-kernel): an aggregating LFTA of a live
+interface runs as a BPF program in the interface's XDP hook, and only its
+partial aggregates reach user space.
+
+The planner's choice (planner/kernel_lfta.py) is checked through explain;
+the rest end to end through `gsqlc run` on a veth pair in a network
+namespace of each test's own (test_live_afpacket's), fed by its sender:
+frame i is UDP from 10.9.0.1 port 40000 + i % 100 to port 5555, TTL 64.
+The same query set run with its LFTA in user space (pcap-live:vb?xdp=off)
+is the reference.  Needs root, clang-14 and libbpf-dev; skipped otherwise.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import SANITIZED_RUN_ENV, build_sanitized
+from test_live_afpacket import PORT, SENDER, _stats, netns
+from test_live_afpacket import _why_not as _live_why_not
+
+__all__ = ["netns"]   # the fixture, shared
+
+BY_FLOW = (f"SELECT tb, srcIP, srcPort, count(*) AS n, sum(wire_len) AS bytes, "
+           f"max(ttl) AS top_ttl, min(len) AS low_len FROM UDP WHERE destPort = {PORT} "
+           f"GROUP BY time/{{secs}} AS tb, srcIP, srcPort")
+# reads no IPv4-only field: IPv6 frames would count, so it stays in user space
+BY_PORT = "SELECT tb, destPort, count(*) AS n FROM UDP GROUP BY time/86400 AS tb, destPort"
+
+
+def _why_not() -> str | None:
+    why = _live_why_not()
+    if why:
+        return why
+    if not shutil.which("clang-14"):
+        return "needs clang-14 (clang's BPF target)"
+    if not Path("/usr/include/bpf/libbpf.h").exists():
+        return "needs libbpf-dev"
+    return None
+
+
+def _query(tmp: Path, *texts: str) -> Path:
+    q = tmp / "q.gsql"
+    q.write_text("\n\n".join(f"DEFINE {{ query_name 'q{i}'; }}\n{t};" for i, t in enumerate(texts))
+                 + "\n")
+    return q
+
+
+def _explain(tmp: Path, *texts: str) -> str:
+    p = subprocess.run([sys.executable, "-m", "gsqlc", "explain", str(_query(tmp, *texts)),
+                        "--lfta-in-kernel"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def test_explain_says_which_lftas_run_in_the_kernel_and_why_not(tmp_path):
+    out = _explain(tmp_path, BY_FLOW.format(secs=60), BY_PORT,
+                   "SELECT srcIP, count(*) AS n FROM UDP GROUP BY time/60 AS tb, srcIP",
+                   f"SELECT time, srcIP FROM UDP WHERE destPort = {PORT}",
+                   "SELECT tb, srcIP, sum(len * 0.5) AS half FROM UDP GROUP BY time/60 AS tb, "
+                   "srcIP")
+    lines = out[out.index("kernel LFTAs"):].splitlines()
+    assert lines[1].startswith("    _fta_q0 on interface default: in the kernel; epoch tb = "
+                               "60,000,000,000 ns, 4,096 slots per epoch parity and CPU; reads ")
+    assert lines[2] == ("    _fta_q1: stays in user space: it reads IP fields but neither srcIP "
+                        "nor destIP, so IPv6 frames count too, and the kernel program does not "
+                        "walk IPv6 extension headers")
+    assert lines[3] == ("    _fta_q2: stays in user space: LFTA _fta_q0 holds the XDP hook of "
+                        "interface default (one program per interface)")
+    assert lines[4].startswith("    q3: stays in user space: a selection")
+    assert lines[5].startswith("    _fta_q4: stays in user space: its aggregate sum over "), \
+        lines[5]
+    assert lines[5].endswith(" is of type float"), lines[5]
+    # without the option: nothing about the kernel
+    p = subprocess.run([sys.executable, "-m", "gsqlc", "explain", str(tmp_path / "q.gsql")],
+                       capture_output=True, text=True)
+    assert p.returncode == 0 and "kernel LFTAs" not in p.stdout
+
+
+def test_missing_toolchain_is_a_usage_error_naming_it(tmp_path):
+    q = _query(tmp_path, BY_FLOW.format(secs=60))
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    env = dict(os.environ, PATH=str(bare))
+    p = subprocess.run([sys.executable, "-m", "gsqlc", "run", str(q), "--lfta-in-kernel",
+                        "--source", "vb=pcap-live:vb"], capture_output=True, text=True, env=env)
+    assert p.returncode == 2, p.stderr
+    assert "--lfta-in-kernel: the kernel LFTAs (_fta_q0) are built with clang's BPF target" \
+        in p.stderr and "clang-14" in p.stderr, p.stderr
+
+
+live = pytest.mark.skipif(_why_not() is not None, reason=_why_not() or "")
+
+
+def _attached(ns: str) -> bool:
+    p = subprocess.run(["ip", "-n", ns, "-d", "link", "show", "vb"], capture_output=True,
+                       text=True, timeout=30)
+    return "prog/xdp" in p.stdout
+
+
+class Run:
+    """gsqlc run on vb in namespace ns: started (its program attached, or
+    its capture bound), fed, stopped with SIGINT."""
+
+    def __init__(self, ns: str, q: Path, uri: str, *extra: str, cmd: list | None = None,
+                 env: dict | None = None):
+        from test_live_afpacket import _bound_packet_sockets
+        self.ns = ns
+        cmd = cmd or [sys.executable, "-m", "gsqlc", "run", str(q), "--lfta-in-kernel",
+                      "--source", f"vb={uri}", "--stats", *extra]
+        self.proc = subprocess.Popen(["ip", "netns", "exec", ns, *cmd], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True,
+                                     env=dict(os.environ, **(env or {})))
+        deadline = time.time() + 240  # a first run builds the query set
+        while not (_attached(ns) if "xdp=off" not in uri else _bound_packet_sockets(ns)):
+            if self.proc.poll() is not None:
+                out, err = self.proc.communicate()
+                raise AssertionError(f"the run ended before it began ({self.proc.returncode}):"
+                                     f" {err[-3000:]}")
+            assert time.time() < deadline, "the run never attached"
+            time.sleep(0.1)
+        time.sleep(0.3)
+
+    def send(self, tmp: Path, n: int, rate: int = 0) -> None:
+        script = tmp / "sender.py"
+        script.write_text(SENDER)
+        subprocess.run(["ip", "netns", "exec", self.ns, sys.executable, str(script), "va", str(n),
+                        str(PORT), str(rate), "0", "0"], check=True, timeout=120)
+
+    def read_for(self, secs: float) -> str:
+        """What the run wrote within secs, while it goes on."""
+        import select
+        assert self.proc.stdout is not None
+        fd, seen, end = self.proc.stdout.fileno(), b"", time.time() + secs
+        while time.time() < end:
+            r, _, _ = select.select([fd], [], [], 0.1)
+            if r:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    break
+                seen += chunk
+        return seen.decode()
+
+    def stop(self, settle: float = 0.5) -> tuple[int, str, str]:
+        seen = self.read_for(settle)
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            out, err = self.proc.communicate(timeout=60)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+        return self.proc.returncode, seen + out, err
+
+
+def _rows(out: str) -> list[list[str]]:
+    return [line.split("|") for line in sorted(out.splitlines())]
+
+
+@live
+def test_kernel_lfta_gives_the_user_space_rows_from_partials_alone(netns, tmp_path):
+    """One day's epoch (all of it comes out at the end): the rows of the
+    kernel run are the user-space run's, the program saw every frame, and
+    no frame reached user space -- the interface has no capture socket."""
+    q = _query(tmp_path, BY_FLOW.format(secs=86400))
+    n = 2000
+    outs, stats = {}, {}
+    for uri in ("pcap-live:vb?xdp=off", "pcap-live:vb"):
+        run = Run(netns, q, uri)
+        run.send(tmp_path, n, rate=4000)
+        rc, out, err = run.stop()
+        assert rc == 0, err[-3000:]
+        outs[uri], stats[uri] = _rows(out), _stats(err)
+    rows = outs["pcap-live:vb?xdp=off"]
+    assert len(rows) == 100 and sum(int(r[3]) for r in rows) == n
+    assert {r[5] for r in rows} == {"64"}
+    assert outs["pcap-live:vb"] == rows
+    st = stats["pcap-live:vb"]
+    (src,) = st["sources"]
+    assert src["kind"] == "xdp", src
+    x = src["xdp"]
+    assert x["packets"] + x["bypassed"] == n and x["ring_lost"] == 0, x
+    assert x["partials"] < n // 4, x      # user space read partials, not frames
+    node = next(nd for nd in st["nodes"] if nd["name"] == "_fta_q0")
+    assert node["in_kernel"] is True
+
+
+@live
+def test_epochs_close_while_the_run_goes_on(netns, tmp_path):
+    """One-second epochs: each is drained once it ended and its heartbeat
+    closes it downstream, so its rows come out before the run ends; over
+    all epochs every frame is counted once."""
+    q = _query(tmp_path, BY_FLOW.format(secs=1))
+    run = Run(netns, q, "pcap-live:vb")
+    n = 3000
+    run.send(tmp_path, n, rate=1000)
+    early = run.read_for(2.5)    # the last epoch ended and was drained by now
+    rc, out, err = run.stop()
+    assert rc == 0, err[-3000:]
+    assert early, "no epoch came out while the run went on"
+    rows = _rows(out)
+    assert sum(int(r[3]) for r in rows) == n
+    assert len({r[0] for r in rows}) >= 3   # three seconds of frames or more
+    per_flow: dict[str, int] = {}
+    for r in rows:
+        per_flow[r[2]] = per_flow.get(r[2], 0) + int(r[3])
+    assert per_flow == {str(40000 + p): n // 100 for p in range(100)}
+    x = _stats(err)["sources"][0]["xdp"]
+    assert x["drained_epochs"] >= 3 and x["ring_lost"] == 0, x
+
+
+@live
+def test_a_user_space_lfta_beside_it_reads_the_capture(netns, tmp_path):
+    q = _query(tmp_path, BY_FLOW.format(secs=86400), BY_PORT)
+    run = Run(netns, q, "pcap-live:vb", "--output", "q0", "--output", "q1")
+    n = 1000
+    run.send(tmp_path, n, rate=4000)
+    rc, out, err = run.stop(settle=1.0)
+    assert rc == 0, err[-3000:]
+    st = _stats(err)
+    kinds = sorted(s["kind"] for s in st["sources"])
+    assert kinds == ["pcap-live", "xdp"], st["sources"]
+    # q0's rows have 7 columns, q1's 3
+    by_flow = [r for r in _rows(out) if len(r) == 7]
+    by_port = [r for r in _rows(out) if len(r) == 3]
+    assert sum(int(r[3]) for r in by_flow) == n
+    assert [r[1:] for r in by_port] == [[str(PORT), str(n)]]
+
+
+@live
+def test_no_such_interface_is_a_located_error(netns, tmp_path):
+    q = _query(tmp_path, BY_FLOW.format(secs=60))
+    p = subprocess.run(["ip", "netns", "exec", netns, sys.executable, "-m", "gsqlc", "run",
+                        str(q), "--lfta-in-kernel", "--source", "vb=pcap-live:nosuch0"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode != 0
+    assert "pcap-live:nosuch0" in p.stderr and "_fta_q0" in p.stderr and \
+        "XDP" in p.stderr, p.stderr
+
+
+@live
+def test_sanitized_runner_runs_the_kernel_lfta(netns, tmp_path):
+    q = _query(tmp_path, BY_FLOW.format(secs=86400))
+    runner = build_sanitized([q, "--lfta-in-kernel"], tmp_path / "san")
+    run = Run(netns, q, "pcap-live:vb", cmd=[str(runner), "--source", "vb=pcap-live:vb",
+                                             "--stats"], env=SANITIZED_RUN_ENV)
+    run.send(tmp_path, 500, rate=2000)
+    rc, out, err = run.stop()
+    assert rc == 0, err[-3000:]
+    assert sum(int(r[3]) for r in _rows(out)) == 500, err[-2000:]
+    assert json.dumps(_stats(err)["sources"][0]["kind"]) == '"xdp"'
