@@ -139,6 +139,10 @@ def _bound_packet_sockets(ns: str) -> int:
     return sum(1 for r in rows if len(r) > 4 and int(r[3], 16) and int(r[4]))
 
 
+def _xdp_attached(ns: str) -> bool:
+    return "prog/xdp" in _in_ns(ns, "ip", "-d", "link", "show", "vb")
+
+
 def _rx_dropped(ns: str) -> int:
     return int(_in_ns(ns, "cat", "/sys/class/net/vb/statistics/rx_dropped"))
 
@@ -167,7 +171,8 @@ class Capture:
             self.proc = subprocess.Popen(["ip", "netns", "exec", ns, "taskset", "-c",
                                           str(CAPTURE_CPU), *argv], stdout=out, stderr=err)
         deadline = time.time() + 600  # a first run builds the query set
-        while _bound_packet_sockets(ns) == 0:
+        kernel = "--lfta-in-kernel" in argv  # ready once its XDP program is attached
+        while not (_xdp_attached(ns) if kernel else _bound_packet_sockets(ns)):
             if self.proc.poll() is not None:
                 raise SystemExit(f"{argv[0]} ended before capturing:\n"
                                  f"{self.err_path.read_text()[-3000:]}")
@@ -213,7 +218,10 @@ def gsqlc_stats(err: str) -> dict:
 
 def gsqlc_counts(kind: str, out: str, err: str) -> dict:
     st = gsqlc_stats(err)
-    srcs = st["sources"]   # one, or a fanout's members
+    # one, or a fanout's members; a kernel LFTA's source reads no frame
+    xdp = [s["xdp"] for s in st["sources"] if s["kind"] == "xdp"]
+    srcs = [s for s in st["sources"] if s["kind"] != "xdp"] or \
+        [{"kernel_dropped": 0, "packets_read": 0, "pcap_reader": "xdp"}]
     rows = [line.split("|") for line in out.splitlines() if line]
     if kind == "select":
         counted = len(rows)
@@ -225,7 +233,11 @@ def gsqlc_counts(kind: str, out: str, err: str) -> dict:
             "kernel_filter": srcs[0].get("kernel_filter"), "ring": srcs[0].get("ring"),
             "threads": st.get("capture_workers", {}).get("threads", 1),
             "late": sum(n.get("late_dropped", 0) for n in st.get("nodes", [])),
-            "rows": len(rows)}
+            "rows": len(rows),
+            # what the XDP program saw and what of it reached user space
+            "xdp": ({k: xdp[0][k] for k in ("mode", "packets", "bypassed", "collisions",
+                                             "ring_lost", "partials", "drained_epochs")}
+                    if xdp else None)}
 
 
 def expected_selected(frames: int) -> int:
@@ -289,6 +301,9 @@ def capture_configs(qdir: Path) -> list[tuple[str, str, list[str], object]]:
         # cost of the fanout's rounds, not its gain (the sender has CPU 0)
         ("gsqlc aggregate, fanout=2", "aggregate",
          gsqlc_argv(paths["aggregate"], "pcap-live:vb?fanout=2", []), g("aggregate")),
+        # its LFTA in the XDP hook: no frame reaches the process, only partials
+        ("gsqlc aggregate, LFTA in the kernel", "aggregate",
+         gsqlc_argv(paths["aggregate"], "pcap-live:vb", ["--lfta-in-kernel"]), g("aggregate")),
     ]
 
 
@@ -414,6 +429,23 @@ def capture_section(raw: list[dict]) -> list[str]:
                 f"{sum(r['kernel_dropped'] for r in rs):,} + "
                 f"{sum(r['interface_dropped'] for r in rs):,} | "
                 f"{'/'.join({True: 'yes', False: 'NO', None: 'n/a'}[r['exact']] for r in rs)} |")
+    xdp = [r for r in raw if r.get("xdp")]
+    if xdp:
+        md += ["", "With the LFTA in the kernel's XDP hook, what reached user space were "
+               "partial aggregates, not frames:", "",
+               "| asked frames/s | frames the program counted | partials to user space | "
+               "partials / frame | epochs drained | ring lost | attach |",
+               "|---:|---:|---:|---:|---:|---:|---|"]
+        for rate in rates:
+            rs = [r for r in xdp if r["asked_rate"] == rate]
+            if not rs:
+                continue
+            x = [r["xdp"] for r in rs]
+            seen = _median([v["packets"] + v["bypassed"] for v in x])
+            parts = _median([v["partials"] for v in x])
+            md.append(f"| {_rate(rate)} | {seen:,.0f} | {parts:,.0f} | "
+                      f"{parts / max(seen, 1):.4f} | {_median([v['drained_epochs'] for v in x]):.0f}"
+                      f" | {sum(v['ring_lost'] for v in x)} | {x[0]['mode']} |")
     return md
 
 
