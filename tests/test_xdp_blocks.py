@@ -7,7 +7,10 @@ frame must be counted exactly once over the drained tables and the ring's
 partials -- when user space drains on time, and when it drains late (after
 the epoch two on began), the rule of xdp_table.h's ownership words.  Also:
 a missing interface, an object that is not ELF, a program the verifier
-refuses, each give the error that names it."""
+refuses, each give the error that names it.  The end of a run
+(xdp_loader_finish: detach, then every open table drained whatever the
+clock), an object opened from memory, and the verdict (XDP_DROP: the frames
+counted and dropped)."""
 from __future__ import annotations
 
 import os
@@ -94,11 +97,12 @@ def netns():
 class Driver:
     """drive.c in the namespace, one command at a time."""
 
-    def __init__(self, ns, obj, drive, ifname="vb", key=KEY_BYTES, aggr=AGGR_BYTES, mode="auto"):
+    def __init__(self, ns, obj, drive, ifname="vb", key=KEY_BYTES, aggr=AGGR_BYTES, mode="auto",
+                 flags=()):
         self.ns = ns
         self.p = subprocess.Popen(
-            ["ip", "netns", "exec", ns, str(drive), str(obj), ifname, str(EPOCH_MS), str(GRACE_MS),
-             str(key), str(aggr), mode],
+            ["ip", "netns", "exec", ns, str(drive), *flags, str(obj), ifname, str(EPOCH_MS),
+             str(GRACE_MS), str(key), str(aggr), mode],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         first = self.p.stdout.readline().strip()
         self.error = first[6:] if first.startswith("error ") else None
@@ -348,3 +352,92 @@ def test_located_errors(built, netns, tmp_path):
     # the error's log is on the following lines of the driver's output
     p = _run("ip", "netns", "exec", netns, drive, bad_o, "vb", EPOCH_MS, GRACE_MS, 8, 8)
     assert "invalid access to packet" in p.stdout, p.stdout
+
+
+def _open(built, netns, **kw):
+    obj, drive = built
+    d = Driver(netns, obj, drive, **kw)
+    if d.error is not None:
+        d.close()
+        pytest.fail(d.error)
+    return d
+
+
+RECEIVER = r"""
+import socket, sys, time
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+s.bind((sys.argv[1], 0))
+s.settimeout(0.1)
+print("up", flush=True)
+n, end = 0, time.monotonic() + float(sys.argv[2])
+while time.monotonic() < end:
+    try:
+        f = s.recv(2048)
+    except socket.timeout:
+        continue
+    n += f[30:34] == bytes([10, 9, 9, 9])
+print(n)
+"""
+
+
+def _received(d: Driver, tmp_path, frames) -> int:
+    """How many of `frames`, sent from va, vb's stack saw (a packet socket on it)."""
+    p = subprocess.Popen(["ip", "netns", "exec", d.ns, sys.executable, "-c", RECEIVER, "vb", "3"],
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "up"
+    send(d, tmp_path, frames)
+    return int(p.communicate(timeout=30)[0])
+
+
+def test_finish_drains_open_epochs_and_detaches(built, netns, tmp_path):
+    """Opened from memory; finish, in the epoch the frames were sent in (not
+    over: drain would refuse it), detaches and hands on every frame; the
+    epoll fd is readable while partials wait; a second finish has nothing."""
+    d = _open(built, netns, flags=("--mem",))
+    try:
+        frames = batch(5, 1500)
+        e = send(d, tmp_path, frames, at_epoch=d.now() + 1)
+        assert d.cmd("ready")[0] == ["readable", "1"]       # collisions wait in the ring
+        w, recs = d.cmd("finish")
+        assert w[0] == "finished" and int(w[1]) == len(recs) and int(w[2]) >= e
+        assert d.now() == e, "a slow test: the epoch ended before finish"
+        p = _run("ip", "netns", "exec", netns, "ip", "link", "show", "vb")
+        assert "xdp" not in p.stdout, p.stdout
+        assert got(recs) == expected(frames, e)
+        assert {KIND[r[0]] for r in recs} <= {"drain", "collision"}
+        st = d.stats()
+        assert st["packets"] == len(frames) and st["busy"] == 0
+        # nothing runs any more: later frames are not counted, finish again hands on nothing
+        send(d, tmp_path, batch(6, 100))
+        w, recs = d.cmd("finish")
+        assert w[:2] == ["finished", "0"] and recs == []
+        assert d.stats()["packets"] == len(frames)
+    finally:
+        d.close()
+
+
+def test_memory_object_errors_name_it(built, netns):
+    obj, drive = built
+    junk = obj.parent / "junk_mem.o"
+    junk.write_text("not an ELF object\n")
+    d = Driver(netns, junk, drive, flags=("--mem",))
+    assert d.error == "opening BPF object xdp_object (in memory): BPF object format invalid", d.error
+    d.close()
+
+
+def test_drop_verdict(built, netns, tmp_path):
+    """--drop: every frame is counted, then dropped before the stack (a
+    packet socket on vb sees none of them); without it they pass."""
+    d = _open(built, netns, flags=("--drop",))
+    try:
+        frames = batch(7, 200)
+        assert _received(d, tmp_path, frames) == 0
+        recs = d.cmd("finish")[1]
+        assert sum(v for k, v in got(recs).items() if k[3] == "n") == len(frames)
+    finally:
+        d.close()
+    d = _open(built, netns)
+    try:
+        assert _received(d, tmp_path, batch(8, 200)) == 200
+    finally:
+        d.close()

@@ -19,6 +19,11 @@
 #define LOG_BYTES (1 << 20) /* the verifier's log of a refused program */
 #define LOG_TAIL 2000       /* how much of its end goes into an error */
 #define BUSY_WAIT_NS 1000000000ull
+/* finish: an invocation that fetched the program before the detach may
+ * still begin after it (the kernel swaps the pointer without waiting for
+ * its readers); NAPI runs it within microseconds, and this outlasts that by
+ * far before the busy counters are waited out */
+#define DETACH_SETTLE_NS 10000000ull
 
 struct xdp_loader {
     struct bpf_object *obj;
@@ -46,6 +51,7 @@ struct xdp_loader {
     unsigned delivered;
     char *log;       /* the verifier's log buffer */
     char *ifname;
+    char *objname;   /* the object's name in errors: its path, or its name in memory */
 };
 
 static void fail(char *err, size_t errlen, const char *fmt, ...)
@@ -191,9 +197,10 @@ int xdp_loader_open(const struct xdp_loader_opts *o, struct xdp_loader **out, ch
     char b[128];
     int rc;
     *out = NULL;
-    if (!o->object_path || !o->ifname || o->epoch_ns == 0 || o->key_bytes % 8 || o->aggr_bytes % 8 ||
-        o->grace_ns >= o->epoch_ns) {
-        fail(err, errlen, "xdp loader options: an object path, an interface, an epoch length, "
+    int in_mem = o->object_mem != NULL;
+    if ((in_mem ? o->object_len == 0 : !o->object_path) || !o->ifname || o->epoch_ns == 0 ||
+        o->key_bytes % 8 || o->aggr_bytes % 8 || o->grace_ns >= o->epoch_ns) {
+        fail(err, errlen, "xdp loader options: an object (path, or bytes), an interface, an epoch length, "
                           "a grace period shorter than it and key and aggregate sizes in 8-byte words "
                           "are needed");
         return -1;
@@ -211,8 +218,9 @@ int xdp_loader_open(const struct xdp_loader_opts *o, struct xdp_loader **out, ch
     ld->on_partial = o->on_partial;
     ld->arg = o->arg;
     ld->ifname = strdup(o->ifname);
+    ld->objname = strdup(in_mem ? (o->program ? o->program : "xdp_object") : o->object_path);
     ld->log = calloc(1, LOG_BYTES);
-    if (!ld->ifname || !ld->log) {
+    if (!ld->ifname || !ld->objname || !ld->log) {
         fail(err, errlen, "out of memory");
         goto bad;
     }
@@ -223,25 +231,29 @@ int xdp_loader_open(const struct xdp_loader_opts *o, struct xdp_loader **out, ch
         goto bad;
     }
 
+    /* object_name: libbpf's name of an object read from memory (its own
+     * messages and internal maps say it); a file's is its own */
     LIBBPF_OPTS(bpf_object_open_opts, oo, .kernel_log_buf = ld->log, .kernel_log_size = LOG_BYTES,
-                .kernel_log_level = 0);
-    ld->obj = bpf_object__open_file(o->object_path, &oo);
+                .kernel_log_level = 0, .object_name = in_mem ? ld->objname : NULL);
+    ld->obj = in_mem ? bpf_object__open_mem(o->object_mem, o->object_len, &oo)
+                     : bpf_object__open_file(o->object_path, &oo);
     if (!ld->obj) {
         rc = -errno;
         ld->obj = NULL;
-        fail(err, errlen, "opening BPF object %s: %s", o->object_path, why(rc, b, sizeof b));
+        fail(err, errlen, "opening BPF object %s%s: %s", ld->objname, in_mem ? " (in memory)" : "",
+             why(rc, b, sizeof b));
         goto bad;
     }
     ld->prog = o->program ? bpf_object__find_program_by_name(ld->obj, o->program)
                           : bpf_object__next_program(ld->obj, NULL);
     if (!ld->prog) {
-        fail(err, errlen, "BPF object %s: no program %s", o->object_path,
+        fail(err, errlen, "BPF object %s: no program %s", ld->objname,
              o->program ? o->program : "at all");
         goto bad;
     }
     if (bpf_program__type(ld->prog) != BPF_PROG_TYPE_XDP) {
         fail(err, errlen, "BPF object %s: program %s is not an XDP program (SEC(\"xdp\"))",
-             o->object_path, bpf_program__name(ld->prog));
+             ld->objname, bpf_program__name(ld->prog));
         goto bad;
     }
     rc = bpf_object__load(ld->obj);
@@ -249,10 +261,10 @@ int xdp_loader_open(const struct xdp_loader_opts *o, struct xdp_loader **out, ch
         const char *tail = log_tail(ld->log);
         if (*tail) /* the verifier refused it (EACCES, EINVAL): its reasons, not a permission */
             fail(err, errlen, "loading the XDP program %s of %s: the verifier refused it (%s); its log ends:\n%s",
-                 bpf_program__name(ld->prog), o->object_path, strerror(rc < 0 ? -rc : rc), tail);
+                 bpf_program__name(ld->prog), ld->objname, strerror(rc < 0 ? -rc : rc), tail);
         else
             fail(err, errlen, "loading the XDP program %s of %s: %s", bpf_program__name(ld->prog),
-                 o->object_path, why(rc, b, sizeof b));
+                 ld->objname, why(rc, b, sizeof b));
         goto bad;
     }
     if ((ld->slots_fd = find_map(ld, "xdp_slots", err, errlen)) < 0 ||
@@ -264,7 +276,7 @@ int xdp_loader_open(const struct xdp_loader_opts *o, struct xdp_loader **out, ch
     size_t vsize = bpf_map__value_size(slots);
     if (vsize != 8 + ld->key_bytes + ld->aggr_bytes) {
         fail(err, errlen, "BPF object %s: its slots are %zu bytes, not 8 + %zu of key + %zu of aggregates",
-             o->object_path, vsize, ld->key_bytes, ld->aggr_bytes);
+             ld->objname, vsize, ld->key_bytes, ld->aggr_bytes);
         goto bad;
     }
     ld->slot_stride = (vsize + 7) / 8 * 8;
@@ -295,6 +307,7 @@ int xdp_loader_open(const struct xdp_loader_opts *o, struct xdp_loader **out, ch
     measure_offset(&ld->wall_minus_mono_ns, &ld->offset_error_ns);
     ld->ctl->wall_minus_mono_ns = ld->wall_minus_mono_ns;
     ld->ctl->epoch_ns = ld->epoch_ns;
+    ld->ctl->verdict = o->drop ? XDP_DROP : XDP_PASS;
     uint64_t now = xdp_loader_epoch_now(ld);
     __atomic_store_n(&ld->ctl->owner[now & 1], XDP_OWN_OPEN(now), __ATOMIC_SEQ_CST);
     __atomic_store_n(&ld->ctl->owner[(now + 1) & 1], XDP_OWN_OPEN(now + 1), __ATOMIC_SEQ_CST);
@@ -332,6 +345,7 @@ void xdp_loader_close(struct xdp_loader *ld)
     free(ld->cpu_buf);
     free(ld->log);
     free(ld->ifname);
+    free(ld->objname);
     free(ld);
 }
 
@@ -424,9 +438,10 @@ static int wait_not_busy(struct xdp_loader *ld, char *err, size_t errlen)
     return 0;
 }
 
+static int read_table(struct xdp_loader *ld, unsigned p, uint64_t epoch, char *err, size_t errlen);
+
 int xdp_loader_drain(struct xdp_loader *ld, uint64_t epoch, char *err, size_t errlen)
 {
-    char b[128];
     unsigned p = (unsigned)(epoch & 1);
     uint64_t now = clock_ns(CLOCK_MONOTONIC);
     uint64_t at = xdp_loader_drainable_at(ld, epoch);
@@ -461,6 +476,25 @@ int xdp_loader_drain(struct xdp_loader *ld, uint64_t epoch, char *err, size_t er
     if (wait_not_busy(ld, err, errlen))
         return -1; /* left DRAINING: packets bypass the table, none is lost */
     /* 3 */
+    if (read_table(ld, p, epoch, err, errlen))
+        return -1;
+    /* 4: open the table to the next epoch of its parity that has not ended */
+    uint64_t next = epoch + 2, cur = xdp_loader_epoch_now(ld);
+    if (cur > next)
+        next = (cur & 1) == p ? cur : cur + 1;
+    __atomic_store_n(&ld->ctl->owner[p], XDP_OWN_OPEN(next), __ATOMIC_SEQ_CST);
+
+    int rc = ring_buffer__consume(ld->ring);
+    if (call_result(ld, rc, "reading the ring buffer xdp_ring", err, errlen))
+        return -1;
+    return (int)ld->delivered;
+}
+
+/* step 3 of a drain of `epoch`, table p (DRAINING, no CPU inside): hands on
+ * every CPU's slots and zeroes them */
+static int read_table(struct xdp_loader *ld, unsigned p, uint64_t epoch, char *err, size_t errlen)
+{
+    char b[128];
     for (unsigned i = 0; i < ld->slots; i++) {
         uint32_t idx = p * ld->slots + i;
         if (bpf_map_lookup_elem(ld->slots_fd, &idx, ld->slot_buf)) {
@@ -484,16 +518,55 @@ int xdp_loader_drain(struct xdp_loader *ld, uint64_t epoch, char *err, size_t er
             return -1;
         }
     }
-    /* 4: open the table to the next epoch of its parity that has not ended */
-    uint64_t next = epoch + 2, cur = xdp_loader_epoch_now(ld);
-    if (cur > next)
-        next = (cur & 1) == p ? cur : cur + 1;
-    __atomic_store_n(&ld->ctl->owner[p], XDP_OWN_OPEN(next), __ATOMIC_SEQ_CST);
+    return 0;
+}
 
+int xdp_loader_finish(struct xdp_loader *ld, char *err, size_t errlen)
+{
+    char b[128];
+    if (ld->attach_flags) {
+        LIBBPF_OPTS(bpf_xdp_attach_opts, ao, .old_prog_fd = bpf_program__fd(ld->prog));
+        int rc = bpf_xdp_detach(ld->ifindex, ld->attach_flags, &ao);
+        /* ENODEV: the interface went away, and its program with it */
+        if (rc && rc != -ENODEV) {
+            fail(err, errlen, "detaching the XDP program from interface %s: %s", ld->ifname,
+                 why(rc, b, sizeof b));
+            return -1;
+        }
+        ld->attach_flags = 0;
+        struct timespec settle = {0, (long)DETACH_SETTLE_NS};
+        nanosleep(&settle, NULL);
+    }
+    ld->cb_failed = 0;
+    ld->delivered = 0;
+    /* steps 1 and 2 for both tables at once, then 3 for each, the earlier
+     * epoch first; no step 4: no packet comes any more */
+    uint64_t own[2];
+    int open[2];
+    for (unsigned p = 0; p < 2; p++) {
+        own[p] = __atomic_load_n(&ld->ctl->owner[p], __ATOMIC_SEQ_CST);
+        open[p] = own[p] != 0 && !XDP_OWN_IS_DRAINING(own[p]);
+        if (open[p])
+            __atomic_store_n(&ld->ctl->owner[p], XDP_OWN_DRAINING(XDP_OWN_EPOCH(own[p])),
+                             __ATOMIC_SEQ_CST);
+    }
+    if ((open[0] || open[1]) && wait_not_busy(ld, err, errlen))
+        return -1;
+    unsigned first = open[1] && (!open[0] || XDP_OWN_EPOCH(own[1]) < XDP_OWN_EPOCH(own[0]));
+    for (unsigned k = 0; k < 2; k++) {
+        unsigned p = k ? !first : first;
+        if (open[p] && read_table(ld, p, XDP_OWN_EPOCH(own[p]), err, errlen))
+            return -1;
+    }
     int rc = ring_buffer__consume(ld->ring);
     if (call_result(ld, rc, "reading the ring buffer xdp_ring", err, errlen))
         return -1;
     return (int)ld->delivered;
+}
+
+int xdp_loader_epoll_fd(const struct xdp_loader *ld)
+{
+    return ring_buffer__epoll_fd(ld->ring);
 }
 
 int xdp_loader_stats(const struct xdp_loader *ld, struct xdp_cpu_state *sum, char *err, size_t errlen)

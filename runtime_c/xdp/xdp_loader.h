@@ -9,13 +9,15 @@
  *
  * OWNERSHIP
  *   xdp_loader_open returns a loader the caller owns and frees with
- *   xdp_loader_close, which detaches the program from the interface and
- *   frees the BPF object, maps and ring reader; a failed open has detached
- *   and freed whatever it had made.  The loader copies nothing of the
- *   options but the strings it needs (object path, interface name).  A
- *   partial handed to the callback points into memory the loader owns,
- *   valid during the call only.  Errors are written to the caller's buffer
- *   (err, errlen), a sentence naming what is missing or refused.
+ *   xdp_loader_close, which detaches the program from the interface (unless
+ *   xdp_loader_finish did) and frees the BPF object, maps and ring reader; a
+ *   failed open has detached and freed whatever it had made.  The loader
+ *   copies nothing of the options but the strings it needs (object path or
+ *   name, interface name); an object given in memory (object_mem) is read
+ *   during open only.  A partial handed to the callback points into memory
+ *   the loader owns, valid during the call only.  Errors are written to the
+ *   caller's buffer (err, errlen), a sentence naming what is missing or
+ *   refused.
  *
  * INVARIANTS
  *   One loader per attached program; one thread uses it at a time (calls are
@@ -24,7 +26,9 @@
  *   drained once the clock is past its end plus the grace period, and
  *   should be before the epoch two after it begins -- if it is not, the
  *   program bypasses that epoch's packets to the ring until it is, and
- *   every packet is still counted exactly once.
+ *   every packet is still counted exactly once.  xdp_loader_finish ends
+ *   the run: once it returns no program runs and every partial has been
+ *   handed on; only close, stats and the clock functions may follow.
  *
  * Build: C11, with libbpf: cc -std=c11 ... xdp_loader.c -lbpf -lelf -lz
  */
@@ -60,7 +64,10 @@ enum xdp_attach_mode {
 };
 
 struct xdp_loader_opts {
-    const char *object_path; /* the BPF object (ELF) */
+    const char *object_path; /* the BPF object (ELF) file; unused with object_mem */
+    const void *object_mem;  /* or the object's bytes (NULL: object_path's) */
+    size_t object_len;       /*   object_len of them; named in errors and by libbpf
+                              *   as the program (or "xdp_object") */
     const char *ifname;      /* the interface to attach to */
     const char *program;     /* the XDP program's name; NULL: the object's first */
     size_t key_bytes;        /* sizeof(struct xdp_key) of the program */
@@ -68,6 +75,8 @@ struct xdp_loader_opts {
     uint64_t epoch_ns;       /* epoch length */
     uint64_t grace_ns;       /* how long past an epoch's end before it may be drained */
     enum xdp_attach_mode mode;
+    int drop;                /* 1: every frame is dropped (XDP_DROP) once seen, for an
+                              * interface dedicated to monitoring; 0: passed on */
     xdp_partial_fn on_partial;
     void *arg; /* on_partial's first argument */
 };
@@ -103,6 +112,22 @@ int xdp_loader_poll(struct xdp_loader *ld, int timeout_ms, char *err, size_t err
  * -1 and err written: too early, an earlier epoch of the same parity not
  * drained, a CPU that never leaves the program, a map call refused. */
 int xdp_loader_drain(struct xdp_loader *ld, uint64_t epoch, char *err, size_t errlen);
+
+/* The end of a run: detaches the program (no frame reaches it from then on)
+ * and waits until no CPU is still inside it, then drains every table still
+ * open -- whatever the clock: its epoch need not have ended -- and hands on
+ * what the ring holds.  The number of partials handed on, or -1 and err
+ * written (a drain step refused; the program is detached whatever happens).
+ * Once it returned, every partial of every epoch up to
+ * xdp_loader_epoch_now() has been handed on and none will come: a caller
+ * emits its last heartbeat for epoch_now() + 1.  A second call (or one
+ * after a failed one) hands on what is left, if anything; close does not
+ * detach again. */
+int xdp_loader_finish(struct xdp_loader *ld, char *err, size_t errlen);
+
+/* The ring buffer's epoll descriptor: readable while partials wait in the
+ * ring (poll or drain hands them on).  Owned by the loader. */
+int xdp_loader_epoll_fd(const struct xdp_loader *ld);
 
 /* The program's counters summed over CPUs (busy is the sum's parity only). */
 int xdp_loader_stats(const struct xdp_loader *ld, struct xdp_cpu_state *sum, char *err, size_t errlen);

@@ -22,8 +22,8 @@
  *   xdp_ring   RINGBUF: records (struct xdp_rec_hdr, key, aggregates) of
  *              partial aggregates the program emits itself.
  *   xdp_ctl    ARRAY (mmapable), one struct xdp_ctl shared by every CPU and
- *              user space: the clock offset, the epoch length and the
- *              owner word of each parity's table.
+ *              user space: the clock offset, the epoch length, the owner
+ *              word of each parity's table and the verdict on every frame.
  *   xdp_cpu    PERCPU_ARRAY, one struct xdp_cpu_state per CPU: the busy
  *              counter and the counts of what the program did.
  *
@@ -92,6 +92,13 @@
  *   is not exact.  User space must consume the ring faster than the program
  *   fills it (XDP_RING_BYTES, default 1 MiB).
  *
+ * VERDICT
+ *   xdp_ctl.verdict is what the program returns for every frame it sees,
+ *   counted or not (xdp_verdict): XDP_PASS, or XDP_DROP on an interface
+ *   declared dedicated to monitoring that no user-space reader needs.  The
+ *   loader sets it once, before it attaches the program; any other value
+ *   (0 included) passes the frame.
+ *
  * RING RECORD
  *   struct xdp_rec_hdr, then key_bytes of key, then aggr_bytes of
  *   aggregates, all 8-byte aligned.
@@ -117,6 +124,7 @@ struct xdp_ctl {
     __s64 wall_minus_mono_ns; /* set by the loader before attaching */
     __u64 epoch_ns;           /* epoch length, set by the loader before attaching */
     __u64 owner[2];           /* per parity; written by user space only */
+    __u64 verdict;            /* XDP_PASS or XDP_DROP, set by the loader before attaching */
 };
 
 struct xdp_cpu_state {
@@ -217,6 +225,18 @@ static __always_inline int xdp_run_begin(struct xdp_run *r)
     __u64 wall = bpf_ktime_get_ns() + (__u64)off;
     r->epoch = epoch_ns ? wall / epoch_ns : 0;
     return 0;
+}
+
+/* What the program returns for a frame (VERDICT above), on every path --
+ * frames it does not count too, before or without xdp_run_begin: XDP_DROP
+ * only when the loader said so, else XDP_PASS. */
+static __always_inline int xdp_verdict(void)
+{
+    __u32 zero = 0;
+    struct xdp_ctl *ctl = bpf_map_lookup_elem(&xdp_ctl, &zero);
+    if (ctl && *(volatile __u64 *)&ctl->verdict == XDP_DROP)
+        return XDP_DROP;
+    return XDP_PASS;
 }
 
 /* Ends an invocation begun by xdp_run_begin: busy even again. */

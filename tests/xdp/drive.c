@@ -5,15 +5,23 @@
  *   poll       -> rec lines, "polled N"  what the ring holds
  *   drain E    -> rec lines, "drained N" epoch E's table, then the ring
  *   stats      -> "stats PACKETS COLLISIONS OLD BYPASSED RING_LOST BUSY"
+ *   finish     -> rec lines, "finished N NOW": detached, every open table
+ *                 and the ring handed on; NOW is the epoch after it
+ *   ready      -> "readable 0|1"        whether the ring's epoll fd is
  *   quit       (or end of input) detaches and exits 0
  *
  * A partial is "rec KIND EPOCH CPU KEYHEX AGGRHEX"; a failed command prints
  * "error MESSAGE" and the driver goes on.  Usage:
  *
- *   drive OBJECT IFNAME EPOCH_MS GRACE_MS KEY_BYTES AGGR_BYTES [auto|native|generic]
+ *   drive [--mem] [--drop] OBJECT IFNAME EPOCH_MS GRACE_MS KEY_BYTES AGGR_BYTES
+ *         [auto|native|generic]
  *
+ * --mem reads OBJECT into memory and opens it from there (object_mem);
+ * --drop sets the verdict XDP_DROP.
  * prints "ready MODE WALL_MINUS_MONO_NS ERROR_BOUND_NS", or "error MESSAGE"
  * on stdout and exits 1 when the open fails. */
+#define _POSIX_C_SOURCE 200809L
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,8 +46,40 @@ static int print_partial(void *arg, const struct xdp_partial *p)
     return 0;
 }
 
+/* the whole file at path, *len bytes (NULL: unreadable) */
+static void *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+    for (;;) {
+        if (n == cap) {
+            char *nb = realloc(buf, cap = cap ? cap * 2 : 65536);
+            if (!nb)
+                break;
+            buf = nb;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    fclose(f);
+    *len = n;
+    return buf;
+}
+
 int main(int argc, char **argv)
 {
+    int mem = 0, drop = 0;
+    while (argc > 1 && !strncmp(argv[1], "--", 2)) {
+        mem |= !strcmp(argv[1], "--mem");
+        drop |= !strcmp(argv[1], "--drop");
+        argv++;
+        argc--;
+    }
     if (argc < 7) {
         fprintf(stderr, "usage: drive OBJECT IFNAME EPOCH_MS GRACE_MS KEY_BYTES AGGR_BYTES [MODE]\n");
         return 2;
@@ -53,15 +93,28 @@ int main(int argc, char **argv)
         .key_bytes = strtoul(argv[5], NULL, 10),
         .aggr_bytes = strtoul(argv[6], NULL, 10),
         .mode = XDP_ATTACH_AUTO,
+        .drop = drop,
         .on_partial = print_partial,
     };
+    void *image = NULL;
+    if (mem) {
+        image = slurp(argv[1], &o.object_len);
+        if (!image) {
+            printf("error cannot read %s\n", argv[1]);
+            return 1;
+        }
+        o.object_mem = image;
+        o.object_path = NULL; /* named "xdp_object" in errors: no program name given */
+    }
     if (argc > 7)
         o.mode = !strcmp(argv[7], "native") ? XDP_ATTACH_NATIVE
                  : !strcmp(argv[7], "generic") ? XDP_ATTACH_GENERIC
                                                : XDP_ATTACH_AUTO;
     char err[4096];
     struct xdp_loader *ld;
-    if (xdp_loader_open(&o, &ld, err, sizeof err) != 0) {
+    int rc = xdp_loader_open(&o, &ld, err, sizeof err);
+    free(image); /* read during open only */
+    if (rc != 0) {
         printf("error %s\n", err);
         return 1;
     }
@@ -87,6 +140,14 @@ int main(int argc, char **argv)
                 printf("error %s\n", err);
             else
                 printf("drained %d\n", n);
+        } else if (!strncmp(line, "finish", 6)) {
+            if ((n = xdp_loader_finish(ld, err, sizeof err)) < 0)
+                printf("error %s\n", err);
+            else
+                printf("finished %d %llu\n", n, (unsigned long long)xdp_loader_epoch_now(ld));
+        } else if (!strncmp(line, "ready", 5)) {
+            struct pollfd pfd = {.fd = xdp_loader_epoll_fd(ld), .events = POLLIN, .revents = 0};
+            printf("readable %d\n", poll(&pfd, 1, 0) > 0);
         } else if (!strncmp(line, "stats", 5)) {
             struct xdp_cpu_state s;
             if (xdp_loader_stats(ld, &s, err, sizeof err) < 0)
