@@ -556,7 +556,19 @@ typedef struct gsq_iface_time {
     int live_kernel_filter_off; /* live_kernel_filter:NAME=0 (AF_PACKET ring) */
     uint32_t live_fanout;       /* live_fanout:NAME: one of N sockets sharing
                                  * the interface's frames (0: not given) */
+    int live_xdp;               /* live_xdp:NAME, enum gsq_live_xdp (0: not
+                                 * given, auto) */
+    int live_xdp_drop;          /* live_xdp_drop:NAME=1: XDP_DROP every frame */
 } gsq_iface_time;
+
+/* live_xdp:NAME: where an LFTA compiled for the kernel runs on a live
+ * interface (run/setup.c, sources/xdp_source.c) */
+enum gsq_live_xdp {
+    GSQ_LIVE_XDP_AUTO = 1, /* the XDP hook, native mode else generic (also 0) */
+    GSQ_LIVE_XDP_NATIVE,
+    GSQ_LIVE_XDP_GENERIC,
+    GSQ_LIVE_XDP_OFF,      /* user space, as any LFTA */
+};
 
 #define GSQ_LIVE_SNAPLEN 65535u
 #define GSQ_LIVE_BLOCK_SIZE (1u << 20)

@@ -38,7 +38,7 @@
  * empty before its setter runs; WORDS and VALUES have as many items, and
  * EXPECTS of a WORDS option lists its words ("a, b or c").  The order is
  * the one the "unknown option" error lists the names in (tests assert it),
- * not sorted: the table is scanned (38 entries, each option set once).
+ * not sorted: the table is scanned (42 entries, each option set once).
  */
 GSQ_OPTION("csv_separator", CHAR, FIELD(csv_sep), NO_RANGE, NO_WORDS, NO_VALUES,
            set_csv_separator, "one character",
@@ -168,6 +168,16 @@ GSQ_OPTION("live_kernel_filter:NAME", BOOL, NO_FIELD, NO_RANGE, NO_WORDS, NO_VAL
            set_live_kernel_filter, "0 or 1",
            "1 (default): live interface NAME's AF_PACKET ring drops in the kernel the frames "
            "no query reading it wants (gsqlc explain shows the filter); 0: every frame.")
+GSQ_OPTION("live_xdp:NAME", WORDS, NO_FIELD, NO_RANGE, WORDS("off", "auto", "native", "generic"),
+           VALUES(GSQ_LIVE_XDP_OFF, GSQ_LIVE_XDP_AUTO, GSQ_LIVE_XDP_NATIVE, GSQ_LIVE_XDP_GENERIC),
+           set_live_xdp, "off, auto, native or generic",
+           "How an LFTA compiled for the kernel (gsqlc run --lfta-in-kernel) runs on live "
+           "interface NAME: in its XDP hook, attached in native (driver) mode, else generic "
+           "(auto, default), in that mode only, or off: in user space.")
+GSQ_OPTION("live_xdp_drop:NAME", BOOL, NO_FIELD, NO_RANGE, NO_WORDS, NO_VALUES,
+           set_live_xdp_drop, "0 or 1",
+           "1: live interface NAME is dedicated to monitoring: its XDP program drops every "
+           "frame once counted (only when no LFTA reads it in user space); 0 (default): passed on.")
 GSQ_OPTION("partition", FORM, NO_FIELD, NO_RANGE, NO_WORDS, NO_VALUES, set_partition,
            "K/N (0 <= K < N <= 4096)",
            "LFTA aggregations count only the groups of hash partition K of N: N runs over the "

@@ -532,6 +532,33 @@ static int set_live_kernel_filter(gsq_run *r, const gsq_option *o, const char *i
     return 0;
 }
 
+/* live_xdp:NAME = off | auto | native | generic (enum gsq_live_xdp) */
+static int set_live_xdp(gsq_run *r, const gsq_option *o, const char *iface, const char *value)
+{
+    uint64_t v;
+    gsq_iface_time *t;
+    if (word_value(o, value, &v) != 0)
+        return refuse(r, o, iface, value);
+    if (!(t = iface_time(r, iface)))
+        return -1;
+    t->live_xdp = (int)v;
+    return 0;
+}
+
+/* live_xdp_drop:NAME = 0 | 1 */
+static int set_live_xdp_drop(gsq_run *r, const gsq_option *o, const char *iface,
+                             const char *value)
+{
+    gsq_iface_time *t;
+    uint8_t b;
+    if (gsq_parse_bool(value, strlen(value), &b) != 0)
+        return refuse(r, o, iface, value);
+    if (!(t = iface_time(r, iface)))
+        return -1;
+    t->live_xdp_drop = b;
+    return 0;
+}
+
 /* ---- the generic setters: any option of their kind, through its FIELD */
 
 static int set_bool(gsq_run *r, const gsq_option *o, const char *arg, const char *value)

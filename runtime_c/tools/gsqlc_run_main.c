@@ -414,17 +414,20 @@ static int live_uri_options(gsq_run *r, const char *m, char *buf)
         if (!eq || (size_t)(eq - item) > 64) {
             fprintf(stderr, "gsqlc-run: error: --source %s: unknown source option '%s' after "
                             "'?' (a live interface takes snaplen=, promisc=, block_size=, "
-                            "blocks=, block_timeout=, kernel_filter=, fanout=)\n", buf, item);
+                            "blocks=, block_timeout=, kernel_filter=, fanout=, xdp=, "
+                            "xdp_drop=)\n", buf, item);
             return 2;
         }
         *eq = '\0';
         snprintf(key, sizeof key, "live_%s:%s", item, m);
         if (strcmp(item, "snaplen") && strcmp(item, "promisc") && strcmp(item, "block_size") &&
             strcmp(item, "blocks") && strcmp(item, "block_timeout") &&
-            strcmp(item, "kernel_filter") && strcmp(item, "fanout")) {
+            strcmp(item, "kernel_filter") && strcmp(item, "fanout") && strcmp(item, "xdp") &&
+            strcmp(item, "xdp_drop")) {
             fprintf(stderr, "gsqlc-run: error: --source %s: unknown source option '%s' after "
                             "'?' (a live interface takes snaplen=, promisc=, block_size=, "
-                            "blocks=, block_timeout=, kernel_filter=, fanout=)\n", buf, item);
+                            "blocks=, block_timeout=, kernel_filter=, fanout=, xdp=, "
+                            "xdp_drop=)\n", buf, item);
             return 2;
         }
         if (gsqlc_set_option(r, key, eq + 1)) {

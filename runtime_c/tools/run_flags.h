@@ -40,8 +40,10 @@ GSQ_RUN_FLAG("--source", VALUE("NAME=URI"), OWN(SOURCE), BOTH,
              "NAME given again makes an interface set of its sources; csv:PATH?header=1 (and csvtcp:, "
              "csv:-) reads a header line and finds each field's column by its name; pcap-live:IFACE "
              "takes snaplen=, promisc=, block_size=, blocks=, block_timeout=, kernel_filter=, "
-             "and fanout=N (N sockets sharing its frames by flow, each on a thread of its own: "
-             "the interface set NAME.0 ... NAME.N-1)")
+             "fanout=N (N sockets sharing its frames by flow, each on a thread of its own: "
+             "the interface set NAME.0 ... NAME.N-1), xdp=off|auto|native|generic (where an "
+             "LFTA compiled for the kernel runs) and xdp_drop=1 (its XDP program drops every "
+             "frame: an interface dedicated to monitoring)")
 GSQ_RUN_FLAG("--member", VALUE("SET=IFACE"), OWN(MEMBER), RUNNER,
              "make interface IFACE (bound by its own --source) a member of interface set SET")
 GSQ_RUN_FLAG("--output", VALUE("QUERY"), OWN(OUTPUT), BOTH,

@@ -167,7 +167,7 @@ def uri_options(name: str, uri: str) -> tuple[str, dict[str, bool]]:
 # (pcap-live:IFACE?snaplen=128&blocks=16): each is the runtime's
 # per-interface option live_KEY:NAME (option_table.h)
 LIVE_URI_OPTIONS = ("snaplen", "promisc", "block_size", "blocks", "block_timeout",
-                    "kernel_filter", "fanout")
+                    "kernel_filter", "fanout", "xdp", "xdp_drop")
 
 
 def live_uri_options(name: str, uri: str) -> tuple[str, dict[str, str]]:

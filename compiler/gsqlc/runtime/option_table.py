@@ -216,6 +216,7 @@ RULES = {"set_bool": _bool, "set_recording": _bool, "set_csv_header": _bool,
          "set_batch": _uint, "set_live_snaplen": _uint, "set_live_blocks": _uint,
          "set_live_block_timeout": _uint, "set_live_block_size": _power_of_two,
          "set_live_promisc": _bool, "set_live_kernel_filter": _bool, "set_live_fanout": _uint,
+         "set_live_xdp": _words, "set_live_xdp_drop": _bool,
          "set_seconds": _seconds, "set_max_skew": _seconds, "set_out_of_order": _seconds,
          "set_latency": _seconds, "set_heartbeat_interval": _heartbeat, "set_real": _real,
          "set_csv_separator": _csv_separator, "set_trace": _text}
