@@ -282,6 +282,8 @@ def test_small_ring_and_snaplen_taken(netns, tmp_path):
     ("snaplen=abc", "snaplen must be an integer from 64 to 262144"),
     ("promisc=2", "promisc must be 0 or 1, got '2'"),
     ("ring=4", "unknown source option 'ring=4'"),
+    ("xdp=on", "xdp must be off, auto, native or generic, got 'on'"),
+    ("xdp_drop=2", "xdp_drop must be 0 or 1, got '2'"),
 ])
 def test_bad_option_is_a_usage_error(tmp_path, gsqlc, option, why):
     q = _query(tmp_path, SELECTION)

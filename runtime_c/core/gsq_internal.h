@@ -106,6 +106,14 @@ struct gsq_node {
     uint64_t last_emit_usec;      /* clock when an emission was observed */
     int stalled;
     uint32_t trace_cursor;        /* run->traces: first not yet delivered */
+    /* LFTA compiled for the kernel too (lfta->xdp): in_kernel when it runs
+     * in the XDP hook of its live interface, its source an XDP source of
+     * its own (sources/xdp_source.c) -- its heartbeats then come from that
+     * source's drains only, never from the run's ticks (a tick would
+     * promise progress the kernel has not handed over yet); otherwise
+     * xdp_why_not (owned) says why it runs in user space */
+    int in_kernel;
+    char *xdp_why_not;
 };
 
 /* A subscriber of a stream: an HFTA input or a sink. */
@@ -336,6 +344,9 @@ struct gsq_source {
     /* stall detection (heartbeat.c) */
     uint64_t last_rec_usec;   /* clock when it last delivered records */
     int stalled;
+    int no_records;           /* it never delivers records (an XDP source: its
+                               * LFTA's output is its progress): no stall of
+                               * its own */
     /* heartbeat generation (heartbeat_gen.c): its stream, NULL when the
      * generator is off or the source has no record timestamps */
     struct gsq_tg_stream *tg;

@@ -107,7 +107,7 @@ static void check_stalls(gsq_run *r, uint64_t now)
         gsq_source *s = &r->sources[i];
         /* a recording replayed in time whose first record lies ahead has
          * not begun (the second of two rotated captures): not stalled */
-        if (s->at_eof || s->stalled || (s->aligned && !s->records_read) ||
+        if (s->at_eof || s->stalled || s->no_records || (s->aligned && !s->records_read) ||
             now < s->last_rec_usec || now - s->last_rec_usec < limit)
             continue;
         s->stalled = 1;
@@ -115,9 +115,12 @@ static void check_stalls(gsq_run *r, uint64_t now)
     }
     for (i = 0; i < r->n_lfta_nodes; i++) {
         gsq_node *n = &r->nodes[i];
+        /* an LFTA in the kernel emits once per epoch, at its drain */
+        uint64_t epoch = n->in_kernel ? n->lfta->xdp->epoch_ns / 1000 + 1000000 : 0;
+        uint64_t nl = limit > UINT64_MAX - epoch ? UINT64_MAX : limit + epoch;
         if (!n->source || n->source->at_eof || n->stalled ||
             (n->source->aligned && !n->source->records_read) || now < n->last_emit_usec ||
-            now - n->last_emit_usec < limit)
+            now - n->last_emit_usec < nl)
             continue;
         n->stalled = 1;
         add_event(r, GSQ_EV_STALLED, NULL, n, now, (now - n->last_emit_usec) / iv);
@@ -137,7 +140,7 @@ static void tick(gsq_run *r)
     gsq_tg_tick_begin(r, known, now);
     for (i = 0; i < r->n_lfta_nodes && !r->failed; i++) {
         gsq_node *n = &r->nodes[i];
-        if (n->live && !n->ended && n->lfta->heartbeat)
+        if (n->live && !n->ended && !n->in_kernel && n->lfta->heartbeat)
             n->lfta->heartbeat(n->state, n);
     }
     gsq_tg_tick_end(r);

@@ -344,7 +344,8 @@ static void end_lfta(gsq_node *n, int last_heartbeat)
     if (!n->live || n->ended || n->run->failed)
         return;
     n->ended = 1;
-    if (last_heartbeat && n->run->final_heartbeat && n->lfta->heartbeat)
+    /* in the kernel: its source's finish gave the last heartbeat */
+    if (last_heartbeat && n->run->final_heartbeat && !n->in_kernel && n->lfta->heartbeat)
         n->lfta->heartbeat(n->state, n);
     if (n->lfta->finish)
         n->lfta->finish(n->state, n);

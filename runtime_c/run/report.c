@@ -171,6 +171,9 @@ void gsq_build_stats(gsq_run *r)
         if (n->lfta) {
             kv_u64(b, "queue_high_water_entries", n->queue.hw_entries, 1);
             kv_u64(b, "queue_high_water_bytes", n->queue.hw_bytes, 1);
+            gsq_buf_printf(b, ",\"in_kernel\":%s", n->in_kernel ? "true" : "false");
+            if (n->lfta->xdp) /* compiled for the kernel: why it runs in user space */
+                kv_str(b, "xdp_why_not", n->in_kernel ? NULL : n->xdp_why_not, 1);
         }
         gsq_buf_addc(b, '}');
     }

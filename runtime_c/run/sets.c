@@ -362,8 +362,10 @@ int gsq_build_nodes(gsq_run *r)
 void gsq_free_nodes(gsq_run *r)
 {
     uint32_t i;
-    for (i = 0; r->nodes && i < r->n_nodes; i++)
+    for (i = 0; r->nodes && i < r->n_nodes; i++) {
         free(r->nodes[i].own_name);
+        free(r->nodes[i].xdp_why_not);
+    }
     free(r->nodes);
     r->nodes = NULL;
     for (i = 0; i < r->n_members; i++) {

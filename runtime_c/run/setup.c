@@ -17,13 +17,109 @@
  * is a recording and one has timestamps, so that a replay's heartbeats,
  * stalls and generated heartbeats follow the recorded time as they
  * followed the wall clock live; else the wall clock.
+ *
+ * LFTAs in the kernel.  An LFTA compiled for the XDP hook as well
+ * (gsq_lfta_def.xdp) bound to a pcap-live: interface gets an XDP source of
+ * its own (sources/xdp_source.c) instead of the interface's capture source,
+ * unless: the query library has no loader, option live_xdp:NAME is off,
+ * the interface is a fanout member, the run is a partition, or another
+ * LFTA already runs in that interface's hook (one XDP program per
+ * interface) -- the node's xdp_why_not says which.  The capture source is
+ * made only for the LFTAs left in user space: with none, no frame is
+ * copied to user space at all.  live_xdp_drop:NAME (the program drops
+ * every frame) needs every LFTA reading the interface in the kernel.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gsq_run_steps.h"
 #include "gsq_source_ops.h"
 
+#ifdef __linux__
+#define GSQ_XDP_OPS (&gsq_xdp_ops)
+#else
+#define GSQ_XDP_OPS NULL /* no XDP source elsewhere */
+#endif
+
+
+#ifdef __linux__
+/* Whether LFTA node n, bound to b, runs in the kernel's XDP hook: 1, or 0
+ * with n->xdp_why_not set (NULL: it is not compiled for the kernel); -1
+ * out of memory. */
+static int xdp_chosen(gsq_run *r, gsq_node *n, const gsq_binding *b)
+{
+    const gsq_iface_time *t = gsq_iface_settings(r, b->iface);
+    const char *path = NULL, *why = NULL;
+    char buf[512];
+    uint32_t j;
+    if (!n->lfta->xdp)
+        return 0;
+    buf[0] = '\0';
+    if (b->arrow || gsq_source_ops_for_uri(b->uri, &path) != &gsq_pcap_live_ops)
+        why = "its interface is not a live one (pcap-live:)";
+    else if (!r->qs->xdp_loader)
+        why = "the query library was built without the XDP loader (libbpf)";
+    else if (t && t->live_xdp == GSQ_LIVE_XDP_OFF)
+        why = "option live_xdp:NAME is off";
+    else if (t && t->live_fanout >= 2)
+        why = "its interface is a fanout member (live_fanout): its frames are shared between sockets";
+    else if (r->part_n > 1)
+        why = "option partition: the kernel counts every group";
+    for (j = 0; !why && j < r->n_sources; j++)
+        if (r->sources[j].ops == &gsq_xdp_ops && strcmp(r->sources[j].path, path) == 0) {
+            snprintf(buf, sizeof buf, "LFTA %s already runs in the XDP hook of %s (one XDP "
+                     "program per interface)", r->sources[j].lftas[0]->name, path);
+            why = buf;
+        }
+    if (!why)
+        return 1;
+    n->xdp_why_not = gsq_strdup(why);
+    return n->xdp_why_not ? 0 : -1;
+}
+
+/* live_xdp_drop:NAME: refused while some LFTA reads NAME in user space. */
+static int check_xdp_drop(gsq_run *r)
+{
+    uint32_t i;
+    for (i = 0; i < r->n_sources; i++) {
+        const gsq_source *s = &r->sources[i];
+        const gsq_iface_time *t = gsq_iface_settings(r, s->iface);
+        if (!t || !t->live_xdp_drop || s->ops == &gsq_xdp_ops || s->n_lftas == 0)
+            continue;
+        gsq_run_fail(r, "option live_xdp_drop:%s: LFTA %s reads interface %s in user space (%s), "
+                        "so its frames cannot be dropped in the kernel",
+                     s->iface, s->lftas[0]->name, s->path,
+                     s->lftas[0]->xdp_why_not ? s->lftas[0]->xdp_why_not
+                                              : "it is not compiled for the kernel");
+        return -1;
+    }
+    return 0;
+}
+
+/* An XDP source of its own for LFTA node n, bound to b: 0, or -1 (run failed). */
+static int add_xdp_source(gsq_run *r, gsq_node *n, const gsq_binding *b)
+{
+    gsq_source *s = &r->sources[r->n_sources++];
+    s->iface = b->iface;
+    s->uri = b->uri;
+    gsq_source_ops_for_uri(b->uri, &s->path);
+    s->ops = &gsq_xdp_ops;
+    s->recording = 0;
+    s->lftas = calloc(1, sizeof *s->lftas);
+    if (!s->lftas) {
+        gsq_run_fail(r, "out of memory");
+        return -1;
+    }
+    if (s->ops->check_lfta(r, s, n->lfta) != 0)
+        return -1;
+    s->lftas[s->n_lftas++] = n;
+    s->clock_readers |= !n->lfta->ignores_clock;
+    n->source = s;
+    n->in_kernel = 1;
+    return 0;
+}
+#endif
 
 /* Bindings -> sources; every LFTA that runs gets its source. */
 static int setup_sources(gsq_run *r)
@@ -40,7 +136,8 @@ static int setup_sources(gsq_run *r)
                              r->binds[i].iface, r->binds[i].uri, r->binds[j].uri);
                 return -1;
             }
-    r->sources = calloc(r->n_binds ? r->n_binds : 1, sizeof *r->sources);
+    /* a source per binding, and one per LFTA in the kernel */
+    r->sources = calloc(r->n_binds + r->n_lfta_nodes + 1, sizeof *r->sources);
     if (!r->sources) {
         gsq_run_fail(r, "out of memory");
         return -1;
@@ -62,8 +159,22 @@ static int setup_sources(gsq_run *r)
                          n->iface, n->name, d->protocol, n->iface);
             return -1;
         }
+#ifdef __linux__
+        {
+            int rc = xdp_chosen(r, n, b);
+            if (rc < 0) {
+                gsq_run_fail(r, "out of memory");
+                return -1;
+            }
+            if (rc > 0) {
+                if (add_xdp_source(r, n, b) != 0)
+                    return -1;
+                continue;
+            }
+        }
+#endif
         for (j = 0; j < r->n_sources; j++)
-            if (r->sources[j].iface == b->iface)
+            if (r->sources[j].iface == b->iface && r->sources[j].ops != GSQ_XDP_OPS)
                 s = &r->sources[j];
         if (!s) {
             gsq_node **l;
@@ -94,7 +205,11 @@ static int setup_sources(gsq_run *r)
         s->clock_readers |= !d->ignores_clock;
         n->source = s;
     }
+#ifdef __linux__
+    return check_xdp_drop(r);
+#else
     return 0;
+#endif
 }
 
 /* Whether every LFTA bound to s reads columnar chunks. */

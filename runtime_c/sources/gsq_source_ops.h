@@ -12,6 +12,9 @@
  *   gsq_pcap_ops       pcap:PATH                 sources/pcap_source.c
  *   gsq_pcap_live_ops  pcap-live:IFACE           sources/pcap_source.c (afpacket.c)
  *   gsq_arrow_ops      gsqlc_bind_arrow          sources/arrow_source.c
+ *   gsq_xdp_ops        (set-up: an LFTA run in   sources/xdp_source.c
+ *                      a pcap-live: interface's
+ *                      XDP hook; Linux)
  *
  * Record timestamps (sources/source_time.c): whether a source's records
  * carry them is decided per source at set-up, before open (s->has_ts:
@@ -100,6 +103,9 @@ extern const gsq_source_ops gsq_gdat_ops;
 extern const gsq_source_ops gsq_pcap_ops;
 extern const gsq_source_ops gsq_pcap_live_ops;
 extern const gsq_source_ops gsq_arrow_ops;
+#ifdef __linux__
+extern const gsq_source_ops gsq_xdp_ops;
+#endif
 
 /* The kind a source URI names, and the part after its scheme in *path;
  * NULL when no kind has that scheme (or the rest is empty). */

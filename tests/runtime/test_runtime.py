@@ -1008,7 +1008,8 @@ def test_heartbeat_option_errors(build, tmp_path):
         "arrow_heartbeats, "
         "final_heartbeat, arrow_flush, pcap_reader, live_snaplen:NAME, live_promisc:NAME, "
         "live_block_size:NAME, live_blocks:NAME, live_block_timeout:NAME, "
-        "live_fanout:NAME, live_kernel_filter:NAME, partition, pcap_range:NAME, "
+        "live_fanout:NAME, live_kernel_filter:NAME, live_xdp:NAME, live_xdp_drop:NAME, "
+            "partition, pcap_range:NAME, "
         "prop:NAME:PROPERTY, recording:NAME)",
         "option 'prop:x': expected prop:INTERFACE:PROPERTY",
     ]
