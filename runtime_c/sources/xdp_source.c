@@ -273,13 +273,15 @@ static void xdp_src_stats(const gsq_source *s, gsq_buf *out)
     gsq_buf_printf(out, ",\"xdp\":{\"mode\":\"%s\",\"program\":", xr->ops->mode(xr->ld));
     gsq_buf_json_str(out, xr->def->program ? xr->def->program : "",
                      xr->def->program ? strlen(xr->def->program) : 0);
+    gsq_buf_adds(out, ",\"lfta\":");
+    gsq_buf_json_str(out, xr->node->name, strlen(xr->node->name));
     gsq_buf_printf(out,
-                   ",\"lfta\":\"%s\",\"verdict\":\"%s\",\"slots\":%u,\"epoch_ns\":%llu,"
+                   ",\"verdict\":\"%s\",\"slots\":%u,\"epoch_ns\":%llu,"
                    "\"grace_ns\":%llu,\"clock_offset_error_ns\":%llu,\"packets\":%llu,"
                    "\"collisions\":%llu,\"old_ejections\":%llu,\"bypassed\":%llu,"
                    "\"ring_lost\":%llu,\"partials\":%llu,\"partials_by_kind\":{\"drain\":%llu,"
                    "\"collision\":%llu,\"old\":%llu,\"bypass\":%llu},\"drained_epochs\":%llu}",
-                   xr->node->name, xr->drop ? "drop" : "pass", (unsigned)xr->def->slots,
+                   xr->drop ? "drop" : "pass", (unsigned)xr->def->slots,
                    (unsigned long long)xr->def->epoch_ns, (unsigned long long)xr->grace_ns,
                    (unsigned long long)bound, (unsigned long long)st.packets,
                    (unsigned long long)st.collisions, (unsigned long long)st.old_ejections,

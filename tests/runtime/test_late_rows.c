@@ -41,7 +41,7 @@ static const gsq_hfta_def agg_def = {"agg", 3, agg_inputs, 3, NULL, NULL, NULL,
                                      NULL, NULL, NULL, GSQ_PROMISES_KEPT, NULL};
 static const gsq_hfta_def set_merge_def = {NULL, 0, NULL, 0, NULL, NULL, NULL,
                                            NULL, NULL, NULL, GSQ_PROMISES_KEPT, NULL};
-static const gsq_queryset_def qs = {4, streams, 0, NULL, 1, NULL, 0, NULL, 0, NULL};
+static const gsq_queryset_def qs = {4, streams, 0, NULL, 1, NULL, 0, NULL, 0, NULL, NULL};
 
 int main(void)
 {
