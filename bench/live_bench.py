@@ -309,6 +309,7 @@ def capture_configs(qdir: Path) -> list[tuple[str, str, list[str], object]]:
 
 def run_capture(ns: str, rounds: int, only: str | None) -> list[dict]:
     raw = []
+    head = _head()
     with tempfile.TemporaryDirectory(prefix="gsqlc-live-") as tmp:
         work = Path(tmp)
         configs = capture_configs(work)
@@ -328,6 +329,7 @@ def run_capture(ns: str, rounds: int, only: str | None) -> list[dict]:
                                         if rec["kernel_dropped"] + rec["interface_dropped"] == 0
                                         else None)
                     rec["round"] = rnd
+                    rec["commit"] = head
                     raw.append(rec)
                     print(f"round {rnd} {label:38s} {rate or 'max':>8} "
                           f"{rec['rate']:>10,.0f}/s {rec['ns_per_frame']:6.1f} ns "
@@ -380,9 +382,13 @@ def _dropped(rec: dict) -> bool:
 
 # ------------------------------------------------------------------ report
 
-def _machine() -> str:
-    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+def _head() -> str:
+    return subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
                           stdout=subprocess.PIPE, text=True).stdout.strip()
+
+
+def _machine() -> str:
+    head = _head()
     cpu = next((line.split(":", 1)[1].strip() for line in
                 Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")),
                platform.machine())
@@ -557,6 +563,11 @@ def main(argv=None) -> int:
     with link() as ns:
         if args.experiment in ("capture", "all"):
             raw = run_capture(ns, args.rounds, args.only)
+            old = OUT / "capture.json"
+            if args.only and old.exists():
+                # the other capturers' records of an earlier run are kept
+                raw = [r for r in json.loads(old.read_text())
+                       if args.only not in r["label"]] + raw
             OUT.mkdir(exist_ok=True)
             (OUT / "capture.json").write_text(json.dumps(raw, indent=1))
             plot_capture(raw, OUT / "capture_cpu.png")
@@ -576,7 +587,15 @@ def main(argv=None) -> int:
 
 def capture_notes(raw: list[dict]) -> list[str]:
     rounds = len({r["round"] for r in raw})
-    return [f"Median of {rounds} rounds, each capturer once per rate in a round, in a process "
+    commits: dict[str, list[str]] = {}
+    for r in raw:
+        labels = commits.setdefault(r.get("commit", "an earlier commit"), [])
+        if r["label"] not in labels:
+            labels.append(r["label"])
+    later = [] if len(commits) < 2 else [
+        "Measured in separate runs (`--only`): " + "; ".join(
+            f"at {c}: {', '.join(ls)}" for c, ls in commits.items()) + "."]
+    return later + [f"Median of {rounds} rounds, each capturer once per rate in a round, in a process "
             "of its own started before the first frame. Frames of 60 bytes, "
             f"{FLOWS:,} flows, destination ports 60000-60015 in turn. "
             f"Queries: count `{QUERIES['count']}`; select `{QUERIES['select']}` "
