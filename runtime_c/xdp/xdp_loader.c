@@ -34,6 +34,9 @@ struct xdp_loader {
     size_t ctl_len;
     int ifindex;
     unsigned attach_flags; /* 0 while not attached */
+    int link_fd;           /* the bpf_link holding the attachment, -1 while none: the
+                            * kernel detaches the program when it closes, so a run that
+                            * dies (a crash, SIGKILL) leaves no program behind */
     const char *mode;
     size_t key_bytes, aggr_bytes;
     size_t slot_stride;       /* round_up(slot value size, 8): one CPU's slot */
@@ -152,15 +155,36 @@ static const char *log_tail(const char *log)
     return nl ? nl + 1 : t;
 }
 
+/* Attaches through a bpf_link in mode `flags`: 0, or a negative errno. */
+static int link_xdp(struct xdp_loader *ld, unsigned flags)
+{
+    LIBBPF_OPTS(bpf_link_create_opts, lo, .flags = flags);
+    int fd = bpf_link_create(bpf_program__fd(ld->prog), ld->ifindex, BPF_XDP, &lo);
+    if (fd < 0)
+        return fd < -1 ? fd : -errno;
+    ld->link_fd = fd;
+    ld->attach_flags = flags;
+    return 0;
+}
+
+/* Closes the link: the program leaves the interface.  0, or a negative errno. */
+static int unlink_xdp(struct xdp_loader *ld)
+{
+    int rc = 0;
+    if (ld->link_fd >= 0 && close(ld->link_fd) != 0)
+        rc = -errno;
+    ld->link_fd = -1;
+    ld->attach_flags = 0;
+    return rc;
+}
+
 static int attach(struct xdp_loader *ld, enum xdp_attach_mode mode, char *err, size_t errlen)
 {
     char b1[128], b2[128];
-    int fd = bpf_program__fd(ld->prog);
     int rc_native = 0, rc;
     if (mode != XDP_ATTACH_GENERIC) {
-        rc = bpf_xdp_attach(ld->ifindex, fd, XDP_FLAGS_UPDATE_IF_NOEXIST | XDP_FLAGS_DRV_MODE, NULL);
+        rc = link_xdp(ld, XDP_FLAGS_DRV_MODE);
         if (rc == 0) {
-            ld->attach_flags = XDP_FLAGS_DRV_MODE;
             ld->mode = "native";
             return 0;
         }
@@ -175,9 +199,8 @@ static int attach(struct xdp_loader *ld, enum xdp_attach_mode mode, char *err, s
         }
         rc_native = rc;
     }
-    rc = bpf_xdp_attach(ld->ifindex, fd, XDP_FLAGS_UPDATE_IF_NOEXIST | XDP_FLAGS_SKB_MODE, NULL);
+    rc = link_xdp(ld, XDP_FLAGS_SKB_MODE);
     if (rc == 0) {
-        ld->attach_flags = XDP_FLAGS_SKB_MODE;
         ld->mode = "generic";
         return 0;
     }
@@ -210,7 +233,7 @@ int xdp_loader_open(const struct xdp_loader_opts *o, struct xdp_loader **out, ch
         fail(err, errlen, "out of memory");
         return -1;
     }
-    ld->slots_fd = ld->cpu_fd = ld->ctl_fd = -1;
+    ld->slots_fd = ld->cpu_fd = ld->ctl_fd = ld->link_fd = -1;
     ld->key_bytes = o->key_bytes;
     ld->aggr_bytes = o->aggr_bytes;
     ld->epoch_ns = o->epoch_ns;
@@ -331,11 +354,7 @@ void xdp_loader_close(struct xdp_loader *ld)
 {
     if (!ld)
         return;
-    if (ld->attach_flags) {
-        LIBBPF_OPTS(bpf_xdp_attach_opts, ao, .old_prog_fd = bpf_program__fd(ld->prog));
-        /* only our program: if another replaced it, it is not ours to remove */
-        bpf_xdp_detach(ld->ifindex, ld->attach_flags, &ao);
-    }
+    unlink_xdp(ld);
     ring_buffer__free(ld->ring);
     if (ld->ctl)
         munmap(ld->ctl, ld->ctl_len);
@@ -524,16 +543,13 @@ static int read_table(struct xdp_loader *ld, unsigned p, uint64_t epoch, char *e
 int xdp_loader_finish(struct xdp_loader *ld, char *err, size_t errlen)
 {
     char b[128];
-    if (ld->attach_flags) {
-        LIBBPF_OPTS(bpf_xdp_attach_opts, ao, .old_prog_fd = bpf_program__fd(ld->prog));
-        int rc = bpf_xdp_detach(ld->ifindex, ld->attach_flags, &ao);
-        /* ENODEV: the interface went away, and its program with it */
-        if (rc && rc != -ENODEV) {
+    if (ld->link_fd >= 0) {
+        int rc = unlink_xdp(ld);
+        if (rc) {
             fail(err, errlen, "detaching the XDP program from interface %s: %s", ld->ifname,
                  why(rc, b, sizeof b));
             return -1;
         }
-        ld->attach_flags = 0;
         struct timespec settle = {0, (long)DETACH_SETTLE_NS};
         nanosleep(&settle, NULL);
     }

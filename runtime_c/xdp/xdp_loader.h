@@ -17,7 +17,9 @@
  *   during open only.  A partial handed to the callback points into memory
  *   the loader owns, valid during the call only.  Errors are written to the
  *   caller's buffer (err, errlen), a sentence naming what is missing or
- *   refused.
+ *   refused.  The program is attached through a bpf_link the loader holds
+ *   open: should the process die without closing it (a crash, SIGKILL),
+ *   the kernel closes the link and the program leaves the interface.
  *
  * INVARIANTS
  *   One loader per attached program; one thread uses it at a time (calls are
