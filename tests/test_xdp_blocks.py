@@ -391,13 +391,16 @@ def _received(d: Driver, tmp_path, frames) -> int:
 
 def test_finish_drains_open_epochs_and_detaches(built, netns, tmp_path):
     """Opened from memory; finish, in the epoch the frames were sent in (not
-    over: drain would refuse it), detaches and hands on every frame; the
-    epoll fd is readable while partials wait; a second finish has nothing."""
+    over: drain would refuse it), detaches and hands on every frame, the
+    collisions the ring held without a wake-up among them; a second finish
+    has nothing."""
     d = _open(built, netns, flags=("--mem",))
     try:
         frames = batch(5, 1500)
         e = send(d, tmp_path, frames, at_epoch=d.now() + 1)
-        assert d.cmd("ready")[0] == ["readable", "1"]       # collisions wait in the ring
+        # a few collisions wait in the ring without waking user space (the
+        # program wakes it once an eighth of the ring is full)
+        assert d.cmd("ready")[0] == ["readable", "0"]
         w, recs = d.cmd("finish")
         assert w[0] == "finished" and int(w[1]) == len(recs) and int(w[2]) >= e
         assert d.now() == e, "a slow test: the epoch ended before finish"
@@ -412,6 +415,23 @@ def test_finish_drains_open_epochs_and_detaches(built, netns, tmp_path):
         w, recs = d.cmd("finish")
         assert w[:2] == ["finished", "0"] and recs == []
         assert d.stats()["packets"] == len(frames)
+    finally:
+        d.close()
+
+
+def test_a_filling_ring_wakes_user_space(built, netns, tmp_path):
+    """Past an eighth of the ring (128 KiB of its 1 MiB: some 2,700 records
+    of 48 bytes with their headers) the program wakes user space: the epoll
+    fd is readable; every frame is still counted once."""
+    d = _open(built, netns, flags=("--mem",))
+    try:
+        frames = batch(7, 6000, sources=400)    # 2,000 groups in 64 slots: collisions
+        e = send(d, tmp_path, frames, at_epoch=d.now() + 1)
+        assert d.cmd("ready")[0] == ["readable", "1"]
+        w, recs = d.cmd("finish")
+        assert w[0] == "finished" and d.now() == e, "a slow test: the epoch ended before finish"
+        assert got(recs) == expected(frames, e)
+        assert sum(1 for r in recs if KIND[r[0]] == "collision") > 2700
     finally:
         d.close()
 

@@ -68,7 +68,7 @@ def test_explain_says_which_lftas_run_in_the_kernel_and_why_not(tmp_path):
                    "srcIP")
     lines = out[out.index("kernel LFTAs"):].splitlines()
     assert lines[1].startswith("    _fta_q0 on interface default: in the kernel; epoch tb = "
-                               "60,000,000,000 ns, 4,096 slots per epoch parity and CPU; reads ")
+                               "60,000,000,000 ns, 16,384 slots per epoch parity and CPU; reads ")
     assert lines[2] == ("    _fta_q1: stays in user space: it reads IP fields but neither srcIP "
                         "nor destIP, so IPv6 frames count too, and the kernel program does not "
                         "walk IPv6 extension headers")
@@ -363,3 +363,35 @@ def test_a_killed_run_leaves_no_program_behind(netns, tmp_path):
     rc, out, err = again.stop()
     assert rc == 0, err[-3000:]
     assert sum(int(r[3]) for r in _rows(out)) == 100
+
+
+@live
+def test_a_monitoring_interface_drops_its_frames_once_counted(netns, tmp_path):
+    """?xdp_drop=1: every frame is counted, then dropped in the driver (a
+    packet socket on the interface sees none of them)."""
+    q = _query(tmp_path, BY_FLOW.format(secs=86400))
+    run = Run(netns, q, "pcap-live:vb?xdp_drop=1")
+    tap = subprocess.Popen(["ip", "netns", "exec", netns, "tcpdump", "-i", "vb", "-n", "-w",
+                            str(tmp_path / "tap.pcap")], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    run.send(tmp_path, 300, rate=3000)
+    time.sleep(0.5)
+    tap.send_signal(signal.SIGINT)
+    _, tap_err = tap.communicate(timeout=30)
+    rc, out, err = run.stop()
+    assert rc == 0, err[-3000:]
+    assert sum(int(r[3]) for r in _rows(out)) == 300
+    assert "0 packets captured" in tap_err, tap_err
+    assert "frames dropped once counted" in err
+    assert _stats(err)["sources"][0]["xdp"]["verdict"] == "drop"
+
+
+@live
+def test_dropping_frames_a_user_space_lfta_reads_is_refused(netns, tmp_path):
+    q = _query(tmp_path, BY_FLOW.format(secs=86400), BY_PORT)
+    p = subprocess.run(["ip", "netns", "exec", netns, sys.executable, "-m", "gsqlc", "run",
+                        str(q), "--lfta-in-kernel", "--source", "vb=pcap-live:vb?xdp_drop=1"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode != 0
+    assert "_fta_q1 reads interface vb in user space" in p.stderr, p.stderr

@@ -512,6 +512,7 @@ typedef struct gsq_xdp_loader_ops {
     const char *(*mode)(const struct xdp_loader *ld);
     int64_t (*wall_minus_mono_ns)(const struct xdp_loader *ld, uint64_t *error_bound_ns);
     uint64_t (*epoch_now)(const struct xdp_loader *ld);
+    uint64_t (*first_epoch)(const struct xdp_loader *ld);
     uint64_t (*drainable_at)(const struct xdp_loader *ld, uint64_t epoch);
     int (*poll)(struct xdp_loader *ld, int timeout_ms, char *err, size_t errlen);
     int (*drain)(struct xdp_loader *ld, uint64_t epoch, char *err, size_t errlen);

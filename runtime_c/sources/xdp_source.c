@@ -14,8 +14,8 @@
  *
  * Each round (read_batch): the ring's partials are handed on (no wait),
  * then every epoch whose end plus the grace period has passed is drained,
- * in order, from next_drain on -- next_drain starts at the epoch the
- * program stamps at open (no earlier epoch has packets) -- each followed by
+ * in order, from next_drain on -- next_drain starts at the first epoch the
+ * loader opened a table for (no earlier epoch has packets) -- each followed by
  * closed(E + 1).  An idle run sleeps on the ring's epoll descriptor
  * (wait_fd) for at most the heartbeat wait (100 ms), so drains come that
  * late at most.  When the run is cancelled the loader finishes (detach,
@@ -144,7 +144,7 @@ static int xdp_src_open(gsq_run *r, gsq_source *s)
                      n->name, err);
         return -1;
     }
-    xr->next_drain = xr->ops->epoch_now(xr->ld);
+    xr->next_drain = xr->ops->first_epoch(xr->ld); /* not epoch_now: open may span a boundary */
     s->drains_on_cancel = 1; /* the finish hands on what the kernel still holds */
     s->no_records = 1;
     return 0;

@@ -42,10 +42,13 @@ struct xdp_loader {
     size_t slot_stride;       /* round_up(slot value size, 8): one CPU's slot */
     unsigned slots;           /* slots of one parity's table */
     unsigned ncpus;           /* libbpf_num_possible_cpus() */
-    unsigned char *slot_buf;  /* slot_stride * ncpus */
-    unsigned char *zero_buf;  /* slot_stride * ncpus, zeros */
+    unsigned char *zero_buf;  /* batch * ncpus * slot_stride, zeros */
     struct xdp_cpu_state *cpu_buf; /* ncpus */
     uint64_t epoch_ns, grace_ns;
+    uint64_t first_epoch;     /* the first epoch whose table was opened (open's now) */
+    unsigned batch;           /* slots a drain reads (and zeroes) per system call */
+    uint32_t *batch_keys;     /* batch of them */
+    unsigned char *batch_vals; /* batch * ncpus * slot_stride */
     int64_t wall_minus_mono_ns;
     uint64_t offset_error_ns;
     xdp_partial_fn on_partial;
@@ -310,10 +313,17 @@ int xdp_loader_open(const struct xdp_loader_opts *o, struct xdp_loader **out, ch
         goto bad;
     }
     ld->ncpus = (unsigned)ncpus;
-    ld->slot_buf = calloc(ld->ncpus, ld->slot_stride);
-    ld->zero_buf = calloc(ld->ncpus, ld->slot_stride);
+    /* a drain's batch: as many slots as fit 4 MiB over every CPU */
+    ld->batch = (unsigned)((4u << 20) / ((size_t)ld->ncpus * ld->slot_stride));
+    if (ld->batch < 1)
+        ld->batch = 1;
+    if (ld->batch > ld->slots)
+        ld->batch = ld->slots;
+    ld->batch_keys = calloc(ld->batch, sizeof *ld->batch_keys);
+    ld->batch_vals = calloc((size_t)ld->batch * ld->ncpus, ld->slot_stride);
+    ld->zero_buf = calloc((size_t)ld->batch * ld->ncpus, ld->slot_stride);
     ld->cpu_buf = calloc(ld->ncpus, sizeof *ld->cpu_buf);
-    if (!ld->slot_buf || !ld->zero_buf || !ld->cpu_buf) {
+    if (!ld->batch_keys || !ld->batch_vals || !ld->zero_buf || !ld->cpu_buf) {
         fail(err, errlen, "out of memory");
         goto bad;
     }
@@ -332,6 +342,7 @@ int xdp_loader_open(const struct xdp_loader_opts *o, struct xdp_loader **out, ch
     ld->ctl->epoch_ns = ld->epoch_ns;
     ld->ctl->verdict = o->drop ? XDP_DROP : XDP_PASS;
     uint64_t now = xdp_loader_epoch_now(ld);
+    ld->first_epoch = now;
     __atomic_store_n(&ld->ctl->owner[now & 1], XDP_OWN_OPEN(now), __ATOMIC_SEQ_CST);
     __atomic_store_n(&ld->ctl->owner[(now + 1) & 1], XDP_OWN_OPEN(now + 1), __ATOMIC_SEQ_CST);
 
@@ -359,7 +370,8 @@ void xdp_loader_close(struct xdp_loader *ld)
     if (ld->ctl)
         munmap(ld->ctl, ld->ctl_len);
     bpf_object__close(ld->obj);
-    free(ld->slot_buf);
+    free(ld->batch_keys);
+    free(ld->batch_vals);
     free(ld->zero_buf);
     free(ld->cpu_buf);
     free(ld->log);
@@ -378,6 +390,11 @@ int64_t xdp_loader_wall_minus_mono_ns(const struct xdp_loader *ld, uint64_t *err
     if (error_bound_ns)
         *error_bound_ns = ld->offset_error_ns;
     return ld->wall_minus_mono_ns;
+}
+
+uint64_t xdp_loader_first_epoch(const struct xdp_loader *ld)
+{
+    return ld->first_epoch;
 }
 
 uint64_t xdp_loader_epoch_now(const struct xdp_loader *ld)
@@ -514,28 +531,42 @@ int xdp_loader_drain(struct xdp_loader *ld, uint64_t epoch, char *err, size_t er
 static int read_table(struct xdp_loader *ld, unsigned p, uint64_t epoch, char *err, size_t errlen)
 {
     char b[128];
-    for (unsigned i = 0; i < ld->slots; i++) {
-        uint32_t idx = p * ld->slots + i;
-        if (bpf_map_lookup_elem(ld->slots_fd, &idx, ld->slot_buf)) {
-            fail(err, errlen, "reading the map xdp_slots: %s", why(-errno, b, sizeof b));
+    /* a batch of slots per system call (BPF_MAP_LOOKUP_BATCH, from the key
+     * after in_batch), then the batch zeroed (BPF_MAP_UPDATE_BATCH) */
+    LIBBPF_OPTS(bpf_map_batch_opts, opts, .elem_flags = BPF_ANY);
+    for (unsigned done = 0; done < ld->slots;) {
+        uint32_t prev = p * ld->slots + done - 1, out = 0;
+        __u32 n = ld->slots - done < ld->batch ? ld->slots - done : ld->batch;
+        int rc = bpf_map_lookup_batch(ld->slots_fd, p * ld->slots + done ? &prev : NULL, &out,
+                                      ld->batch_keys, ld->batch_vals, &n, &opts);
+        if (rc && rc != -ENOENT) {
+            fail(err, errlen, "reading the map xdp_slots: %s", why(rc, b, sizeof b));
             return -1;
         }
-        int any = 0;
-        for (unsigned c = 0; c < ld->ncpus; c++) {
-            const unsigned char *s = ld->slot_buf + (size_t)c * ld->slot_stride;
-            uint64_t epoch1;
-            memcpy(&epoch1, s, 8);
-            if (epoch1 == 0)
-                continue;
-            any = 1;
-            struct xdp_partial part = {epoch1 == epoch + 1 ? XDP_REC_DRAIN : XDP_REC_OLD, c, epoch1 - 1,
-                                       s + 8, ld->key_bytes, s + 8 + ld->key_bytes, ld->aggr_bytes};
-            deliver(ld, &part);
-        }
-        if (any && bpf_map_update_elem(ld->slots_fd, &idx, ld->zero_buf, BPF_ANY)) {
-            fail(err, errlen, "zeroing the map xdp_slots: %s", why(-errno, b, sizeof b));
+        if (n == 0) {
+            fail(err, errlen, "reading the map xdp_slots: no slot after %u", (unsigned)prev);
             return -1;
         }
+        for (__u32 k = 0; k < n; k++)
+            for (unsigned c = 0; c < ld->ncpus; c++) {
+                const unsigned char *s =
+                    ld->batch_vals + ((size_t)k * ld->ncpus + c) * ld->slot_stride;
+                uint64_t epoch1;
+                memcpy(&epoch1, s, 8);
+                if (epoch1 == 0)
+                    continue;
+                struct xdp_partial part = {epoch1 == epoch + 1 ? XDP_REC_DRAIN : XDP_REC_OLD, c,
+                                           epoch1 - 1, s + 8, ld->key_bytes,
+                                           s + 8 + ld->key_bytes, ld->aggr_bytes};
+                deliver(ld, &part);
+            }
+        __u32 m = n;
+        rc = bpf_map_update_batch(ld->slots_fd, ld->batch_keys, ld->zero_buf, &m, &opts);
+        if (rc || m != n) {
+            fail(err, errlen, "zeroing the map xdp_slots: %s", why(rc ? rc : -EIO, b, sizeof b));
+            return -1;
+        }
+        done += n;
     }
     return 0;
 }

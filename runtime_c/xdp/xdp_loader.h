@@ -97,6 +97,10 @@ const char *xdp_loader_mode(const struct xdp_loader *ld);
  * CLOCK_MONOTONIC read it was measured from. */
 int64_t xdp_loader_wall_minus_mono_ns(const struct xdp_loader *ld, uint64_t *error_bound_ns);
 
+/* The first epoch whose table open opened: the first to drain (earlier
+ * ones have no packet). */
+uint64_t xdp_loader_first_epoch(const struct xdp_loader *ld);
+
 /* The epoch the program stamps a packet with now. */
 uint64_t xdp_loader_epoch_now(const struct xdp_loader *ld);
 

@@ -25,9 +25,9 @@ LFTA counts in user space:
 
 The rest stays in user space, and explain says why.  The program's table
 is the LFTA's direct-mapped table in the kernel: XDP_SLOTS slots per epoch
-parity and CPU (the LFTA's table size when a DEFINE or --lfta-table-size
-sets it, from 64 to 65,536; else 4,096: a drain reads every slot of every
-CPU once per epoch).  backend/xdp_gen.py writes the program.
+parity and CPU (the LFTA's table size when a DEFINE or compile(lfta_table_size=)
+sets it, from 64 to 65,536; else 16,384: a table is per CPU and a drain reads
+every slot of every CPU once per epoch).  backend/xdp_gen.py writes the program.
 """
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ _INT_LITERALS = frozenset({"int", "ullong", "bool", "ip", "hex", "lhex"})
 _BINARY = frozenset({"+", "-", "*", "/", "%", "&", "|", "<<", ">>", "=", "<>", "!=", "<", ">",
                      "<=", ">=", "and", "or"})
 _ACCUM_OPS = frozenset({"sum", "min", "max", "and", "or", "xor"})
-DEFAULT_SLOTS = 4096
+DEFAULT_SLOTS = 16384
 MIN_SLOTS, MAX_SLOTS = 64, 65536
 
 
