@@ -2,9 +2,9 @@
  * program in the XDP hook finds them: the BPF side of a kernel LFTA
  * (compiler/gsqlc/backend/xdp_gen.py).  BPF only (clang -target bpf).
  *
- * xdp_pkt_decode reads a frame's headers once, through
- * bpf_xdp_load_bytes (no packet pointer for the verifier to follow), into
- * a struct xdp_pkt; each getter xf_get_X(pkt, &out) then returns 0 and
+ * xdp_pkt_decode reads a frame's headers once (xf_load: in place, or
+ * through bpf_xdp_load_bytes for a frame of several buffers) into a
+ * struct xdp_pkt; each getter xf_get_X(pkt, &out) then returns 0 and
  * the field, or nonzero when the field is unavailable in this frame --
  * the same answer as runtime_c/include/gsq_packet.h's gsq_acc_get_X over
  * the same frame captured whole (its decoding: runtime_c/sources/
@@ -55,6 +55,22 @@ static __always_inline __u32 xf_u32(const __u8 *b)
     return ((__u32)b[0] << 24) | ((__u32)b[1] << 16) | ((__u32)b[2] << 8) | b[3];
 }
 
+/* len bytes at offset off of the frame into dst: read in place when they
+ * are in the frame's first buffer (the common case: a bounds check the
+ * verifier follows, no call), else through bpf_xdp_load_bytes (a frame of
+ * several buffers).  0, or nonzero when the frame is shorter.  len is a
+ * constant at every call (the function is inlined). */
+static __always_inline int xf_load(struct xdp_md *ctx, __u32 off, void *dst, __u32 len)
+{
+    void *data = (void *)(long)ctx->data;
+    void *end = (void *)(long)ctx->data_end;
+    if (off <= 255 && data + off + len <= end) {
+        __builtin_memcpy(dst, data + off, len);
+        return 0;
+    }
+    return bpf_xdp_load_bytes(ctx, off, dst, len);
+}
+
 /* The transport header's fixed part, when it is inside the frame and the
  * datagram (l3_end) -- gsq_pkt__decode_l4's rule. */
 static __always_inline void xf_decode_l4(struct xdp_md *ctx, struct xdp_pkt *p, __u32 off,
@@ -65,12 +81,12 @@ static __always_inline void xf_decode_l4(struct xdp_md *ctx, struct xdp_pkt *p, 
         l3_end - off < need)
         return;
     if (need == 20) {
-        if (bpf_xdp_load_bytes(ctx, off, p->l4, 20) != 0)
+        if (xf_load(ctx, off, p->l4, 20) != 0)
             return;
     } else if (need == 8) {
-        if (bpf_xdp_load_bytes(ctx, off, p->l4, 8) != 0)
+        if (xf_load(ctx, off, p->l4, 8) != 0)
             return;
-    } else if (bpf_xdp_load_bytes(ctx, off, p->l4, 4) != 0) {
+    } else if (xf_load(ctx, off, p->l4, 4) != 0) {
         return;
     }
     p->has_l4 = 1;
@@ -84,8 +100,8 @@ static __always_inline int xdp_pkt_decode(struct xdp_md *ctx, struct xdp_pkt *p)
     __u32 off = 14, type, tot, ihl, l3_end;
     __builtin_memset(p, 0, sizeof(*p));
     p->wire_len = bpf_xdp_get_buff_len(ctx);
-    if (p->wire_len < 14 || bpf_xdp_load_bytes(ctx, 0, p->mac, 12) != 0 ||
-        bpf_xdp_load_bytes(ctx, 12, tag, 2) != 0)
+    if (p->wire_len < 14 || xf_load(ctx, 0, p->mac, 12) != 0 ||
+        xf_load(ctx, 12, tag, 2) != 0)
         return 0;
     p->has_eth = 1;
     type = xf_u16(tag);
@@ -93,7 +109,7 @@ static __always_inline int xdp_pkt_decode(struct xdp_md *ctx, struct xdp_pkt *p)
     for (int i = 0; i < XDP_MAX_VLAN_TAGS; i++) {
         if (type != 0x8100 && type != 0x88a8 && type != 0x9100)
             break;
-        if (off + 4 > p->wire_len || bpf_xdp_load_bytes(ctx, off, tag, 4) != 0)
+        if (off + 4 > p->wire_len || xf_load(ctx, off, tag, 4) != 0)
             break;
         if (i == 0)
             p->vlan_id = xf_u16(tag) & 0x0fff;
@@ -106,11 +122,11 @@ static __always_inline int xdp_pkt_decode(struct xdp_md *ctx, struct xdp_pkt *p)
     p->eth_type = type;
     if (type == 0x86DD) {
         __u8 v;
-        if (off + 40 <= p->wire_len && bpf_xdp_load_bytes(ctx, off, &v, 1) == 0 && (v >> 4) == 6)
+        if (off + 40 <= p->wire_len && xf_load(ctx, off, &v, 1) == 0 && (v >> 4) == 6)
             p->ip_version = 6;
         return 0;
     }
-    if (type != 0x0800 || off + 20 > p->wire_len || bpf_xdp_load_bytes(ctx, off, p->ip, 20) != 0)
+    if (type != 0x0800 || off + 20 > p->wire_len || xf_load(ctx, off, p->ip, 20) != 0)
         return 0;
     if ((p->ip[0] >> 4) != 4)
         return 0;
