@@ -245,6 +245,23 @@ def test_no_such_interface_is_a_located_error(netns, tmp_path):
 
 
 @live
+@pytest.mark.skipif(not shutil.which("setpriv"), reason="needs setpriv (util-linux)")
+def test_without_the_capabilities_the_error_says_what_is_needed(netns, tmp_path):
+    q = _query(tmp_path, BY_FLOW.format(secs=60))
+    caps = "-bpf,-sys_admin,-net_admin,-perfmon"
+    p = subprocess.run(["ip", "netns", "exec", netns, "setpriv", "--bounding-set", caps,
+                        "--inh-caps", caps, sys.executable, "-m", "gsqlc", "run", str(q),
+                        "--lfta-in-kernel", "--source", "vb=pcap-live:vb"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1, p.stderr
+    assert p.stderr.strip().splitlines()[-1] == (
+        "gsqlc: error: pcap-live:vb: cannot run LFTA _fta_q0 in the kernel's XDP hook: loading "
+        "the XDP program xdp_lfta__fta_q0: Operation not permitted (needs root or CAP_BPF + "
+        "CAP_NET_ADMIN)"), p.stderr
+    assert "libbpf" not in p.stderr   # its own messages only with GSQLC_XDP_DEBUG
+
+
+@live
 def test_sanitized_runner_runs_the_kernel_lfta(netns, tmp_path):
     q = _query(tmp_path, BY_FLOW.format(secs=86400))
     runner = build_sanitized([q, "--lfta-in-kernel"], tmp_path / "san")

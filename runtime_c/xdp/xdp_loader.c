@@ -60,6 +60,18 @@ struct xdp_loader {
     char *objname;   /* the object's name in errors: its path, or its name in memory */
 };
 
+/* libbpf's own messages: its warnings would repeat, less precisely, what
+ * the loader's error says (and name causes that are not this one's, such
+ * as RLIMIT_MEMLOCK on a kernel that has not needed it since 5.11); shown
+ * only with GSQLC_XDP_DEBUG set.  libbpf's printer is one per process. */
+static int libbpf_messages(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+    (void)level;
+    if (!getenv("GSQLC_XDP_DEBUG"))
+        return 0;
+    return vfprintf(stderr, fmt, ap);
+}
+
 static void fail(char *err, size_t errlen, const char *fmt, ...)
 {
     if (!err || errlen == 0)
@@ -231,6 +243,7 @@ int xdp_loader_open(const struct xdp_loader_opts *o, struct xdp_loader **out, ch
                           "are needed");
         return -1;
     }
+    libbpf_set_print(libbpf_messages);
     struct xdp_loader *ld = calloc(1, sizeof *ld);
     if (!ld) {
         fail(err, errlen, "out of memory");
@@ -285,12 +298,14 @@ int xdp_loader_open(const struct xdp_loader_opts *o, struct xdp_loader **out, ch
     rc = bpf_object__load(ld->obj);
     if (rc) {
         const char *tail = log_tail(ld->log);
+        /* an object in memory is named after its program: the name once */
+        const char *of = in_mem ? "" : " of ", *obj = in_mem ? "" : ld->objname;
         if (*tail) /* the verifier refused it (EACCES, EINVAL): its reasons, not a permission */
-            fail(err, errlen, "loading the XDP program %s of %s: the verifier refused it (%s); its log ends:\n%s",
-                 bpf_program__name(ld->prog), ld->objname, strerror(rc < 0 ? -rc : rc), tail);
+            fail(err, errlen, "loading the XDP program %s%s%s: the verifier refused it (%s); its log ends:\n%s",
+                 bpf_program__name(ld->prog), of, obj, strerror(rc < 0 ? -rc : rc), tail);
         else
-            fail(err, errlen, "loading the XDP program %s of %s: %s", bpf_program__name(ld->prog),
-                 ld->objname, why(rc, b, sizeof b));
+            fail(err, errlen, "loading the XDP program %s%s%s: %s", bpf_program__name(ld->prog), of,
+                 obj, why(rc, b, sizeof b));
         goto bad;
     }
     if ((ld->slots_fd = find_map(ld, "xdp_slots", err, errlen)) < 0 ||
