@@ -110,7 +110,7 @@ class Run:
     its capture bound), fed, stopped with SIGINT."""
 
     def __init__(self, ns: str, q: Path, uri: str, *extra: str, cmd: list | None = None,
-                 env: dict | None = None):
+                 env: dict | None = None, sockets: int = 0):
         from test_live_afpacket import _bound_packet_sockets
         self.ns = ns
         cmd = cmd or [sys.executable, "-m", "gsqlc", "run", str(q), "--lfta-in-kernel",
@@ -119,7 +119,10 @@ class Run:
                                      stderr=subprocess.PIPE, text=True,
                                      env=dict(os.environ, **(env or {})))
         deadline = time.time() + 240  # a first run builds the query set
-        while not (_attached(ns) if "xdp=off" not in uri else _bound_packet_sockets(ns)):
+        # begun once its program is attached (and, with a user-space LFTA
+        # beside it, its capture socket bound)
+        while not ((_attached(ns) and _bound_packet_sockets(ns) >= sockets)
+                   if "xdp=off" not in uri else _bound_packet_sockets(ns)):
             if self.proc.poll() is not None:
                 out, err = self.proc.communicate()
                 raise AssertionError(f"the run ended before it began ({self.proc.returncode}):"
@@ -218,7 +221,9 @@ def test_epochs_close_while_the_run_goes_on(netns, tmp_path):
 @live
 def test_a_user_space_lfta_beside_it_reads_the_capture(netns, tmp_path):
     q = _query(tmp_path, BY_FLOW.format(secs=86400), BY_PORT)
-    run = Run(netns, q, "pcap-live:vb", "--output", "q0", "--output", "q1")
+    # in generic (SKB) mode, asked for: the capture socket sees the frames too
+    run = Run(netns, q, "pcap-live:vb?xdp=generic", "--output", "q0", "--output", "q1",
+              sockets=1)
     n = 1000
     run.send(tmp_path, n, rate=4000)
     rc, out, err = run.stop(settle=1.0)
@@ -226,6 +231,7 @@ def test_a_user_space_lfta_beside_it_reads_the_capture(netns, tmp_path):
     st = _stats(err)
     kinds = sorted(s["kind"] for s in st["sources"])
     assert kinds == ["pcap-live", "xdp"], st["sources"]
+    assert next(s for s in st["sources"] if s["kind"] == "xdp")["xdp"]["mode"] == "generic"
     # q0's rows have 7 columns, q1's 3
     by_flow = [r for r in _rows(out) if len(r) == 7]
     by_port = [r for r in _rows(out) if len(r) == 3]
