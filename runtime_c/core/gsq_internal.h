@@ -584,7 +584,10 @@ enum gsq_live_xdp {
 #define GSQ_LIVE_SNAPLEN 65535u
 #define GSQ_LIVE_BLOCK_SIZE (1u << 20)
 #define GSQ_LIVE_BLOCKS 64u
-#define GSQ_LIVE_BLOCK_TIMEOUT_MS 10u
+/* a block not full is handed over after this: 100 wake-ups a second at 10
+ * ms cost more CPU per frame than tcpdump at 100 k frames/s on a VM (each
+ * ~60 us); at 100 ms it is 0.70x tcpdump's (bench/README.md) */
+#define GSQ_LIVE_BLOCK_TIMEOUT_MS 100u
 
 /* The settings of interface iface (NULL: none given). */
 const gsq_iface_time *gsq_iface_settings(const gsq_run *r, const char *iface);
