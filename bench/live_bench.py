@@ -284,8 +284,9 @@ def capture_configs(qdir: Path) -> list[tuple[str, str, list[str], object]]:
     return [
         ("tcpdump -w /dev/null", "count", tcpdump_argv(), tcpdump_counts),
         ("gsqlc count", "count", gsqlc_argv(paths["count"], "pcap-live:vb", []), g("count")),
-        ("gsqlc count, block_timeout=100", "count",
-         gsqlc_argv(paths["count"], "pcap-live:vb?block_timeout=100", []), g("count")),
+        # the default block timeout is 100 ms; 10 ms wakes the run ten times as often
+        ("gsqlc count, block_timeout=10", "count",
+         gsqlc_argv(paths["count"], "pcap-live:vb?block_timeout=10", []), g("count")),
         ("gsqlc count (libpcap)", "count",
          gsqlc_argv(paths["count"], "pcap-live:vb", ["--pcap-reader", "libpcap"]), g("count")),
         (f"tcpdump 'udp dst port {SELECTED_PORT}'", "select",
