@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -119,15 +120,20 @@ def _bound_packet_sockets(ns: str) -> int:
 class Capture:
     """A run capturing in namespace ns: started, fed, stopped with SIGINT."""
 
-    def __init__(self, ns: str, cmd: list[str], env: dict | None = None):
+    def __init__(self, ns: str, cmd: list[str], env: dict | None = None,
+                 ready: Callable[[], bool] | None = None):
+        """Started once ready() holds: by default, once its packet sockets are
+        bound (a fanout=N capture has begun once all N members are bound and
+        joined)."""
         self.ns = ns
         self.proc = subprocess.Popen(["ip", "netns", "exec", ns, *cmd], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True,
                                      env=dict(os.environ, **(env or {})))
+        if ready is None:
+            fanout = [int(m) for a in cmd for m in re.findall(r"fanout=(\d+)", a)]
+            ready = lambda: _bound_packet_sockets(ns) >= max(fanout, default=1)  # noqa: E731
         deadline = time.time() + 240  # a first run builds the query set
-        # a fanout=N capture has begun once all N members are bound and joined
-        fanout = [int(m) for a in cmd for m in re.findall(r"fanout=(\d+)", a)]
-        while _bound_packet_sockets(ns) < max(fanout, default=1):
+        while not ready():
             if self.proc.poll() is not None:
                 out, err = self.proc.communicate()
                 raise AssertionError(f"the run ended before capturing ({self.proc.returncode}): "
@@ -142,15 +148,14 @@ class Capture:
         subprocess.run(["ip", "netns", "exec", self.ns, sys.executable, str(script), "va", str(n),
                         str(PORT), str(rate), str(vlan_every), str(pad)], check=True, timeout=120)
 
-    def stop(self, expect: int = 0, settle: float = 1.0) -> tuple[int, str, str]:
-        """SIGINT once `expect` lines came out (a live run flushes its output
-        every round; at most 60 s), else after `settle` seconds (the last
-        block is handed over within its timeout); the status and output."""
+    def read_for(self, secs: float, expect: int = 0) -> str:
+        """What the run wrote within secs (or once `expect` lines came out),
+        while it goes on."""
         import select
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()  # read raw: communicate reads the rest from fd
         seen = b""
-        deadline = time.time() + (60 if expect else settle)
+        deadline = time.time() + secs
         while (seen.count(b"\n") < expect or not expect) and time.time() < deadline:
             r, _, _ = select.select([fd], [], [], 0.2)
             if r:
@@ -158,13 +163,20 @@ class Capture:
                 if not chunk:
                     break
                 seen += chunk
+        return seen.decode()
+
+    def stop(self, expect: int = 0, settle: float = 1.0) -> tuple[int, str, str]:
+        """SIGINT once `expect` lines came out (a live run flushes its output
+        every round; at most 60 s), else after `settle` seconds (the last
+        block is handed over within its timeout); the status and output."""
+        seen = self.read_for(60 if expect else settle, expect)
         self.proc.send_signal(signal.SIGINT)
         try:
             out, err = self.proc.communicate(timeout=60)
         finally:
             if self.proc.poll() is None:
                 self.proc.kill()
-        return self.proc.returncode, seen.decode() + out, err
+        return self.proc.returncode, seen + out, err
 
 
 def _gsqlc_run(query: Path, uri: str, *extra: str) -> list[str]:

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SANITIZED_RUN_ENV, build_sanitized
-from test_live_afpacket import PORT, SENDER, _stats, netns
+from test_live_afpacket import PORT, Capture, _bound_packet_sockets, _stats, netns
 from test_live_afpacket import _why_not as _live_why_not
 
 __all__ = ["netns"]   # the fixture, shared
@@ -105,61 +105,23 @@ def _attached(ns: str) -> bool:
     return "prog/xdp" in p.stdout
 
 
-class Run:
-    """gsqlc run on vb in namespace ns: started (its program attached, or
-    its capture bound), fed, stopped with SIGINT."""
+class Run(Capture):
+    """gsqlc run --lfta-in-kernel on vb in namespace ns: started once its
+    program is attached (and, with a user-space LFTA beside it, its capture
+    socket bound; with xdp=off, its capture socket), fed, stopped with SIGINT."""
 
     def __init__(self, ns: str, q: Path, uri: str, *extra: str, cmd: list | None = None,
                  env: dict | None = None, sockets: int = 0):
-        from test_live_afpacket import _bound_packet_sockets
-        self.ns = ns
         cmd = cmd or [sys.executable, "-m", "gsqlc", "run", str(q), "--lfta-in-kernel",
                       "--source", f"vb={uri}", "--stats", *extra]
-        self.proc = subprocess.Popen(["ip", "netns", "exec", ns, *cmd], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True,
-                                     env=dict(os.environ, **(env or {})))
-        deadline = time.time() + 240  # a first run builds the query set
-        # begun once its program is attached (and, with a user-space LFTA
-        # beside it, its capture socket bound)
-        while not ((_attached(ns) and _bound_packet_sockets(ns) >= sockets)
-                   if "xdp=off" not in uri else _bound_packet_sockets(ns)):
-            if self.proc.poll() is not None:
-                out, err = self.proc.communicate()
-                raise AssertionError(f"the run ended before it began ({self.proc.returncode}):"
-                                     f" {err[-3000:]}")
-            assert time.time() < deadline, "the run never attached"
-            time.sleep(0.1)
-        time.sleep(0.3)
+        if "xdp=off" in uri:
+            super().__init__(ns, cmd, env)
+        else:
+            super().__init__(ns, cmd, env, lambda: _attached(ns) and
+                             _bound_packet_sockets(ns) >= sockets)
 
-    def send(self, tmp: Path, n: int, rate: int = 0) -> None:
-        script = tmp / "sender.py"
-        script.write_text(SENDER)
-        subprocess.run(["ip", "netns", "exec", self.ns, sys.executable, str(script), "va", str(n),
-                        str(PORT), str(rate), "0", "0"], check=True, timeout=120)
-
-    def read_for(self, secs: float) -> str:
-        """What the run wrote within secs, while it goes on."""
-        import select
-        assert self.proc.stdout is not None
-        fd, seen, end = self.proc.stdout.fileno(), b"", time.time() + secs
-        while time.time() < end:
-            r, _, _ = select.select([fd], [], [], 0.1)
-            if r:
-                chunk = os.read(fd, 1 << 16)
-                if not chunk:
-                    break
-                seen += chunk
-        return seen.decode()
-
-    def stop(self, settle: float = 0.5) -> tuple[int, str, str]:
-        seen = self.read_for(settle)
-        self.proc.send_signal(signal.SIGINT)
-        try:
-            out, err = self.proc.communicate(timeout=60)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-        return self.proc.returncode, seen + out, err
+    def stop(self, expect: int = 0, settle: float = 0.5) -> tuple[int, str, str]:
+        return super().stop(expect, settle)
 
 
 def _rows(out: str) -> list[list[str]]:

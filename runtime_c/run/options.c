@@ -505,8 +505,10 @@ static int set_live_fanout(gsq_run *r, const gsq_option *o, const char *iface, c
     return set_live_uint(r, o, iface, value, offsetof(gsq_iface_time, live_fanout), 0);
 }
 
-/* live_promisc:NAME = 0 | 1 */
-static int set_live_promisc(gsq_run *r, const gsq_option *o, const char *iface, const char *value)
+/* A 0 | 1 option into int member of the interface's settings (`invert`:
+ * the member holds its negation). */
+static int set_live_flag(gsq_run *r, const gsq_option *o, const char *iface, const char *value,
+                         size_t member, int invert)
 {
     gsq_iface_time *t;
     uint8_t b;
@@ -514,22 +516,21 @@ static int set_live_promisc(gsq_run *r, const gsq_option *o, const char *iface, 
         return refuse(r, o, iface, value);
     if (!(t = iface_time(r, iface)))
         return -1;
-    t->live_promisc = b;
+    *(int *)((char *)t + member) = invert ? !b : b;
     return 0;
+}
+
+/* live_promisc:NAME = 0 | 1 */
+static int set_live_promisc(gsq_run *r, const gsq_option *o, const char *iface, const char *value)
+{
+    return set_live_flag(r, o, iface, value, offsetof(gsq_iface_time, live_promisc), 0);
 }
 
 /* live_kernel_filter:NAME = 0 | 1 */
 static int set_live_kernel_filter(gsq_run *r, const gsq_option *o, const char *iface,
                                   const char *value)
 {
-    gsq_iface_time *t;
-    uint8_t b;
-    if (gsq_parse_bool(value, strlen(value), &b) != 0)
-        return refuse(r, o, iface, value);
-    if (!(t = iface_time(r, iface)))
-        return -1;
-    t->live_kernel_filter_off = !b;
-    return 0;
+    return set_live_flag(r, o, iface, value, offsetof(gsq_iface_time, live_kernel_filter_off), 1);
 }
 
 /* live_xdp:NAME = off | auto | native | generic (enum gsq_live_xdp) */
@@ -549,14 +550,7 @@ static int set_live_xdp(gsq_run *r, const gsq_option *o, const char *iface, cons
 static int set_live_xdp_drop(gsq_run *r, const gsq_option *o, const char *iface,
                              const char *value)
 {
-    gsq_iface_time *t;
-    uint8_t b;
-    if (gsq_parse_bool(value, strlen(value), &b) != 0)
-        return refuse(r, o, iface, value);
-    if (!(t = iface_time(r, iface)))
-        return -1;
-    t->live_xdp_drop = b;
-    return 0;
+    return set_live_flag(r, o, iface, value, offsetof(gsq_iface_time, live_xdp_drop), 0);
 }
 
 /* ---- the generic setters: any option of their kind, through its FIELD */

@@ -306,28 +306,13 @@ static __always_inline int xf_get_dst_port(const struct xdp_pkt *p, __u32 *out)
     return 0;
 }
 
-#define XF_L4_U16(NAME, PROTO, AT)                                                 \
+/* the getter of a field of transport protocol PROTO read as READ from p->l4 */
+#define XF_L4_FIELD(NAME, PROTO, READ)                                             \
     static __always_inline int xf_get_##NAME(const struct xdp_pkt *p, __u32 *out) \
     {                                                                             \
         if (!XF_L4(p, PROTO))                                                     \
             return 1;                                                             \
-        *out = xf_u16(p->l4 + (AT));                                              \
-        return 0;                                                                 \
-    }
-#define XF_L4_U32(NAME, PROTO, AT)                                                 \
-    static __always_inline int xf_get_##NAME(const struct xdp_pkt *p, __u32 *out) \
-    {                                                                             \
-        if (!XF_L4(p, PROTO))                                                     \
-            return 1;                                                             \
-        *out = xf_u32(p->l4 + (AT));                                              \
-        return 0;                                                                 \
-    }
-#define XF_L4_U8(NAME, PROTO, AT)                                                  \
-    static __always_inline int xf_get_##NAME(const struct xdp_pkt *p, __u32 *out) \
-    {                                                                             \
-        if (!XF_L4(p, PROTO))                                                     \
-            return 1;                                                             \
-        *out = p->l4[(AT)];                                                       \
+        *out = (READ);                                                            \
         return 0;                                                                 \
     }
 #define XF_TCP_FLAG(NAME, BIT)                                                    \
@@ -339,27 +324,25 @@ static __always_inline int xf_get_dst_port(const struct xdp_pkt *p, __u32 *out)
         return 0;                                                                \
     }
 
-XF_L4_U16(tcp_src_port, 6, 0)
-XF_L4_U16(tcp_dst_port, 6, 2)
-XF_L4_U32(tcp_seq, 6, 4)
-XF_L4_U32(tcp_ack, 6, 8)
-XF_L4_U8(tcp_flags, 6, 13)
-XF_L4_U16(tcp_window, 6, 14)
+XF_L4_FIELD(tcp_src_port, 6, xf_u16(p->l4))
+XF_L4_FIELD(tcp_dst_port, 6, xf_u16(p->l4 + 2))
+XF_L4_FIELD(tcp_seq, 6, xf_u32(p->l4 + 4))
+XF_L4_FIELD(tcp_ack, 6, xf_u32(p->l4 + 8))
+XF_L4_FIELD(tcp_flags, 6, p->l4[13])
+XF_L4_FIELD(tcp_window, 6, xf_u16(p->l4 + 14))
 XF_TCP_FLAG(tcp_fin, 0x01)
 XF_TCP_FLAG(tcp_syn, 0x02)
 XF_TCP_FLAG(tcp_rst, 0x04)
 XF_TCP_FLAG(tcp_psh, 0x08)
 XF_TCP_FLAG(tcp_ackflag, 0x10)
 XF_TCP_FLAG(tcp_urg, 0x20)
-XF_L4_U16(udp_src_port, 17, 0)
-XF_L4_U16(udp_dst_port, 17, 2)
-XF_L4_U16(udp_length, 17, 4)
-XF_L4_U8(icmp_type, 1, 0)
-XF_L4_U8(icmp_code, 1, 1)
+XF_L4_FIELD(udp_src_port, 17, xf_u16(p->l4))
+XF_L4_FIELD(udp_dst_port, 17, xf_u16(p->l4 + 2))
+XF_L4_FIELD(udp_length, 17, xf_u16(p->l4 + 4))
+XF_L4_FIELD(icmp_type, 1, p->l4[0])
+XF_L4_FIELD(icmp_code, 1, p->l4[1])
 
-#undef XF_L4_U16
-#undef XF_L4_U32
-#undef XF_L4_U8
+#undef XF_L4_FIELD
 #undef XF_TCP_FLAG
 
 #endif /* GSQLC_XDP_FIELDS_H */

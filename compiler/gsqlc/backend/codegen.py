@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from ..planner.kernel_lfta import plan_kernel_lftas
 from ..planner.nodes import (
     HftaAggregate,
     HftaFilterJoin,
@@ -34,7 +33,7 @@ from .lfta_aggregate_gen import render_lfta_aggregate
 from .lfta_gen import render_lfta_select
 from .queryset_gen import render_cmake, render_queryset, render_runner_defaults, render_streams_h
 from .user_sources import add_library_sources, add_user_sources
-from .xdp_gen import render_xdp_program, xdp_lfta_data
+from .xdp_gen import object_symbol, render_xdp_program
 
 __all__ = ["GeneratedSet", "generate"]
 
@@ -77,11 +76,10 @@ def generate(plan: Plan, runner_sets: Sequence[tuple[str, str]] = (),
         files[fname] = text
         if fname.endswith(".c"):
             gs.lftas.append(fname)
-    for c in plan_kernel_lftas(plan):
-        if c.kernel is not None:
-            fn = "lfta_" + gen.idents[c.node.name]
-            files[f"{fn}.bpf.c"] = render_xdp_program(gen, c.kernel, fn)
-            gs.xdp.append((fn, xdp_lfta_data(c.kernel, fn)["object"]))
+    for name, k in gen.kernel_lftas.items():
+        fn = "lfta_" + gen.idents[name]
+        files[f"{fn}.bpf.c"] = render_xdp_program(gen, k, fn)
+        gs.xdp.append((fn, object_symbol(fn)))
     files["queryset.c"] = render_queryset(gen, bool(gs.xdp))
     files["runner_defaults.c"] = render_runner_defaults(gen, runner_sets)
     add_user_sources(gs, udf)

@@ -30,6 +30,7 @@ from .cexpr import CEmitter, EmitContext, field_member
 from .user_code import UserCode
 
 if TYPE_CHECKING:
+    from ..planner.kernel_lfta import KernelLfta
     from .prefilter_gen import PrefilterSet
 
 # Template data: names to plain values (strings, lists of them, flags).
@@ -117,6 +118,13 @@ class GenContext:
                 k += 1
             used.add(ident)
             self.idents[n.name] = ident
+
+    @functools.cached_property
+    def kernel_lftas(self) -> dict[str, "KernelLfta"]:
+        """The LFTAs that run in the kernel's XDP hook, by name
+        (planner/kernel_lfta.py; none unless the plan was made for them)."""
+        from ..planner.kernel_lfta import plan_kernel_lftas
+        return {c.node.name: c.kernel for c in plan_kernel_lftas(self.plan) if c.kernel}
 
     @functools.cached_property
     def prefilters(self) -> "PrefilterSet":

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..planner.kernel_lfta import kernel_of
 from ..planner.nodes import LFTA_TABLE_GROW_MIB, LftaAggregate
 from ..semantics.types import Temporal, Type
 from .gen_shared import GenContext, fold, key_equal, key_hash_step, output_assignments
@@ -30,7 +29,7 @@ def lfta_key_hash_step(t: Type, v: str, hash32: bool) -> str:
 
 def _xdp(gen: GenContext, n: LftaAggregate, fn: str) -> Optional[dict[str, Any]]:
     """The kernel side's data when n runs in the kernel's XDP hook too."""
-    k = kernel_of(gen.plan, n.name)
+    k = gen.kernel_lftas.get(n.name)
     return xdp_lfta_data(k, fn) if k is not None else None
 
 

@@ -49,6 +49,11 @@ def key_members(k: KernelLfta) -> list[tuple[int, str]]:
     return keys or [(-1, "pad")]
 
 
+def object_symbol(fn: str) -> str:
+    """The C array holding LFTA fn's BPF object (its <fn>.bpf.h)."""
+    return f"{fn}_bpf_object"
+
+
 def program_name(fn: str) -> str:
     return ("xdp_" + fn)[:60]
 
@@ -127,7 +132,7 @@ def xdp_lfta_data(k: KernelLfta, fn: str) -> dict[str, Any]:
         "epoch_key": f"k{k.epoch_index}", "epoch_type": ekey,
         "key_members": [m for _, m in key_members(k)],
         "aggr_members": [f"a{j}" for j in range(len(n.accums))],
-        "fill": fill, "object": f"{fn}_bpf_object", "source": f"{fn}.bpf.c",
+        "fill": fill, "object": object_symbol(fn), "source": f"{fn}.bpf.c",
     }
 
 

@@ -226,13 +226,6 @@ def plan_kernel_lftas(plan: Plan) -> list[KernelChoice]:
     return out
 
 
-def kernel_of(plan: Plan, name: str) -> Optional[KernelLfta]:
-    for c in plan_kernel_lftas(plan):
-        if c.node.name == name:
-            return c.kernel
-    return None
-
-
 def explain_lines(plan: Plan) -> list[str]:
     """explain's account of the kernel LFTAs (--lfta-in-kernel)."""
     choices = plan_kernel_lftas(plan)
